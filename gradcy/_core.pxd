@@ -1,0 +1,104 @@
+# Declarations of gradcy/_core.pyx: the tape (an arena of typed nodes), the traced value (Box),
+# primitives and the metadata that stands in for buffers a VJP does not need.
+from libc.stdint cimport int32_t, uint8_t
+from cpython.object cimport PyObject
+
+# =============================================================================
+# Node flags
+# =============================================================================
+cdef enum:
+    NODE_LEAF = 1         # an input of the differentiation: no primitive, no parents
+    NODE_BOX_ALIVE = 2    # the Box carrying this node's value still exists
+    NODE_PINNED = 4       # an output that a backward pass will start from: never dead
+    NODE_RELEASED = 8     # saved record released (VJP ran, node dead or unreachable)
+    NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
+
+
+# =============================================================================
+# Arena records
+# =============================================================================
+cdef struct Node:
+    PyObject* prim           # owned ref to the Primitive that made the value; NULL for a leaf
+    PyObject* saved          # owned ref to the saved record (ans, args, kwargs); NULL once released
+    PyObject* cotangent      # owned ref to the accumulated cotangent; NULL until one arrives
+    Py_ssize_t parent_start  # index of this node's first ParentRef in the tape's parent pool
+    Py_ssize_t saved_bytes   # bytes of buffers this node's record holds (shared buffers counted once)
+    Py_ssize_t cot_bytes     # bytes of the cotangent slot, as counted in the tape's totals
+    int32_t nparents         # number of traced arguments, i.e. ParentRefs
+    int32_t nconsumers       # recorded nodes that read this value and are not dead
+    uint8_t flags            # NODE_* bits
+
+cdef struct ParentRef:
+    Py_ssize_t node          # arena index of the parent node (always < the child's index)
+    int32_t argnum           # position of the parent among the primitive's positional arguments
+
+
+# =============================================================================
+# Extension types
+# =============================================================================
+cdef class ArrayMeta:
+    # Shape and dtype of a value whose buffer a VJP declared it does not need.
+    cdef readonly tuple shape     # the value's shape
+    cdef readonly object dtype    # the value's numpy dtype
+    cdef readonly object type     # the value's Python type (ndarray, float, numpy.float32, ...)
+
+
+cdef class Primitive:
+    cdef readonly object fun          # the raw function, called on unboxed values
+    cdef readonly str name            # qualified name used in error messages
+    cdef public dict vjpmakers        # argnum -> maker(ans, *args, **kw) -> vjp(g); None = zero
+    cdef public object vjp_argnums    # maker(argnums, ans, args, kwargs) -> vjp(g) -> tuple, or None
+    cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
+    cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
+    cdef public bint traced           # False: run on unboxed values, record nothing
+    cdef public bint save_ans         # the VJP reads the output value
+    cdef public bint save_all_args    # the VJP reads every argument
+    cdef public object save_args      # frozenset of argnums whose values the VJP reads
+    cdef public bint linear           # registered with def_linear (used by forward mode)
+
+    cdef object _record(self, Tape top, bint mixed, tuple args, dict kwargs)
+    cdef object _saved_record(self, object ans, tuple args, dict kwargs)
+
+
+cdef class Tape:
+    cdef Node* nodes               # the arena; node i's parents all have indices < i
+    cdef Py_ssize_t n_nodes        # nodes in use
+    cdef Py_ssize_t cap_nodes      # nodes allocated
+    cdef ParentRef* parents        # parent pool shared by all nodes
+    cdef Py_ssize_t n_parents      # entries in use
+    cdef Py_ssize_t cap_parents    # entries allocated
+    cdef dict buffers              # id(root buffer) -> [holders, nbytes]: each buffer counted once
+    cdef readonly long long trace_id   # unique for the life of the process, never reused
+    cdef readonly bint released    # release() has run: every node and buffer is gone
+    cdef readonly bint sweeping    # a backward pass is running on this tape
+    cdef readonly Py_ssize_t saved_bytes       # bytes held by saved records now
+    cdef readonly Py_ssize_t peak_saved_bytes  # most saved bytes held at once
+    cdef readonly Py_ssize_t cotangent_bytes   # bytes held by cotangent slots now
+    cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
+    cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
+    cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
+
+    cdef int _grow_nodes(self, Py_ssize_t need) except -1
+    cdef int _grow_parents(self, Py_ssize_t need) except -1
+    cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
+                            object saved, Py_ssize_t nbytes) except -1
+    cdef Py_ssize_t _account(self, object saved, int sign) except -1
+    cdef int _release_saved(self, Py_ssize_t i) except -1
+    cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
+    cdef object _take_cotangent(self, Py_ssize_t i)
+    cdef int _accumulate(self, Py_ssize_t i, object g) except -1
+    cdef int _box_dropped(self, Py_ssize_t i) except -1
+    cdef int _kill(self, Py_ssize_t i) except -1
+    cdef int _mark_reachable(self, Py_ssize_t out) except -1
+    cdef int _notify(self, str event, Py_ssize_t i, object name) except -1
+    cdef int _free_all(self) noexcept
+    cdef _run_vjp(self, Py_ssize_t i, object g)
+
+
+cdef class Box:
+    cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
+    cdef readonly Tape _tape       # the tape that recorded it
+    cdef readonly Py_ssize_t _node # its node index in the tape's arena
+
+
+cdef Box make_box(object value, Tape tape, Py_ssize_t node)

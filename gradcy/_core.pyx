@@ -1,0 +1,967 @@
+"""The gradcy engine: primitive dispatch, the tape, the backward sweep, buffer lifetimes.
+
+Contract and field comments: _core.pxd. This module knows nothing about which NumPy functions
+exist; the operator layer (gradcy/numpy, gradcy/extend.py) registers primitives, their VJPs and
+the Box methods onto it.
+
+Lifetimes (each owned reference has one release point):
+- Node.prim, Node.saved: released by _release_saved() right after the node's VJP ran in a
+  consuming sweep, when the node dies (its Box dropped and nothing consumed it), when the node
+  cannot reach the output of a sweep, or by release().
+- Node.cotangent: released by _take_cotangent() when the node's VJP consumes it, or by release().
+- The arena itself: freed by release(), which __dealloc__ also runs.
+"""
+cimport cython
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF, Py_XINCREF
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from libc.stdint cimport int32_t, uint8_t, SIZE_MAX
+from libc.string cimport memset
+
+import numpy as _np
+cimport numpy as cnp
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(PyObject* o)
+
+
+# =============================================================================
+# Process-wide counters (under the GIL; every change happens in C with no Python call between
+# the read and the write, so threads cannot tear them)
+# =============================================================================
+cdef long long _next_trace_id = 1
+cdef Py_ssize_t _live_tapes = 0
+cdef Py_ssize_t _live_nodes = 0
+cdef Py_ssize_t _saved_bytes = 0
+cdef Py_ssize_t _peak_saved_bytes = 0
+cdef Py_ssize_t _cotangent_bytes = 0
+cdef Py_ssize_t _peak_bytes = 0
+
+
+def stats():
+    """The engine's own counts, summed over every tape in the process.
+
+    live_tapes: tapes not yet released; live_nodes: recorded nodes whose saved record is still
+    held; saved_bytes / cotangent_bytes: bytes of buffers held now by saved records / cotangent
+    slots (a buffer saved by several nodes counts once per tape); peak_saved_bytes / peak_bytes:
+    the most saved (saved + cotangent) bytes held at once since the last reset_peak().
+    """
+    return {
+        "live_tapes": _live_tapes,
+        "live_nodes": _live_nodes,
+        "saved_bytes": _saved_bytes,
+        "cotangent_bytes": _cotangent_bytes,
+        "peak_saved_bytes": _peak_saved_bytes,
+        "peak_bytes": _peak_bytes,
+    }
+
+
+def reset_peak():
+    """Set the process-wide peaks to what is held now."""
+    global _peak_saved_bytes, _peak_bytes
+    _peak_saved_bytes = _saved_bytes
+    _peak_bytes = _saved_bytes + _cotangent_bytes
+
+
+cdef inline void _count_bytes(Tape t, Py_ssize_t dsaved, Py_ssize_t dcot) noexcept:
+    global _saved_bytes, _peak_saved_bytes, _cotangent_bytes, _peak_bytes
+    t.saved_bytes += dsaved
+    t.cotangent_bytes += dcot
+    if t.saved_bytes > t.peak_saved_bytes:
+        t.peak_saved_bytes = t.saved_bytes
+    if t.saved_bytes + t.cotangent_bytes > t.peak_bytes:
+        t.peak_bytes = t.saved_bytes + t.cotangent_bytes
+    _saved_bytes += dsaved
+    _cotangent_bytes += dcot
+    if _saved_bytes > _peak_saved_bytes:
+        _peak_saved_bytes = _saved_bytes
+    if _saved_bytes + _cotangent_bytes > _peak_bytes:
+        _peak_bytes = _saved_bytes + _cotangent_bytes
+
+
+# =============================================================================
+# Errors
+# =============================================================================
+class EscapedValueError(ValueError):
+    """A traced value was used after the differentiation that traced it had finished."""
+
+
+class MissingVJPError(NotImplementedError):
+    """A cotangent reached an argument for which no VJP is registered."""
+
+
+# =============================================================================
+# Registries filled by the operator layer
+# =============================================================================
+cdef dict _box_methods = {}      # name -> callable(box, *args, **kw): Box operators and methods
+cdef dict _ufunc_map = {}        # numpy ufunc -> gradcy function (for __array_ufunc__)
+cdef dict _function_map = {}     # numpy function -> gradcy function (for __array_function__)
+
+
+def register_box_method(str name, fn):
+    """Make `fn(box, ...)` the implementation of Box.<name> (operators included: 'add', 'radd',
+    '__getitem__', 'sum', ...)."""
+    _box_methods[name] = fn
+
+
+def register_numpy_override(numpy_fn, gradcy_fn):
+    """Route calls of a plain-numpy ufunc or function on Boxes to its gradcy counterpart."""
+    if isinstance(numpy_fn, _np.ufunc):
+        _ufunc_map[numpy_fn] = gradcy_fn
+    else:
+        _function_map[numpy_fn] = gradcy_fn
+
+
+cdef object _method(str name):
+    try:
+        return _box_methods[name]
+    except KeyError:
+        raise TypeError(f"gradcy: traced values have no operation '{name}' registered; "
+                        f"import gradcy.numpy to register the NumPy operators") from None
+
+
+# =============================================================================
+# Metadata standing in for unsaved buffers
+# =============================================================================
+@cython.final
+cdef class ArrayMeta:
+    """Shape, dtype and type of a value whose buffer a VJP does not need (what the tape keeps
+    instead of the buffer). Has `.shape .dtype .ndim .size .type`."""
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        cdef Py_ssize_t n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"ArrayMeta(shape={self.shape}, dtype={self.dtype}, type={self.type.__name__})"
+
+
+cdef object _meta_of(object v):
+    """What a saved record holds for a value it does not keep: metadata for buffers, the value
+    itself for small Python objects (ints, floats, None, strings, dtypes)."""
+    cdef ArrayMeta m
+    if cnp.PyArray_Check(v):
+        m = ArrayMeta.__new__(ArrayMeta)
+        m.shape = v.shape
+        m.dtype = v.dtype
+        m.type = type(v)
+        return m
+    if type(v) is Box:
+        inner = _meta_of((<Box>v)._value)
+        if type(inner) is ArrayMeta:
+            return inner
+        m = ArrayMeta.__new__(ArrayMeta)
+        m.shape = tuple(_np.shape(inner))
+        m.dtype = _np.result_type(inner)
+        m.type = type(inner)
+        return m
+    if type(v) is tuple or type(v) is list:
+        return tuple([_meta_of(e) for e in v])
+    return v
+
+
+cdef object _root_buffer(object a):
+    """The ndarray that owns the memory of ndarray `a` (`a` itself when it owns its data)."""
+    cdef PyObject* base = cnp.PyArray_BASE(<cnp.ndarray>a)
+    while base is not NULL and cnp.PyArray_Check(<object>base):
+        a = <object>base
+        base = cnp.PyArray_BASE(<cnp.ndarray>a)
+    return a
+
+
+# =============================================================================
+# Primitive dispatch
+# =============================================================================
+cdef enum:
+    MAX_INLINE_PARENTS = 16
+
+
+@cython.final
+cdef class Primitive:
+    """A function the tape records as one node. Calls without a Box among the positional
+    arguments go straight to `fun`."""
+
+    def __cinit__(self, fun, name=None):
+        self.fun = fun
+        self.name = name if name is not None else getattr(fun, "__name__", repr(fun))
+        self.vjpmakers = {}
+        self.vjp_argnums = None
+        self.jvpmakers = {}
+        self.jvp_argnums = None
+        self.traced = True
+        self.save_ans = True
+        self.save_all_args = True
+        self.save_args = frozenset()
+        self.linear = False
+
+    def __call__(self, *args, **kwargs):
+        cdef Py_ssize_t i, n = len(args)
+        cdef object a
+        cdef Tape top = None, t
+        cdef bint mixed = False
+        for i in range(n):
+            a = args[i]
+            if type(a) is Box:
+                t = (<Box>a)._tape
+                if t.released:
+                    _raise_escaped(self.name, i)
+                if top is None:
+                    top = t
+                elif t is not top:
+                    mixed = True
+                    if t.trace_id > top.trace_id:
+                        top = t
+        if top is None:
+            return self.fun(*args, **kwargs)
+        return self._record(top, mixed, args, kwargs)
+
+    def set_saved(self, save):
+        """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
+        everything. Everything else is kept as ArrayMeta (shape and dtype only)."""
+        if save is None:
+            self.save_ans = True
+            self.save_all_args = True
+            self.save_args = frozenset()
+            return
+        save = tuple(save)
+        for s in save:
+            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
+                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
+                                 f"positions (non-negative ints), got {s!r}")
+        self.save_ans = "ans" in save
+        self.save_all_args = "args" in save
+        self.save_args = frozenset(s for s in save if isinstance(s, int))
+
+    @property
+    def saved_spec(self):
+        """What this primitive's saved record keeps: a tuple of 'ans', 'args' or positions."""
+        spec = []
+        if self.save_ans:
+            spec.append("ans")
+        if self.save_all_args:
+            spec.append("args")
+        spec.extend(sorted(self.save_args))
+        return tuple(spec)
+
+    def __repr__(self):
+        return f"<gradcy primitive {self.name}>"
+
+    @property
+    def __name__(self):
+        return self.fun.__name__ if hasattr(self.fun, "__name__") else self.name
+
+    @property
+    def __doc__(self):
+        return getattr(self.fun, "__doc__", None)
+
+    cdef object _saved_record(self, object ans, tuple args, dict kwargs):
+        cdef Py_ssize_t i, n
+        cdef list kept
+        if self.save_all_args:
+            sargs = args
+        else:
+            n = len(args)
+            kept = [None] * n
+            for i in range(n):
+                if i in self.save_args:
+                    kept[i] = args[i]
+                else:
+                    kept[i] = _meta_of(args[i])
+            sargs = tuple(kept)
+        return (ans if self.save_ans else _meta_of(ans), sargs, kwargs)
+
+    cdef object _record(self, Tape top, bint mixed, tuple args, dict kwargs):
+        cdef Py_ssize_t i, n = len(args)
+        cdef ParentRef inline_refs[MAX_INLINE_PARENTS]
+        cdef ParentRef* refs = inline_refs
+        cdef int32_t nrefs = 0
+        cdef object a, ans, saved
+        cdef list unboxed = [None] * n
+        cdef Py_ssize_t node
+        if top.sweeping:
+            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used inside "
+                               f"that same differentiation's backward pass")
+        if n > MAX_INLINE_PARENTS:
+            refs = <ParentRef*>PyMem_Realloc(NULL, n * sizeof(ParentRef))
+            if refs is NULL:
+                raise MemoryError(f"could not allocate {n * sizeof(ParentRef)} bytes")
+        try:
+            for i in range(n):
+                a = args[i]
+                if type(a) is Box and (<Box>a)._tape is top:
+                    unboxed[i] = (<Box>a)._value
+                    refs[nrefs].node = (<Box>a)._node
+                    refs[nrefs].argnum = <int32_t>i
+                    nrefs += 1
+                else:
+                    unboxed[i] = a
+            uargs = tuple(unboxed)
+            if mixed:
+                ans = self(*uargs, **kwargs)
+            else:
+                ans = self.fun(*uargs, **kwargs)
+            if not self.traced:
+                return ans
+            saved = self._saved_record(ans, uargs, kwargs)
+            node = top._append(self, refs, nrefs, saved, top._account(saved, 1))
+        finally:
+            if refs is not inline_refs:
+                PyMem_Free(refs)
+        return make_box(ans, top, node)
+
+
+cdef void _raise_escaped(str name, Py_ssize_t argpos) except *:
+    raise EscapedValueError(
+        f"{name}: argument {argpos} is a traced value from a differentiation that has already "
+        f"finished (its tape was released). A value escaped grad/make_vjp, e.g. through a global "
+        f"or a closure; use its plain value instead (box._value) or compute it inside the "
+        f"differentiated function.")
+
+
+# =============================================================================
+# The tape
+# =============================================================================
+cdef Py_ssize_t _grow_to(Py_ssize_t cap, Py_ssize_t need) noexcept:
+    if cap < 16:
+        cap = 16
+    while cap < need:
+        cap *= 2
+    return cap
+
+
+cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? NULL:
+    """Grow (or allocate) an array; raises MemoryError. Never frees: that is release()'s job."""
+    if count <= 0 or <size_t>count > SIZE_MAX // itemsize:
+        raise MemoryError(f"could not allocate {count} x {itemsize} bytes")
+    cdef void* q = PyMem_Realloc(p, count * itemsize)
+    if q is NULL:
+        raise MemoryError(f"could not allocate {count * itemsize} bytes")
+    return q
+
+
+@cython.final
+cdef class Tape:
+    """One differentiation's record: an arena of Node structs in topological order."""
+
+    def __cinit__(self):
+        global _next_trace_id, _live_tapes
+        self.nodes = NULL
+        self.parents = NULL
+        self.n_nodes = self.cap_nodes = 0
+        self.n_parents = self.cap_parents = 0
+        self.buffers = {}
+        self.trace_id = _next_trace_id
+        _next_trace_id += 1
+        self.released = False
+        self.sweeping = False
+        self.observer = None
+        _live_tapes += 1
+
+    def __dealloc__(self):
+        self._free_all()
+
+    # ---- growth ---------------------------------------------------------------------------
+    cdef int _grow_nodes(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap = _grow_to(self.cap_nodes, need)
+        self.nodes = <Node*>_realloc_checked(self.nodes, cap, sizeof(Node))
+        memset(&self.nodes[self.cap_nodes], 0, (cap - self.cap_nodes) * sizeof(Node))
+        self.cap_nodes = cap
+        return 0
+
+    cdef int _grow_parents(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap = _grow_to(self.cap_parents, need)
+        self.parents = <ParentRef*>_realloc_checked(self.parents, cap, sizeof(ParentRef))
+        self.cap_parents = cap
+        return 0
+
+    @property
+    def capacity(self):
+        """(nodes allocated, parent entries allocated) of the arena."""
+        return (self.cap_nodes, self.cap_parents)
+
+    def __len__(self):
+        return self.n_nodes
+
+    # ---- recording ------------------------------------------------------------------------
+    cdef Py_ssize_t _account(self, object saved, int sign) except -1:
+        """Count (sign=+1) or uncount (sign=-1) the buffers of a saved record; returns the
+        bytes that changed hands. A buffer already held by this tape counts once."""
+        cdef Py_ssize_t total = 0
+        cdef list entry
+        ans, args, kwargs = saved
+        for v in (ans,) + args:
+            if cnp.PyArray_Check(v):
+                root = _root_buffer(v)
+                key = id(root)
+                entry = self.buffers.get(key)
+                if sign > 0:
+                    if entry is None:
+                        nb = cnp.PyArray_NBYTES(<cnp.ndarray>root)
+                        self.buffers[key] = [1, nb]
+                        total += nb
+                    else:
+                        entry[0] += 1
+                else:
+                    if entry is not None:
+                        entry[0] -= 1
+                        if entry[0] == 0:
+                            total += entry[1]
+                            del self.buffers[key]
+        return total
+
+    cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
+                            object saved, Py_ssize_t nbytes) except -1:
+        global _live_nodes
+        cdef Py_ssize_t i = self.n_nodes, k
+        cdef Node* node
+        if i >= self.cap_nodes:
+            self._grow_nodes(i + 1)
+        if self.n_parents + nrefs > self.cap_parents:
+            self._grow_parents(self.n_parents + nrefs)
+        node = &self.nodes[i]
+        node.prim = <PyObject*>prim
+        Py_XINCREF(node.prim)
+        node.saved = <PyObject*>saved
+        Py_XINCREF(node.saved)
+        node.cotangent = NULL
+        node.parent_start = self.n_parents
+        node.nparents = nrefs
+        node.nconsumers = 0
+        node.saved_bytes = nbytes
+        node.cot_bytes = 0
+        node.flags = 0
+        for k in range(nrefs):
+            self.parents[self.n_parents + k] = refs[k]
+            self.nodes[refs[k].node].nconsumers += 1
+        self.n_parents += nrefs
+        self.n_nodes = i + 1
+        self.live_nodes += 1
+        _live_nodes += 1
+        _count_bytes(self, nbytes, 0)
+        if self.observer is not None:
+            self._notify("forward", i, prim.name)
+        return i
+
+    def new_leaf(self, value):
+        """Append an input node for `value` and return its Box."""
+        global _live_nodes
+        if self.released:
+            raise EscapedValueError("Tape.new_leaf: this tape has been released")
+        cdef Py_ssize_t i = self.n_nodes
+        if i >= self.cap_nodes:
+            self._grow_nodes(i + 1)
+        memset(&self.nodes[i], 0, sizeof(Node))
+        self.nodes[i].parent_start = self.n_parents
+        self.nodes[i].flags = NODE_LEAF
+        self.n_nodes = i + 1
+        self.live_nodes += 1
+        _live_nodes += 1
+        return make_box(value, self, i)
+
+    # ---- lifetimes ------------------------------------------------------------------------
+    cdef int _release_saved(self, Py_ssize_t i) except -1:
+        """Drop node i's primitive and saved record (idempotent)."""
+        global _live_nodes
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* saved
+        cdef PyObject* prim
+        cdef Py_ssize_t freed = 0
+        if node.flags & NODE_RELEASED:
+            return 0
+        node.flags |= NODE_RELEASED
+        saved = node.saved
+        prim = node.prim
+        node.saved = NULL
+        node.prim = NULL
+        node.saved_bytes = 0
+        self.live_nodes -= 1
+        _live_nodes -= 1
+        if saved is not NULL:
+            freed = self._account(<object>saved, -1)
+        _count_bytes(self, -freed, 0)
+        # the struct is consistent before any Python code (a __del__) can run
+        Py_XDECREF(saved)
+        if self.observer is not None:
+            self._notify("release", i, None if prim is NULL else (<Primitive>prim).name)
+        Py_XDECREF(prim)
+        return 0
+
+    cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1:
+        cdef Node* node = &self.nodes[i]
+        cdef Py_ssize_t nb = cnp.PyArray_NBYTES(<cnp.ndarray>g) if cnp.PyArray_Check(g) else 0
+        cdef PyObject* old = node.cotangent
+        cdef Py_ssize_t oldnb = node.cot_bytes
+        Py_INCREF(g)
+        node.cotangent = <PyObject*>g
+        node.cot_bytes = nb
+        _count_bytes(self, 0, nb - oldnb)
+        Py_XDECREF(old)
+        return 0
+
+    cdef object _take_cotangent(self, Py_ssize_t i):
+        """Remove node i's cotangent from its slot and hand the reference to the caller."""
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* c = node.cotangent
+        if c is NULL:
+            return None
+        g = <object>c          # new reference for the caller
+        node.cotangent = NULL
+        _count_bytes(self, 0, -node.cot_bytes)
+        node.cot_bytes = 0
+        Py_XDECREF(c)          # the slot's reference
+        return g
+
+    cdef int _accumulate(self, Py_ssize_t i, object g) except -1:
+        """Add cotangent g into node i's slot: in place only when the slot holds an ndarray
+        the engine alone references, that owns its memory, with g's shape and dtype."""
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* cur = node.cotangent
+        if g is None:
+            return 0
+        if cur is NULL:
+            return self._set_cotangent(i, g)
+        c = <object>cur
+        if (cnp.PyArray_CheckExact(c) and cnp.PyArray_CheckExact(g)
+                and Py_REFCNT(cur) == 2          # the slot and `c`
+                and cnp.PyArray_BASE(<cnp.ndarray>c) is NULL
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>c)
+                and cnp.PyArray_TYPE(<cnp.ndarray>c) == cnp.PyArray_TYPE(<cnp.ndarray>g)
+                and cnp.PyArray_SAMESHAPE(<cnp.ndarray>c, <cnp.ndarray>g)):
+            _np.add(c, g, out=c)
+            return 0
+        total = _add_cotangents(c, g)
+        return self._set_cotangent(i, total)
+
+    cdef int _box_dropped(self, Py_ssize_t i) except -1:
+        if self.released or i >= self.n_nodes:
+            return 0
+        self.nodes[i].flags &= ~NODE_BOX_ALIVE
+        if self.nodes[i].nconsumers == 0 and not (self.nodes[i].flags & (NODE_PINNED | NODE_LEAF)):
+            self._kill(i)
+        return 0
+
+    cdef int _kill(self, Py_ssize_t i) except -1:
+        """Node i can never receive a cotangent (no Box, no consumer, not an output): release
+        it, then every ancestor left in the same state."""
+        cdef list work = [i]
+        cdef Py_ssize_t j, k, p
+        cdef Node* node
+        while work:
+            j = work.pop()
+            if self.nodes[j].flags & NODE_RELEASED:
+                continue
+            self._release_saved(j)
+            node = &self.nodes[j]
+            for k in range(node.nparents):
+                p = self.parents[node.parent_start + k].node
+                self.nodes[p].nconsumers -= 1
+                if (self.nodes[p].nconsumers == 0
+                        and not (self.nodes[p].flags & (NODE_BOX_ALIVE | NODE_PINNED | NODE_LEAF))):
+                    work.append(p)
+            node.nparents = 0
+        return 0
+
+    cdef int _mark_reachable(self, Py_ssize_t out) except -1:
+        cdef Py_ssize_t i, k
+        cdef Node* node
+        for i in range(out + 1):
+            self.nodes[i].flags &= ~NODE_REACHABLE
+        self.nodes[out].flags |= NODE_REACHABLE
+        i = out
+        while i >= 0:
+            node = &self.nodes[i]
+            if node.flags & NODE_REACHABLE:
+                for k in range(node.nparents):
+                    self.nodes[self.parents[node.parent_start + k].node].flags |= NODE_REACHABLE
+            i -= 1
+        return 0
+
+    cdef int _notify(self, str event, Py_ssize_t i, object name) except -1:
+        self.observer(event, i, name, self.saved_bytes, self.cotangent_bytes)
+        return 0
+
+    def pin(self, Box box):
+        """Mark the node of `box` (a value of this tape) as an output a backward pass starts
+        from; returns its index."""
+        if box._tape is not self:
+            raise ValueError("Tape.pin: the value belongs to another tape")
+        self.nodes[box._node].flags |= NODE_PINNED
+        return box._node
+
+    # ---- the backward sweep -----------------------------------------------------------------
+    def backward(self, Py_ssize_t out, g, bint consume=True, leaves=None):
+        """Propagate cotangent g from node `out` down the arena.
+
+        Nodes that cannot reach `out` release their saved records first. With consume=True
+        every node's saved record is released right after its VJP has run (the tape cannot be
+        swept again); otherwise they stay for another sweep. Cotangents are always released
+        as soon as they are consumed. Returns the cotangents of the nodes listed in `leaves`
+        (None where none arrived)."""
+        cdef Py_ssize_t i, k
+        cdef Node* node
+        cdef int32_t np_
+        if self.released:
+            raise EscapedValueError("backward: this differentiation's tape has been released; "
+                                    "a VJP function from make_vjp cannot be used after release()")
+        if out < 0 or out >= self.n_nodes:
+            raise IndexError(f"backward: node {out} is not on this tape")
+        if self.sweeping:
+            raise RuntimeError("backward: a sweep is already running on this tape")
+        self._mark_reachable(out)
+        for i in range(out + 1):
+            if not (self.nodes[i].flags & (NODE_REACHABLE | NODE_RELEASED | NODE_LEAF)):
+                self._kill(i)
+        self.sweeping = True
+        try:
+            self._accumulate(out, g)
+            i = out
+            while i >= 0:
+                node = &self.nodes[i]
+                if node.cotangent is NULL or (node.flags & NODE_LEAF):
+                    i -= 1
+                    continue
+                if node.prim is NULL:
+                    raise RuntimeError(f"backward: node {i} received a cotangent after its saved "
+                                       f"values were released (the tape was already consumed)")
+                gi = self._take_cotangent(i)
+                self._run_vjp(i, gi)
+                del gi
+                if consume:
+                    self._release_saved(i)
+                elif self.observer is not None:
+                    self._notify("backward", i, (<Primitive>self.nodes[i].prim).name)
+                i -= 1
+            result = None
+            if leaves is not None:
+                result = [self._take_cotangent(k) for k in leaves]
+        finally:
+            self.sweeping = False
+            for i in range(self.n_nodes):
+                if self.nodes[i].cotangent is not NULL:
+                    self._take_cotangent(i)
+        return result
+
+    cdef _run_vjp(self, Py_ssize_t i, object g):
+        cdef Node node = self.nodes[i]        # a copy: Python code below may touch the arena
+        cdef Primitive prim = <Primitive>node.prim
+        cdef tuple saved = <tuple>node.saved
+        cdef Py_ssize_t k, start = node.parent_start
+        cdef int32_t n = node.nparents
+        cdef list parent_nodes = [self.parents[start + k].node for k in range(n)]
+        ans, args, kwargs = saved
+        if kwargs is None:
+            kwargs = {}
+        if prim.vjp_argnums is not None:
+            argnums = tuple([self.parents[start + k].argnum for k in range(n)])
+            grads = prim.vjp_argnums(argnums, ans, args, kwargs)(g)
+            for k in range(n):
+                self._accumulate(parent_nodes[k], grads[k])
+            return
+        for k in range(n):
+            argnum = self.parents[start + k].argnum
+            try:
+                maker = prim.vjpmakers[argnum]
+            except KeyError:
+                raise MissingVJPError(
+                    f"{prim.name} has no VJP for argument {argnum}; register one with "
+                    f"gradcy.extend.defvjp") from None
+            if maker is None:
+                continue
+            self._accumulate(parent_nodes[k], maker(ans, *args, **kwargs)(g))
+
+    # ---- release --------------------------------------------------------------------------
+    cdef int _free_all(self) noexcept:
+        global _live_tapes, _live_nodes, _saved_bytes, _cotangent_bytes
+        cdef Py_ssize_t i
+        cdef Node* nodes = self.nodes
+        cdef Py_ssize_t n = self.n_nodes
+        if self.released:
+            return 0
+        self.released = True
+        self.nodes = NULL
+        self.n_nodes = 0
+        _live_tapes -= 1
+        _live_nodes -= self.live_nodes
+        _saved_bytes -= self.saved_bytes
+        _cotangent_bytes -= self.cotangent_bytes
+        self.live_nodes = 0
+        self.saved_bytes = 0
+        self.cotangent_bytes = 0
+        # the counters and the flag are final before any reference is dropped, so a __del__
+        # that runs below sees a released tape
+        for i in range(n):
+            Py_XDECREF(nodes[i].prim)
+            Py_XDECREF(nodes[i].saved)
+            Py_XDECREF(nodes[i].cotangent)
+        PyMem_Free(nodes)
+        PyMem_Free(self.parents)
+        self.parents = NULL
+        self.n_parents = 0
+        self.cap_nodes = 0
+        self.cap_parents = 0
+        self.buffers = None
+        return 0
+
+    def release(self):
+        """Free every node, saved buffer and cotangent now. Idempotent. Boxes of this tape
+        raise EscapedValueError when used in a primitive afterwards."""
+        self._free_all()
+
+    # ---- introspection (tests, memory reports) ----------------------------------------------
+    def node_info(self, Py_ssize_t i):
+        """A dict describing node i (for tests and reports)."""
+        if self.released:
+            raise EscapedValueError("node_info: this tape has been released")
+        if i < 0 or i >= self.n_nodes:
+            raise IndexError(f"node_info: node {i} is not on this tape")
+        cdef Node* node = &self.nodes[i]
+        return {
+            "primitive": (<Primitive>node.prim).name if node.prim is not NULL else None,
+            "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
+            "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
+            "nconsumers": node.nconsumers,
+            "saved": None if node.saved is NULL else <object>node.saved,
+            "saved_bytes": node.saved_bytes,
+            "has_cotangent": node.cotangent is not NULL,
+            "leaf": bool(node.flags & NODE_LEAF),
+            "box_alive": bool(node.flags & NODE_BOX_ALIVE),
+            "pinned": bool(node.flags & NODE_PINNED),
+            "released": bool(node.flags & NODE_RELEASED),
+        }
+
+
+cdef object _add_cotangents(object a, object b):
+    """a + b for cotangents; containers add elementwise, None meaning zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if (type(a) is tuple or type(a) is list) and (type(b) is tuple or type(b) is list):
+        return type(a)([_add_cotangents(x, y) for x, y in zip(a, b)])
+    if type(a) is dict and type(b) is dict:
+        return {k: _add_cotangents(a.get(k), b.get(k)) for k in a}
+    return a + b
+
+
+# =============================================================================
+# The traced value
+# =============================================================================
+@cython.freelist(64)
+@cython.final
+cdef class Box:
+    """A value traced by a differentiation. Behaves like the ndarray it wraps: every operation
+    on it is a gradcy primitive. `_value` is the plain value (not traced)."""
+
+    __array_priority__ = 1000.0
+
+    def __cinit__(self):
+        self._node = -1
+
+    def __dealloc__(self):
+        if self._tape is not None and self._node >= 0:
+            try:
+                self._tape._box_dropped(self._node)
+            except BaseException:
+                pass
+
+    # ---- ndarray-like attributes ---------------------------------------------------------
+    @property
+    def shape(self):
+        v = self._value
+        return v.shape if cnp.PyArray_Check(v) or type(v) is Box else _np.shape(v)
+
+    @property
+    def ndim(self):
+        v = self._value
+        return v.ndim if cnp.PyArray_Check(v) or type(v) is Box else _np.ndim(v)
+
+    @property
+    def size(self):
+        v = self._value
+        return v.size if cnp.PyArray_Check(v) or type(v) is Box else _np.size(v)
+
+    @property
+    def dtype(self):
+        v = self._value
+        return v.dtype if cnp.PyArray_Check(v) or type(v) is Box else _np.result_type(v)
+
+    @property
+    def T(self):
+        return _method("transpose")(self)
+
+    @property
+    def real(self):
+        return _method("real")(self)
+
+    @property
+    def imag(self):
+        return _method("imag")(self)
+
+    @property
+    def trace_id(self):
+        return self._tape.trace_id
+
+    def __len__(self):
+        return len(self._value)
+
+    def __iter__(self):
+        cdef Py_ssize_t i
+        for i in range(len(self._value)):
+            yield self[i]
+
+    def __repr__(self):
+        state = "released" if self._tape.released else f"node {self._node}"
+        return f"Box({self._value!r}, traced by tape {self._tape.trace_id}, {state})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __index__(self):
+        return self._value.__index__()
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        raise TypeError(
+            "gradcy: float() of a traced value would drop its gradient. Keep it an array "
+            "(x.item() stays traced), or, to store it into a buffer, create the buffer with "
+            "gradcy.numpy (zeros, empty, ...) instead of plain numpy.")
+
+    def __complex__(self):
+        raise TypeError("gradcy: complex() of a traced value would drop its gradient; keep it "
+                        "an array.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "gradcy: a traced value was converted to a plain numpy array, which would drop its "
+            "gradient. Call the gradcy.numpy version of the function, and create buffers that "
+            "receive traced values with gradcy.numpy (zeros, empty, ...), not plain numpy.")
+
+    # ---- NumPy protocols ------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = _ufunc_map.get(ufunc)
+        if fn is None or method != "__call__" or "out" in kwargs:
+            what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            if "out" in kwargs:
+                what += " with out="
+            raise TypeError(f"gradcy: {what} is not differentiable on traced values; use the "
+                            f"gradcy.numpy function, or register a primitive with gradcy.extend")
+        return fn(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _function_map.get(func)
+        if fn is None:
+            name = getattr(func, "__module__", "numpy") + "." + getattr(func, "__name__", "?")
+            raise TypeError(f"gradcy: {name} is not differentiable on traced values; use its "
+                            f"gradcy.numpy counterpart, or register a primitive with gradcy.extend")
+        return fn(*args, **kwargs)
+
+    # ---- operators --------------------------------------------------------------------------
+    def __add__(self, other): return _method("add")(self, other)
+    def __radd__(self, other): return _method("add")(other, self)
+    def __sub__(self, other): return _method("subtract")(self, other)
+    def __rsub__(self, other): return _method("subtract")(other, self)
+    def __mul__(self, other): return _method("multiply")(self, other)
+    def __rmul__(self, other): return _method("multiply")(other, self)
+    def __truediv__(self, other): return _method("true_divide")(self, other)
+    def __rtruediv__(self, other): return _method("true_divide")(other, self)
+    def __floordiv__(self, other): return _method("floor_divide")(self, other)
+    def __rfloordiv__(self, other): return _method("floor_divide")(other, self)
+    def __mod__(self, other): return _method("mod")(self, other)
+    def __rmod__(self, other): return _method("mod")(other, self)
+    def __pow__(self, other, mod=None): return _method("power")(self, other)
+    def __rpow__(self, other, mod=None): return _method("power")(other, self)
+    def __matmul__(self, other): return _method("matmul")(self, other)
+    def __rmatmul__(self, other): return _method("matmul")(other, self)
+    def __neg__(self): return _method("negative")(self)
+    def __pos__(self): return self
+    def __abs__(self): return _method("absolute")(self)
+    def __eq__(self, other): return _method("equal")(self, other)
+    def __ne__(self, other): return _method("not_equal")(self, other)
+    def __lt__(self, other): return _method("less")(self, other)
+    def __le__(self, other): return _method("less_equal")(self, other)
+    def __gt__(self, other): return _method("greater")(self, other)
+    def __ge__(self, other): return _method("greater_equal")(self, other)
+    def __getitem__(self, idx): return _method("__getitem__")(self, idx)
+
+    def __setitem__(self, idx, value):
+        _method("__setitem__")(self, idx, value)
+
+    # ---- methods ------------------------------------------------------------------------------
+    def sum(self, *a, **k): return _method("sum")(self, *a, **k)
+    def mean(self, *a, **k): return _method("mean")(self, *a, **k)
+    def prod(self, *a, **k): return _method("prod")(self, *a, **k)
+    def max(self, *a, **k): return _method("max")(self, *a, **k)
+    def min(self, *a, **k): return _method("min")(self, *a, **k)
+    def var(self, *a, **k): return _method("var")(self, *a, **k)
+    def std(self, *a, **k): return _method("std")(self, *a, **k)
+    def cumsum(self, *a, **k): return _method("cumsum")(self, *a, **k)
+    def cumprod(self, *a, **k): return _method("cumprod")(self, *a, **k)
+    def ptp(self, *a, **k): return _method("ptp")(self, *a, **k)
+    def argmax(self, *a, **k): return _method("argmax")(self, *a, **k)
+    def argmin(self, *a, **k): return _method("argmin")(self, *a, **k)
+    def argsort(self, *a, **k): return _method("argsort")(self, *a, **k)
+    def nonzero(self, *a, **k): return _method("nonzero")(self, *a, **k)
+    def all(self, *a, **k): return _method("all")(self, *a, **k)
+    def any(self, *a, **k): return _method("any")(self, *a, **k)
+    def reshape(self, *a, **k): return _method("reshape")(self, *a, **k)
+    def transpose(self, *a): return _method("transpose")(self, *a)
+    def swapaxes(self, *a): return _method("swapaxes")(self, *a)
+    def ravel(self, *a, **k): return _method("ravel")(self, *a, **k)
+    def flatten(self, *a, **k): return _method("flatten")(self, *a, **k)
+    def squeeze(self, *a, **k): return _method("squeeze")(self, *a, **k)
+    def repeat(self, *a, **k): return _method("repeat")(self, *a, **k)
+    def dot(self, *a, **k): return _method("dot")(self, *a, **k)
+    def astype(self, *a, **k): return _method("astype")(self, *a, **k)
+    def clip(self, *a, **k): return _method("clip")(self, *a, **k)
+    def round(self, *a, **k): return _method("round")(self, *a, **k)
+    def conj(self): return _method("conj")(self)
+    def conjugate(self): return _method("conj")(self)
+    def take(self, *a, **k): return _method("take")(self, *a, **k)
+    def copy(self, *a, **k): return _method("copy")(self, *a, **k)
+    def item(self, *a): return _method("item")(self, *a)
+    def trace(self, *a, **k): return _method("trace")(self, *a, **k)
+    def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
+    def tolist(self): return self._value.tolist()
+
+
+cdef Box make_box(object value, Tape tape, Py_ssize_t node):
+    cdef Box b = Box.__new__(Box)
+    b._value = value
+    b._tape = tape
+    b._node = node
+    tape.nodes[node].flags |= NODE_BOX_ALIVE
+    return b
+
+
+# =============================================================================
+# Python-level helpers for the front end
+# =============================================================================
+def is_box(x):
+    return type(x) is Box
+
+
+def box_value(x):
+    """The plain value of a Box (one level), or x itself."""
+    return (<Box>x)._value if type(x) is Box else x
+
+
+def box_tape(Box x):
+    return x._tape
+
+
+def box_node(Box x):
+    return x._node

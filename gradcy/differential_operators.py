@@ -1,0 +1,421 @@
+"""The differentiation operators: grad, value_and_grad, make_vjp, jacobian, hessian, ...
+
+Each call opens its own Tape (no global trace state, so threads and nested calls are
+independent), boxes the inputs, runs the function, sweeps, and releases the tape on the way
+out, also when the function raises. Only make_vjp hands its tape to the caller (inside the VJP
+function it returns), because that function may be called many times.
+"""
+from functools import wraps
+
+import numpy as _np
+
+from . import _core
+from ._core import Box, Tape
+
+__all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
+           "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
+           "hessian_tensor_product", "tensor_jacobian_product", "holomorphic_grad",
+           "multigrad_dict", "grad_named", "VJP"]
+
+
+# =============================================================================
+# Containers of inputs and gradients
+# =============================================================================
+def tree_flatten(x):
+    """The leaves of nested tuples/lists/dicts, and a function that rebuilds the structure."""
+    if isinstance(x, (tuple, list)) and type(x) is not Box:
+        parts = [tree_flatten(e) for e in x]
+        leaves = [leaf for p in parts for leaf in p[0]]
+        sizes = [len(p[0]) for p in parts]
+        kind = type(x)
+
+        def unflatten(vals):
+            out, i = [], 0
+            for (_, unf), n in zip(parts, sizes):
+                out.append(unf(vals[i:i + n]))
+                i += n
+            return kind(out) if kind in (tuple, list) else kind(*out)
+        return leaves, unflatten
+    if isinstance(x, dict):
+        keys = list(x.keys())
+        parts = [tree_flatten(x[k]) for k in keys]
+        sizes = [len(p[0]) for p in parts]
+        kind = type(x)
+
+        def unflatten(vals):
+            out, i = kind(), 0
+            for k, (_, unf), n in zip(keys, parts, sizes):
+                out[k] = unf(vals[i:i + n])
+                i += n
+            return out
+        return leaves_of(parts), unflatten
+    return [x], lambda vals: vals[0]
+
+
+def leaves_of(parts):
+    return [leaf for p in parts for leaf in p[0]]
+
+
+def _check_leaf(x, fname, argnum):
+    value = x._value if type(x) is Box else x
+    while type(value) is Box:
+        value = value._value
+    if isinstance(value, (bool, _np.bool_)) or (
+            isinstance(value, (int, _np.integer)) and not isinstance(value, bool)):
+        raise TypeError(f"{fname}: argument {argnum} is an integer ({type(value).__name__}); "
+                        f"gradients are defined for floating-point and complex inputs. Pass a "
+                        f"float (e.g. {value!r}.0 or float(x)).")
+    if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
+        if not _np.issubdtype(value.dtype, _np.inexact):
+            raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+                            f"defined for floating-point and complex inputs. Pass "
+                            f"x.astype(float) instead.")
+    elif not isinstance(value, (float, complex)):
+        raise TypeError(f"{fname}: argument {argnum} is a {type(value).__name__}; expected a "
+                        f"float, complex, numpy array, or tuple/list/dict of these.")
+
+
+def _zeros_like(x):
+    if type(x) is Box:
+        return _np.zeros(x.shape, x.dtype)
+    if isinstance(x, _np.ndarray):
+        return _np.zeros(x.shape, x.dtype)
+    if isinstance(x, _np.generic):
+        return x.dtype.type(0)
+    return type(x)(0)
+
+
+def _match_input(g, x):
+    """The gradient g given the type, dtype and shape of input x (Python float in, float out;
+    0-d array in, 0-d array out; float32 in, float32 out)."""
+    if g is None:
+        return _zeros_like(x)
+    if type(g) is Box:
+        return g
+    if type(x) is Box:
+        return g
+    if isinstance(x, _np.ndarray):
+        g = _np.asarray(g)
+        if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
+            g = g.real
+        if g.dtype != x.dtype:
+            g = g.astype(x.dtype)
+        if g.shape != x.shape:
+            g = _np.broadcast_to(g, x.shape).copy()
+        return g
+    if isinstance(x, _np.generic):
+        if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
+            g = _np.real(g)
+        return x.dtype.type(g)
+    if isinstance(x, float):
+        return float(_np.real(g))
+    if isinstance(x, complex):
+        return complex(g)
+    return g
+
+
+# =============================================================================
+# The VJP of one traced call
+# =============================================================================
+class VJP:
+    """The vector-Jacobian product of a traced call: `vjp(g)` returns the cotangent of the
+    differentiated argument. Holds the call's tape until it is released (release(), or when
+    this object is dropped). With consume=True it can be called once and frees every saved
+    buffer as soon as the backward pass no longer needs it."""
+
+    __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname")
+
+    def __init__(self, tape, out, leaves, inputs, unflatten, consume, fname):
+        self._tape = tape
+        self._out = out            # index of the output node, or None if independent of inputs
+        self._leaves = leaves      # node indices of the input leaves
+        self._inputs = inputs      # the plain input leaves (for type/dtype/shape of gradients)
+        self._unflatten = unflatten
+        self._consume = consume
+        self._fname = fname
+
+    def __call__(self, g):
+        tape = self._tape
+        if tape is None or tape.released:
+            raise _core.EscapedValueError(
+                f"{self._fname}: this VJP function was already used or released; call "
+                f"make_vjp again")
+        try:
+            if self._out is None:
+                cots = [None] * len(self._leaves)
+            else:
+                cots = tape.backward(self._out, g, self._consume, self._leaves)
+        finally:
+            if self._consume:
+                self.release()
+        return self._unflatten([_match_input(c, x) for c, x in zip(cots, self._inputs)])
+
+    def release(self):
+        """Free the tape now (idempotent)."""
+        tape, self._tape = self._tape, None
+        if tape is not None:
+            tape.release()
+
+
+def _trace(fun, args, kwargs, argnum, fname, consume):
+    """Run fun with args[argnum] traced; returns (VJP, plain output value, raw output)."""
+    if isinstance(argnum, (tuple, list)):
+        x = tuple(args[i] for i in argnum)
+    else:
+        x = args[argnum]
+    leaves, unflatten = tree_flatten(x)
+    for leaf in leaves:
+        _check_leaf(leaf, fname, argnum)
+    tape = Tape()
+    try:
+        boxes = [tape.new_leaf(v) for v in leaves]
+        traced_x = unflatten(boxes)
+        new_args = list(args)
+        if isinstance(argnum, (tuple, list)):
+            for i, a in zip(argnum, traced_x):
+                new_args[i] = a
+        else:
+            new_args[argnum] = traced_x
+        leaf_nodes = [b._node for b in boxes]
+        del boxes, traced_x
+        out = fun(*new_args, **kwargs)
+        del new_args
+        out_node, ans = _output(tape, out, fname)
+    except BaseException:
+        tape.release()
+        raise
+    return VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname), ans, out
+
+
+def _output(tape, out, fname):
+    if type(out) is Box and out._tape is tape:
+        return tape.pin(out), out._value
+    if isinstance(out, (tuple, list, dict)) and _contains_tape_box(out, tape):
+        raise TypeError(f"{fname}: the function returned a {type(out).__name__} of traced "
+                        f"values; return one array (stack them with gradcy.numpy.stack), or "
+                        f"use grad_and_aux for auxiliary outputs")
+    return None, out
+
+
+def _contains_tape_box(obj, tape):
+    if type(obj) is Box:
+        return obj._tape is tape
+    if isinstance(obj, (tuple, list)):
+        return any(_contains_tape_box(e, tape) for e in obj)
+    if isinstance(obj, dict):
+        return any(_contains_tape_box(e, tape) for e in obj.values())
+    return False
+
+
+def _ones_like(ans):
+    if type(ans) is Box:
+        from . import numpy as gnp
+        return gnp.ones_like(ans) if ans.ndim else gnp.ones_like(ans)[()]
+    if isinstance(ans, _np.ndarray):
+        return _np.ones_like(ans)
+    if isinstance(ans, _np.generic):
+        return ans.dtype.type(1)
+    return type(ans)(1) if isinstance(ans, (float, complex)) else 1.0
+
+
+def _check_scalar_output(ans, fname):
+    value = ans
+    while type(value) is Box:
+        value = value._value
+    if _np.size(value) != 1:
+        raise TypeError(f"{fname}: the function returned an array of shape {_np.shape(value)}; "
+                        f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
+                        f"make_vjp for array outputs.")
+    if _np.iscomplexobj(value):
+        raise TypeError(f"{fname}: the function returned a complex value; {fname} needs a real "
+                        f"output. Use holomorphic_grad for holomorphic functions, or take "
+                        f"the real part or abs() of the output.")
+
+
+# =============================================================================
+# Operators
+# =============================================================================
+def make_vjp(fun, argnum=0):
+    """make_vjp(fun, argnum)(*args) -> (vjp, ans). vjp(g) may be called many times; the tape
+    lives until vjp is released or dropped."""
+    @wraps(fun)
+    def vjp_maker(*args, **kwargs):
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
+        return vjp, ans
+    return vjp_maker
+
+
+def value_and_grad(fun, argnum=0):
+    """value_and_grad(fun, argnum)(*args) -> (fun(*args), gradient)."""
+    @wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
+        try:
+            _check_scalar_output(ans, "value_and_grad")
+        except BaseException:
+            vjp.release()
+            raise
+        return ans, vjp(_ones_like(ans))
+    return value_and_grad_fun
+
+
+def grad(fun, argnum=0):
+    """The gradient of scalar-valued fun with respect to argument argnum (an int, or a tuple of
+    ints for a tuple of gradients). The gradient has the type, dtype and shape of the argument."""
+    @wraps(fun)
+    def gradfun(*args, **kwargs):
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "grad", consume=True)
+        try:
+            _check_scalar_output(ans, "grad")
+        except BaseException:
+            vjp.release()
+            raise
+        return vjp(_ones_like(ans))
+    return gradfun
+
+
+def grad_and_aux(fun, argnum=0):
+    """fun returns (output, aux); returns (gradient of output, aux)."""
+    @wraps(fun)
+    def grad_and_aux_fun(*args, **kwargs):
+        aux_box = []
+
+        def only_output(*a, **k):
+            out, aux = fun(*a, **k)
+            aux_box.append(aux)
+            return out
+        vjp, ans, _ = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
+        try:
+            _check_scalar_output(ans, "grad_and_aux")
+        except BaseException:
+            vjp.release()
+            raise
+        aux = _strip(aux_box[0], vjp._tape)
+        return vjp(_ones_like(ans)), aux
+    return grad_and_aux_fun
+
+
+def _strip(obj, tape):
+    """obj with the Boxes of `tape` replaced by their plain values."""
+    if type(obj) is Box:
+        return obj._value if obj._tape is tape else obj
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_strip(e, tape) for e in obj)
+    if isinstance(obj, dict):
+        return {k: _strip(v, tape) for k, v in obj.items()}
+    return obj
+
+
+def elementwise_grad(fun, argnum=0):
+    """The vector-Jacobian product with a vector of ones: the elementwise derivative of an
+    elementwise function."""
+    @wraps(fun)
+    def gradfun(*args, **kwargs):
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
+        return vjp(_ones_like(ans))
+    return gradfun
+
+
+def holomorphic_grad(fun, argnum=0):
+    """The complex derivative of a holomorphic scalar function of a complex argument."""
+    @wraps(fun)
+    def gradfun(*args, **kwargs):
+        x = args[argnum]
+        if not _np.iscomplexobj(x._value if type(x) is Box else x):
+            raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
+                            "x.astype(complex) or x + 0j")
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
+        return vjp(_ones_like(ans))
+    return gradfun
+
+
+def vector_jacobian_product(fun, argnum=0):
+    """vjp_fun(*args, v): the VJP of fun at args with cotangent v."""
+    def vector_dot_grad(*args, **kwargs):
+        args, vector = args[:-1], args[-1]
+        vjp, _, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
+        return vjp(vector)
+    return vector_dot_grad
+
+
+def jacobian(fun, argnum=0):
+    """The Jacobian of fun with respect to argument argnum, shaped out.shape + in.shape."""
+    @wraps(fun)
+    def jacobian_fun(*args, **kwargs):
+        from . import numpy as gnp
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
+        try:
+            x = args[argnum]
+            out_shape = _np.shape(ans._value if type(ans) is Box else ans)
+            ans_value = ans
+            while type(ans_value) is Box:
+                ans_value = ans_value._value
+            n = int(_np.prod(out_shape))
+            dtype = _np.result_type(ans_value)
+            rows = []
+            for i in range(n):
+                e = _np.zeros(n, dtype)
+                e[i] = 1
+                e = e.reshape(out_shape)
+                if not isinstance(ans_value, _np.ndarray):
+                    e = dtype.type(e)
+                rows.append(vjp(e))
+        finally:
+            vjp.release()
+        x_shape = _np.shape(x._value if type(x) is Box else x)
+        if not rows:
+            return _np.zeros(tuple(out_shape) + tuple(x_shape))
+        return gnp.reshape(gnp.stack(rows), tuple(out_shape) + tuple(x_shape))
+    return jacobian_fun
+
+
+def hessian(fun, argnum=0):
+    """The Hessian: the Jacobian of the gradient."""
+    return jacobian(jacobian(fun, argnum), argnum)
+
+
+def hessian_tensor_product(fun, argnum=0):
+    """hvp(*args, v): the Hessian of scalar fun contracted with a tensor v of the input's shape."""
+    fun_grad = grad(fun, argnum)
+
+    def vector_dot_grad(*args, **kwargs):
+        from . import numpy as gnp
+        args, vector = args[:-1], args[-1]
+        return gnp.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
+    return grad(vector_dot_grad, argnum)
+
+
+hessian_vector_product = hessian_tensor_product
+
+
+def tensor_jacobian_product(fun, argnum=0):
+    """tjp(*args, v): v contracted with the Jacobian of fun (a VJP for arbitrary shapes)."""
+    def vector_dot_fun(*args, **kwargs):
+        from . import numpy as gnp
+        args, vector = args[:-1], args[-1]
+        return gnp.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
+    return jacobian(vector_dot_fun, argnum)
+
+
+def grad_named(fun, argname):
+    """The gradient with respect to a named argument."""
+    import inspect
+    arg_index = list(inspect.signature(fun).parameters).index(argname)
+    return grad(fun, arg_index)
+
+
+def multigrad_dict(fun):
+    """Gradients with respect to every argument, as a dict keyed by parameter name."""
+    import inspect
+    sig = inspect.signature(fun)
+
+    def gradfun(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        names = list(bound.arguments)
+        values = [bound.arguments[n] for n in names]
+
+        def f_of_values(vals):
+            return fun(**dict(zip(names, vals)))
+        grads = grad(f_of_values)(values)
+        return dict(zip(names, grads))
+    return gradfun

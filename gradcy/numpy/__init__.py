@@ -1,0 +1,12 @@
+"""NumPy, traced: `import gradcy.numpy as np` and write ordinary NumPy code.
+
+Every function here runs NumPy directly when no traced value is among its arguments.
+"""
+from . import numpy_wrapper
+from .numpy_wrapper import *  # noqa: F401,F403
+from .numpy_wrapper import __all__ as _wrapper_all
+from . import numpy_vjps  # noqa: F401  (registers the VJPs)
+from . import linalg, fft  # noqa: F401
+from . import random  # noqa: F401
+
+__all__ = list(_wrapper_all) + ["linalg", "fft", "random"]

@@ -1,0 +1,146 @@
+"""Numerical checks of derivatives, with the semantics of autograd's test_util.
+
+check_grads(f, modes=("rev",), order=2)(*args) compares, along random directions, the VJP of f
+with central differences of f (float64), recursively to `order`, and checks that every gradient
+has the type, dtype and shape of its input.
+"""
+import itertools
+
+import numpy as _np
+
+from .differential_operators import _match_input, make_vjp, tree_flatten
+
+EPS = 1e-6
+RTOL = 1e-5
+ATOL = 1e-6
+
+__all__ = ["check_grads", "check_vjp", "scalar_close", "combo_check", "check_equivalent"]
+
+
+def _leaves(x):
+    return tree_flatten(x)[0]
+
+
+def _random_like(x, rs):
+    leaves, unflatten = tree_flatten(x)
+    out = []
+    for leaf in leaves:
+        shape = _np.shape(leaf)
+        v = rs.randn(*shape)
+        if _np.iscomplexobj(leaf):
+            v = v + 1j * rs.randn(*shape)
+        out.append(_match_input(v, leaf))
+    return unflatten(out)
+
+
+def _vdot(a, b):
+    """Real inner product of two values with the same structure."""
+    total = 0.0
+    for x, y in zip(_leaves(a), _leaves(b)):
+        total += _np.real(_np.vdot(_np.asarray(x, dtype=complex).ravel(),
+                                   _np.asarray(y, dtype=complex).ravel()))
+    return total
+
+
+def _axpy(a, x, y):
+    """y + a * x leafwise, keeping each leaf's type."""
+    lx, _ = tree_flatten(x)
+    ly, unflatten = tree_flatten(y)
+    return unflatten([_match_input(_np.asarray(yy) + a * _np.asarray(xx), yy)
+                      for xx, yy in zip(lx, ly)])
+
+
+def scalar_close(a, b):
+    return abs(a - b) < ATOL or abs(a - b) / max(abs(a), abs(b)) < RTOL
+
+
+def _check_like(g, x, what):
+    for gl, xl in zip(_leaves(g), _leaves(x)):
+        gt, xt = type(gl), type(xl)
+        if isinstance(xl, _np.ndarray):
+            assert isinstance(gl, _np.ndarray), f"{what}: gradient is {gt.__name__}, input ndarray"
+            assert gl.dtype == xl.dtype, f"{what}: gradient dtype {gl.dtype}, input {xl.dtype}"
+            assert gl.shape == xl.shape, f"{what}: gradient shape {gl.shape}, input {xl.shape}"
+        else:
+            assert gt is xt, f"{what}: gradient is {gt.__name__}, input {xt.__name__}"
+
+
+def check_vjp(f, x, rs=None):
+    """One random-projection check of the VJP of f at x against central differences."""
+    rs = rs or _np.random.RandomState(0)
+    vjp, y = make_vjp(f)(x)
+    try:
+        u = _random_like(y, rs)
+        v = _random_like(x, rs)
+        vjp_u = vjp(u)
+    finally:
+        vjp.release()
+    _check_like(vjp_u, x, f"VJP of {getattr(f, '__name__', f)}")
+    analytic = _vdot(vjp_u, v)
+    f_plus = f(_axpy(EPS / 2, v, x))
+    f_minus = f(_axpy(-EPS / 2, v, x))
+    numeric = _vdot(u, _axpy(-1.0, f_minus, f_plus)) / EPS if False else (
+        _vdot(u, f_plus) - _vdot(u, f_minus)) / EPS
+    assert scalar_close(numeric, analytic), (
+        f"VJP check of {getattr(f, '__name__', f)} failed:\n"
+        f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}")
+
+
+def check_grads(f, modes=("rev",), order=2):
+    """check_grads(f, modes, order)(*args): VJPs of f with respect to all positional arguments,
+    checked against central differences, and the VJPs' own VJPs up to `order`."""
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    for m in modes:
+        if m not in ("rev", "fwd"):
+            raise ValueError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
+
+    def checker(*args):
+        rs = _np.random.RandomState(0)
+
+        def f_of_args(packed):
+            return f(*packed)
+        _check(f_of_args, tuple(args), modes, order, rs)
+    return checker
+
+
+def _check(f, x, modes, order, rs):
+    if "rev" in modes:
+        check_vjp(f, x, rs)
+        if order > 1:
+            vjp, y = make_vjp(f)(x)
+            vjp.release()
+            u = _random_like(y, rs)
+
+            def vjp_of(packed):
+                xx, uu = packed
+                vjp_inner, _ = make_vjp(f)(xx)
+                try:
+                    return vjp_inner(uu)
+                finally:
+                    vjp_inner.release()
+            _check(vjp_of, (x, u), modes, order - 1, rs)
+    if "fwd" in modes:
+        from .differential_operators import make_jvp  # arrives with forward mode
+        raise NotImplementedError("check_grads: forward mode ('fwd') is not available yet")
+
+
+def combo_check(fun, *args, **kwargs):
+    """combo_check(fun, argnums, modes, order)(*arg_options, **kwarg_options): check_grads over
+    the product of the given argument values."""
+    modes = kwargs.pop("modes", ("rev",))
+    order = kwargs.pop("order", 2)
+
+    def checker(*arg_options, **kwarg_options):
+        kw_keys = list(kwarg_options)
+        for vals in itertools.product(*arg_options, *kwarg_options.values()):
+            a, kw = vals[:len(arg_options)], dict(zip(kw_keys, vals[len(arg_options):]))
+            check_grads(lambda *xs: fun(*xs, **kw), modes=modes, order=order)(*a)
+    return checker
+
+
+def check_equivalent(x, y):
+    """x and y have the same structure and equal values (to numerical tolerance)."""
+    lx, ly = _leaves(x), _leaves(y)
+    assert len(lx) == len(ly), f"different structures: {x!r} vs {y!r}"
+    for a, b in zip(lx, ly):
+        assert _np.allclose(a, b, rtol=RTOL, atol=ATOL), f"{a!r} != {b!r}"
