@@ -1,0 +1,68 @@
+"""Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
+import numpy as _onp
+
+from .._core import ArrayMeta
+from . import numpy_wrapper as anp
+
+
+def shape_dtype(x):
+    """(shape, dtype) of an argument: an array, a traced value, an ArrayMeta or a scalar."""
+    t = type(x)
+    if t is ArrayMeta or t is _onp.ndarray:
+        return x.shape, x.dtype
+    if t is float:
+        return (), _onp.dtype(_onp.float64)
+    if t is complex:
+        return (), _onp.dtype(_onp.complex128)
+    if t is int or t is bool:
+        return (), _onp.dtype(_onp.float64)
+    return _onp.shape(x) if not hasattr(x, "shape") else x.shape, _onp.result_type(
+        x.dtype if hasattr(x, "dtype") else x)
+
+
+def unbroadcast(g, target):
+    """The cotangent g (of a broadcast result) summed down to the shape of `target` and cast to
+    its dtype (real part only for a real target)."""
+    shape, dtype = shape_dtype(target)
+    if type(g) is _onp.ndarray and g.shape == shape and g.dtype == dtype:
+        return g
+    gshape = _onp.shape(g) if type(g) is not _onp.ndarray else g.shape
+    if len(gshape) > len(shape):
+        g = anp.sum(g, axis=tuple(range(len(gshape) - len(shape))))
+        gshape = gshape[len(gshape) - len(shape):]
+    axes = tuple(i for i, (n, m) in enumerate(zip(gshape, shape)) if m == 1 and n != 1)
+    if axes:
+        g = anp.sum(g, axis=axes, keepdims=True)
+    return cast_like(g, dtype)
+
+
+def cast_like(g, dtype):
+    """g as `dtype`: the real part for a real dtype, and no copy when it already is."""
+    gdtype = g.dtype if hasattr(g, "dtype") else _onp.result_type(g)
+    if gdtype == dtype:
+        return g
+    if _onp.issubdtype(gdtype, _onp.complexfloating) and not _onp.issubdtype(
+            dtype, _onp.complexfloating):
+        g = anp.real(g)
+    if _onp.issubdtype(dtype, _onp.inexact):
+        return anp.astype(g, dtype, copy=False) if type(g) is not _onp.ndarray else g.astype(
+            dtype, copy=False)
+    return g
+
+
+def balanced_eq(x, z, y):
+    """1 where x equals the extremum z, split evenly with y when both attain it."""
+    return (x == z) / (1.0 + (x == y))
+
+
+def expand_reduced(g, shape, axis, keepdims):
+    """Broadcast the cotangent of a reduction over `axis` back to `shape`."""
+    if axis is None or keepdims:
+        return anp.broadcast_to(g if keepdims or axis is not None else anp.reshape(
+            g, (1,) * len(shape)) if len(shape) else g, shape)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % len(shape) for a in axes)
+    g = anp.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return anp.broadcast_to(g, shape)
+
+

@@ -1,0 +1,64 @@
+"""Shared checks for the VJP tables.
+
+check(fun, *args): gradients of fun checked numerically (float64, reverse mode, to second
+order by default), then the dtype contract: with every float argument cast to float32 (and, for
+0-d cases, given as 0-d arrays), each gradient has its argument's type, dtype and shape.
+
+Each test module lists the primitives it checks in a module-level set COVERED (qualified names,
+e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a VJP is listed
+nowhere.
+"""
+import numpy as onp
+
+from gradcy import make_vjp
+from gradcy.test_util import check_grads
+
+DTYPES_CHECKED = (onp.float32,)
+
+
+def _is_float_array(a):
+    return isinstance(a, onp.ndarray) and onp.issubdtype(a.dtype, onp.floating)
+
+
+def check(fun, *args, order=2, dtypes=True):
+    """Numerical check of every gradient of fun(*args) plus the float32 dtype contract."""
+    check_grads(fun, modes=("rev",), order=order)(*args)
+    if dtypes:
+        for dt in DTYPES_CHECKED:
+            check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])
+
+
+def check_dtype(fun, *args):
+    """Each float argument's gradient has the argument's dtype, shape and type."""
+    for i, a in enumerate(args):
+        if not (_is_float_array(a) or isinstance(a, float)):
+            continue
+
+        def f_i(x, i=i):
+            return fun(*args[:i], x, *args[i + 1:])
+        vjp, ans = make_vjp(f_i)(a)
+        try:
+            ans_arr = onp.asarray(ans)
+            g = onp.ones(ans_arr.shape, ans_arr.dtype) if ans_arr.ndim else ans_arr.dtype.type(1)
+            out = vjp(g)
+        finally:
+            vjp.release()
+        if isinstance(a, onp.ndarray):
+            assert isinstance(out, onp.ndarray), (
+                f"gradient wrt argument {i} is {type(out).__name__}, expected ndarray")
+            assert out.dtype == a.dtype, (
+                f"gradient wrt argument {i} has dtype {out.dtype}, input {a.dtype}")
+            assert out.shape == a.shape, (
+                f"gradient wrt argument {i} has shape {out.shape}, input {a.shape}")
+        else:
+            assert type(out) is type(a), (
+                f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+
+
+def rand(*shape, seed=0, positive=False, low=None, high=None):
+    """Seeded float64 test data."""
+    rs = onp.random.RandomState(seed + 17 * len(shape) + sum(shape))
+    if low is not None:
+        return rs.uniform(low, high, size=shape)
+    x = rs.randn(*shape)
+    return onp.abs(x) + 0.5 if positive else x
