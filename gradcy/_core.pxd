@@ -19,7 +19,9 @@ cdef enum:
 # =============================================================================
 cdef struct Node:
     PyObject* prim           # owned ref to the Primitive that made the value; NULL for a leaf
-    PyObject* saved          # owned ref to the saved record (ans, args, kwargs); NULL once released
+    PyObject* saved_ans      # owned: the output, or its ArrayMeta if the VJP does not read it; NULL once released
+    PyObject* saved_args     # owned: tuple of arguments (unread buffers as ArrayMeta); NULL once released
+    PyObject* saved_kwargs   # owned: the call's keyword arguments, or None; NULL once released
     PyObject* cotangent      # owned ref to the accumulated cotangent; NULL until one arrives
     Py_ssize_t parent_start  # index of this node's first ParentRef in the tape's parent pool
     Py_ssize_t saved_bytes   # bytes of buffers this node's record holds (shared buffers counted once)
@@ -51,13 +53,16 @@ cdef class Primitive:
     cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
     cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
     cdef public bint traced           # False: run on unboxed values, record nothing
-    cdef public bint save_ans         # the VJP reads the output value
-    cdef public bint save_all_args    # the VJP reads every argument
-    cdef public object save_args      # frozenset of argnums whose values the VJP reads
+    cdef readonly bint save_ans       # the VJP reads the output value
+    cdef readonly bint save_all_args  # the VJP reads every argument
+    cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
+    cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
     cdef public bint linear           # registered with def_linear (used by forward mode)
+    cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
 
-    cdef object _record(self, Tape top, bint mixed, tuple args, dict kwargs)
-    cdef object _saved_record(self, object ans, tuple args, dict kwargs)
+    cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
+    cdef tuple _saved_args(self, tuple args, bint reuse)
+    cdef void _update_mask(self) noexcept
 
 
 cdef class Tape:
@@ -81,8 +86,10 @@ cdef class Tape:
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
-                            object saved, Py_ssize_t nbytes) except -1
-    cdef Py_ssize_t _account(self, object saved, int sign) except -1
+                            object ans, tuple args, object kwargs,
+                            Py_ssize_t nbytes) except -1
+    cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1
+    cdef Py_ssize_t _hold(self, object a, int sign) except -1
     cdef int _release_saved(self, Py_ssize_t i) except -1
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)

@@ -15,6 +15,10 @@ cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF, Py_XINCREF
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.object cimport PyObject_Call
+from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_FromVoidPtr, PyLong_FromSsize_t
 from libc.stdint cimport int32_t, uint8_t, SIZE_MAX
 from libc.string cimport memset
 
@@ -95,6 +99,7 @@ class MissingVJPError(NotImplementedError):
 # =============================================================================
 # Registries filled by the operator layer
 # =============================================================================
+cdef dict _EMPTY = {}           # the kwargs of a call that had none (never mutated)
 cdef dict _box_methods = {}      # name -> callable(box, *args, **kw): Box operators and methods
 cdef dict _ufunc_map = {}        # numpy ufunc -> gradcy function (for __array_ufunc__)
 cdef dict _function_map = {}     # numpy function -> gradcy function (for __array_function__)
@@ -126,6 +131,8 @@ cdef object _method(str name):
 # Metadata standing in for unsaved buffers
 # =============================================================================
 @cython.final
+@cython.no_gc
+@cython.freelist(64)
 cdef class ArrayMeta:
     """Shape, dtype and type of a value whose buffer a VJP does not need (what the tape keeps
     instead of the buffer). Has `.shape .dtype .ndim .size .type`."""
@@ -149,10 +156,21 @@ cdef object _meta_of(object v):
     """What a saved record holds for a value it does not keep: metadata for buffers, the value
     itself for small Python objects (ints, floats, None, strings, dtypes)."""
     cdef ArrayMeta m
+    cdef int d, nd
+    cdef cnp.npy_intp* dims
+    cdef tuple shape
     if cnp.PyArray_Check(v):
+        # built from the array struct directly: no attribute lookups on this hot path
+        nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
+        dims = cnp.PyArray_DIMS(<cnp.ndarray>v)
+        shape = PyTuple_New(nd)
+        for d in range(nd):
+            dim = PyLong_FromSsize_t(dims[d])
+            Py_INCREF(dim)
+            PyTuple_SET_ITEM(shape, d, dim)
         m = ArrayMeta.__new__(ArrayMeta)
-        m.shape = v.shape
-        m.dtype = v.dtype
+        m.shape = shape
+        m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
         m.type = type(v)
         return m
     if type(v) is Box:
@@ -202,6 +220,7 @@ cdef class Primitive:
         self.save_all_args = True
         self.save_args = frozenset()
         self.linear = False
+        self.direct = False
 
     def __call__(self, *args, **kwargs):
         cdef Py_ssize_t i, n = len(args)
@@ -231,6 +250,7 @@ cdef class Primitive:
             self.save_ans = True
             self.save_all_args = True
             self.save_args = frozenset()
+            self.save_mask = 0
             return
         save = tuple(save)
         for s in save:
@@ -240,6 +260,14 @@ cdef class Primitive:
         self.save_ans = "ans" in save
         self.save_all_args = "args" in save
         self.save_args = frozenset(s for s in save if isinstance(s, int))
+        self._update_mask()
+
+    cdef void _update_mask(self) noexcept:
+        cdef unsigned long long mask = 0
+        for a in self.save_args:
+            if a < 64:
+                mask |= (<unsigned long long>1) << <int>a
+        self.save_mask = mask
 
     @property
     def saved_spec(self):
@@ -263,56 +291,69 @@ cdef class Primitive:
     def __doc__(self):
         return getattr(self.fun, "__doc__", None)
 
-    cdef object _saved_record(self, object ans, tuple args, dict kwargs):
+    cdef tuple _saved_args(self, tuple args, bint reuse):
+        """The arguments as the VJPs will see them: values they do not read replaced by their
+        metadata. With reuse, `args` (which nothing else references) is filled in place."""
         cdef Py_ssize_t i, n
-        cdef list kept
+        cdef tuple out
+        cdef object v
         if self.save_all_args:
-            sargs = args
-        else:
-            n = len(args)
-            kept = [None] * n
-            for i in range(n):
-                if i in self.save_args:
-                    kept[i] = args[i]
-                else:
-                    kept[i] = _meta_of(args[i])
-            sargs = tuple(kept)
-        return (ans if self.save_ans else _meta_of(ans), sargs, kwargs)
+            return args
+        n = PyTuple_GET_SIZE(args)
+        out = args if reuse else PyTuple_New(n)
+        for i in range(n):
+            v = <object>PyTuple_GET_ITEM(args, i)
+            if not ((i < 64 and (self.save_mask >> i) & 1) or (i >= 64 and i in self.save_args)):
+                v = _meta_of(v)
+            elif out is args:
+                continue
+            Py_INCREF(v)
+            if out is args:
+                Py_XDECREF(PyTuple_GET_ITEM(out, i))
+            PyTuple_SET_ITEM(out, i, v)
+        return out
 
-    cdef object _record(self, Tape top, bint mixed, tuple args, dict kwargs):
-        cdef Py_ssize_t i, n = len(args)
+    cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs):
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(args)
         cdef ParentRef inline_refs[MAX_INLINE_PARENTS]
         cdef ParentRef* refs = inline_refs
         cdef int32_t nrefs = 0
-        cdef object a, ans, saved
-        cdef list unboxed = [None] * n
+        cdef object a, ans
+        cdef tuple uargs, sargs
         cdef Py_ssize_t node
         if top.sweeping:
             raise RuntimeError(f"{self.name}: a value traced by a differentiation was used inside "
                                f"that same differentiation's backward pass")
         if n > MAX_INLINE_PARENTS:
-            refs = <ParentRef*>PyMem_Realloc(NULL, n * sizeof(ParentRef))
-            if refs is NULL:
-                raise MemoryError(f"could not allocate {n * sizeof(ParentRef)} bytes")
+            refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
         try:
+            uargs = PyTuple_New(n)
             for i in range(n):
-                a = args[i]
+                a = <object>PyTuple_GET_ITEM(args, i)
                 if type(a) is Box and (<Box>a)._tape is top:
-                    unboxed[i] = (<Box>a)._value
                     refs[nrefs].node = (<Box>a)._node
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
-                else:
-                    unboxed[i] = a
-            uargs = tuple(unboxed)
-            if mixed:
-                ans = self(*uargs, **kwargs)
+                    a = (<Box>a)._value
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(uargs, i, a)
+            if not kwargs:
+                kwargs = None
+                ans = self(*uargs) if mixed else self.fun(*uargs)
             else:
-                ans = self.fun(*uargs, **kwargs)
+                ans = PyObject_Call(self if mixed else self.fun, uargs, kwargs)
             if not self.traced:
                 return ans
-            saved = self._saved_record(ans, uargs, kwargs)
-            node = top._append(self, refs, nrefs, saved, top._account(saved, 1))
+            if not self.save_ans:
+                ans_s = _meta_of(ans)
+            else:
+                ans_s = ans
+            # the call may have kept the argument tuple (a Python function's *args): reuse it
+            # for the saved record only if this frame holds the sole reference
+            sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+            del uargs
+            node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
+                               top._account(ans_s, sargs, 1))
         finally:
             if refs is not inline_refs:
                 PyMem_Free(refs)
@@ -392,34 +433,42 @@ cdef class Tape:
         return self.n_nodes
 
     # ---- recording ------------------------------------------------------------------------
-    cdef Py_ssize_t _account(self, object saved, int sign) except -1:
+    cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1:
         """Count (sign=+1) or uncount (sign=-1) the buffers of a saved record; returns the
-        bytes that changed hands. A buffer already held by this tape counts once."""
-        cdef Py_ssize_t total = 0
-        cdef list entry
-        ans, args, kwargs = saved
-        for v in (ans,) + args:
+        bytes that changed hands. A buffer already held by this tape counts once: the tape
+        keeps one holder count per root buffer (the ndarray that owns the memory)."""
+        cdef Py_ssize_t total = 0, i, n
+        cdef object v
+        if cnp.PyArray_Check(ans):
+            total += self._hold(ans, sign)
+        n = PyTuple_GET_SIZE(args)
+        for i in range(n):
+            v = <object>PyTuple_GET_ITEM(args, i)
             if cnp.PyArray_Check(v):
-                root = _root_buffer(v)
-                key = id(root)
-                entry = self.buffers.get(key)
-                if sign > 0:
-                    if entry is None:
-                        nb = cnp.PyArray_NBYTES(<cnp.ndarray>root)
-                        self.buffers[key] = [1, nb]
-                        total += nb
-                    else:
-                        entry[0] += 1
-                else:
-                    if entry is not None:
-                        entry[0] -= 1
-                        if entry[0] == 0:
-                            total += entry[1]
-                            del self.buffers[key]
+                total += self._hold(v, sign)
         return total
 
+    cdef Py_ssize_t _hold(self, object a, int sign) except -1:
+        cdef object root = _root_buffer(a)
+        cdef object key = PyLong_FromVoidPtr(<void*>root)
+        cdef PyObject* count = PyDict_GetItem(self.buffers, key)
+        if sign > 0:
+            if count is NULL:
+                self.buffers[key] = 1
+                return cnp.PyArray_NBYTES(<cnp.ndarray>root)
+            self.buffers[key] = <object>count + 1
+            return 0
+        if count is NULL:
+            return 0
+        if <object>count == 1:
+            del self.buffers[key]
+            return cnp.PyArray_NBYTES(<cnp.ndarray>root)
+        self.buffers[key] = <object>count - 1
+        return 0
+
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
-                            object saved, Py_ssize_t nbytes) except -1:
+                            object ans, tuple args, object kwargs,
+                            Py_ssize_t nbytes) except -1:
         global _live_nodes
         cdef Py_ssize_t i = self.n_nodes, k
         cdef Node* node
@@ -430,8 +479,12 @@ cdef class Tape:
         node = &self.nodes[i]
         node.prim = <PyObject*>prim
         Py_XINCREF(node.prim)
-        node.saved = <PyObject*>saved
-        Py_XINCREF(node.saved)
+        node.saved_ans = <PyObject*>ans
+        Py_INCREF(ans)
+        node.saved_args = <PyObject*>args
+        Py_INCREF(args)
+        node.saved_kwargs = <PyObject*>kwargs
+        Py_INCREF(kwargs)
         node.cotangent = NULL
         node.parent_start = self.n_parents
         node.nparents = nrefs
@@ -472,24 +525,25 @@ cdef class Tape:
         """Drop node i's primitive and saved record (idempotent)."""
         global _live_nodes
         cdef Node* node = &self.nodes[i]
-        cdef PyObject* saved
-        cdef PyObject* prim
+        cdef PyObject* ans = node.saved_ans
+        cdef PyObject* args = node.saved_args
+        cdef PyObject* kwargs = node.saved_kwargs
+        cdef PyObject* prim = node.prim
         cdef Py_ssize_t freed = 0
         if node.flags & NODE_RELEASED:
             return 0
         node.flags |= NODE_RELEASED
-        saved = node.saved
-        prim = node.prim
-        node.saved = NULL
-        node.prim = NULL
+        node.saved_ans = node.saved_args = node.saved_kwargs = node.prim = NULL
         node.saved_bytes = 0
         self.live_nodes -= 1
         _live_nodes -= 1
-        if saved is not NULL:
-            freed = self._account(<object>saved, -1)
+        if args is not NULL:
+            freed = self._account(<object>ans, <object>args, -1)
         _count_bytes(self, -freed, 0)
         # the struct is consistent before any Python code (a __del__) can run
-        Py_XDECREF(saved)
+        Py_XDECREF(ans)
+        Py_XDECREF(args)
+        Py_XDECREF(kwargs)
         if self.observer is not None:
             self._notify("release", i, None if prim is NULL else (<Primitive>prim).name)
         Py_XDECREF(prim)
@@ -651,32 +705,43 @@ cdef class Tape:
         return result
 
     cdef _run_vjp(self, Py_ssize_t i, object g):
-        cdef Node node = self.nodes[i]        # a copy: Python code below may touch the arena
+        # Recording onto a sweeping tape raises, so the parent pool cannot move while VJPs run;
+        # node fields are read before any Python code runs.
+        cdef Node* node = &self.nodes[i]
         cdef Primitive prim = <Primitive>node.prim
-        cdef tuple saved = <tuple>node.saved
+        cdef object ans = <object>node.saved_ans
+        cdef tuple args = <tuple>node.saved_args
+        cdef object kwargs = <object>node.saved_kwargs
         cdef Py_ssize_t k, start = node.parent_start
         cdef int32_t n = node.nparents
-        cdef list parent_nodes = [self.parents[start + k].node for k in range(n)]
-        ans, args, kwargs = saved
-        if kwargs is None:
-            kwargs = {}
+        cdef ParentRef ref
+        cdef PyObject* rule
+        cdef tuple callargs
         if prim.vjp_argnums is not None:
             argnums = tuple([self.parents[start + k].argnum for k in range(n)])
-            grads = prim.vjp_argnums(argnums, ans, args, kwargs)(g)
+            grads = prim.vjp_argnums(argnums, ans, args, kwargs if kwargs is not None else {})(g)
             for k in range(n):
-                self._accumulate(parent_nodes[k], grads[k])
+                self._accumulate(self.parents[start + k].node, grads[k])
             return
+        if prim.direct:
+            callargs = (g, ans) + args
+        else:
+            callargs = (ans,) + args
+        if kwargs is None:
+            kwargs = _EMPTY
         for k in range(n):
-            argnum = self.parents[start + k].argnum
-            try:
-                maker = prim.vjpmakers[argnum]
-            except KeyError:
+            ref = self.parents[start + k]
+            rule = PyDict_GetItem(prim.vjpmakers, ref.argnum)
+            if rule is NULL:
                 raise MissingVJPError(
-                    f"{prim.name} has no VJP for argument {argnum}; register one with "
-                    f"gradcy.extend.defvjp") from None
-            if maker is None:
+                    f"{prim.name} has no VJP for argument {ref.argnum}; register one with "
+                    f"gradcy.extend.defvjp")
+            if <object>rule is None:
                 continue
-            self._accumulate(parent_nodes[k], maker(ans, *args, **kwargs)(g))
+            if prim.direct:
+                self._accumulate(ref.node, PyObject_Call(<object>rule, callargs, kwargs))
+            else:
+                self._accumulate(ref.node, PyObject_Call(<object>rule, callargs, kwargs)(g))
 
     # ---- release --------------------------------------------------------------------------
     cdef int _free_all(self) noexcept:
@@ -700,7 +765,9 @@ cdef class Tape:
         # that runs below sees a released tape
         for i in range(n):
             Py_XDECREF(nodes[i].prim)
-            Py_XDECREF(nodes[i].saved)
+            Py_XDECREF(nodes[i].saved_ans)
+            Py_XDECREF(nodes[i].saved_args)
+            Py_XDECREF(nodes[i].saved_kwargs)
             Py_XDECREF(nodes[i].cotangent)
         PyMem_Free(nodes)
         PyMem_Free(self.parents)
@@ -729,7 +796,8 @@ cdef class Tape:
             "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
             "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
             "nconsumers": node.nconsumers,
-            "saved": None if node.saved is NULL else <object>node.saved,
+            "saved": (None if node.saved_args is NULL else
+                      (<object>node.saved_ans, <object>node.saved_args, <object>node.saved_kwargs)),
             "saved_bytes": node.saved_bytes,
             "has_cotangent": node.cotangent is not NULL,
             "leaf": bool(node.flags & NODE_LEAF),
@@ -757,6 +825,7 @@ cdef object _add_cotangents(object a, object b):
 # =============================================================================
 @cython.freelist(64)
 @cython.final
+@cython.no_gc   # a Box refers to its tape and a plain value; neither refers back to Boxes of it
 cdef class Box:
     """A value traced by a differentiation. Behaves like the ndarray it wraps: every operation
     on it is a gradcy primitive. `_value` is the plain value (not traced)."""
@@ -945,6 +1014,51 @@ cdef Box make_box(object value, Tape tape, Py_ssize_t node):
     b._node = node
     tape.nodes[node].flags |= NODE_BOX_ALIVE
     return b
+
+
+cdef object _unbroadcast_slow = None
+
+
+def set_unbroadcast_slow(fn):
+    """Install the operator layer's general unbroadcast (reduce and cast), used by
+    unbroadcast() when the fast check fails."""
+    global _unbroadcast_slow
+    _unbroadcast_slow = fn
+
+
+def unbroadcast(g, target):
+    """The cotangent g reduced to the shape and cast to the dtype of `target` (an array,
+    ArrayMeta, traced value or scalar). The common case (already matching) is decided here."""
+    if same_shape_dtype(g, target):
+        return g
+    return _unbroadcast_slow(g, target)
+
+
+def same_shape_dtype(g, target):
+    """True when g is an ndarray with exactly the shape and dtype of target (an ndarray or an
+    ArrayMeta): the common case in which a cotangent needs no reduction or cast."""
+    cdef int nd, d
+    cdef cnp.npy_intp* dims
+    cdef tuple shape
+    if not cnp.PyArray_CheckExact(g):
+        return False
+    if type(target) is ArrayMeta:
+        shape = (<ArrayMeta>target).shape
+        tdtype = (<ArrayMeta>target).dtype
+    elif cnp.PyArray_Check(target):
+        return (cnp.PyArray_SAMESHAPE(<cnp.ndarray>g, <cnp.ndarray>target)
+                and cnp.PyArray_TYPE(<cnp.ndarray>g) == cnp.PyArray_TYPE(<cnp.ndarray>target))
+    else:
+        return False
+    nd = cnp.PyArray_NDIM(<cnp.ndarray>g)
+    if nd != PyTuple_GET_SIZE(shape):
+        return False
+    dims = cnp.PyArray_DIMS(<cnp.ndarray>g)
+    for d in range(nd):
+        if dims[d] != <cnp.npy_intp>(<object>PyTuple_GET_ITEM(shape, d)):
+            return False
+    gdtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>g)
+    return gdtype is tdtype or gdtype == tdtype
 
 
 # =============================================================================

@@ -1,9 +1,9 @@
 """The public surface for adding primitives and derivative rules to gradcy."""
 from ._core import ArrayMeta, Box, Primitive
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
-                       defvjp_argnum, defvjp_argnums, nondifferentiable, notrace_primitive,
+                       defvjp_argnum, defvjp_argnums, defvjp_direct, nondifferentiable, notrace_primitive,
                        primitive, subval)
 
 __all__ = ["primitive", "notrace_primitive", "nondifferentiable", "defvjp", "defvjp_argnum",
-           "defvjp_argnums", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear",
+           "defvjp_argnums", "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear",
            "subval", "Box", "Primitive", "ArrayMeta"]

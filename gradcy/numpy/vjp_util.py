@@ -1,7 +1,8 @@
 """Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
 import numpy as _onp
 
-from .._core import ArrayMeta
+from .._core import ArrayMeta, set_unbroadcast_slow
+from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import numpy_wrapper as anp
 
 
@@ -20,12 +21,10 @@ def shape_dtype(x):
         x.dtype if hasattr(x, "dtype") else x)
 
 
-def unbroadcast(g, target):
+def _unbroadcast(g, target):
     """The cotangent g (of a broadcast result) summed down to the shape of `target` and cast to
     its dtype (real part only for a real target)."""
     shape, dtype = shape_dtype(target)
-    if type(g) is _onp.ndarray and g.shape == shape and g.dtype == dtype:
-        return g
     gshape = _onp.shape(g) if type(g) is not _onp.ndarray else g.shape
     if len(gshape) > len(shape):
         g = anp.sum(g, axis=tuple(range(len(gshape) - len(shape))))
@@ -34,6 +33,9 @@ def unbroadcast(g, target):
     if axes:
         g = anp.sum(g, axis=axes, keepdims=True)
     return cast_like(g, dtype)
+
+
+set_unbroadcast_slow(_unbroadcast)
 
 
 def cast_like(g, dtype):
