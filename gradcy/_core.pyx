@@ -239,6 +239,10 @@ cdef class Primitive:
                     mixed = True
                     if t.trace_id > top.trace_id:
                         top = t
+        if kwargs:
+            for v in (<dict>kwargs).values():
+                if type(v) is Box:
+                    _raise_keyword_box(self.name, kwargs)
         if top is None:
             return self.fun(*args, **kwargs)
         return self._record(top, mixed, args, kwargs)
@@ -358,6 +362,12 @@ cdef class Primitive:
             if refs is not inline_refs:
                 PyMem_Free(refs)
         return make_box(ans, top, node)
+
+
+cdef void _raise_keyword_box(str name, dict kwargs) except *:
+    keys = [k for k, v in kwargs.items() if type(v) is Box]
+    raise TypeError(f"{name}: traced value passed as keyword argument {keys[0]!r}; gradcy traces "
+                    f"positional arguments only. Pass it positionally.")
 
 
 cdef void _raise_escaped(str name, Py_ssize_t argpos) except *:
@@ -541,12 +551,13 @@ cdef class Tape:
             freed = self._account(<object>ans, <object>args, -1)
         _count_bytes(self, -freed, 0)
         # the struct is consistent before any Python code (a __del__) can run
+        name = (<Primitive>prim).name if prim is not NULL and self.observer is not None else None
         Py_XDECREF(ans)
         Py_XDECREF(args)
         Py_XDECREF(kwargs)
-        if self.observer is not None:
-            self._notify("release", i, None if prim is NULL else (<Primitive>prim).name)
         Py_XDECREF(prim)
+        if self.observer is not None:
+            self._notify("release", i, name)
         return 0
 
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1:
@@ -671,7 +682,10 @@ cdef class Tape:
         if self.sweeping:
             raise RuntimeError("backward: a sweep is already running on this tape")
         self._mark_reachable(out)
-        for i in range(out + 1):
+        # nodes recorded after the output (aux values) cannot reach it either
+        for i in range(out + 1, self.n_nodes):
+            self.nodes[i].flags &= ~NODE_REACHABLE
+        for i in range(self.n_nodes):
             if not (self.nodes[i].flags & (NODE_REACHABLE | NODE_RELEASED | NODE_LEAF)):
                 self._kill(i)
         self.sweeping = True

@@ -11,6 +11,7 @@ import numpy as _np
 
 from . import _core
 from ._core import Box, Tape
+from .registry import defvjp_argnum, primitive
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
@@ -123,7 +124,8 @@ class VJP:
     this object is dropped). With consume=True it can be called once and frees every saved
     buffer as soon as the backward pass no longer needs it."""
 
-    __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname")
+    __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname",
+                 "_packed")
 
     def __init__(self, tape, out, leaves, inputs, unflatten, consume, fname):
         self._tape = tape
@@ -133,6 +135,7 @@ class VJP:
         self._unflatten = unflatten
         self._consume = consume
         self._fname = fname
+        self._packed = False       # the output was a container: g is flattened the same way
 
     def __call__(self, g):
         tape = self._tape
@@ -144,6 +147,8 @@ class VJP:
             if self._out is None:
                 cots = [None] * len(self._leaves)
             else:
+                if self._packed:
+                    g = tuple(tree_flatten(g)[0])
                 cots = tape.backward(self._out, g, self._consume, self._leaves)
         finally:
             if self._consume:
@@ -164,8 +169,9 @@ def _trace(fun, args, kwargs, argnum, fname, consume):
     else:
         x = args[argnum]
     leaves, unflatten = tree_flatten(x)
-    for leaf in leaves:
-        _check_leaf(leaf, fname, argnum)
+    for i in (argnum if isinstance(argnum, (tuple, list)) else (argnum,)):
+        for leaf in tree_flatten(args[i])[0]:
+            _check_leaf(leaf, fname, i)
     tape = Tape()
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
@@ -180,21 +186,39 @@ def _trace(fun, args, kwargs, argnum, fname, consume):
         del boxes, traced_x
         out = fun(*new_args, **kwargs)
         del new_args
-        out_node, ans = _output(tape, out, fname)
+        out_node, ans, out_structure = _output(tape, out, fname)
+        del out
     except BaseException:
         tape.release()
         raise
-    return VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname), ans, out
+    vjp = VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname)
+    vjp._packed = out_structure is not None
+    return vjp, ans, None
+
+
+@primitive
+def pack_outputs(*values):
+    """The leaves of a function's container output as one traced tuple (one output node)."""
+    return values
+
+
+defvjp_argnum(pack_outputs, lambda argnum, ans, args, kwargs: lambda g: g[argnum], save=())
 
 
 def _output(tape, out, fname):
+    """(output node or None, plain output value, structure) of a traced call's result."""
+    if out is None:
+        raise TypeError(f"{fname}: the differentiated function returned None; it must return "
+                        f"its output (a scalar for grad)")
     if type(out) is Box and out._tape is tape:
-        return tape.pin(out), out._value
+        return tape.pin(out), out._value, None
     if isinstance(out, (tuple, list, dict)) and _contains_tape_box(out, tape):
-        raise TypeError(f"{fname}: the function returned a {type(out).__name__} of traced "
-                        f"values; return one array (stack them with gradcy.numpy.stack), or "
-                        f"use grad_and_aux for auxiliary outputs")
-    return None, out
+        leaves, unflatten = tree_flatten(out)
+        packed = pack_outputs(*leaves)
+        values = [leaf._value if type(leaf) is Box and leaf._tape is tape else leaf
+                  for leaf in leaves]
+        return tape.pin(packed), unflatten(values), unflatten
+    return None, out, None
 
 
 def _contains_tape_box(obj, tape):

@@ -11,6 +11,7 @@ nowhere.
 import numpy as onp
 
 from gradcy import make_vjp
+from gradcy._core import Box, Tape
 from gradcy.test_util import check_grads
 
 DTYPES_CHECKED = (onp.float32,)
@@ -28,11 +29,37 @@ def check(fun, *args, order=2, dtypes=True):
             check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])
 
 
+def raw_cotangent(fun, args, i):
+    """The cotangent the tape delivers to argument i for an all-ones output cotangent, before
+    the front end's cast to the input's type (which would hide a float64 leak)."""
+    t = Tape()
+    try:
+        b = t.new_leaf(args[i])
+        y = fun(*args[:i], b, *args[i + 1:])
+        assert type(y) is Box, "the function's output does not depend on its argument"
+        out = t.pin(y)
+        v = y._value
+        g = onp.ones_like(v) if isinstance(v, onp.ndarray) else onp.asarray(v).dtype.type(1)
+        del y
+        return t.backward(out, g, True, [b._node])[0]
+    finally:
+        t.release()
+
+
 def check_dtype(fun, *args):
-    """Each float argument's gradient has the argument's dtype, shape and type."""
+    """Each float argument's gradient has the argument's dtype, shape and type, both at the
+    tape level (no float64 leak inside the backward pass) and as returned by make_vjp."""
     for i, a in enumerate(args):
         if not (_is_float_array(a) or isinstance(a, float)):
             continue
+        c = raw_cotangent(fun, args, i)
+        if c is not None:
+            dtype = a.dtype if isinstance(a, onp.ndarray) else onp.dtype(onp.float64)
+            assert onp.shape(c) == onp.shape(a), (
+                f"argument {i}: cotangent shape {onp.shape(c)}, input {onp.shape(a)}")
+            assert onp.result_type(c) == dtype, (
+                f"argument {i}: cotangent dtype {onp.result_type(c)} leaked into a {dtype} "
+                f"computation")
 
         def f_i(x, i=i):
             return fun(*args[:i], x, *args[i + 1:])
