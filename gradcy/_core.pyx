@@ -339,6 +339,8 @@ cdef class Primitive:
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
                     a = (<Box>a)._value
+                    if type(a) is Box:      # nested differentiation: an outer trace's value
+                        mixed = True
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(uargs, i, a)
             if not kwargs:

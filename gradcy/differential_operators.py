@@ -11,20 +11,29 @@ import numpy as _np
 
 from . import _core
 from ._core import Box, Tape
-from .registry import defvjp_argnum, primitive
+from .registry import defvjp_argnum, defvjp_argnums, primitive
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
            "hessian_tensor_product", "tensor_jacobian_product", "holomorphic_grad",
-           "multigrad_dict", "grad_named", "VJP"]
+           "multigrad_dict", "grad_named", "checkpoint", "VJP"]
 
 
 # =============================================================================
 # Containers of inputs and gradients
 # =============================================================================
+def _first(vals):
+    return vals[0]
+
+
 def tree_flatten(x):
     """The leaves of nested tuples/lists/dicts, and a function that rebuilds the structure."""
-    if isinstance(x, (tuple, list)) and type(x) is not Box:
+    t = type(x)
+    if t is _np.ndarray or t is float or t is Box:
+        return [x], _first
+    if (t is tuple or t is list) and not any(isinstance(e, (tuple, list, dict)) for e in x):
+        return list(x), t            # a flat tuple/list is rebuilt by its own constructor
+    if isinstance(x, (tuple, list)):
         parts = [tree_flatten(e) for e in x]
         leaves = [leaf for p in parts for leaf in p[0]]
         sizes = [len(p[0]) for p in parts]
@@ -55,6 +64,12 @@ def tree_flatten(x):
 
 def leaves_of(parts):
     return [leaf for p in parts for leaf in p[0]]
+
+
+def _is_float_leaf(x):
+    """The common valid inputs, decided without dtype machinery."""
+    t = type(x)
+    return ((t is _np.ndarray and x.dtype.kind in "fc") or t is float or t is complex)
 
 
 def _check_leaf(x, fname, argnum):
@@ -91,6 +106,9 @@ def _match_input(g, x):
     0-d array in, 0-d array out; float32 in, float32 out)."""
     if g is None:
         return _zeros_like(x)
+    if type(x) is _np.ndarray and type(g) is _np.ndarray and g.dtype == x.dtype and (
+            g.shape == x.shape):
+        return g
     if type(g) is Box:
         return g
     if type(x) is Box:
@@ -162,22 +180,22 @@ class VJP:
             tape.release()
 
 
-def _trace(fun, args, kwargs, argnum, fname, consume):
+def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
     """Run fun with args[argnum] traced; returns (VJP, plain output value, raw output)."""
-    if isinstance(argnum, (tuple, list)):
-        x = tuple(args[i] for i in argnum)
-    else:
-        x = args[argnum]
+    multi = type(argnum) is tuple or type(argnum) is list
+    x = tuple([args[i] for i in argnum]) if multi else args[argnum]
     leaves, unflatten = tree_flatten(x)
-    for i in (argnum if isinstance(argnum, (tuple, list)) else (argnum,)):
-        for leaf in tree_flatten(args[i])[0]:
-            _check_leaf(leaf, fname, i)
+    if not all([_is_float_leaf(leaf) for leaf in leaves]):
+        for i in (argnum if multi else (argnum,)):
+            for leaf in tree_flatten(args[i])[0]:
+                _check_leaf(leaf, fname, i)
     tape = Tape()
+    tape.observer = observer
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
         traced_x = unflatten(boxes)
         new_args = list(args)
-        if isinstance(argnum, (tuple, list)):
+        if multi:
             for i, a in zip(argnum, traced_x):
                 new_args[i] = a
         else:
@@ -443,3 +461,18 @@ def multigrad_dict(fun):
         grads = grad(f_of_values)(values)
         return dict(zip(names, grads))
     return gradfun
+
+
+def checkpoint(fun):
+    """fun as one node that stores only its inputs: its intermediate values are recomputed
+    during the backward pass instead of held from the forward pass (memory for time)."""
+    def vjp_argnums(argnums, ans, args, kwargs):
+        def vjp(g):
+            inner, _, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
+                                 consume=True)
+            return inner(g)
+        return vjp
+    name = getattr(fun, "__name__", "fun")
+    wrapped = primitive(fun, f"checkpoint({name})")
+    defvjp_argnums(wrapped, vjp_argnums, save=("args",))
+    return wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))

@@ -1,0 +1,194 @@
+"""What the engine holds, and when: counters and a memory timeline of one differentiation.
+
+    gradcy.memory.stats()                       # live tapes/nodes, saved bytes now and at peak
+    prof = gradcy.memory.profile(f)(x)          # gradient of f at x, with a timeline
+    print(prof.summary())                       # peak, and the op and source line holding most
+    prof.plot("timeline.png", baseline=hand_written_grad, baseline_args=(x,))
+
+The counters are the core's own (no sampling): saved bytes are the buffers the tape holds for
+VJPs (each buffer counted once), cotangent bytes the gradients in flight.
+"""
+import os
+import sys
+import time
+import tracemalloc
+
+from . import _core
+from .differential_operators import _check_scalar_output, _ones_like, _trace
+
+__all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def stats():
+    """{'live_tapes', 'live_nodes', 'saved_bytes', 'cotangent_bytes', 'peak_saved_bytes',
+    'peak_bytes'}: the engine's counts over all tapes of the process."""
+    return _core.stats()
+
+
+def reset_peak():
+    """Restart the peak counters from what is held now."""
+    _core.reset_peak()
+
+
+def _user_line():
+    """file:line of the innermost frame outside the gradcy package."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+class MemoryProfile:
+    """The timeline of one differentiation: one row per node event.
+
+    events: list of (step, phase, node, op, saved_bytes, cotangent_bytes, traced_bytes) where
+    phase is 'forward' (a node was recorded), 'backward' (a VJP ran) or 'release' (a saved
+    record was freed: dead, unreachable or consumed), and traced_bytes is tracemalloc's current
+    count (0 when tracemalloc was not tracing)."""
+
+    def __init__(self):
+        self.events = []
+        self.gradient = None
+        self.value = None
+        self.elapsed = 0.0
+        self._by_site = {}         # (op, line) -> saved bytes held now by nodes recorded there
+        self._site_of = {}         # node -> (op, line)
+        self._last_saved = 0       # the tape's saved bytes at the previous event
+        self.peak_bytes = 0
+        self.peak_step = 0
+        self.peak_sites = {}       # (op, line) -> bytes held at the peak
+        self._phase = "forward"
+
+    # the tape's observer
+    def __call__(self, event, index, name, saved_bytes, cotangent_bytes):
+        traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
+        step = len(self.events)
+        # saved bytes change only at these events, so the difference is this event's share
+        delta = saved_bytes - self._last_saved
+        self._last_saved = saved_bytes
+        if event == "forward":
+            site = (name, _user_line())
+            self._site_of[index] = site
+            self._by_site[site] = self._by_site.get(site, 0) + delta
+        elif event == "release":
+            site = self._site_of.get(index)
+            if site is not None:
+                self._by_site[site] = max(0, self._by_site[site] + delta)
+            if self._phase == "backward":
+                event = "backward"
+        self.events.append((step, event, index, name, saved_bytes, cotangent_bytes, traced))
+        total = saved_bytes + cotangent_bytes
+        if total > self.peak_bytes:
+            self.peak_bytes = total
+            self.peak_step = step
+            self.peak_sites = {k: v for k, v in self._by_site.items() if v}
+
+    def top_site(self):
+        """(op, 'file:line', bytes) holding the most saved bytes at the peak."""
+        if not self.peak_sites:
+            return None
+        (op, line), nbytes = max(self.peak_sites.items(), key=lambda kv: kv[1])
+        return op, line, nbytes
+
+    def summary(self):
+        """A few lines: peak, where it happened, and what held the most then."""
+        n_fwd = sum(1 for e in self.events if e[1] == "forward")
+        lines = [f"gradcy memory profile: {n_fwd} nodes recorded, {len(self.events)} events, "
+                 f"{self.elapsed * 1e3:.1f} ms",
+                 f"peak saved + cotangent bytes: {_mb(self.peak_bytes)} at event "
+                 f"{self.peak_step} ({self.events[self.peak_step][1] if self.events else '-'})"]
+        top = self.top_site()
+        if top:
+            lines.append(f"most held at the peak: {top[0]} at {top[1]} ({_mb(top[2])})")
+        return "\n".join(lines)
+
+    def plot(self, path, baseline=None, baseline_args=(), baseline_label="hand-written NumPy",
+             title=None):
+        """Draw the timeline to a PNG at `path` (needs matplotlib). With `baseline` (a function
+        computing the same gradient by hand), its tracemalloc timeline is drawn beside it, both
+        against the fraction of their run time."""
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise ImportError("MemoryProfile.plot needs matplotlib: pip install 'gradcy[plot]'"
+                              ) from exc
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        n = max(len(self.events) - 1, 1)
+        xs = [e[0] / n for e in self.events]
+        ax.plot(xs, [(e[4] + e[5]) / 2**20 for e in self.events],
+                label="gradcy: saved + cotangent (engine counters)", lw=2)
+        if any(e[6] for e in self.events):
+            base = self.events[0][6]
+            ax.plot(xs, [(e[6] - base) / 2**20 for e in self.events], ls=":",
+                    label="gradcy: tracemalloc")
+        first_bwd = next((e[0] for e in self.events if e[1] == "backward"), None)
+        if first_bwd is not None:
+            ax.axvspan(first_bwd / n, 1.0, color="0.92", zorder=0, label="backward pass")
+        if baseline is not None:
+            curve = trace_memory(baseline, *baseline_args)
+            m = max(len(curve) - 1, 1)
+            ax.plot([i / m for i in range(len(curve))], [c / 2**20 for c in curve], ls="--",
+                    label=f"{baseline_label}: tracemalloc")
+        ax.set_xlabel("fraction of the run (events)")
+        ax.set_ylabel("MiB")
+        ax.set_title(title or "Memory held over one differentiation")
+        ax.legend(loc="upper left", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def _mb(n):
+    return f"{n / 2**20:.2f} MiB"
+
+
+def profile(fun, argnum=0):
+    """profile(fun, argnum)(*args) -> MemoryProfile of computing grad(fun, argnum)(*args); the
+    gradient is in .gradient and fun's value in .value. Traces memory with tracemalloc too if
+    it is running."""
+    def profiled(*args, **kwargs):
+        prof = MemoryProfile()
+        start = time.perf_counter()
+        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "profile", consume=True,
+                             observer=prof)
+        try:
+            _check_scalar_output(ans, "profile")
+        except BaseException:
+            vjp.release()
+            raise
+        prof._phase = "backward"
+        prof.gradient = vjp(_ones_like(ans))
+        prof.value = ans
+        prof.elapsed = time.perf_counter() - start
+        return prof
+    return profiled
+
+
+def trace_memory(fn, *args, **kwargs):
+    """tracemalloc's current traced bytes (relative to the start) sampled at every C function
+    call fn makes (every NumPy call): the memory timeline of plain NumPy code."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    samples = []
+    base = tracemalloc.get_traced_memory()[0]
+    get = tracemalloc.get_traced_memory
+
+    def hook(frame, event, arg):
+        if event == "c_return":
+            samples.append(get()[0] - base)
+    sys.setprofile(hook)
+    try:
+        fn(*args, **kwargs)
+    finally:
+        sys.setprofile(None)
+        if not was_tracing:
+            tracemalloc.stop()
+    return samples
