@@ -175,7 +175,7 @@ cdef object _meta_of(object v):
         return m
     if type(v) is Box:
         inner = _meta_of((<Box>v)._value)
-        if type(inner) is ArrayMeta:
+        if type(inner) is ArrayMeta or type(inner) is tuple:
             return inner
         m = ArrayMeta.__new__(ArrayMeta)
         m.shape = tuple(_np.shape(inner))

@@ -108,7 +108,8 @@ def _match_input(g, x):
         return _zeros_like(x)
     if type(x) is _np.ndarray and type(g) is _np.ndarray and g.dtype == x.dtype and (
             g.shape == x.shape):
-        return g
+        # a broadcast view (the cotangent of a sum) is handed out as an array of its own
+        return g if g.flags.writeable else g.copy()
     if type(g) is Box:
         return g
     if type(x) is Box:
@@ -120,8 +121,8 @@ def _match_input(g, x):
         if g.dtype != x.dtype:
             g = g.astype(x.dtype)
         if g.shape != x.shape:
-            g = _np.broadcast_to(g, x.shape).copy()
-        return g
+            g = _np.broadcast_to(g, x.shape)
+        return g if g.flags.writeable else g.copy()
     if isinstance(x, _np.generic):
         if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
             g = _np.real(g)
@@ -190,7 +191,8 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
     tape = Tape()
-    tape.observer = observer
+    if observer is not None:
+        tape.observer = observer
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
         traced_x = unflatten(boxes)

@@ -6,6 +6,7 @@ constructors...) run on plain values without recording. Functions that take a li
 (concatenate, stack, array(...) of traced values) get wrappers that pass the arrays as separate
 arguments, so each one is a traced parent. The VJPs live in numpy_vjps.py.
 """
+import builtins as _builtins
 import types
 
 import numpy as _np
@@ -93,7 +94,7 @@ def _contains_box(obj):
     if type(obj) is Box:
         return True
     if isinstance(obj, (list, tuple)):
-        return any(_contains_box(e) for e in obj)
+        return _builtins.any(_contains_box(e) for e in obj)
     return False
 
 
@@ -108,7 +109,7 @@ def array(obj, *args, **kwargs):
     if type(obj) is Box:
         return _copy_box(obj, *args, **kwargs)
     if _contains_box(obj):
-        if args or any(v is not None for k, v in kwargs.items() if k not in ("copy",)):
+        if args or _builtins.any(v is not None for k, v in kwargs.items() if k not in ("copy",)):
             dtype = kwargs.get("dtype", args[0] if args else None)
             return astype(array(obj), dtype)
         return array_from_args(*[array(e) if isinstance(e, (list, tuple)) else e for e in obj])
@@ -141,7 +142,7 @@ def concatenate_args(axis, *arrays):
 
 def concatenate(arrays, axis=0, out=None, **kwargs):
     """numpy.concatenate; traced arrays in the list are traced parents."""
-    if out is not None or kwargs or not any(type(a) is Box for a in arrays):
+    if out is not None or kwargs or not _builtins.any(type(a) is Box for a in arrays):
         return _np.concatenate(arrays, axis=axis, out=out, **kwargs)
     if axis is None:
         return concatenate_args(0, *[ravel(a) for a in arrays])
@@ -151,7 +152,7 @@ def concatenate(arrays, axis=0, out=None, **kwargs):
 def stack(arrays, axis=0, out=None, **kwargs):
     """numpy.stack, traced."""
     arrays = list(arrays)
-    if out is not None or kwargs or not any(type(a) is Box for a in arrays):
+    if out is not None or kwargs or not _builtins.any(type(a) is Box for a in arrays):
         return _np.stack(arrays, axis=axis, out=out, **kwargs)
     return concatenate_args(axis, *[expand_dims(a, axis) for a in arrays])
 
@@ -204,7 +205,10 @@ def container_take(A, idx):
 
 
 def _box_getitem(A, idx):
-    if isinstance(A._value, (tuple, list)):
+    v = A._value
+    while type(v) is Box:          # nested differentiation
+        v = v._value
+    if isinstance(v, (tuple, list)):
         return container_take(A, idx)
     return getitem(A, idx)
 
