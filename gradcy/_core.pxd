@@ -61,6 +61,8 @@ cdef class Primitive:
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
 
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
+    cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
+                     object kwargs)
     cdef tuple _saved_args(self, tuple args, bint reuse)
     cdef void _update_mask(self) noexcept
 
@@ -76,6 +78,7 @@ cdef class Tape:
     cdef readonly long long trace_id   # unique for the life of the process, never reused
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
+    cdef readonly bint forward     # forward mode: slots hold tangents, nothing is saved
     cdef readonly Py_ssize_t saved_bytes       # bytes held by saved records now
     cdef readonly Py_ssize_t peak_saved_bytes  # most saved bytes held at once
     cdef readonly Py_ssize_t cotangent_bytes   # bytes held by cotangent slots now

@@ -96,6 +96,10 @@ class MissingVJPError(NotImplementedError):
     """A cotangent reached an argument for which no VJP is registered."""
 
 
+class MissingJVPError(NotImplementedError):
+    """A tangent reached an argument for which no JVP is registered."""
+
+
 # =============================================================================
 # Registries filled by the operator layer
 # =============================================================================
@@ -350,6 +354,12 @@ cdef class Primitive:
                 ans = PyObject_Call(self if mixed else self.fun, uargs, kwargs)
             if not self.traced:
                 return ans
+            if top.forward:
+                tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
+                node = top._append(self, refs, nrefs, None, (), None, 0)
+                if tangent is not None:
+                    top._set_cotangent(node, _match_tangent(tangent, ans))
+                return make_box(ans, top, node)
             if not self.save_ans:
                 ans_s = _meta_of(ans)
             else:
@@ -364,6 +374,60 @@ cdef class Primitive:
             if refs is not inline_refs:
                 PyMem_Free(refs)
         return make_box(ans, top, node)
+
+
+    cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
+                     object kwargs):
+        """The output tangent: the sum of each traced argument's JVP rule applied to the
+        argument's tangent (held in its node's slot); None when every tangent is zero."""
+        cdef int32_t k
+        cdef PyObject* g
+        cdef PyObject* rule
+        cdef object total = None
+        if kwargs is None:
+            kwargs = _EMPTY
+        if self.jvp_argnums is not None:
+            argnums, gs = [], []
+            for k in range(nrefs):
+                g = top.nodes[refs[k].node].cotangent
+                if g is not NULL:
+                    argnums.append(refs[k].argnum)
+                    gs.append(<object>g)
+            if not gs:
+                return None
+            return self.jvp_argnums(tuple(argnums), tuple(gs), ans, uargs, kwargs)
+        for k in range(nrefs):
+            g = top.nodes[refs[k].node].cotangent
+            if g is NULL:
+                continue
+            rule = PyDict_GetItem(self.jvpmakers, refs[k].argnum)
+            if rule is NULL:
+                raise MissingJVPError(
+                    f"{self.name} has no JVP for argument {refs[k].argnum}; register one with "
+                    f"gradcy.extend.defjvp")
+            if <object>rule is None:
+                continue
+            t = PyObject_Call(<object>rule, (<object>g, ans) + uargs, kwargs)
+            if t is None:
+                continue
+            total = t if total is None else total + t
+        return total
+
+
+cdef object _tangent_fixer = None
+
+
+def set_tangent_fixer(fn):
+    """Install the operator layer's function that broadcasts a tangent to its output's shape
+    and casts it to its dtype, used when the fast check fails."""
+    global _tangent_fixer
+    _tangent_fixer = fn
+
+
+cdef inline object _match_tangent(object t, object ans):
+    if same_shape_dtype(t, ans) or _tangent_fixer is None:
+        return t
+    return _tangent_fixer(t, ans)
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:
@@ -405,7 +469,7 @@ cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? 
 cdef class Tape:
     """One differentiation's record: an arena of Node structs in topological order."""
 
-    def __cinit__(self):
+    def __cinit__(self, bint forward=False):
         global _next_trace_id, _live_tapes
         self.nodes = NULL
         self.parents = NULL
@@ -416,6 +480,7 @@ cdef class Tape:
         _next_trace_id += 1
         self.released = False
         self.sweeping = False
+        self.forward = forward
         self.observer = None
         _live_tapes += 1
 
@@ -516,8 +581,9 @@ cdef class Tape:
             self._notify("forward", i, prim.name)
         return i
 
-    def new_leaf(self, value):
-        """Append an input node for `value` and return its Box."""
+    def new_leaf(self, value, tangent=None):
+        """Append an input node for `value` and return its Box. On a forward-mode tape,
+        `tangent` is the input's tangent."""
         global _live_nodes
         if self.released:
             raise EscapedValueError("Tape.new_leaf: this tape has been released")
@@ -530,7 +596,16 @@ cdef class Tape:
         self.n_nodes = i + 1
         self.live_nodes += 1
         _live_nodes += 1
+        if tangent is not None:
+            self._set_cotangent(i, tangent)
         return make_box(value, self, i)
+
+    def tangent(self, Box box):
+        """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
+        if box._tape is not self or self.released:
+            raise ValueError("Tape.tangent: the value belongs to another or a released tape")
+        c = self.nodes[box._node].cotangent
+        return None if c is NULL else <object>c
 
     # ---- lifetimes ------------------------------------------------------------------------
     cdef int _release_saved(self, Py_ssize_t i) except -1:
@@ -612,6 +687,13 @@ cdef class Tape:
         if self.released or i >= self.n_nodes:
             return 0
         self.nodes[i].flags &= ~NODE_BOX_ALIVE
+        if self.forward:
+            # a tangent is read only when a primitive is applied to its Box
+            if not (self.nodes[i].flags & NODE_PINNED):
+                self._take_cotangent(i)
+                if not (self.nodes[i].flags & NODE_LEAF):
+                    self._release_saved(i)
+            return 0
         if self.nodes[i].nconsumers == 0 and not (self.nodes[i].flags & (NODE_PINNED | NODE_LEAF)):
             self._kill(i)
         return 0
@@ -683,6 +765,8 @@ cdef class Tape:
             raise IndexError(f"backward: node {out} is not on this tape")
         if self.sweeping:
             raise RuntimeError("backward: a sweep is already running on this tape")
+        if self.forward:
+            raise RuntimeError("backward: this is a forward-mode tape")
         self._mark_reachable(out)
         # nodes recorded after the output (aux values) cannot reach it either
         for i in range(out + 1, self.n_nodes):

@@ -16,7 +16,7 @@ from .registry import defvjp_argnum, defvjp_argnums, primitive
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
            "hessian_tensor_product", "tensor_jacobian_product", "holomorphic_grad",
-           "multigrad_dict", "grad_named", "checkpoint", "VJP"]
+           "multigrad_dict", "grad_named", "checkpoint", "make_jvp", "deriv", "VJP"]
 
 
 # =============================================================================
@@ -478,3 +478,70 @@ def checkpoint(fun):
     wrapped = primitive(fun, f"checkpoint({name})")
     defvjp_argnums(wrapped, vjp_argnums, save=("args",))
     return wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))
+
+
+# =============================================================================
+# Forward mode
+# =============================================================================
+def make_jvp(fun, argnum=0):
+    """make_jvp(fun, argnum)(*args) -> jvp, where jvp(v) returns (fun(*args), J v): the output
+    and its tangent for tangent v of argument argnum. Each jvp call runs fun once on a
+    forward-mode tape, which saves nothing for a backward pass."""
+    def jvp_maker(*args, **kwargs):
+        multi = type(argnum) is tuple or type(argnum) is list
+        x = tuple([args[i] for i in argnum]) if multi else args[argnum]
+        leaves, unflatten = tree_flatten(x)
+        if not all([_is_float_leaf(leaf) for leaf in leaves]):
+            for i in (argnum if multi else (argnum,)):
+                for leaf in tree_flatten(args[i])[0]:
+                    _check_leaf(leaf, "make_jvp", i)
+
+        def jvp(v):
+            tangents = tree_flatten(v)[0]
+            if len(tangents) != len(leaves):
+                raise ValueError(f"make_jvp: the tangent has {len(tangents)} leaves, the "
+                                 f"argument {len(leaves)}; give it the argument's structure")
+            tape = Tape(True)
+            try:
+                boxes = [tape.new_leaf(leaf, _match_input(t, leaf))
+                         for leaf, t in zip(leaves, tangents)]
+                traced = unflatten(boxes)
+                new_args = list(args)
+                if multi:
+                    for i, a in zip(argnum, traced):
+                        new_args[i] = a
+                else:
+                    new_args[argnum] = traced
+                del boxes, traced
+                out = fun(*new_args, **kwargs)
+                del new_args
+                if out is None:
+                    raise TypeError("make_jvp: the function returned None")
+                out_leaves, out_unflatten = tree_flatten(out)
+                values, out_tangents = [], []
+                for leaf in out_leaves:
+                    if type(leaf) is Box and leaf._tape is tape:
+                        values.append(leaf._value)
+                        out_tangents.append(_match_input(tape.tangent(leaf), leaf._value))
+                    else:
+                        values.append(leaf)
+                        out_tangents.append(_zeros_like(leaf))
+                del out, out_leaves
+                return out_unflatten(values), out_unflatten(out_tangents)
+            finally:
+                tape.release()
+        return jvp
+    return jvp_maker
+
+
+def deriv(fun, argnum=0):
+    """The derivative of fun along a tangent of ones: for elementwise functions, the
+    elementwise derivative (forward mode)."""
+    @wraps(fun)
+    def deriv_fun(*args, **kwargs):
+        x = args[argnum]
+        ones = _ones_like(x._value if type(x) is Box else x)
+        if isinstance(x, _np.ndarray):
+            ones = _np.ones_like(x)
+        return make_jvp(fun, argnum)(*args, **kwargs)(ones)[1]
+    return deriv_fun

@@ -1,6 +1,6 @@
 """Numerical checks of derivatives, with the semantics of autograd's test_util.
 
-check_grads(f, modes=("rev",), order=2)(*args) compares, along random directions, the VJP of f
+check_grads(f, modes=("fwd", "rev"), order=2)(*args) compares, along random directions, the VJP of f
 with central differences of f (float64), recursively to `order`, and checks that every gradient
 has the type, dtype and shape of its input.
 """
@@ -8,13 +8,13 @@ import itertools
 
 import numpy as _np
 
-from .differential_operators import _match_input, make_vjp, tree_flatten
+from .differential_operators import _match_input, make_jvp, make_vjp, tree_flatten
 
 EPS = 1e-6
 RTOL = 1e-5
 ATOL = 1e-6
 
-__all__ = ["check_grads", "check_vjp", "scalar_close", "combo_check", "check_equivalent"]
+__all__ = ["check_grads", "check_vjp", "check_jvp", "scalar_close", "combo_check", "check_equivalent"]
 
 
 def _leaves(x):
@@ -92,7 +92,7 @@ def check_vjp(f, x, rs=None):
         f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}")
 
 
-def check_grads(f, modes=("rev",), order=2):
+def check_grads(f, modes=("fwd", "rev"), order=2):
     """check_grads(f, modes, order)(*args): VJPs of f with respect to all positional arguments,
     checked against central differences, and the VJPs' own VJPs up to `order`."""
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
@@ -126,14 +126,36 @@ def _check(f, x, modes, order, rs):
                     vjp_inner.release()
             _check(vjp_of, (x, u), modes, order - 1, rs)
     if "fwd" in modes:
-        from .differential_operators import make_jvp  # arrives with forward mode
-        raise NotImplementedError("check_grads: forward mode ('fwd') is not available yet")
+        check_jvp(f, x, rs)
+        if order > 1:
+            v = _random_like(x, rs)
+
+            def jvp_of(packed):
+                xx, vv = packed
+                return make_jvp(f)(xx)(vv)[1]
+            _check(jvp_of, (x, v), modes, order - 1, rs)
+
+
+def check_jvp(f, x, rs=None):
+    """The JVP of f at x along a random tangent equals central differences of f."""
+    rs = rs or _np.random.RandomState(0)
+    v = _random_like(x, rs)
+    y, jv = make_jvp(f)(x)(v)
+    name = getattr(f, "__name__", repr(f))
+    _check_like(jv, y, f"JVP of {name}")
+    numeric = _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x)))
+    u = _random_like(y, rs)
+    analytic_p = _vdot(u, jv)
+    numeric_p = _vdot(u, numeric) / EPS
+    assert scalar_close(numeric_p, analytic_p), (
+        f"JVP check of {name} failed:\n"
+        f"  analytic (JVP) = {analytic_p!r}\n  numeric (central differences) = {numeric_p!r}")
 
 
 def combo_check(fun, *args, **kwargs):
     """combo_check(fun, argnums, modes, order)(*arg_options, **kwarg_options): check_grads over
     the product of the given argument values."""
-    modes = kwargs.pop("modes", ("rev",))
+    modes = kwargs.pop("modes", ("fwd", "rev"))
     order = kwargs.pop("order", 2)
 
     def checker(*arg_options, **kwarg_options):

@@ -1,7 +1,7 @@
 """Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
 import numpy as _onp
 
-from .._core import ArrayMeta, set_unbroadcast_slow
+from .._core import ArrayMeta, set_tangent_fixer, set_unbroadcast_slow
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import numpy_wrapper as anp
 
@@ -68,3 +68,17 @@ def expand_reduced(g, shape, axis, keepdims):
     return anp.broadcast_to(g, shape)
 
 
+
+
+def match_tangent(t, ans):
+    """A JVP's tangent t broadcast to the shape of the output `ans` and cast to its dtype
+    (the real part for a real output)."""
+    shape, dtype = shape_dtype(ans)
+    tshape = _onp.shape(t) if not hasattr(t, "shape") else t.shape
+    if tuple(tshape) != tuple(shape):
+        t = anp.broadcast_to(t, shape) if type(t) is not _onp.ndarray else _onp.broadcast_to(
+            t, shape)
+    return cast_like(t, dtype)
+
+
+set_tangent_fixer(match_tangent)
