@@ -243,12 +243,15 @@ cdef class Primitive:
                     mixed = True
                     if t.trace_id > top.trace_id:
                         top = t
-        if kwargs:
-            for v in (<dict>kwargs).values():
-                if type(v) is Box:
-                    _raise_keyword_box(self.name, kwargs)
+        if not kwargs:
+            if top is None:
+                return PyObject_Call(self.fun, args, <object>NULL)
+            return self._record(top, mixed, args, None)
+        for v in (<dict>kwargs).values():
+            if type(v) is Box:
+                _raise_keyword_box(self.name, kwargs)
         if top is None:
-            return self.fun(*args, **kwargs)
+            return PyObject_Call(self.fun, args, kwargs)
         return self._record(top, mixed, args, kwargs)
 
     def set_saved(self, save):
