@@ -967,6 +967,15 @@ cdef class Box:
         return v.dtype if cnp.PyArray_Check(v) or type(v) is Box else _np.result_type(v)
 
     @property
+    def nbytes(self):
+        v = self._value
+        return v.nbytes if cnp.PyArray_Check(v) or type(v) is Box else _np.asarray(v).nbytes
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
     def T(self):
         return _method("transpose")(self)
 
