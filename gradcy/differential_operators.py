@@ -11,7 +11,7 @@ import numpy as _np
 
 from . import _core
 from ._core import Box, Tape
-from .registry import defvjp_argnum, defvjp_argnums, primitive
+from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
@@ -223,6 +223,14 @@ def pack_outputs(*values):
 
 
 defvjp_argnum(pack_outputs, lambda argnum, ans, args, kwargs: lambda g: g[argnum], save=())
+
+
+def _pack_outputs_jvp(argnums, gs, ans, args, kwargs):
+    tangents = dict(zip(argnums, gs))
+    return tuple(tangents[i] if i in tangents else _zeros_like(a) for i, a in enumerate(args))
+
+
+defjvp_argnums(pack_outputs, _pack_outputs_jvp)
 
 
 def _output(tape, out, fname):

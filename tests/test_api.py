@@ -651,3 +651,13 @@ def test_two_threads_differentiate_concurrently():
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+COVERED = {"gradcy.differential_operators.pack_outputs"}
+
+
+def test_container_outputs_differentiate_in_both_modes():
+    from gradcy.test_util import check_grads
+    x = onp.array([0.3, -0.7, 1.1])
+    check_grads(lambda x: (anp.sin(x), {"a": x * 2.0, "b": [anp.tanh(x)]}),
+                modes=("fwd", "rev"), order=2)(x)
