@@ -12,10 +12,17 @@ from .differential_operators import (checkpoint, deriv, elementwise_grad, make_j
                                      vector_jacobian_product)
 from . import numpy  # noqa: F401  (registers the operators of traced values)
 from . import memory  # noqa: F401
+from . import builtins, misc  # noqa: F401
+from .vspace import vspace  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = ["make_jvp", "deriv", "grad", "value_and_grad", "grad_and_aux", "grad_named", "elementwise_grad",
            "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product",
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
-           "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "EscapedValueError", "MissingVJPError"]
+           "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",
+           "vspace", "tuple", "list", "dict", "isinstance", "type", "EscapedValueError", "MissingVJPError"]
+
+# autograd exports its container builtins at the top level; so does gradcy (last, because
+# they shadow Python's names in this module)
+from .builtins import dict, isinstance, list, tuple, type  # noqa: E402,F401,A001

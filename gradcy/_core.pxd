@@ -12,6 +12,8 @@ cdef enum:
     NODE_PINNED = 4       # an output that a backward pass will start from: never dead
     NODE_RELEASED = 8     # saved record released (VJP ran, node dead or unreachable)
     NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
+    NODE_CONSTANT = 32    # no traced input reaches it (a buffer made by a constructor): no cotangent
+    NODE_STALE = 64       # a view whose memory a later write changed: using it raises
 
 
 # =============================================================================
@@ -59,12 +61,23 @@ cdef class Primitive:
     cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
     cdef public bint linear           # registered with def_linear (used by forward mode)
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
+    cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
 
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs)
     cdef tuple _saved_args(self, tuple args, bint reuse)
     cdef void _update_mask(self) noexcept
+
+
+cdef class SparseCotangent:
+    cdef readonly object index
+    cdef readonly object values
+    cdef readonly tuple shape
+    cdef readonly object dtype
+    cdef readonly bint advanced
+    cpdef add_into(self, dense)
+    cpdef dense(self)
 
 
 cdef class Tape:
@@ -85,6 +98,8 @@ cdef class Tape:
     cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
     cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
+    cdef readonly dict owned       # id(root) -> info: buffers this tape owns and writes in place
+    cdef public object owned_hook  # callable(tape, kind, node, array, position) for owned views
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
@@ -97,11 +112,13 @@ cdef class Tape:
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)
     cdef int _accumulate(self, Py_ssize_t i, object g) except -1
+    cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1
     cdef int _box_dropped(self, Py_ssize_t i) except -1
     cdef int _kill(self, Py_ssize_t i) except -1
     cdef int _mark_reachable(self, Py_ssize_t out) except -1
     cdef int _notify(self, str event, Py_ssize_t i, object name) except -1
     cdef int _free_all(self) noexcept
+    cdef int _owned_scan(self, Py_ssize_t node, object ans, tuple args) except -1
     cdef _run_vjp(self, Py_ssize_t i, object g)
 
 

@@ -13,7 +13,7 @@ Lifetimes (each owned reference has one release point):
 """
 cimport cython
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF, Py_XINCREF
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF, Py_XINCREF
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject_Call
@@ -83,6 +83,35 @@ cdef inline void _count_bytes(Tape t, Py_ssize_t dsaved, Py_ssize_t dcot) noexce
         _peak_saved_bytes = _saved_bytes
     if _saved_bytes + _cotangent_bytes > _peak_bytes:
         _peak_bytes = _saved_bytes + _cotangent_bytes
+
+
+# =============================================================================
+# The innermost active differentiation of each thread (array constructors ask for it)
+# =============================================================================
+import threading as _threading
+_active = _threading.local()
+
+
+def push_active(Tape tape):
+    """Make `tape` this thread's innermost active differentiation."""
+    stack = getattr(_active, "stack", None)
+    if stack is None:
+        stack = _active.stack = []
+    stack.append(tape)
+
+
+def pop_active(Tape tape):
+    stack = _active.stack
+    if stack and stack[-1] is tape:
+        stack.pop()
+    else:
+        stack.remove(tape)
+
+
+def active_tape():
+    """This thread's innermost active reverse- or forward-mode tape, or None."""
+    stack = getattr(_active, "stack", None)
+    return stack[-1] if stack else None
 
 
 # =============================================================================
@@ -189,6 +218,12 @@ cdef object _meta_of(object v):
     if type(v) is tuple or type(v) is list:
         return tuple([_meta_of(e) for e in v])
     return v
+
+
+cdef object _root_key(object a):
+    """The key of ndarray a's root buffer in a tape's `owned` dict (its address)."""
+    cdef object root = _root_buffer(a)
+    return PyLong_FromVoidPtr(<void*>root)
 
 
 cdef object _root_buffer(object a):
@@ -342,6 +377,8 @@ cdef class Primitive:
             for i in range(n):
                 a = <object>PyTuple_GET_ITEM(args, i)
                 if type(a) is Box and (<Box>a)._tape is top:
+                    if top.nodes[(<Box>a)._node].flags & NODE_STALE:
+                        _raise_stale(self.name, i)
                     refs[nrefs].node = (<Box>a)._node
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
@@ -373,11 +410,17 @@ cdef class Primitive:
             del uargs
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
+            if top.owned:
+                top._owned_scan(node, ans_s, sargs)
         finally:
             if refs is not inline_refs:
                 PyMem_Free(refs)
-        return make_box(ans, top, node)
-
+        box = make_box(ans, top, node)
+        if top.owned and cnp.PyArray_Check(ans):
+            root = _root_buffer(ans)
+            if root is not ans and PyLong_FromVoidPtr(<void*>root) in top.owned:
+                top.owned_hook(top, "view", node, ans, None)
+        return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs):
@@ -433,6 +476,13 @@ cdef inline object _match_tangent(object t, object ans):
     return _tangent_fixer(t, ans)
 
 
+cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
+    raise ValueError(
+        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
+        f"was taken, so its values changed under it. Take the view again after the write, or "
+        f"copy it before writing (v = buf[...].copy()).")
+
+
 cdef void _raise_keyword_box(str name, dict kwargs) except *:
     keys = [k for k, v in kwargs.items() if type(v) is Box]
     raise TypeError(f"{name}: traced value passed as keyword argument {keys[0]!r}; gradcy traces "
@@ -485,6 +535,8 @@ cdef class Tape:
         self.sweeping = False
         self.forward = forward
         self.observer = None
+        self.owned = {}
+        self.owned_hook = None
         _live_tapes += 1
 
     def __dealloc__(self):
@@ -571,10 +623,12 @@ cdef class Tape:
         node.nconsumers = 0
         node.saved_bytes = nbytes
         node.cot_bytes = 0
-        node.flags = 0
+        node.flags = NODE_CONSTANT if nrefs > 0 else 0
         for k in range(nrefs):
             self.parents[self.n_parents + k] = refs[k]
             self.nodes[refs[k].node].nconsumers += 1
+            if not (self.nodes[refs[k].node].flags & NODE_CONSTANT):
+                node.flags = 0
         self.n_parents += nrefs
         self.n_nodes = i + 1
         self.live_nodes += 1
@@ -602,6 +656,83 @@ cdef class Tape:
         if tangent is not None:
             self._set_cotangent(i, tangent)
         return make_box(value, self, i)
+
+    def new_constant(self, value):
+        """Append a node for a constant `value` (a buffer an array constructor made during this
+        differentiation) and return its Box. No cotangent is ever computed for it."""
+        global _live_nodes
+        if self.released:
+            raise EscapedValueError("Tape.new_constant: this tape has been released")
+        cdef Py_ssize_t i = self.n_nodes
+        if i >= self.cap_nodes:
+            self._grow_nodes(i + 1)
+        memset(&self.nodes[i], 0, sizeof(Node))
+        self.nodes[i].parent_start = self.n_parents
+        self.nodes[i].flags = NODE_CONSTANT
+        self.n_nodes = i + 1
+        self.live_nodes += 1
+        _live_nodes += 1
+        return make_box(value, self, i)
+
+    def register_owned(self, root, info):
+        """Record that this tape owns ndarray `root` (it may write into it in place)."""
+        self.owned[PyLong_FromVoidPtr(<void*>root)] = info
+
+    def owned_info(self, array):
+        """The info registered for the buffer that owns `array`'s memory, or None."""
+        if not cnp.PyArray_Check(array) or not self.owned:
+            return None
+        return self.owned.get(_root_key(array))
+
+    def node_flags(self, Py_ssize_t i):
+        """(released, box_alive, constant, stale) of node i."""
+        cdef uint8_t f = self.nodes[i].flags
+        return (bool(f & NODE_RELEASED), bool(f & NODE_BOX_ALIVE), bool(f & NODE_CONSTANT),
+                bool(f & NODE_STALE))
+
+    def mark_stale(self, Py_ssize_t i):
+        """Node i's value is a view whose memory was overwritten: using it raises."""
+        self.nodes[i].flags |= NODE_STALE
+
+    def is_constant(self, Box box):
+        return bool(self.nodes[box._node].flags & NODE_CONSTANT)
+
+    def replace_saved(self, Py_ssize_t i, Py_ssize_t position, value):
+        """Put `value` (a preserved copy) in place of node i's saved argument `position`
+        (-1: the saved output), keeping the byte counts exact."""
+        cdef Node* node = &self.nodes[i]
+        if node.saved_args is NULL:
+            return
+        old_ans, old_args = <object>node.saved_ans, <object>node.saved_args
+        if position < 0:
+            new_ans, new_args = value, old_args
+        else:
+            lst = list(old_args)
+            lst[position] = value
+            new_ans, new_args = old_ans, tuple(lst)
+        gained = self._account(new_ans, new_args, 1)
+        freed = self._account(old_ans, old_args, -1)
+        Py_INCREF(new_ans)
+        Py_INCREF(new_args)
+        node = &self.nodes[i]
+        node.saved_ans = <PyObject*>new_ans
+        node.saved_args = <PyObject*>new_args
+        node.saved_bytes += gained - freed
+        _count_bytes(self, gained - freed, 0)
+        Py_DECREF(old_ans)
+        Py_DECREF(old_args)
+
+    cdef int _owned_scan(self, Py_ssize_t node, object ans, tuple args) except -1:
+        """Tell the owned-buffer hook about saved arrays whose memory belongs to an owned
+        buffer (a later write into it must not change what this node's VJP will read)."""
+        cdef Py_ssize_t k
+        if cnp.PyArray_Check(ans) and _root_key(ans) in self.owned:
+            self.owned_hook(self, "saved", node, ans, -1)
+        for k in range(PyTuple_GET_SIZE(args)):
+            v = <object>PyTuple_GET_ITEM(args, k)
+            if cnp.PyArray_Check(v) and _root_key(v) in self.owned:
+                self.owned_hook(self, "saved", node, v, k)
+        return 0
 
     def tangent(self, Box box):
         """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
@@ -672,9 +803,17 @@ cdef class Tape:
         cdef PyObject* cur = node.cotangent
         if g is None:
             return 0
+        if type(g) is SparseCotangent:
+            return self._accumulate_sparse(i, <SparseCotangent>g)
         if cur is NULL:
             return self._set_cotangent(i, g)
         c = <object>cur
+        if type(c) is SparseCotangent:
+            c = (<SparseCotangent>c).dense()
+            if cnp.PyArray_CheckExact(g) and (<object>g).shape == c.shape:
+                _np.add(c, g, out=c, casting="unsafe")
+                return self._set_cotangent(i, c)
+            return self._set_cotangent(i, c + g)
         if (cnp.PyArray_CheckExact(c) and cnp.PyArray_CheckExact(g)
                 and Py_REFCNT(cur) == 2          # the slot and `c`
                 and cnp.PyArray_BASE(<cnp.ndarray>c) is NULL
@@ -685,6 +824,28 @@ cdef class Tape:
             return 0
         total = _add_cotangents(c, g)
         return self._set_cotangent(i, total)
+
+    cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1:
+        """Add a sparse cotangent: into the slot's array in place when the engine alone holds
+        it (O(size of g)), else into a fresh dense copy."""
+        cdef PyObject* cur = self.nodes[i].cotangent
+        if cur is NULL:
+            return self._set_cotangent(i, g)      # stays sparse until it is read
+        c = <object>cur
+        if type(c) is SparseCotangent:
+            dense = (<SparseCotangent>c).dense()
+            g.add_into(dense)
+            return self._set_cotangent(i, dense)
+        if (cnp.PyArray_CheckExact(c) and Py_REFCNT(cur) == 2
+                and cnp.PyArray_BASE(<cnp.ndarray>c) is NULL
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>c)):
+            g.add_into(c)
+            return 0
+        if type(c) is Box:
+            return self._set_cotangent(i, c + g.dense())
+        dense = _np.array(c, dtype=g.dtype, copy=True)
+        g.add_into(dense)
+        return self._set_cotangent(i, dense)
 
     cdef int _box_dropped(self, Py_ssize_t i) except -1:
         if self.released or i >= self.n_nodes:
@@ -786,10 +947,16 @@ cdef class Tape:
                 if node.cotangent is NULL or (node.flags & NODE_LEAF):
                     i -= 1
                     continue
+                if node.flags & NODE_CONSTANT:
+                    self._take_cotangent(i)
+                    i -= 1
+                    continue
                 if node.prim is NULL:
                     raise RuntimeError(f"backward: node {i} received a cotangent after its saved "
                                        f"values were released (the tape was already consumed)")
                 gi = self._take_cotangent(i)
+                if type(gi) is SparseCotangent:
+                    gi = (<SparseCotangent>gi).dense()
                 self._run_vjp(i, gi)
                 del gi
                 if consume:
@@ -799,7 +966,7 @@ cdef class Tape:
                 i -= 1
             result = None
             if leaves is not None:
-                result = [self._take_cotangent(k) for k in leaves]
+                result = [_densify(self._take_cotangent(k)) for k in leaves]
         finally:
             self.sweeping = False
             for i in range(self.n_nodes):
@@ -820,6 +987,20 @@ cdef class Tape:
         cdef ParentRef ref
         cdef PyObject* rule
         cdef tuple callargs
+        if prim.write_vjp is not None:
+            live = [k for k in range(n)
+                    if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]
+            argnums = tuple([self.parents[start + k].argnum for k in live])
+            # the cotangent may be zeroed in place when only this sweep refers to it: the
+            # caller's variable and this argument
+            owned = (cnp.PyArray_CheckExact(g) and Py_REFCNT(<PyObject*>g) <= 2
+                     and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
+                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+            grads = prim.write_vjp(argnums, g, owned, ans, args,
+                                   kwargs if kwargs is not None else {})
+            for j, k in enumerate(live):
+                self._accumulate(self.parents[start + k].node, grads[j])
+            return
         if prim.vjp_argnums is not None:
             argnums = tuple([self.parents[start + k].argnum for k in range(n)])
             grads = prim.vjp_argnums(argnums, ans, args, kwargs if kwargs is not None else {})(g)
@@ -834,6 +1015,8 @@ cdef class Tape:
             kwargs = _EMPTY
         for k in range(n):
             ref = self.parents[start + k]
+            if self.nodes[ref.node].flags & NODE_CONSTANT:
+                continue
             rule = PyDict_GetItem(prim.vjpmakers, ref.argnum)
             if rule is NULL:
                 raise MissingVJPError(
@@ -908,6 +1091,48 @@ cdef class Tape:
             "pinned": bool(node.flags & NODE_PINNED),
             "released": bool(node.flags & NODE_RELEASED),
         }
+
+
+@cython.final
+cdef class SparseCotangent:
+    """A cotangent that is zero except at `index` of an array of `shape`: what a read x[index]
+    sends back. Added into an engine-owned dense slot in place (O(size of the read)), and made
+    dense only when a VJP reads it."""
+
+    def __init__(self, index, values, shape, dtype, advanced):
+        self.index = index
+        self.values = values
+        self.shape = tuple(shape)
+        self.dtype = _np.dtype(dtype)
+        self.advanced = advanced
+
+    cpdef add_into(self, dense):
+        """dense[index] += values, in place."""
+        if self.advanced:
+            _np.add.at(dense, self.index, self.values)
+        else:
+            view = dense[self.index]
+            _np.add(view, self.values, out=view, casting="unsafe")
+
+    cpdef dense(self):
+        """The full array."""
+        out = _np.zeros(self.shape, self.dtype)
+        self.add_into(out)
+        return out
+
+    def __add__(self, other):
+        out = self.dense()
+        if type(other) is SparseCotangent:
+            (<SparseCotangent>other).add_into(out)
+            return out
+        return out + other
+
+    def __radd__(self, other):
+        return self.__add__(other)
+
+
+cdef object _densify(object c):
+    return (<SparseCotangent>c).dense() if type(c) is SparseCotangent else c
 
 
 cdef object _add_cotangents(object a, object b):
@@ -1016,6 +1241,8 @@ cdef class Box:
         return int(self._value)
 
     def __float__(self):
+        if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
+            return float(self._value)
         raise TypeError(
             "gradcy: float() of a traced value would drop its gradient. Keep it an array "
             "(x.item() stays traced), or, to store it into a buffer, create the buffer with "
@@ -1176,6 +1403,19 @@ def same_shape_dtype(g, target):
 # =============================================================================
 # Python-level helpers for the front end
 # =============================================================================
+def transfer_box(Box target, Box source):
+    """Make `target` the Box of `source`'s node and value (an in-place write gives the buffer
+    a new version); `source` is left detached."""
+    if target._tape is not source._tape:
+        raise ValueError("transfer_box: the values belong to different tapes")
+    cdef Py_ssize_t old = target._node
+    target._value = source._value
+    target._node = source._node
+    source._node = -1
+    target._tape._box_dropped(old)
+    target._tape.nodes[target._node].flags |= NODE_BOX_ALIVE
+
+
 def is_box(x):
     return type(x) is Box
 

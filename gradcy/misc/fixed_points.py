@@ -1,0 +1,102 @@
+"""fixed_point(f, a, x0, distance, tol): the fixed point x* = f(a)(x*) reached by iterating
+f(a) from x0 until distance(x_new, x_old) <= tol, differentiable in `a` through the implicit
+function theorem (the iterations themselves are not recorded).
+
+At x* = f(a)(x*), with A = d f(a)(x)/dx and B = d f(a)(x)/da at (a, x*):
+  VJP:  a_bar = B^T w   where w = x_bar + A^T w      (w itself found as a fixed point)
+  JVP:  dx = A dx + B da                             (likewise)
+Both inner fixed points are computed by this same function, so they are differentiable in turn
+(gradients of any order, forward and reverse). `a` may be an array, a scalar, or a nested
+tuple/list/dict of them; x0 only chooses the starting point and gets no gradient.
+"""
+from ..differential_operators import make_jvp, make_vjp, tree_flatten
+from ..registry import defjvp_argnums, defvjp_argnums, primitive
+from ..vspace import vspace
+
+__all__ = ["fixed_point"]
+
+_FIRST_LEAF = 5       # argument position of the first leaf of `a` in the primitive's call
+
+
+def _iterate(x0, f, distance, tol, unflatten, *a_leaves):
+    step = f(unflatten(list(a_leaves)))
+    x, x_prev = step(x0), x0
+    while distance(x, x_prev) > tol:
+        x, x_prev = step(x), x
+    return x
+
+
+_fixed_point = primitive(_iterate, "gradcy.misc.fixed_points.fixed_point")
+_saved_leaves = 0
+
+
+def _ensure_saved(n):
+    """The VJP reads the output and the leaves of `a`, not x0: save exactly those (the
+    positions of the leaves depend on how many there are)."""
+    global _saved_leaves
+    if n > _saved_leaves:
+        _saved_leaves = max(n, 2 * _saved_leaves, 8)
+        _fixed_point.set_saved(("ans",) + tuple(range(_FIRST_LEAF, _FIRST_LEAF + _saved_leaves)))
+
+
+def fixed_point(f, a, x0, distance, tol):
+    """Iterate x <- f(a)(x) from x0 until distance(x, x_previous) <= tol; return x."""
+    leaves, unflatten = tree_flatten(a)
+    _ensure_saved(len(leaves))
+    return _fixed_point(x0, f, distance, tol, unflatten, *leaves)
+
+
+def _zeros_like(x):
+    return vspace(x).zeros()
+
+
+# ---- reverse mode -------------------------------------------------------------------------
+def _adjoint_step(f, params):
+    """w -> x_bar + A^T w, for params = (a, x*, x_bar)."""
+    a, x_star, x_bar = params
+    vjp_x, _ = make_vjp(f(a))(x_star)
+    vs = vspace(x_star)
+    return lambda w: vs.add(vjp_x(w), x_bar)
+
+
+def _fixed_point_vjp(argnums, ans, args, kwargs):
+    _, f, distance, tol, unflatten = args[:_FIRST_LEAF]
+    a = unflatten(list(args[_FIRST_LEAF:]))
+
+    def vjp(g):
+        w = fixed_point(lambda p: _adjoint_step(f, p), (a, ans, g),
+                        _zeros_like(ans), distance, tol)
+        vjp_a, _ = make_vjp(lambda aa: f(aa)(ans))(a)
+        try:
+            grads = tree_flatten(vjp_a(w))[0]
+        finally:
+            vjp_a.release()
+        return tuple([None if k < _FIRST_LEAF else grads[k - _FIRST_LEAF] for k in argnums])
+    return vjp
+
+
+# ---- forward mode -------------------------------------------------------------------------
+def _tangent_step(f, params):
+    """t -> A t + b, for params = (a, x*, b)."""
+    a, x_star, b = params
+    jvp_x = make_jvp(f(a))(x_star)
+    vs = vspace(x_star)
+    return lambda t: vs.add(jvp_x(t)[1], b)
+
+
+def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
+    _, f, distance, tol, unflatten = args[:_FIRST_LEAF]
+    leaves = list(args[_FIRST_LEAF:])
+    tangents = [_zeros_like(leaf) for leaf in leaves]
+    for k, g in zip(argnums, gs):
+        if k >= _FIRST_LEAF:
+            tangents[k - _FIRST_LEAF] = g
+    a = unflatten(leaves)
+    b = make_jvp(lambda aa: f(aa)(ans))(a)(unflatten(tangents))[1]
+    return fixed_point(lambda p: _tangent_step(f, p), (a, ans, b), _zeros_like(ans),
+                       distance, tol)
+
+
+defvjp_argnums(_fixed_point, _fixed_point_vjp, save=("ans",))
+defjvp_argnums(_fixed_point, _fixed_point_jvp)
+_ensure_saved(8)

@@ -1,0 +1,121 @@
+"""flatten(value) -> (vector, unflatten): nested tuples/lists/dicts of arrays and scalars as one
+1-D array, and the inverse map.
+
+Both directions are differentiable: flatten on traced leaves gives a traced vector, unflatten of
+a traced vector gives traced leaves. Dict entries are taken in sorted key order (as autograd
+does), so two dicts with the same keys flatten alike whatever their insertion order.
+"""
+import numpy as _np
+
+from .._core import Box
+
+__all__ = ["flatten", "flatten_func"]
+
+
+def _gnp():
+    from .. import numpy as gnp
+    return gnp
+
+
+def _getval(x):
+    while type(x) is Box:
+        x = x._value
+    return x
+
+
+def _walk(value, leaves):
+    """Collect the leaves of value; return a spec from which _build rebuilds the structure:
+    ('seq', type, [specs]) | ('dict', type, [keys], [specs]) | ('leaf', shape, dtype, kind)."""
+    v = _getval(value)
+    t = type(v)
+    if t is list or t is tuple:
+        if type(value) is Box:                         # a traced sequence
+            items = [value[i] for i in range(len(v))]
+        else:
+            items = value
+        return ("seq", t, [_walk(e, leaves) for e in items])
+    if t is dict:
+        keys = sorted(v)
+        return ("dict", t, keys, [_walk(value[k], leaves) for k in keys])
+    shape = _np.shape(v)
+    dtype = _np.result_type(v)
+    leaves.append(value)
+    return ("leaf", shape, dtype, int(_np.prod(shape, dtype=_np.int64)))
+
+
+def _build(spec, vec, pos):
+    """(value, next position) of the part of vec described by spec, starting at pos."""
+    kind = spec[0]
+    if kind == "seq":
+        out = []
+        for s in spec[2]:
+            e, pos = _build(s, vec, pos)
+            out.append(e)
+        return spec[1](out), pos
+    if kind == "dict":
+        out = {}
+        for k, s in zip(spec[2], spec[3]):
+            out[k], pos = _build(s, vec, pos)
+        return out, pos
+    _, shape, dtype, n = spec
+    piece = vec[pos:pos + n]
+    traced = type(piece) is Box
+    if traced:
+        gnp = _gnp()
+        piece = gnp.reshape(piece, shape)
+        vdtype = _getval(piece).dtype
+        if vdtype != dtype:
+            if vdtype.kind == "c" and dtype.kind != "c":
+                piece = gnp.real(piece)
+            piece = piece.astype(dtype)
+    else:
+        piece = _np.asarray(piece).reshape(shape)
+        if piece.dtype != dtype:
+            if piece.dtype.kind == "c" and dtype.kind != "c":
+                piece = piece.real
+            piece = piece.astype(dtype)
+        elif piece.base is not None:
+            piece = piece.copy()         # leaves do not alias the caller's vector
+    return piece, pos + n
+
+
+def flatten(value):
+    """(1-D array of every leaf of value, raveled in order, unflatten). unflatten(v) rebuilds
+    the structure from a vector v of the same length: each leaf a (possibly 0-d) array with
+    its original shape and dtype."""
+    leaves = []
+    spec = _walk(value, leaves)
+    size = sum(_leaf_sizes(spec))
+    if not leaves:
+        flat = _np.array([])
+    elif any(type(leaf) is Box for leaf in leaves):
+        gnp = _gnp()
+        flat = gnp.concatenate([gnp.ravel(leaf) for leaf in leaves])
+    else:
+        flat = _np.concatenate([_np.ravel(leaf) for leaf in leaves])
+
+    def unflatten(vec):
+        n = len(vec)
+        if n != size:
+            raise ValueError(f"unflatten: expected a vector of length {size}, got {n}")
+        return _build(spec, vec, 0)[0]
+    return flat, unflatten
+
+
+def _leaf_sizes(spec):
+    kind = spec[0]
+    if kind == "leaf":
+        yield spec[3]
+        return
+    for s in (spec[2] if kind == "seq" else spec[3]):
+        yield from _leaf_sizes(s)
+
+
+def flatten_func(func, example):
+    """(flat_func, unflatten, flat_example): flat_func(v, *args) is func on unflatten(v) with
+    its output flattened."""
+    flat_example, unflatten = flatten(example)
+
+    def flat_func(v, *args):
+        return flatten(func(unflatten(v), *args))[0]
+    return flat_func, unflatten, flat_example
