@@ -119,7 +119,7 @@ cdef class Tape:
     cdef int _notify(self, str event, Py_ssize_t i, object name) except -1
     cdef int _free_all(self) noexcept
     cdef int _owned_scan(self, Py_ssize_t node, object ans, tuple args) except -1
-    cdef _run_vjp(self, Py_ssize_t i, object g)
+    cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned)
 
 
 cdef class Box:

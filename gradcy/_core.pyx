@@ -102,7 +102,7 @@ def push_active(Tape tape):
 
 def pop_active(Tape tape):
     stack = _active.stack
-    if stack and stack[-1] is tape:
+    if stack and stack[len(stack) - 1] is tape:   # (wraparound is off in this module)
         stack.pop()
     else:
         stack.remove(tape)
@@ -111,7 +111,7 @@ def pop_active(Tape tape):
 def active_tape():
     """This thread's innermost active reverse- or forward-mode tape, or None."""
     stack = getattr(_active, "stack", None)
-    return stack[-1] if stack else None
+    return stack[len(stack) - 1] if stack else None
 
 
 # =============================================================================
@@ -123,6 +123,12 @@ class EscapedValueError(ValueError):
 
 class MissingVJPError(NotImplementedError):
     """A cotangent reached an argument for which no VJP is registered."""
+
+
+class TracerArrayConversionError(ValueError):
+    """A traced value was converted to a plain NumPy array (which would drop its gradient).
+    A ValueError, not a TypeError, because NumPy swallows TypeErrors from __array__ when
+    assigning into arrays and reports an unrelated message instead."""
 
 
 class MissingJVPError(NotImplementedError):
@@ -215,7 +221,7 @@ cdef object _meta_of(object v):
         m.dtype = _np.result_type(inner)
         m.type = type(inner)
         return m
-    if type(v) is tuple or type(v) is list:
+    if isinstance(v, (tuple, list)):
         return tuple([_meta_of(e) for e in v])
     return v
 
@@ -456,7 +462,7 @@ cdef class Primitive:
             t = PyObject_Call(<object>rule, (<object>g, ans) + uargs, kwargs)
             if t is None:
                 continue
-            total = t if total is None else total + t
+            total = t if total is None else _add_cotangents(total, t)
         return total
 
 
@@ -957,7 +963,8 @@ cdef class Tape:
                 gi = self._take_cotangent(i)
                 if type(gi) is SparseCotangent:
                     gi = (<SparseCotangent>gi).dense()
-                self._run_vjp(i, gi)
+                # `gi` is this sweep's only reference: a write's VJP may zero it in place
+                self._run_vjp(i, gi, Py_REFCNT(<PyObject*>gi) == 1)
                 del gi
                 if consume:
                     self._release_saved(i)
@@ -974,7 +981,7 @@ cdef class Tape:
                     self._take_cotangent(i)
         return result
 
-    cdef _run_vjp(self, Py_ssize_t i, object g):
+    cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned):
         # Recording onto a sweeping tape raises, so the parent pool cannot move while VJPs run;
         # node fields are read before any Python code runs.
         cdef Node* node = &self.nodes[i]
@@ -991,9 +998,7 @@ cdef class Tape:
             live = [k for k in range(n)
                     if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]
             argnums = tuple([self.parents[start + k].argnum for k in live])
-            # the cotangent may be zeroed in place when only this sweep refers to it: the
-            # caller's variable and this argument
-            owned = (cnp.PyArray_CheckExact(g) and Py_REFCNT(<PyObject*>g) <= 2
+            owned = (g_owned and cnp.PyArray_CheckExact(g)
                      and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
                      and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
             grads = prim.write_vjp(argnums, g, owned, ans, args,
@@ -1141,8 +1146,9 @@ cdef object _add_cotangents(object a, object b):
         return b
     if b is None:
         return a
-    if (type(a) is tuple or type(a) is list) and (type(b) is tuple or type(b) is list):
-        return type(a)([_add_cotangents(x, y) for x, y in zip(a, b)])
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return tuple([_add_cotangents(x, y) for x, y in zip(a, b)]) if isinstance(a, tuple) \
+            else [_add_cotangents(x, y) for x, y in zip(a, b)]
     if type(a) is dict and type(b) is dict:
         return {k: _add_cotangents(a.get(k), b.get(k)) for k in a}
     return a + b
@@ -1243,7 +1249,7 @@ cdef class Box:
     def __float__(self):
         if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
             return float(self._value)
-        raise TypeError(
+        raise TracerArrayConversionError(
             "gradcy: float() of a traced value would drop its gradient. Keep it an array "
             "(x.item() stays traced), or, to store it into a buffer, create the buffer with "
             "gradcy.numpy (zeros, empty, ...) instead of plain numpy.")
@@ -1253,7 +1259,7 @@ cdef class Box:
                         "an array.")
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(
+        raise TracerArrayConversionError(
             "gradcy: a traced value was converted to a plain numpy array, which would drop its "
             "gradient. Call the gradcy.numpy version of the function, and create buffers that "
             "receive traced values with gradcy.numpy (zeros, empty, ...), not plain numpy.")
@@ -1307,6 +1313,20 @@ cdef class Box:
 
     def __setitem__(self, idx, value):
         _method("__setitem__")(self, idx, value)
+
+    @property
+    def at(self):
+        """Functional updates: x.at[idx].set(v) / .add(v) / .multiply(v) ... return new arrays."""
+        return _method("at")(self)
+
+    def __iadd__(self, other): return _method("__iop__")(self, "add", other)
+    def __isub__(self, other): return _method("__iop__")(self, "subtract", other)
+    def __imul__(self, other): return _method("__iop__")(self, "multiply", other)
+    def __itruediv__(self, other): return _method("__iop__")(self, "true_divide", other)
+    def __ifloordiv__(self, other): return _method("__iop__")(self, "floor_divide", other)
+    def __imod__(self, other): return _method("__iop__")(self, "mod", other)
+    def __ipow__(self, other): return _method("__iop__")(self, "power", other)
+    def __imatmul__(self, other): return _method("__iop__")(self, "matmul", other)
 
     # ---- methods ------------------------------------------------------------------------------
     def sum(self, *a, **k): return _method("sum")(self, *a, **k)

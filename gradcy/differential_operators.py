@@ -204,7 +204,11 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
             new_args[argnum] = traced_x
         leaf_nodes = [b._node for b in boxes]
         del boxes, traced_x
-        out = fun(*new_args, **kwargs)
+        _core.push_active(tape)
+        try:
+            out = fun(*new_args, **kwargs)
+        finally:
+            _core.pop_active(tape)
         del new_args
         out_node, ans, out_structure = _output(tape, out, fname)
         del out
@@ -521,7 +525,11 @@ def make_jvp(fun, argnum=0):
                 else:
                     new_args[argnum] = traced
                 del boxes, traced
-                out = fun(*new_args, **kwargs)
+                _core.push_active(tape)
+                try:
+                    out = fun(*new_args, **kwargs)
+                finally:
+                    _core.pop_active(tape)
                 del new_args
                 if out is None:
                     raise TypeError("make_jvp: the function returned None")

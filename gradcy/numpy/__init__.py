@@ -9,4 +9,9 @@ from . import numpy_vjps  # noqa: F401  (registers the VJPs)
 from . import linalg, fft  # noqa: F401
 from . import random  # noqa: F401
 
-__all__ = list(_wrapper_all) + ["linalg", "fft", "random"]
+from . import inplace  # noqa: E402  (writes into arrays; constructors that own buffers)
+from .inplace import at  # noqa: E402,F401
+
+inplace.install_constructors(globals())
+
+__all__ = list(_wrapper_all) + ["linalg", "fft", "random", "at"]

@@ -9,4 +9,4 @@ Conventions (every table follows them):
 - a cotangent has the dtype and shape of its argument (vjp_util.unbroadcast / cast_like).
 """
 from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
-from . import fft_vjps  # noqa: F401
+from . import fft_vjps, linalg_vjps  # noqa: F401

@@ -72,7 +72,9 @@ def expand_reduced(g, shape, axis, keepdims):
 
 def match_tangent(t, ans):
     """A JVP's tangent t broadcast to the shape of the output `ans` and cast to its dtype
-    (the real part for a real output)."""
+    (the real part for a real output); containers elementwise."""
+    if isinstance(ans, (tuple, list)):
+        return type(ans)(ti if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
     shape, dtype = shape_dtype(ans)
     tshape = _onp.shape(t) if not hasattr(t, "shape") else t.shape
     if tuple(tshape) != tuple(shape):

@@ -1,8 +1,12 @@
-"""VJPs of elementwise functions: unary and binary ufuncs, maximum/minimum/clip/where.
+"""VJPs and JVPs of elementwise functions: unary and binary ufuncs, maximum/minimum/clip/where.
 
 Complex inputs follow autograd's convention: the VJP of a holomorphic f is g * f'(x) (no
-conjugate); non-holomorphic functions (absolute, real, imag, angle, conjugate) use the matching
-rules, e.g. absolute: g * conj(x) / |x|.
+conjugate), and so is its JVP; non-holomorphic functions (absolute, real, imag, angle,
+conjugate) use the matching rules, e.g. the VJP of absolute is g * conj(x) / |x| and its JVP
+the real-linear Re(conj(x) g) / |x|.
+
+A JVP returns a tangent that only broadcasts to the output: the engine broadcasts the sum of the
+arguments' tangents to the output's shape and casts it to the output's dtype.
 
 Constants in the rules are Python floats (weakly typed), so float32 cotangents stay float32.
 """
@@ -10,7 +14,7 @@ import math
 
 import numpy as _onp  # noqa: F401
 
-from ..extend import ArrayMeta, defvjp, defvjp_direct, primitive  # noqa: F401
+from ..extend import ArrayMeta, defjvp, defvjp, defvjp_direct, primitive  # noqa: F401
 from . import numpy_wrapper as anp
 from .vjp_util import balanced_eq, cast_like, unbroadcast, expand_reduced, shape_dtype  # noqa: F401
 
@@ -44,6 +48,40 @@ def _replace_zero(x, val):
     return anp.where(x, x, val)
 
 
+def _holomorphic(prim, rule, save):
+    """Register rule(g, ans, x) = g * f'(x) as both the VJP (autograd's convention: no
+    conjugate) and the JVP of a unary function."""
+    defvjp_direct(prim, rule, save=save)
+    defjvp(prim, rule)
+
+
+def _jvp_first(g, ans, x, *args, **kwargs):
+    """The JVP of an argument the output depends on with slope 1 (add's x, fmod's x...)."""
+    return g
+
+
+def _jvp_negated(g, ans, x, *args, **kwargs):
+    return -g
+
+
+def _times_mask(g, mask, ans):
+    """g times a plain bool mask. A Python-scalar tangent (of a traced Python float) is weak
+    in NumPy's promotion but a bool mask is not: the mask then takes the output's dtype, so a
+    float32 output never gets a float64 tangent."""
+    if type(g) is float or type(g) is complex:
+        return _onp.asarray(mask, dtype=_dtype_of(ans)) * g
+    return g * mask
+
+
+def _select(mask, g, ans, negate=False):
+    """g where the plain mask holds, 0 (or -g with negate) elsewhere: in g's dtype, or in
+    the output's for a Python-scalar g (see _times_mask)."""
+    if type(g) is float or type(g) is complex:
+        m = _onp.where(mask, 1, 0).astype(_dtype_of(ans))
+        return (2.0 * m - 1.0) * -g if negate else m * g
+    return anp.where(mask, -g, g) if negate else anp.where(mask, g, 0.0)
+
+
 # =============================================================================
 # Arithmetic
 # =============================================================================
@@ -59,8 +97,13 @@ defvjp_direct(anp.multiply,
 defvjp_direct(anp.divide,
        lambda g, ans, x, y: unbroadcast(g / y, x),
        lambda g, ans, x, y: unbroadcast(-g * x / (y * y), y), save=(0, 1))
-defvjp_direct(anp.negative, lambda g, ans, x: -g, save=())
+_holomorphic(anp.negative, lambda g, ans, x: -g, save=())
 defvjp(anp.positive, lambda ans, x: _identity, save=())
+defjvp(anp.add, _jvp_first, _jvp_first)
+defjvp(anp.subtract, _jvp_first, _jvp_negated)
+defjvp(anp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g)
+defjvp(anp.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y)
+defjvp(anp.positive, _jvp_first)
 
 
 def _power_dx(ans, x, y):
@@ -90,6 +133,21 @@ def _power_dy(ans, x, y):
 defvjp(anp.power, _power_dx, _power_dy, save=(0, 1))
 
 
+def _power_jvp_x(g, ans, x, y):
+    if type(y) in _PYNUM:
+        if y == 0:
+            return g * 0.0
+        if y == 1:
+            return g
+        if y == 2:
+            return g * (2.0 * x)
+        return g * (y * x ** (y - 1))
+    return g * y * x ** anp.where(y, y - 1, 1.0)
+
+
+defjvp(anp.power, _power_jvp_x, lambda g, ans, x, y: g * _log_base(x) * ans)
+
+
 def _float_power_dx(ans, x, y):
     if type(y) in _PYNUM and y == 0:
         return lambda g: cast_like(g * 0.0, _dtype_of(x))
@@ -100,27 +158,38 @@ defvjp(anp.float_power, _float_power_dx,
        lambda ans, x, y: lambda g: unbroadcast(g * _log_base(x) * anp.float_power(x, y), y),
        save=(0, 1))
 
+
+def _float_power_jvp_x(g, ans, x, y):
+    if type(y) in _PYNUM and y == 0:
+        return g * 0.0
+    return g * y * anp.float_power(x, anp.where(y, y - 1, 1.0))
+
+
+defjvp(anp.float_power, _float_power_jvp_x, lambda g, ans, x, y: g * _log_base(x) * ans)
+
 defvjp_direct(anp.fmod,
        lambda g, ans, x, y: unbroadcast(g, x),
        lambda g, ans, x, y: unbroadcast(-g * anp.trunc(x / y), y), save=(0, 1))
 defvjp_direct(anp.remainder,
        lambda g, ans, x, y: unbroadcast(g, x),
        lambda g, ans, x, y: unbroadcast(-g * anp.floor_divide(x, y), y), save=(0, 1))
+defjvp(anp.fmod, _jvp_first, lambda g, ans, x, y: -g * anp.trunc(x / y))
+defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, y))
 
 # =============================================================================
 # Powers, roots, exponentials, logarithms
 # =============================================================================
-defvjp_direct(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",))
-defvjp_direct(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
-defvjp_direct(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,))
-defvjp_direct(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",))
-defvjp_direct(anp.exp, lambda g, ans, x: g * ans, save=("ans",))
-defvjp_direct(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
-defvjp_direct(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
-defvjp_direct(anp.log, lambda g, ans, x: g / x, save=(0,))
-defvjp_direct(anp.log2, lambda g, ans, x: g / (x * _LN2), save=(0,))
-defvjp_direct(anp.log10, lambda g, ans, x: g / (x * _LN10), save=(0,))
-defvjp_direct(anp.log1p, lambda g, ans, x: g / (x + 1.0), save=(0,))
+_holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",))
+_holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
+_holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,))
+_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",))
+_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",))
+_holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
+_holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
+_holomorphic(anp.log, lambda g, ans, x: g / x, save=(0,))
+_holomorphic(anp.log2, lambda g, ans, x: g / (x * _LN2), save=(0,))
+_holomorphic(anp.log10, lambda g, ans, x: g / (x * _LN10), save=(0,))
+_holomorphic(anp.log1p, lambda g, ans, x: g / (x + 1.0), save=(0,))
 defvjp_direct(anp.logaddexp,
        lambda g, ans, x, y: unbroadcast(g * anp.exp(x - ans), x),
        lambda g, ans, x, y: unbroadcast(g * anp.exp(y - ans), y), save=("ans", 0, 1))
@@ -129,43 +198,55 @@ defvjp_direct(anp.logaddexp2,
        lambda g, ans, x, y: unbroadcast(g * anp.exp2(y - ans), y), save=("ans", 0, 1))
 defvjp_direct(anp.ldexp,
        lambda g, ans, x, i: unbroadcast(anp.ldexp(g, i), x), None, save=(1,))
+defjvp(anp.logaddexp,
+       lambda g, ans, x, y: g * anp.exp(x - ans), lambda g, ans, x, y: g * anp.exp(y - ans))
+defjvp(anp.logaddexp2,
+       lambda g, ans, x, y: g * anp.exp2(x - ans), lambda g, ans, x, y: g * anp.exp2(y - ans))
+defjvp(anp.ldexp, lambda g, ans, x, i: anp.ldexp(g, i), None)
 
 # =============================================================================
 # Trigonometric and hyperbolic
 # =============================================================================
-defvjp_direct(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,))
-defvjp_direct(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,))
-defvjp_direct(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
-defvjp_direct(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
-defvjp_direct(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
-defvjp_direct(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
-defvjp_direct(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,))
-defvjp_direct(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,))
-defvjp_direct(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",))
-defvjp_direct(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
-defvjp_direct(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
-defvjp_direct(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
+_holomorphic(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,))
+_holomorphic(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,))
+_holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
+_holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
+_holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
+_holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
+_holomorphic(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,))
+_holomorphic(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,))
+_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",))
+_holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
+_holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
+_holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
 defvjp_direct(anp.arctan2,
        lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
        lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), save=(0, 1))
 defvjp_direct(anp.hypot,
        lambda g, ans, x, y: unbroadcast(g * x / ans, x),
        lambda g, ans, x, y: unbroadcast(g * y / ans, y), save=("ans", 0, 1))
+defjvp(anp.arctan2,
+       lambda g, ans, x, y: g * y / (x * x + y * y),
+       lambda g, ans, x, y: -g * x / (x * x + y * y))
+defjvp(anp.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans)
+
+
+def _sinc_jvp(g, ans, x):
+    # d/dx sin(pi x) / (pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
+    xs = _replace_zero(x, 1.0)
+    return g * anp.where(x, (anp.cos(_PI * xs) - anp.sinc(xs)) / xs, 0.0)
 
 
 def _sinc_vjp(ans, x):
-    # d/dx sin(pi x) / (pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x = 0
-    def vjp(g):
-        xs = _replace_zero(x, 1.0)
-        return g * anp.where(x, (anp.cos(_PI * xs) - anp.sinc(xs)) / xs, 0.0)
-    return vjp
+    return lambda g: _sinc_jvp(g, ans, x)
 
 
 defvjp(anp.sinc, _sinc_vjp, save=(0,))
-defvjp_direct(anp.deg2rad, lambda g, ans, x: g * _RAD, save=())
-defvjp_direct(anp.radians, lambda g, ans, x: g * _RAD, save=())
-defvjp_direct(anp.rad2deg, lambda g, ans, x: g * _DEG, save=())
-defvjp_direct(anp.degrees, lambda g, ans, x: g * _DEG, save=())
+defjvp(anp.sinc, _sinc_jvp)
+_holomorphic(anp.deg2rad, lambda g, ans, x: g * _RAD, save=())
+_holomorphic(anp.radians, lambda g, ans, x: g * _RAD, save=())
+_holomorphic(anp.rad2deg, lambda g, ans, x: g * _DEG, save=())
+_holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 
 # =============================================================================
 # Absolute value and complex parts
@@ -179,12 +260,25 @@ def _absolute_vjp(ans, x):
 
 
 defvjp(anp.absolute, _absolute_vjp, save=(0,))
+
+
+def _absolute_jvp(g, ans, x):
+    if _is_complex(x):       # d|x| = Re(conj(x) dx) / |x|, real-linear in dx
+        return anp.real(anp.conjugate(x) * g) / _replace_zero(ans, 1.0)
+    return g * anp.sign(x)
+
+
+defjvp(anp.absolute, _absolute_jvp)
 defvjp_direct(anp.fabs, lambda g, ans, x: g * anp.sign(x), save=(0,))
+defjvp(anp.fabs, lambda g, ans, x: g * anp.sign(x))
 defvjp(anp.conjugate,
        lambda ans, x: anp.conjugate if _is_complex(x) else _identity, save=())
 defvjp(anp.real, lambda ans, x: (lambda g: g + 0j) if _is_complex(x) else _identity, save=())
 defvjp(anp.imag,
        lambda ans, x: (lambda g: g * -1j) if _is_complex(x) else (lambda g: None), save=())
+defjvp(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g)
+defjvp(anp.real, lambda g, ans, x: anp.real(g) if _is_complex(x) else g)
+defjvp(anp.imag, lambda g, ans, x: anp.imag(g) if _is_complex(x) else None)
 
 
 def _angle_vjp(ans, x, deg=False):
@@ -199,6 +293,18 @@ def _angle_vjp(ans, x, deg=False):
 
 
 defvjp(anp.angle, _angle_vjp, save=(0,))
+
+
+def _angle_jvp(g, ans, x, deg=False):
+    if not _is_complex(x):
+        return None
+    # d angle = Im(conj(x) dx) / |x|^2
+    xc = anp.conjugate(x)
+    t = anp.imag(xc * g) / anp.real(x * xc)
+    return t * _DEG if deg else t
+
+
+defjvp(anp.angle, _angle_jvp)
 
 # =============================================================================
 # Extrema, clipping, selection
@@ -217,8 +323,17 @@ def _extremum_vjp_y(ans, x, y):
     return _extremum_vjp(ans, y, x)
 
 
+def _extremum_jvp(g, ans, x, y):
+    return g * balanced_eq(x, ans, y).astype(_dtype_of(ans), copy=False)
+
+
+def _extremum_jvp_y(g, ans, x, y):
+    return g * balanced_eq(y, ans, x).astype(_dtype_of(ans), copy=False)
+
+
 for _prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
     defvjp(_prim, _extremum_vjp, _extremum_vjp_y, save=("ans", 0, 1))
+    defjvp(_prim, _extremum_jvp, _extremum_jvp_y)
 
 
 def _clip_bounds(args, kwargs):
@@ -231,32 +346,56 @@ def _clip_bounds(args, kwargs):
     return lo, hi
 
 
-def _clip_vjp_x(ans, x, *args, **kwargs):
-    lo, hi = _clip_bounds(args, kwargs)
+def _clip_mask_x(x, lo, hi):
+    """Where the output is x itself (None: everywhere). Comparisons are not traced: a plain
+    bool array."""
     if lo is None and hi is None:
-        return lambda g: unbroadcast(g, x)
+        return None
     if lo is None:
-        mask = x < hi
-    elif hi is None:
-        mask = x > lo
-    else:
-        mask = (x > lo) & (x < hi)             # comparisons are not traced: a plain bool array
+        return x < hi
+    if hi is None:
+        return x > lo
+    return (x > lo) & (x < hi)
+
+
+def _clip_mask_lo(x, lo, hi):
+    return x < lo if hi is None else (x < lo) & (lo <= hi)
+
+
+def _clip_mask_hi(x, lo, hi):
+    return x > hi if lo is None else (x > hi) | (lo > hi)
+
+
+def _clip_vjp_x(ans, x, *args, **kwargs):
+    mask = _clip_mask_x(x, *_clip_bounds(args, kwargs))
+    if mask is None:
+        return lambda g: unbroadcast(g, x)
     return lambda g: unbroadcast(g * mask, x)
 
 
 def _clip_vjp_lo(ans, x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
-    mask = x < lo if hi is None else (x < lo) & (lo <= hi)
+    mask = _clip_mask_lo(x, lo, hi)
     return lambda g: unbroadcast(g * mask, lo)
 
 
 def _clip_vjp_hi(ans, x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
-    mask = x > hi if lo is None else (x > hi) | (lo > hi)
+    mask = _clip_mask_hi(x, lo, hi)
     return lambda g: unbroadcast(g * mask, hi)
 
 
+def _clip_jvp_x(g, ans, x, *args, **kwargs):
+    mask = _clip_mask_x(x, *_clip_bounds(args, kwargs))
+    return g if mask is None else _times_mask(g, mask, ans)
+
+
 defvjp(anp.clip, _clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi, save=(0, 1, 2))
+defjvp(anp.clip, _clip_jvp_x,
+       lambda g, ans, x, *args, **kwargs: _times_mask(
+           g, _clip_mask_lo(x, *_clip_bounds(args, kwargs)), ans),
+       lambda g, ans, x, *args, **kwargs: _times_mask(
+           g, _clip_mask_hi(x, *_clip_bounds(args, kwargs)), ans))
 
 defvjp_direct(anp.where, None,
        lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, 0.0), x),
@@ -264,6 +403,10 @@ defvjp_direct(anp.where, None,
        save=(0,))
 defvjp(anp.nan_to_num,
        lambda ans, x, *a, **k: lambda g: anp.where(anp.isfinite(x), g, 0.0), save=(0,))
+defjvp(anp.where, None,
+       lambda g, ans, c, x, y: _select(c, g, ans),
+       lambda g, ans, c, x, y: _select(anp.logical_not(c), g, ans))
+defjvp(anp.nan_to_num, lambda g, ans, x, *a, **k: _select(anp.isfinite(x), g, ans))
 
 
 def _copysign_vjp(ans, x, y):
@@ -272,5 +415,9 @@ def _copysign_vjp(ans, x, y):
 
 
 defvjp(anp.copysign, _copysign_vjp, None, save=(0, 1))
+defjvp(anp.copysign,
+       lambda g, ans, x, y: _select(anp.signbit(x) != anp.signbit(y), g, ans, negate=True),
+       None)
 defvjp_direct(anp.heaviside, None,
        lambda g, ans, x, h0: unbroadcast(anp.where(x == 0, g, 0.0), h0), save=(0,))
+defjvp(anp.heaviside, None, lambda g, ans, x, h0: _select(x == 0, g, ans))

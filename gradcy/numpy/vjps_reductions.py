@@ -1,5 +1,5 @@
-"""VJPs of reductions: sum mean prod max min var std ptp average median, their nan* variants,
-and the cumulative ops (cumsum cumprod nancumsum nancumprod).
+"""VJPs and JVPs of reductions: sum mean prod max min var std ptp average median, their nan*
+variants, and the cumulative ops (cumsum cumprod nancumsum nancumprod).
 
 Conventions of this table:
 - the makers take NumPy's positional order (sum(a, axis, dtype, out, keepdims, ...)), since a
@@ -8,13 +8,15 @@ Conventions of this table:
   full-size work is done once, in the input's dtype;
 - which entries attain an extremum (ties, zeros, nans) is decided on the plain values: those
   masks are constants for differentiation, and the arithmetic on traced values is written with
-  gradcy.numpy so the rules differentiate again.
+  gradcy.numpy so the rules differentiate again;
+- a JVP reduces the tangent over the same axes (with the same keepdims) as the primitive; the
+  engine casts its result to the output's dtype (the real part for a real output).
 """
 import operator
 
 import numpy as _onp
 
-from ..extend import ArrayMeta, Box, defvjp, primitive  # noqa: F401
+from ..extend import ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, primitive  # noqa: F401
 from . import numpy_wrapper as anp
 from .vjp_util import cast_like, unbroadcast, expand_reduced, shape_dtype  # noqa: F401
 
@@ -69,6 +71,23 @@ def _keep(g, shape, axes, keepdims):
     if (keepdims and keepdims is not _NoValue) or len(axes) == len(shape) or not axes:
         return g
     return anp.reshape(g, _kshape(shape, axes))
+
+
+def _kd(keepdims):
+    """keepdims as a bool (NumPy's _NoValue default means False)."""
+    return bool(keepdims) and keepdims is not _NoValue
+
+
+def _given(where):
+    return where is not None and where is not _NoValue
+
+
+def _sum_over(t, axes, keepdims):
+    """t summed over `axes` (a tuple of non-negative ints) like a reduction with keepdims; the
+    empty tuple sums nothing."""
+    if not axes:
+        return t
+    return anp.sum(t, axis=axes, keepdims=_kd(keepdims))
 
 
 def _no_where(name, where):
@@ -131,6 +150,16 @@ def _sum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=No
 defvjp(anp.sum, _sum_vjp, save=())
 
 
+def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
+    if _given(where):
+        return anp.sum(g, axis=axis, keepdims=_kd(keepdims), where=where)
+    return anp.sum(g, axis=axis, keepdims=_kd(keepdims))
+
+
+defjvp(anp.sum, _sum_jvp)
+
+
 def _mean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
@@ -144,6 +173,15 @@ def _mean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=Non
 
 
 defvjp(anp.mean, _mean_vjp, save=())
+
+
+def _mean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    if _given(where):
+        return anp.mean(g, axis=axis, keepdims=_kd(keepdims), where=where)
+    return anp.mean(g, axis=axis, keepdims=_kd(keepdims))
+
+
+defjvp(anp.mean, _mean_jvp)
 
 
 def _nansum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
@@ -165,6 +203,17 @@ def _nansum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
 defvjp(anp.nansum, _nansum_vjp, save=(0,))
 
 
+def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=None):
+    keep = ~_onp.isnan(_plain(x))
+    if _given(where):
+        keep &= where
+    return _sum_over(g * keep, _axes(_onp.ndim(keep), axis), keepdims)
+
+
+defjvp(anp.nansum, _nansum_jvp)
+
+
 def _nanmean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
@@ -178,6 +227,18 @@ def _nanmean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=
 
 
 defvjp(anp.nanmean, _nanmean_vjp, save=(0,))
+
+
+def _nanmean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    keep = ~_onp.isnan(_plain(x))
+    if _given(where):
+        keep &= where
+    return _sum_over(g * _weights(keep, axes, xdtype), axes, keepdims)
+
+
+defjvp(anp.nanmean, _nanmean_jvp)
 
 
 # =============================================================================
@@ -223,6 +284,26 @@ def _prod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=N
 defvjp(anp.prod, _prod_vjp, save=(0, "ans"))
 
 
+def _prod_jvp_of(g, ans, x, axis, keepdims, initial):
+    """sum over the group of g * (product of the other entries): ans * sum(g / x) without
+    zeros, the VJP's zero-safe factor otherwise."""
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    if not (_onp.asarray(_plain(x)) == 0).any():
+        return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
+    ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+    return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
+
+
+def _prod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    _no_where("prod", where)
+    return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
+
+
+defjvp(anp.prod, _prod_jvp)
+
+
 def _nanprod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                  where=None):
     _no_where("nanprod", where)
@@ -240,6 +321,18 @@ def _nanprod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
 
 
 defvjp(anp.nanprod, _nanprod_vjp, save=(0, "ans"))
+
+
+def _nanprod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                 where=None):
+    _no_where("nanprod", where)
+    nans = _onp.isnan(_plain(x))
+    if not nans.any():
+        return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
+    return _prod_jvp_of(g * ~nans, ans, anp.where(nans, 1, x), axis, keepdims, initial)
+
+
+defjvp(anp.nanprod, _nanprod_jvp)
 
 
 # =============================================================================
@@ -265,6 +358,23 @@ defvjp(anp.nanmax, _nanmax_vjp, save=(0, "ans"))
 defvjp(anp.nanmin, _nanmax_vjp, save=(0, "ans"))
 
 
+def _max_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _chooser_weights(x, ans, axes, keepdims, where), axes, keepdims)
+
+
+def _nanmax_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False),
+                     axes, keepdims)
+
+
+defjvp(anp.max, _max_jvp)
+defjvp(anp.min, _max_jvp)
+defjvp(anp.nanmax, _nanmax_jvp)
+defjvp(anp.nanmin, _nanmax_jvp)
+
+
 def _ptp_vjp(ans, x, axis=None, out=None, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
@@ -279,6 +389,19 @@ def _ptp_vjp(ans, x, axis=None, out=None, keepdims=False):
 
 
 defvjp(anp.ptp, _ptp_vjp, save=(0,))
+
+
+def _ptp_jvp(g, ans, x, axis=None, out=None, keepdims=False):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    xp = _onp.asarray(_plain(x))
+    hi = xp.max(axis=axes, keepdims=True)
+    lo = xp.min(axis=axes, keepdims=True)
+    w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
+    return _sum_over(g * w, axes, keepdims)
+
+
+defjvp(anp.ptp, _ptp_jvp)
 
 
 def _median_weights(x, axes, nan):
@@ -311,6 +434,20 @@ def _nanmedian_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=
 
 defvjp(anp.median, _median_vjp, save=(0,))
 defvjp(anp.nanmedian, _nanmedian_vjp, save=(0,))
+
+
+def _median_jvp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _median_weights(x, axes, False), axes, keepdims)
+
+
+def _nanmedian_jvp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _median_weights(x, axes, True), axes, keepdims)
+
+
+defjvp(anp.median, _median_jvp)
+defjvp(anp.nanmedian, _nanmedian_jvp)
 
 
 # =============================================================================
@@ -379,6 +516,33 @@ defvjp(anp.var, _var_vjp, save=(0,))
 defvjp(anp.std, _std_vjp, save=(0, "ans"))
 
 
+def _half_dvar(g, x, axes, keepdims, kw):
+    """(N - ddof) / 2 times the tangent of var: Re(sum(conj(x - mean) * g)) over the group."""
+    t = _sum_over(_centered(x, axes, kw) * g, axes, keepdims)
+    return anp.real(t) if _onp.iscomplexobj(_plain(x)) else t
+
+
+def _var_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _no_where("var", kw.get("where"))
+    shape, _ = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    return _half_dvar(g, x, axes, keepdims, kw) * (
+        2.0 * _inverse_count(shape, axes, _ddof(ddof, kw)))
+
+
+def _std_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _no_where("std", kw.get("where"))
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    t = _half_dvar(g, x, axes, keepdims, kw)
+    return _safe_inverse(t, cast_like(ans, _real_dtype(xdtype))) * _inverse_count(
+        shape, axes, _ddof(ddof, kw))
+
+
+defjvp(anp.var, _var_jvp)
+defjvp(anp.std, _std_jvp)
+
+
 def _nan_centered(x, axes, kw, nans):
     mean = kw.get("mean", _NoValue)
     mean = anp.nanmean(x, axis=axes, keepdims=True) if mean is _NoValue else _given_mean(mean, x)
@@ -401,7 +565,7 @@ def _nanvar_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     def vjp(g):
         nans = _onp.isnan(_plain(x))
         if not nans.any():
-            return _var_vjp(ans, x, axes, None, None, ddof, keepdims)(g)
+            return _var_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
         rdtype = _real_dtype(xdtype)
         gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
         return (gk * (2 * _nan_denom(nans, axes, ddof, rdtype))) * _nan_centered(
@@ -418,7 +582,7 @@ def _nanstd_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     def vjp(g):
         nans = _onp.isnan(_plain(x))
         if not nans.any():
-            return _std_vjp(ans, x, axes, None, None, ddof, keepdims)(g)
+            return _std_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
         rdtype = _real_dtype(xdtype)
         gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
         ansk = _keep(cast_like(ans, rdtype), shape, axes, keepdims)
@@ -429,6 +593,38 @@ def _nanstd_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
 
 defvjp(anp.nanvar, _nanvar_vjp, save=(0,))
 defvjp(anp.nanstd, _nanstd_vjp, save=(0, "ans"))
+
+
+def _nan_half_dvar(g, x, axes, keepdims, kw, ddof, nans):
+    """(the tangent of nanvar) / 2: Re(sum(conj(x - nanmean) * g)) / (count - ddof) over the
+    non-nan entries of each group."""
+    rdtype = _real_dtype(shape_dtype(x)[1])
+    d = _nan_centered(x, axes, kw, nans) * _nan_denom(nans, axes, ddof, rdtype)
+    t = _sum_over(d * g, axes, keepdims)
+    return anp.real(t) if _onp.iscomplexobj(_plain(x)) else t
+
+
+def _nanvar_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _no_where("nanvar", kw.get("where"))
+    nans = _onp.isnan(_plain(x))
+    if not nans.any():
+        return _var_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
+    axes = _axes(nans.ndim, axis)
+    return _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans) * 2.0
+
+
+def _nanstd_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _no_where("nanstd", kw.get("where"))
+    nans = _onp.isnan(_plain(x))
+    if not nans.any():
+        return _std_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
+    axes = _axes(nans.ndim, axis)
+    t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
+    return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+
+
+defjvp(anp.nanvar, _nanvar_jvp)
+defjvp(anp.nanstd, _nanstd_jvp)
 
 
 # =============================================================================
@@ -505,6 +701,49 @@ def _average_vjp_w(ans, a, axis=None, weights=None, returned=False, keepdims=Fal
 defvjp(anp.average, _average_vjp_a, None, _average_vjp_w, save=(0, 2))
 
 
+def _average_bind(a, axis=None, weights=None, returned=False, keepdims=False):
+    return a, axis, weights, returned, keepdims
+
+
+def _average_jvp(argnums, gs, ans, args, kwargs):
+    """Tangent of average(a, axis, weights, returned, keepdims) for tangents gs of the traced
+    arguments among a (0) and weights (2); a pair (average, sum of weights) when returned."""
+    a, axis, weights, returned, keepdims = _average_bind(*args, **kwargs)
+    shape, _ = shape_dtype(a)
+    axes = _axes(len(shape), axis)
+    avg = ans[0] if returned else ans
+    t_avg = t_sum = None
+    if weights is not None:
+        wb = _average_weights(weights, shape, axes)
+        total = _sum_over(wb, axes, keepdims)
+    for argnum, g in zip(argnums, gs):
+        if argnum == 0:
+            if weights is None:
+                t = anp.mean(g, axis=axes, keepdims=_kd(keepdims)) if axes else g
+            else:
+                t = _sum_over(g * wb, axes, keepdims) / total
+        elif argnum == 2:
+            gwb = _average_weights(g, shape, axes)
+            t = _sum_over((a - _keep(avg, shape, axes, keepdims)) * gwb, axes, keepdims) / total
+            if returned:
+                t_sum = _sum_over(anp.broadcast_to(gwb, _onp.broadcast_shapes(
+                    shape, shape_dtype(gwb)[0])), axes, keepdims)
+        else:
+            continue
+        t_avg = t if t_avg is None else t_avg + t
+    if not returned:
+        return t_avg
+    avg_shape, avg_dtype = shape_dtype(avg)
+    t_avg = cast_like(anp.broadcast_to(t_avg, avg_shape), avg_dtype)
+    sum_shape, sum_dtype = shape_dtype(ans[1])
+    t_sum = (_onp.zeros(sum_shape, sum_dtype) if t_sum is None
+             else cast_like(anp.broadcast_to(t_sum, sum_shape), sum_dtype))
+    return (t_avg, t_sum)
+
+
+defjvp_argnums(anp.average, _average_jvp)
+
+
 # =============================================================================
 # cumsum, cumprod, nancumsum, nancumprod
 # =============================================================================
@@ -517,6 +756,7 @@ def _cumsum_vjp(ans, x, axis=None, dtype=None, out=None):
 
 
 defvjp(anp.cumsum, _cumsum_vjp, save=())
+defjvp(anp.cumsum, lambda g, ans, x, axis=None, dtype=None, out=None: anp.cumsum(g, axis))
 
 
 def _nancumsum_vjp(ans, x, axis=None, dtype=None, out=None):
@@ -526,6 +766,8 @@ def _nancumsum_vjp(ans, x, axis=None, dtype=None, out=None):
 
 
 defvjp(anp.nancumsum, _nancumsum_vjp, save=(0,))
+defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
+       anp.cumsum(g * ~_onp.isnan(_plain(x)), axis))
 
 
 def _cumprod_grad(g, ans, x, axis):
@@ -570,6 +812,35 @@ def _cumprod_vjp(ans, x, axis=None, dtype=None, out=None):
 defvjp(anp.cumprod, _cumprod_vjp, save=(0, "ans"))
 
 
+def _cumprod_tangent(g, ans, x, axis):
+    """The tangent of y = cumprod(x, axis): dy_i = sum_{j <= i} g_j prod_{l <= i, l != j} x_l.
+
+    Without zeros that is y * cumsum(g / x). With zeros, let `first` mark each slice's first
+    zero and y1 = cumprod of x with that zero replaced by a constant 1: then
+    dy = y * cumsum(g / x') + y1 * cumsum(g * first), with x' = x where x is nonzero, 1
+    elsewhere, and the first zero's own term left out of the first sum. Up to the first zero
+    this is y * cumsum(g / x); after it, y1 * g_first plus y (zero, but a function of x) times
+    the others' terms, which keeps the rule exact to second order with one zero per slice."""
+    xp = _onp.asarray(_plain(x))
+    z = xp == 0
+    if not z.any():
+        return ans * anp.cumsum(g / x, axis)
+    first = z & (_onp.cumsum(z, axis=axis) == 1)
+    y1 = anp.cumprod(x * ~first + first, axis)
+    return ans * anp.cumsum(g * ~first / (x * ~z + z), axis) + y1 * anp.cumsum(g * first, axis)
+
+
+def _cumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
+    shape, xdtype = shape_dtype(x)
+    y = cast_like(ans, xdtype)
+    if axis is None or not shape:
+        return _cumprod_tangent(anp.reshape(g, (-1,)), y, anp.reshape(x, (-1,)), 0)
+    return _cumprod_tangent(g, y, x, operator.index(axis) % len(shape))
+
+
+defjvp(anp.cumprod, _cumprod_jvp)
+
+
 def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
     shape, xdtype = shape_dtype(x)
 
@@ -582,3 +853,13 @@ def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
 
 
 defvjp(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
+
+
+def _nancumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
+    nans = _onp.isnan(_plain(x))
+    if not nans.any():
+        return _cumprod_jvp(g, ans, x, axis)
+    return _cumprod_jvp(g * ~nans, ans, anp.where(nans, 1, x), axis)
+
+
+defjvp(anp.nancumprod, _nancumprod_jvp)

@@ -1,0 +1,428 @@
+"""Writes into arrays: `buf[idx] = value`, augmented assignment, and the functional `.at[]`.
+
+How a write is recorded
+-----------------------
+Inside a differentiation, gradcy.numpy's array constructors (zeros, empty, ones, full, the
+*_like ones, array, copy) return a buffer the tape owns, as a constant traced value. Writing a
+value into it mutates the buffer in place and records one write node: the buffer's Box moves to
+the new version. The write saves only the index and metadata, so its VJP costs O(slot): it
+reads the slot's cotangent out of the buffer's cotangent and zeroes the slot in place, and
+reads of the buffer (x[idx]) send back sparse cotangents that are added into that same array in
+place. One buffer-sized cotangent exists per buffer per backward pass.
+
+What stays correct under aliasing
+---------------------------------
+- A write into an array the tape does not own (an input, the output of another operation)
+  copies it first, once; the user's arrays never change.
+- Values saved for a backward pass keep the values they had when saved: a write that overlaps
+  a saved view preserves a copy of that view (counted in the memory counters); a write that
+  overlaps no saved region copies nothing.
+- A traced view of the buffer taken before a write that overlaps it becomes stale: using it
+  raises (NumPy would show it the new values while the graph records the old ones).
+- Writing through a view of a buffer (v = buf[0]; v[1] = x) raises: write into the buffer with
+  the full index instead. `buf[i] += x` works (Python writes it back through buf).
+
+Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
+conservative hull), so checks are cheap and never miss an overlap.
+"""
+import builtins as _builtins
+import sys
+import weakref
+
+import numpy as _np
+
+from .. import _core
+from .._core import Box, SparseCotangent, active_tape, register_box_method, transfer_box
+from ..registry import defjvp, defvjp_direct, primitive
+from . import numpy_wrapper as anp
+from .vjp_util import unbroadcast
+
+__all__ = ["at", "OwnedBuffer"]
+
+
+# =============================================================================
+# Regions: per-dimension [start, stop) ranges of a buffer; None means "all of it"
+# =============================================================================
+def region(idx, shape):
+    """The index ranges of `shape` that `idx` touches (a hull), or None when unknown."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    n_real = _builtins.sum(1 for i in idx if i is not None and i is not Ellipsis)
+    out, dim = [], 0
+    for i in idx:
+        if i is Ellipsis:
+            for _ in range(len(shape) - n_real):
+                out.append((0, shape[dim]))
+                dim += 1
+            continue
+        if i is None:
+            continue
+        if dim >= len(shape):
+            return None
+        n = shape[dim]
+        if isinstance(i, (int, _np.integer)):
+            k = int(i) + n if i < 0 else int(i)
+            out.append((k, k + 1))
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step > 0:
+                out.append((start, _builtins.max(start, stop)))
+            else:
+                out.append((stop + 1, start + 1) if start > stop else (0, 0))
+        else:
+            return None             # advanced index: the whole buffer, conservatively
+        dim += 1
+    while dim < len(shape):
+        out.append((0, shape[dim]))
+        dim += 1
+    return tuple(out)
+
+
+def _overlap(a, b):
+    if a is None or b is None:
+        return True
+    return _builtins.all(_builtins.max(x0, y0) < _builtins.min(x1, y1)
+                         for (x0, x1), (y0, y1) in zip(a, b))
+
+
+def _hull(a, b):
+    if a is None or b is None:
+        return None
+    return tuple((_builtins.min(x0, y0), _builtins.max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b))
+
+
+_UNKNOWN = object()
+
+
+class OwnedBuffer:
+    """A buffer a tape owns: what was saved from it and which traced views of it exist."""
+
+    __slots__ = ("root", "site", "saved", "saved_hull", "views", "view_hull", "regions",
+                 "pending")
+
+    def __init__(self, root, site):
+        self.root = root
+        self.site = site
+        self.saved = []            # (node, position, region) of saved arrays in this buffer
+        self.saved_hull = ()       # hull of their regions (() = nothing saved yet)
+        self.views = {}            # node -> region of live traced views of this buffer
+        self.view_hull = ()
+        self.regions = {}          # id(view array) -> (weakref, region), set by indexing
+        self.pending = _UNKNOWN    # region of the read being recorded right now
+
+    def region_of(self, array):
+        if array is self.root:
+            return None
+        entry = self.regions.get(id(array))
+        if entry is not None and entry[0]() is array:
+            return entry[1]
+        return None
+
+    def describe(self):
+        return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
+
+
+def _grow(hull, r):
+    return r if hull == () else _hull(hull, r)
+
+
+def _owned_hook(tape, kind, node, array, position):
+    info = tape.owned_info(array)
+    if info is None:
+        return
+    r = info.pending if kind == "view" and info.pending is not _UNKNOWN else info.region_of(array)
+    if kind == "saved":
+        info.saved.append((node, position, r))
+        info.saved_hull = _grow(info.saved_hull, r)
+    else:
+        info.views[node] = r
+        info.view_hull = _grow(info.view_hull, r)
+
+
+def _before_write(tape, info, r):
+    """Keep every saved value and live view consistent with a write to region r."""
+    if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
+        keep, hull = [], ()
+        for node, position, sr in info.saved:
+            released, _, _, _ = tape.node_flags(node)
+            if released:
+                continue
+            if _overlap(sr, r):
+                ans, args, _ = tape.node_info(node)["saved"]
+                value = ans if position < 0 else args[position]
+                tape.replace_saved(node, position, _np.array(value, copy=True))
+                continue               # the copy is the node's own: no longer in the buffer
+            keep.append((node, position, sr))
+            hull = _grow(hull, sr)
+        info.saved, info.saved_hull = keep, hull
+    if info.views and info.view_hull != () and _overlap(info.view_hull, r):
+        hull = ()
+        for node in list(info.views):
+            vr = info.views[node]
+            released, alive, _, _ = tape.node_flags(node)
+            if not alive:
+                del info.views[node]
+                continue
+            if _overlap(vr, r):
+                tape.mark_stale(node)
+                del info.views[node]
+                continue
+            hull = _grow(hull, vr)
+        info.view_hull = hull
+
+
+def _site():
+    pkg = __name__.rsplit(".", 2)[0]
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(pkg):
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def own(tape, array):
+    """Register a fresh array as a buffer of `tape`; returns its constant Box."""
+    if tape.owned_hook is None:
+        tape.owned_hook = _owned_hook
+    tape.register_owned(array, OwnedBuffer(array, _site()))
+    return tape.new_constant(array)
+
+
+# =============================================================================
+# The write primitive and its rules
+# =============================================================================
+def _write(buf, idx, value):
+    buf[idx] = value
+    return buf
+
+
+write = primitive(_write, "gradcy.numpy.setitem")
+write.set_saved((1,))            # the index; buffer and value as metadata
+
+
+def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
+    _, idx, value = args
+    if type(g) is Box:           # higher order: stay functional and traced
+        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
+                for a in argnums]
+    g_value = None
+    if 2 in argnums:
+        g_value = unbroadcast(_np.array(g[idx], copy=True), value)
+    if 0 in argnums:
+        if not g_owned:
+            g = g.copy()
+        g[idx] = 0               # O(slot): the rest of the buffer's cotangent passes through
+    return [g if a == 0 else g_value for a in argnums]
+
+
+write.write_vjp = _write_vjp
+defjvp(write,
+       lambda g, ans, buf, idx, value: at_set(g, idx, 0.0),
+       None,
+       lambda g, ans, buf, idx, value: at_set(anp.zeros_like(ans), idx, g))
+
+
+def _box_setitem(box, idx, value):
+    tape = box._tape
+    if type(value) is Box and value._tape is not tape and value._tape.trace_id > tape.trace_id:
+        raise NotImplementedError(
+            "gradcy: writing a value traced by an inner differentiation into a buffer of an "
+            "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
+    if tape.forward or type(box._value) is Box or (type(value) is Box and value._tape is not tape):
+        # forward mode and nested differentiation: the functional form (a copy per write)
+        transfer_box(box, at_set(box, idx, value))
+        return
+    info = tape.owned_info(box._value)
+    if info is None or info.root is not box._value:
+        if info is not None:
+            raise TypeError(
+                f"gradcy: writing into a view of a {info.describe()}; write into the buffer "
+                f"itself with the full index (buf[i, j] = v rather than buf[i][j] = v)")
+        copied = anp.copy(box)                    # copy on the first write: inputs never change
+        own(tape, copied._value)
+        transfer_box(box, copied)
+        info = tape.owned_info(box._value)
+    _before_write(tape, info, region(idx, box._value.shape))
+    transfer_box(box, write(box, idx, value))
+
+
+def _box_iop(box, op, other):
+    info = box._tape.owned_info(box._value) if type(box._value) is not Box else None
+    result = getattr(anp, {"true_divide": "divide", "mod": "remainder"}.get(op, op))(box, other)
+    if info is not None and info.root is box._value and not box._tape.forward:
+        _box_setitem(box, Ellipsis, result)       # in place, as NumPy does
+        return box
+    return result                                 # a new value (views write back via buf[i])
+
+
+# =============================================================================
+# Reads of buffers: remember the region of each view, send sparse cotangents back
+# =============================================================================
+def _make_box_getitem(plain_getitem):
+    def box_getitem(A, idx):
+        """A[idx]; for a view of a buffer, remember which region of the buffer it covers."""
+        tape = A._tape
+        value = A._value
+        if not tape.owned or type(value) is not _np.ndarray:
+            return plain_getitem(A, idx)
+        info = tape.owned_info(value)
+        if info is None or info.root is not value:
+            return plain_getitem(A, idx)
+        r = region(idx, value.shape)
+        info.pending = r
+        try:
+            result = plain_getitem(A, idx)
+        finally:
+            info.pending = _UNKNOWN
+        if type(result) is Box and type(result._value) is _np.ndarray and (
+                result._value.base is not None):
+            info.regions[id(result._value)] = (weakref.ref(result._value), r)
+        return result
+    return box_getitem
+
+
+# =============================================================================
+# Functional updates: x.at[idx].set(v) and friends
+# =============================================================================
+def _at_set(x, idx, v):
+    out = _np.array(x, copy=True)
+    out[idx] = v
+    return out
+
+
+def _at_add(x, idx, v):
+    out = _np.array(x, copy=True)
+    _np.add.at(out, idx, v)
+    return out
+
+
+at_set = primitive(_at_set, "gradcy.numpy.at_set")
+at_add = primitive(_at_add, "gradcy.numpy.at_add")
+defvjp_direct(at_set,
+              lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
+              None,
+              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
+              save=(1,))
+defjvp(at_set,
+       lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
+       None,
+       lambda g, ans, x, idx, v: at_set(anp.zeros_like(ans), idx, g))
+defvjp_direct(at_add,
+              lambda g, ans, x, idx, v: g,
+              None,
+              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
+              save=(1,))
+defjvp(at_add,
+       lambda g, ans, x, idx, v: g,
+       None,
+       lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
+
+
+class _AtIndex:
+    __slots__ = ("x", "idx")
+
+    def __init__(self, x, idx):
+        self.x, self.idx = x, idx
+
+    def set(self, v):
+        """A copy of x with x[idx] = v."""
+        return at_set(self.x, self.idx, v)
+
+    def add(self, v):
+        """A copy of x with v added at idx (repeated indices accumulate)."""
+        return at_add(self.x, self.idx, v)
+
+    def subtract(self, v):
+        return at_add(self.x, self.idx, -v)
+
+    def multiply(self, v):
+        """A copy of x with x[idx] multiplied by v (unique indices)."""
+        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) * v)
+
+    def divide(self, v):
+        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) / v)
+
+    def power(self, v):
+        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) ** v)
+
+    def min(self, v):
+        return at_set(self.x, self.idx, anp.minimum(anp.getitem(self.x, self.idx), v))
+
+    def max(self, v):
+        return at_set(self.x, self.idx, anp.maximum(anp.getitem(self.x, self.idx), v))
+
+    def get(self):
+        return anp.getitem(self.x, self.idx)
+
+
+class at:
+    """at(x)[idx].set(v): functional updates of plain or traced arrays, as x.at[idx] on
+    traced values (JAX's spelling). Each returns a new array; x is unchanged."""
+
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, idx):
+        return _AtIndex(self.x, idx)
+
+
+# =============================================================================
+# Array constructors: inside a differentiation they return a buffer the tape owns
+# =============================================================================
+def _plain(a):
+    """A constructor's argument without its tracing (shapes and prototypes are constants)."""
+    while type(a) is Box:
+        a = a._value
+    return a
+
+
+def _owning(name, make):
+    def constructor(*args, **kwargs):
+        plain = [_plain(a) for a in args]
+        tape = active_tape()
+        if tape is None or tape.released:
+            return make(*plain, **kwargs)
+        out = make(*plain, **kwargs)
+        if type(out) is not _np.ndarray:
+            return out
+        if out.base is not None:   # e.g. array(x, copy=False) returning a view of x
+            out = out.copy()
+        return own(tape, out)
+    constructor.__name__ = name
+    constructor.__qualname__ = name
+    constructor.__doc__ = (f"numpy.{name}; inside a differentiation the result is a buffer the "
+                           f"differentiation owns, so traced values can be written into it.")
+    return constructor
+
+
+def install_constructors(g):
+    """Put the owning constructors into namespace `g` (the gradcy.numpy package; the
+    primitives of the same names stay in numpy_wrapper, where their rules are registered)."""
+    for name in ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                 "full_like", "identity", "eye"]:
+        make = getattr(_np, name)
+        wrapped = _owning(name, make)
+        g[name] = wrapped
+        _core.register_numpy_override(make, wrapped)
+    plain_array, plain_copy = anp.array, anp.copy_
+
+    def array(obj, *args, **kwargs):
+        if type(obj) is Box or anp._contains_box(obj):
+            return plain_array(obj, *args, **kwargs)
+        return _owning("array", _np.array)(obj, *args, **kwargs)
+
+    def copy(a, *args, **kwargs):
+        if type(a) is Box:
+            return plain_copy(a, *args, **kwargs)
+        return _owning("copy", _np.copy)(a, *args, **kwargs)
+
+    array.__doc__ = plain_array.__doc__
+    g["array"] = array
+    g["copy"] = copy
+
+
+register_box_method("__setitem__", _box_setitem)
+register_box_method("__getitem__", _make_box_getitem(anp._box_getitem))
+register_box_method("__iop__", _box_iop)
+register_box_method("at", at)
