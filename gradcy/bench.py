@@ -3,6 +3,7 @@
     python -m gradcy.bench                      # every workload, every importable library
     python -m gradcy.bench --quick              # fewer repeats, smaller sizes (under a minute)
     python -m gradcy.bench --workloads dotchain,tanhchain --libs numpy,gradcy,torch --D 1000
+    python -m gradcy.bench --workloads memnet --S 64,256,1024   # the memory network, in place
 
 Every (library, workload) pair runs in its own subprocess
 (`python -m gradcy.bench --worker LIB WORKLOAD ...`) with the BLAS/OpenMP thread counts pinned to
@@ -17,6 +18,17 @@ RSS peak     high-water RSS during the timed runs minus the RSS before them (all
 Ratios are to "numpy", the hand-written gradient of the same function (forward pass keeping what
 the backward pass needs on a stack, backward pass popping it). Each gradient is checked against
 the hand-written one; a library that cannot run a workload is listed as "n/a" with the reason.
+
+memnet (one row group per --S) is a memory network written two ways, each a row: in place
+(memory = zeros((B, S + 1, D)); memory[:, i + 1] = cell(memory[:, :i + 1], W)) and by
+concatenation (memory = concatenate([memory, out[:, None]], axis=1)). The cell attends over the
+whole prefix, so its einsums save the prefix: concatenation makes every saved prefix a new copy
+(O(S^2) bytes), in place they are all views of one buffer. PyTorch rejects the plain in-place
+version (the buffer's version counter changes after the prefix is saved), so its in-place row
+clones each read. Its baseline is written by hand in place: the forward pass fills a preallocated
+buffer, the backward pass walks the steps in reverse with one buffer-sized cotangent whose slots
+it updates in place (checked against gradcy's gradient in the worker). A memnet run that goes over
+--max-seconds for one gradient or --max-gib of RSS is stopped and shown as n/a.
 """
 import argparse
 import datetime
@@ -29,17 +41,32 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 LIBS = ("numpy", "gradcy", "autograd", "torch", "jax")
 LIB_LABEL = {"numpy": "numpy (hand)", "gradcy": "gradcy", "autograd": "autograd",
              "torch": "torch (CPU)", "jax": "jax (eager)"}
-WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped")
+WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet")
 
 OVERHEAD_STEPS = 1000
 DOT_STEPS = 100
 TANH_STEPS = 50
 SEED = 0
+
+MEMNET_B = 4                     # batch
+MEMNET_D = 64                    # width of a memory slot
+MEMNET_S = (64, 256, 1024)       # steps (one row group each); --quick: the first two
+MEMNET_MAX_SECONDS = 60.0        # one gradient slower than this: n/a (too slow)
+MEMNET_MAX_GIB = 4.0             # RSS above this: n/a (too large)
+MEMNET_TIME_BUDGET = 30.0        # stop repeating once the timed runs have taken this long
+
+# Rows per library: most workloads have one way of writing them (variant None); memnet has the
+# in-place and the concatenating one.
+VARIANTS = {"memnet": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
+                       "autograd": ("concat",), "torch": ("concat", "inplace"),
+                       "jax": ("concat",)}}
+VARIANT_LABEL = {"inplace": "in-place", "concat": "concat"}
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
@@ -48,6 +75,24 @@ RESULT_TAG = "GRADCY_BENCH_RESULT "
 
 class Unsupported(Exception):
     """This library cannot run this workload (shown as n/a with the message)."""
+
+
+def variants(name, lib):
+    return VARIANTS.get(name, {}).get(lib, (None,))
+
+
+def lib_label(lib, variant):
+    base = LIB_LABEL[lib]
+    if variant is None:
+        return base
+    v = VARIANT_LABEL[variant]
+    if lib == "numpy":
+        return f"numpy (hand, {v})"
+    if lib == "torch" and variant == "inplace":
+        v = "in-place, clone of each read"
+    if base.endswith(")"):
+        return f"{base[:-1]}, {v})"
+    return f"{base} ({v})"
 
 
 # =============================================================================
@@ -62,6 +107,8 @@ def workload_params(args):
         "dotchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
         "tanhchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
         "dropped": {"unit": "iter", "inner": 500 if quick else 2000, "small": True},
+        "memnet": {"unit": "grad", "inner": 1, "small": False, "S": getattr(args, "S", None),
+                   "B": MEMNET_B, "D": MEMNET_D},
     }
 
 
@@ -72,6 +119,7 @@ def workload_label(name, p):
         "dotchain": f"dotchain: {DOT_STEPS} dots, D={p.get('D')}",
         "tanhchain": f"tanhchain: {TANH_STEPS} tanh(dot), D={p.get('D')}",
         "dropped": "dropped: create-and-drop, 2x2",
+        "memnet": f"memnet: B={p.get('B')}, D={p.get('D')}, S={p.get('S')}",
     }[name]
 
 
@@ -93,12 +141,74 @@ def make_data(name, p):
         return x, z
     if name == "dropped":
         return rng.standard_normal((2, 2)), rng.standard_normal((2, 2))  # (b, a)
+    if name == "memnet":
+        B, D = p["B"], p["D"]
+        W = rng.standard_normal((D, D)) / numpy.sqrt(D)
+        x = rng.standard_normal((B, D))
+        return W, x
     raise ValueError(name)
 
 
 # =============================================================================
 # The hand-written NumPy gradients (the baseline)
 # =============================================================================
+def memnet_hand_grad(W, x, S):
+    """d/dW of the memory network (memnet_functions), by hand, in place.
+
+    Forward: memory M (B, S+1, D) is preallocated; step i reads the prefix P = M[:, :i+1]
+        q = tanh(P[:, -1] @ W)                  (B, D)
+        w = softmax(einsum('bsd,bd->bs', P, q))  (B, i+1), over s
+        h = einsum('bs,bsd->bd', w, P)           (B, D)
+        M[:, i+1] = tanh(h @ W)
+    and keeps (q, w, h) on a stack (P and the step's output stay in M, never overwritten).
+    loss = sum(M[:, S]) - sum(mean(M, axis=1)).
+    Backward: one cotangent buffer dM; step i, in reverse, reads the final cotangent of its
+    output slot dM[:, i+1] (only later steps read that slot, and they are done) and adds its
+    contributions into the slots it read, dM[:, :i+1], in place.
+    """
+    import numpy as np
+    B, D = x.shape
+    M = np.empty((B, S + 1, D), dtype=np.result_type(W, x))
+    M[:, 0] = x
+    stack = []
+    for i in range(S):
+        n = i + 1
+        P = M[:, :n]
+        q = np.tanh(P[:, -1] @ W)
+        s = np.einsum("bsd,bd->bs", P, q)
+        s -= s.max(axis=1, keepdims=True)
+        w = np.exp(s, out=s)
+        w /= w.sum(axis=1, keepdims=True)
+        h = np.einsum("bs,bsd->bd", w, P)
+        np.tanh(h @ W, out=M[:, n])
+        stack.append((q, w, h))
+        del P, q, s, w, h
+
+    dM = np.full_like(M, -1.0 / (S + 1))     # d loss / d M: the mean over the S+1 slots ...
+    dM[:, S] += 1.0                          # ... and the last slot
+    dW = np.zeros_like(W)
+    WT = W.T
+    for i in range(S - 1, -1, -1):
+        n = i + 1
+        q, w, h = stack.pop()
+        P = M[:, :n]
+        out = M[:, n]
+        g_v = dM[:, n] * (1.0 - out * out)              # through out = tanh(v), v = h @ W
+        dW += h.T @ g_v
+        g_h = g_v @ WT
+        g_w = np.einsum("bd,bsd->bs", g_h, P)           # h = einsum(w, P)
+        g_s = w * (g_w - np.sum(g_w * w, axis=1, keepdims=True))   # softmax
+        g_q = np.einsum("bs,bsd->bd", g_s, P)           # s = einsum(P, q)
+        dP = dM[:, :n]                                  # a view: the slots are updated in place
+        dP += np.einsum("bs,bd->bsd", w, g_h)
+        dP += np.einsum("bs,bd->bsd", g_s, q)
+        g_u = g_q * (1.0 - q * q)                       # q = tanh(u), u = P[:, -1] @ W
+        dW += P[:, -1].T @ g_u
+        dM[:, i] += g_u @ WT
+        del q, w, h, P, out, g_v, g_h, g_w, g_s, g_q, dP, g_u
+    return dW
+
+
 def _hand(name, p):
     import numpy
 
@@ -187,6 +297,10 @@ def _hand(name, p):
                 res = (numpy.ones_like(b), numpy.zeros_like(a))
             return res
         return loop
+
+    if name == "memnet":
+        S = p["S"]
+        return lambda W, x: memnet_hand_grad(W, x, S)
     raise ValueError(name)
 
 
@@ -213,12 +327,45 @@ def _functions(m):
         y = m.sin(a) * 2.0
         del y
         return m.sum(b)
-    return {"overhead": f_overhead, "dotchain": f_dotchain, "tanhchain": f_tanhchain,
-            "dropped": f_dropped}
+    fns = {"overhead": f_overhead, "dotchain": f_dotchain, "tanhchain": f_tanhchain,
+           "dropped": f_dropped}
+    fns.update(memnet_functions(m))
+    return fns
 
 
-def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum"):
+def memnet_functions(m):
+    """The memory network for a NumPy-like module m: {"memnet_inplace": f, "memnet_concat": f},
+    f(W, x, S) -> loss. The cell attends over the whole prefix (its einsums save it)."""
+    def cell(prefix, W):
+        q = m.tanh(prefix[:, -1] @ W)
+        scores = m.einsum("bsd,bd->bs", prefix, q)
+        e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
+        w = e / m.sum(e, axis=1, keepdims=True)          # softmax over s
+        return m.tanh(m.einsum("bs,bsd->bd", w, prefix) @ W)
+
+    def memnet_inplace(W, x, S):
+        memory = m.zeros((x.shape[0], S + 1, x.shape[1]))
+        memory[:, 0] = x
+        for i in range(S):
+            out = cell(memory[:, :i + 1], W)
+            memory[:, i + 1] = out
+        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+
+    def memnet_concat(W, x, S):
+        memory = m.expand_dims(x, 1)
+        for i in range(S):
+            out = cell(memory[:, :i + 1], W)
+            memory = m.concatenate([memory, m.expand_dims(out, 1)], axis=1)
+        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+    return {"memnet_inplace": memnet_inplace, "memnet_concat": memnet_concat}
+
+
+def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=None):
     fns = _functions(m)
+    if name == "memnet":
+        dmem = grad(fns["memnet_" + variant])
+        S = p["S"]
+        return lambda W, x: block(dmem(W, x, S))
     if name == "untraced":
         sin = m.sin
         n = p["inner"]
@@ -241,26 +388,31 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum"):
     return lambda *args: block(df(*args))
 
 
-def _gradcy(name, p):
+def _gradcy(name, p, variant=None):
     import gradcy.numpy as gnp
     from gradcy import grad
-    return _traced_lib(name, p, gnp, grad)
+    return _traced_lib(name, p, gnp, grad, variant=variant)
 
 
-def _autograd(name, p):
+def _autograd(name, p, variant=None):
     import autograd.numpy as anp
     from autograd import grad
-    return _traced_lib(name, p, anp, grad)
+    if variant == "inplace":
+        raise Unsupported("autograd does not support assignment into arrays")
+    return _traced_lib(name, p, anp, grad, variant=variant)
 
 
-def _jax(name, p):
+def _jax(name, p, variant=None):
     import jax
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
     def block(r):
         return jax.block_until_ready(r)
-    run = _traced_lib(name, p, jnp, jax.grad, block=block, tuple_kw="argnums")
+    if variant == "inplace":
+        raise Unsupported("jax arrays are immutable (use .at[].set)")
+    run = _traced_lib(name, p, jnp, jax.grad, block=block, tuple_kw="argnums",
+                      variant=variant)
     to_dev = jnp.asarray
     if name == "untraced":
         # convert once: the workload is the call on a device array
@@ -268,7 +420,35 @@ def _jax(name, p):
     return run, None
 
 
-def _torch(name, p):
+def memnet_torch_grad(torch, Wn, xn, S, variant):
+    """d/dW of the memory network in PyTorch. concat: torch.cat per step; inplace: a
+    preallocated memory written with memory[:, i + 1] = out, each read cloned (without the
+    clone, backward fails: the prefix saved by einsum is modified by later writes)."""
+    W = torch.from_numpy(Wn).requires_grad_()
+    x = torch.from_numpy(xn)
+
+    def cell(prefix):
+        q = torch.tanh(prefix[:, -1] @ W)
+        scores = torch.einsum("bsd,bd->bs", prefix, q)
+        w = torch.softmax(scores, dim=1)
+        return torch.tanh(torch.einsum("bs,bsd->bd", w, prefix) @ W)
+
+    if variant == "concat":
+        memory = x.unsqueeze(1)
+        for i in range(S):
+            out = cell(memory[:, :i + 1])
+            memory = torch.cat([memory, out.unsqueeze(1)], dim=1)
+    else:
+        memory = torch.zeros((x.shape[0], S + 1, x.shape[1]), dtype=x.dtype)
+        memory[:, 0] = x
+        for i in range(S):
+            out = cell(memory[:, :i + 1].clone())
+            memory[:, i + 1] = out
+    loss = memory[:, -1].sum() - memory.mean(dim=1).sum()
+    return torch.autograd.grad(loss, (W,))[0]
+
+
+def _torch(name, p, variant=None):
     import torch
     torch.set_num_threads(1)
     try:
@@ -326,22 +506,27 @@ def _torch(name, p):
                 res = (gb, ga)
             return res
         return loop, None
+    if name == "memnet":
+        S = p["S"]
+        return (lambda Wn, xn: memnet_torch_grad(torch, Wn, xn, S, variant)), None
     raise ValueError(name)
 
 
-def build(lib, name, p):
+def build(lib, name, p, variant=None):
     """(run, convert): run(*data) does one timed unit of work; convert(data) -> data prepared
     once outside the timing (None: use the NumPy data as is)."""
+    if variant not in variants(name, lib):
+        raise Unsupported(f"no {variant!r} variant of {name} for {lib}")
     if lib == "numpy":
         return _hand(name, p), None
     if lib == "gradcy":
-        return _gradcy(name, p), None
+        return _gradcy(name, p, variant), None
     if lib == "autograd":
-        return _autograd(name, p), None
+        return _autograd(name, p, variant), None
     if lib == "torch":
-        return _torch(name, p)
+        return _torch(name, p, variant)
     if lib == "jax":
-        return _jax(name, p)
+        return _jax(name, p, variant)
     raise Unsupported(f"unknown library {lib!r}")
 
 
@@ -405,13 +590,84 @@ def _pinned_env(base=None):
     return env
 
 
+class _Guard:
+    """Stops a worker whose run goes over a time or RSS limit: a daemon thread polls while a
+    run is in progress and, on a breach, writes the result (n/a, or the timed results without
+    the tracemalloc peak when only that slower run went over) and exits the process."""
+
+    def __init__(self, out, max_seconds, max_bytes, poll=0.02):
+        self.out = out
+        self.max_seconds = max_seconds
+        self.max_bytes = max_bytes
+        self.poll = poll
+        self.phase = None
+        self.t0 = 0.0
+        self.partial = None                  # the result so far, once the timed runs are done
+        self.factor = 1.0
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def start(self, phase, factor=1.0):
+        self.factor = factor
+        self.t0 = time.perf_counter()
+        self.phase = phase
+
+    def stop(self):
+        self.phase = None
+
+    def _breach(self):
+        phase = self.phase
+        if phase is None:
+            return None
+        if self.max_bytes:
+            rss = _rss_now()
+            if rss is not None and rss > self.max_bytes:
+                return phase, (f"too large: RSS above {fmt_bytes(self.max_bytes)} in one "
+                               f"{'gradient' if phase == 'run' else phase + ' run'}")
+        if self.max_seconds and time.perf_counter() - self.t0 > self.max_seconds * self.factor:
+            return phase, (f"too slow: one "
+                           f"{'gradient' if phase == 'run' else phase + ' run'} took more "
+                           f"than {self.max_seconds * self.factor:g} s")
+        return None
+
+    def _watch(self):
+        while True:
+            time.sleep(self.poll)
+            breach = self._breach()
+            if breach is None:
+                continue
+            phase, reason = breach
+            if phase == "tracemalloc" and self.partial is not None:
+                res = dict(self.partial)
+                res["notes"] = list(res["notes"]) + [f"tracemalloc peak not measured: {reason}"]
+            else:
+                res = dict(self.out, status="n/a", reason=reason)
+            sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
+            sys.stdout.flush()
+            os._exit(0)
+
+
+def _check_memnet_hand(data, p):
+    """The hand-written memnet gradient must match gradcy's (in-place and concat agree with
+    each other in tests/test_inplace.py)."""
+    import numpy
+    from gradcy import grad
+    import gradcy.numpy as gnp
+    W, x = data
+    ours = memnet_hand_grad(W, x, p["S"])
+    theirs = grad(memnet_functions(gnp)["memnet_inplace"])(W, x, p["S"])
+    numpy.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12,
+                                  err_msg="hand-written memnet gradient differs from gradcy's")
+
+
 def worker(lib, name, args):
     p = workload_params(args)[name]
+    variant = getattr(args, "variant", None)
     inner = p["inner"]
-    out = {"lib": lib, "workload": name, "status": "ok", "notes": []}
+    out = {"lib": lib, "variant": variant, "workload": name, "S": p.get("S"), "status": "ok",
+           "notes": []}
     try:
         data = make_data(name, p)
-        run, convert = build(lib, name, p)
+        run, convert = build(lib, name, p, variant)
         if convert is not None:
             data = convert(data)
     except Unsupported as exc:
@@ -423,6 +679,23 @@ def worker(lib, name, args):
     if lib == "gradcy":
         from gradcy import _core as core
 
+    guard = None
+    budget = None
+    if name == "memnet":
+        max_gib = getattr(args, "max_gib", MEMNET_MAX_GIB)
+        guard = _Guard(out, getattr(args, "max_seconds", MEMNET_MAX_SECONDS),
+                       int(max_gib * 2 ** 30) if max_gib else None)
+        budget = getattr(args, "time_budget", MEMNET_TIME_BUDGET)
+
+    def timed(r_phase, factor=1.0):
+        if guard is not None:
+            guard.start(r_phase, factor)
+        try:
+            return run(*data)
+        finally:
+            if guard is not None:
+                guard.stop()
+
     gc.collect()
     hwm_reset = _reset_hwm()
     rss0 = _rss_now()
@@ -432,41 +705,58 @@ def worker(lib, name, args):
         if p["small"]:
             r = run(*data)                       # warm-up (imports, caches, first dispatch)
             del r
+        elif name == "memnet":                   # warm-up at S=2: lazy imports, first dispatch
+            r = build(lib, name, dict(p, S=2), variant)[0](*data)
+            del r
         for _ in range(args.repeats):
             gc.collect()
             t0 = time.perf_counter()
-            r = run(*data)
+            r = timed("run")
             t1 = time.perf_counter()
             times.append((t1 - t0) / inner)
             fp = _fingerprint(r)
             del r
+            if budget and len(times) < args.repeats and sum(times) + times[-1] > budget:
+                out["notes"].append(f"{len(times)} of {args.repeats} runs "
+                                    f"(time budget {budget:.0f} s)")
+                break
         maxrss = _maxrss()
 
         trace_peak = None
         if lib in ("numpy", "gradcy", "autograd"):
             import tracemalloc
+            if guard is not None:
+                guard.partial = dict(out, time=statistics.median(times), times=times,
+                                     tracemalloc_peak=None,
+                                     rss_peak=max(0, maxrss - (rss0 or maxrss0)),
+                                     fingerprint=fp, unit=p["unit"])
             gc.collect()
             if core is not None:
                 core.reset_peak()
             tracemalloc.start()
             tracemalloc.reset_peak()
-            r = run(*data)
+            r = timed("tracemalloc", factor=3.0)   # tracing slows the Python-heavy libraries
             trace_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             del r
         else:
             out["notes"].append("allocations invisible to tracemalloc")
+        if lib == "numpy" and name == "memnet":
+            _check_memnet_hand(data, p)
+            out["notes"].append("checked against gradcy (allclose, rtol 1e-9)")
     except Unsupported as exc:
         return dict(out, status="n/a", reason=str(exc))
     except Exception as exc:                     # noqa: BLE001 - reported, never hidden
         msg = str(exc).strip().splitlines()
+        if isinstance(exc, AssertionError):
+            msg = [" ".join(line.strip() for line in msg[:4])]
         return dict(out, status="n/a",
-                    reason=f"{type(exc).__name__}: {msg[0][:160] if msg else ''}")
+                    reason=f"{type(exc).__name__}: {msg[0][:300] if msg else ''}")
 
     gc.collect()
     if core is not None:
         st = core.stats()
-        if name in ("dotchain", "tanhchain", "overhead"):
+        if name in ("dotchain", "tanhchain", "overhead", "memnet"):
             out["notes"].append(f"core peak saved {fmt_bytes(st['peak_saved_bytes'])}")
         if st["live_nodes"] or st["live_tapes"] or name == "dropped":
             out["notes"].append(f"live nodes after: {st['live_nodes']}, "
@@ -484,8 +774,13 @@ def worker_main(argv):
     ap = argparse.ArgumentParser(prog="python -m gradcy.bench --worker")
     ap.add_argument("lib", choices=LIBS)
     ap.add_argument("workload", choices=WORKLOADS)
+    ap.add_argument("--variant", default=None)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--D", type=int, default=500)
+    ap.add_argument("--S", type=int, default=MEMNET_S[0])
+    ap.add_argument("--max-seconds", type=float, default=MEMNET_MAX_SECONDS)
+    ap.add_argument("--max-gib", type=float, default=MEMNET_MAX_GIB)
+    ap.add_argument("--time-budget", type=float, default=MEMNET_TIME_BUDGET)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if "numpy" in sys.modules and any(os.environ.get(v) != "1" for v in THREAD_VARS[:3]):
@@ -586,12 +881,19 @@ def header(argv):
     return "\n".join(lines)
 
 
-def run_worker(lib, name, args, timeout):
+def run_worker(lib, name, args, timeout, variant=None, S=None):
     cmd = [sys.executable, "-m", "gradcy.bench", "--worker", lib, name,
            "--repeats", str(args.repeats), "--D", str(args.D)]
+    if variant is not None:
+        cmd += ["--variant", variant]
+    if S is not None:
+        cmd += ["--S", str(S)]
+    for opt in ("max_seconds", "max_gib", "time_budget"):
+        if getattr(args, opt, None) is not None:
+            cmd += ["--" + opt.replace("_", "-"), str(getattr(args, opt))]
     if args.quick:
         cmd.append("--quick")
-    base = {"lib": lib, "workload": name, "notes": []}
+    base = {"lib": lib, "variant": variant, "workload": name, "S": S, "notes": []}
     try:
         r = subprocess.run(cmd, env=_pinned_env(), capture_output=True, text=True,
                            timeout=timeout)
@@ -619,21 +921,39 @@ def _close(fa, fb):
     return True
 
 
-def table(results, workloads, libs, params):
+def cases(workloads, args):
+    """(workload, S) pairs in run order: memnet once per --S, the others once (S None)."""
+    out = []
+    for name in workloads:
+        if name == "memnet":
+            out += [(name, S) for S in args.S]
+        else:
+            out.append((name, None))
+    return out
+
+
+def case_params(params, name, S):
+    p = dict(params[name])
+    if S is not None:
+        p["S"] = S
+    return p
+
+
+def table(results, case_list, libs, params):
     rows = ["| workload | library | time | vs hand | tracemalloc peak | vs hand | RSS peak | "
             "vs hand | notes |",
             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for name in workloads:
-        p = params[name]
-        base = results.get(("numpy", name))
+    for name, S in case_list:
+        p = case_params(params, name, S)
+        base = results.get(("numpy", variants(name, "numpy")[0], name, S))
         ok_base = base is not None and base.get("status") == "ok"
         label = f"{workload_label(name, p)} (per {p['unit']})"
-        for lib in libs:
-            r = results.get((lib, name))
+        for lib, variant in ((lib, v) for lib in libs for v in variants(name, lib)):
+            r = results.get((lib, variant, name, S))
             if r is None:
                 continue
             if r.get("status") != "ok":
-                rows.append(f"| {label} | {LIB_LABEL[lib]} | n/a | | | | | | "
+                rows.append(f"| {label} | {lib_label(lib, variant)} | n/a | | | | | | "
                             f"{r.get('reason', '')} |")
                 label = '"'
                 continue
@@ -645,12 +965,52 @@ def table(results, workloads, libs, params):
             bm = base["tracemalloc_peak"] if ok_base else None
             brss = base["rss_peak"] if ok_base else None
             rows.append(
-                f"| {label} | {LIB_LABEL[lib]} | {fmt_time(r['time'])} | "
+                f"| {label} | {lib_label(lib, variant)} | {fmt_time(r['time'])} | "
                 f"{fmt_ratio(r['time'], bt)} | {fmt_bytes(r['tracemalloc_peak'])} | "
                 f"{fmt_ratio(r['tracemalloc_peak'], bm)} | {fmt_bytes(r['rss_peak'])} | "
                 f"{fmt_ratio(r['rss_peak'], brss, floor=2 ** 20)} | {'; '.join(notes)} |")
             label = '"'
     return "\n".join(rows)
+
+
+def _ratio_text(a, b):
+    return "-" if a is None or b is None or not b else f"{a / b:.2f}x"
+
+
+def memnet_summary(results, Ss):
+    """The memnet targets: gradcy in place against the hand-written gradient (time, peak),
+    against gradcy's concatenating version (time) and against PyTorch's (RSS peak)."""
+    def get(lib, variant, S):
+        r = results.get((lib, variant, "memnet", S))
+        return r if r is not None and r.get("status") == "ok" else None
+
+    lines = ["memnet targets (gradcy in-place; peak = tracemalloc peak where both have one, "
+             "RSS peak against torch):"]
+    for S in Ss:
+        hand, gin, gcat = get("numpy", "inplace", S), get("gradcy", "inplace", S), \
+            get("gradcy", "concat", S)
+        tcat = get("torch", "concat", S)
+        if gin is None:
+            lines.append(f"  S={S}: gradcy in-place n/a")
+            continue
+        parts = []
+        if hand is not None:
+            t = gin["time"] / hand["time"]
+            parts.append(f"time {t:.2f}x hand ({'ok' if t <= 1.5 else 'MISSES'} <= 1.5x)")
+            m = _ratio_text(gin["tracemalloc_peak"], hand["tracemalloc_peak"])
+            ok = (gin["tracemalloc_peak"] is not None and hand["tracemalloc_peak"] and
+                  gin["tracemalloc_peak"] <= 1.5 * hand["tracemalloc_peak"])
+            parts.append(f"peak {m} hand ({'ok' if ok else 'MISSES'} <= 1.5x)")
+        if gcat is not None:
+            t = gin["time"] / gcat["time"]
+            parts.append(f"time {t:.2f}x gradcy concat ({'ok' if t <= 1.0 else 'MISSES'} "
+                         f"<= 1x)")
+        if tcat is not None and gin["rss_peak"]:
+            f = tcat["rss_peak"] / gin["rss_peak"]
+            parts.append(f"RSS peak {f:.1f}x below torch concat" + (
+                f" ({'ok' if f >= 10 else 'MISSES'} >= 10x)" if S >= 1024 else ""))
+        lines.append(f"  S={S}: " + "; ".join(parts))
+    return "\n".join(lines)
 
 
 def main(argv=None):
@@ -671,6 +1031,19 @@ def main(argv=None):
                          "(default 5, --quick 3)")
     ap.add_argument("--D", type=int, default=None,
                     help="matrix size of dotchain and tanhchain (default 500, --quick 200)")
+    ap.add_argument("--S", default=None,
+                    help="comma list of memnet step counts, one row group each (default "
+                         f"{','.join(map(str, MEMNET_S))}, --quick "
+                         f"{','.join(map(str, MEMNET_S[:2]))})")
+    ap.add_argument("--max-seconds", type=float, default=MEMNET_MAX_SECONDS,
+                    help="memnet: a run whose one gradient takes longer is stopped and shown "
+                         "n/a (too slow) (default %(default)s)")
+    ap.add_argument("--max-gib", type=float, default=MEMNET_MAX_GIB,
+                    help="memnet: a run whose RSS goes above this many GiB is stopped and shown "
+                         "n/a (too large) (default %(default)s)")
+    ap.add_argument("--time-budget", type=float, default=MEMNET_TIME_BUDGET,
+                    help="memnet: stop repeating once the timed runs have taken this many "
+                         "seconds (at least one run; default %(default)s)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer repeats and inner calls, D=200 unless --D is given")
     ap.add_argument("--timeout", type=float, default=None,
@@ -683,6 +1056,13 @@ def main(argv=None):
         args.D = 200 if args.quick else 500
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
+    try:
+        args.S = ([int(v) for v in args.S.split(",") if v.strip()] if args.S is not None
+                  else list(MEMNET_S[:2] if args.quick else MEMNET_S))
+    except ValueError:
+        ap.error("--S takes a comma list of integers")
+    if not args.S or min(args.S) < 1:
+        ap.error("--S must list step counts >= 1")
     timeout = args.timeout or (180.0 if args.quick else 600.0)
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -698,30 +1078,34 @@ def main(argv=None):
     libs = [l for l in LIBS if l in libs]        # fixed order, baseline first
 
     params = workload_params(args)
+    case_list = cases(workloads, args)
+    jobs = [(lib, v, name, S) for name, S in case_list for lib in libs
+            for v in variants(name, lib)]
     results = {}
-    total = len(workloads) * len(libs)
-    k = 0
     t_start = time.perf_counter()
-    for name in workloads:
-        for lib in libs:
-            k += 1
-            if importlib.util.find_spec(lib) is None:
-                results[(lib, name)] = {"lib": lib, "workload": name, "status": "n/a",
-                                        "reason": "not installed", "notes": []}
-                continue
-            t0 = time.perf_counter()
-            print(f"[{k}/{total}] {name} {lib} ...", end="", file=sys.stderr, flush=True)
-            r = run_worker(lib, name, args, timeout)
-            results[(lib, name)] = r
-            status = fmt_time(r["time"]) if r.get("status") == "ok" else "n/a"
-            print(f" {status} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
-                  flush=True)
+    for k, (lib, variant, name, S) in enumerate(jobs, 1):
+        key = (lib, variant, name, S)
+        if importlib.util.find_spec(lib) is None:
+            results[key] = {"lib": lib, "variant": variant, "workload": name, "S": S,
+                            "status": "n/a", "reason": "not installed", "notes": []}
+            continue
+        t0 = time.perf_counter()
+        what = " ".join(str(w) for w in (name, f"S={S}" if S else None, lib, variant) if w)
+        print(f"[{k}/{len(jobs)}] {what} ...", end="", file=sys.stderr, flush=True)
+        r = run_worker(lib, name, args, timeout, variant=variant, S=S)
+        results[key] = r
+        status = fmt_time(r["time"]) if r.get("status") == "ok" else "n/a"
+        print(f" {status} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
+              flush=True)
     print(f"total {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
 
     print(header(argv))
     print()
-    print(table(results, workloads, libs, params))
+    print(table(results, case_list, libs, params))
     print()
+    if "memnet" in workloads:
+        print(memnet_summary(results, args.S))
+        print()
     print("time: median of the timed runs, per unit; vs hand: ratio to the hand-written NumPy "
           "gradient; tracemalloc peak: bytes allocated at once during one run (- when the "
           "library's allocations are invisible to tracemalloc); RSS peak: process high-water "

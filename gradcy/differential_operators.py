@@ -274,7 +274,12 @@ def _ones_like(ans):
     return type(ans)(1) if isinstance(ans, (float, complex)) else 1.0
 
 
+_REAL_SCALARS = (float, _np.float64, _np.float32, _np.float16)
+
+
 def _check_scalar_output(ans, fname):
+    if type(ans) in _REAL_SCALARS:
+        return
     value = ans
     while type(value) is Box:
         value = value._value

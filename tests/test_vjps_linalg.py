@@ -5,7 +5,7 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import make_vjp
+from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.numpy import vjps_linalg
 from vjp_harness import check, rand
@@ -348,6 +348,10 @@ def complex_check(fun, *args, eps=1e-6):
         jv = (onp.asarray(f(x + eps * v)) - onp.asarray(f(x - eps * v))) / (2 * eps)
         numeric = onp.real(onp.vdot(u, jv))
         assert abs(analytic - numeric) < 1e-6 * max(1.0, abs(numeric)), (i, analytic, numeric)
+        # forward mode: the JVP along v is the directional derivative itself
+        y2, jt = make_jvp(f)(x)(v if onp.iscomplexobj(x) else onp.real(v))
+        assert onp.result_type(jt) == onp.result_type(y2) and onp.shape(jt) == onp.shape(y2)
+        assert onp.allclose(jt, jv, rtol=1e-6, atol=1e-7), (i, jt, jv)
 
 
 COMPLEX_CASES = [
@@ -494,3 +498,43 @@ def test_saved_diagonal_scatter():
     assert scatter.saved_spec == ()
     ans, args, kwargs = saved_record(lambda g: scatter(g, (3, 3), onp.dtype(onp.float64)), r(3))
     assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta
+
+
+# =============================================================================
+# Forward mode: every primitive of this family has a JVP for each argument with a VJP
+# (the numerical checks of both modes are in check() above)
+# =============================================================================
+def _prims():
+    import gradcy.numpy as gnp
+    found = []
+    for name in sorted(COVERED):
+        obj = vjps_linalg.diagonal_scatter if name.endswith("diagonal_scatter") else getattr(
+            gnp, name.rsplit(".", 1)[1])
+        found.append(obj)
+    return found
+
+
+@pytest.mark.parametrize("prim", _prims(), ids=lambda p: p.name)
+def test_every_vjp_has_a_jvp(prim):
+    if prim.jvp_argnums is not None:
+        return
+    for argnum, maker in prim.vjpmakers.items():
+        if maker is not None:
+            assert prim.jvpmakers.get(argnum) is not None, f"{prim.name}: no JVP for {argnum}"
+    assert prim.vjp_argnums is None or prim.jvpmakers, f"{prim.name}: no JVP"
+
+
+@pytest.mark.parametrize("fun,sa,sb", [
+    (np.dot, (2, 3), (3, 4)), (np.matmul, (2, 2, 3), (3,)), (np.outer, (3,), (2,)),
+    (lambda a, b: np.einsum("ij,j->i", a, b), (2, 3), (3,)), (np.kron, (2,), (2, 2)),
+])
+def test_forward_float32_and_mixed(fun, sa, sb):
+    """Forward mode keeps float32 when every input is float32; a float64 operand promotes."""
+    a, b = r(*sa).astype(onp.float32), r(*sb, seed=1).astype(onp.float32)
+    y, t = make_jvp(lambda a, b: fun(a, b), argnum=(0, 1))(a, b)(
+        (onp.ones_like(a), onp.ones_like(b)))
+    assert y.dtype == onp.float32 and t.dtype == onp.float32
+    expected = fun(onp.ones_like(a), b) + fun(a, onp.ones_like(b))
+    assert onp.allclose(t, expected, rtol=1e-5)
+    y, t = make_jvp(lambda a: fun(a, b.astype(onp.float64)))(a)(onp.ones_like(a))
+    assert y.dtype == t.dtype == onp.float64

@@ -5,7 +5,7 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import grad, make_vjp
+from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import vjps_shape as S
@@ -17,7 +17,7 @@ _PRIMS = [np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rolla
           np.matrix_transpose, np.expand_dims, np.squeeze, np.broadcast_to, np.atleast_1d,
           np.atleast_2d, np.atleast_3d, W.concatenate_args, W.array_from_args, np.split,
           np.array_split, np.hsplit, np.vsplit, np.dsplit, W.container_take, W.getitem,
-          W.astype, np.copy, np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile,
+          W.astype, W.copy_, np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile,
           np.repeat, np.pad, np.tril, np.triu, np.diag, np.take, np.take_along_axis, np.sort,
           np.partition, np.compress, S.untake, S.unrepeat]
 COVERED = {p.name for p in _PRIMS}
@@ -42,13 +42,24 @@ def _cotangent_for(y, rs):
     return onp.asarray(u)
 
 
+def _tangent_for(a, rs):
+    if isinstance(a, float):
+        return float(rs.randn())
+    t = rs.randn(*a.shape)
+    if a.dtype.kind == "c":
+        t = t + 1j * rs.randn(*a.shape)
+    return onp.asarray(t).astype(a.dtype)
+
+
 def check(fun, *args, order=2, dtypes=True):
-    """The harness check() to first order, then the VJP of each argument (a function of every
-    argument and the cotangent) checked recursively to `order`, then the float32 contract at
-    the tape level (make_vjp casts at its boundary, which would hide a float64 leak)."""
-    _harness_check(fun, *args, order=1, dtypes=dtypes)
+    """The harness check() to first order (forward and reverse mode), then the VJP and the JVP
+    of each argument (functions of every argument and the cotangent / tangent) checked
+    recursively to `order` in both modes, then the float32 contract at the tape level
+    (make_vjp casts at its boundary, which would hide a float64 leak)."""
+    _harness_check(fun, *args, order=1, dtypes=dtypes, modes=("fwd", "rev"))
     if order > 1:
-        u = _cotangent_for(fun(*args), onp.random.RandomState(1))
+        rs = onp.random.RandomState(1)
+        u = _cotangent_for(fun(*args), rs)
         for i, a in enumerate(args):
             if not (_is_float(a) or (isinstance(a, onp.ndarray) and a.dtype.kind == "c")):
                 continue
@@ -61,6 +72,11 @@ def check(fun, *args, order=2, dtypes=True):
                 finally:
                     vjp.release()
             check(vjp_i, *args, u, order=order - 1, dtypes=False)
+
+            def jvp_i(*args_v, i=i):
+                *aa, vv = args_v
+                return make_jvp(fun, argnum=i)(*aa)(vv)[1]
+            check(jvp_i, *args, _tangent_for(a, rs), order=order - 1, dtypes=False)
     if dtypes:
         check_raw_dtypes(fun, *args)
 
@@ -672,3 +688,83 @@ def test_saved_set_untake_and_container_take():
         assert all(type(a) is ArrayMeta for a in args[0])
     finally:
         t.release()
+
+
+# =============================================================================
+# Forward mode (check() above checks both modes; these are the forward-only cases)
+# =============================================================================
+@pytest.mark.parametrize("prim", _PRIMS, ids=lambda p: p.name)
+def test_every_vjp_has_a_jvp(prim):
+    if prim.jvp_argnums is not None:
+        return
+    assert prim.jvpmakers, f"{prim.name} has no JVP"
+    for argnum, maker in prim.vjpmakers.items():
+        if maker is not None:
+            assert prim.jvpmakers.get(argnum) is not None, f"{prim.name}: no JVP for {argnum}"
+
+
+def _fwd(fun, *args, order=2):
+    check_grads(fun, modes=("fwd",), order=order)(*args)
+
+
+def test_pad_forward_only_modes():
+    """Modes whose reverse rule is not implemented but which are linear in the input."""
+    x = rand(3, 4)
+    _fwd(lambda x: np.pad(x, ((1, 2), (0, 1)), mode="reflect", reflect_type="odd"), x)
+    _fwd(lambda x: np.pad(x, 2, mode="symmetric", reflect_type="odd"), x)
+    _fwd(lambda x: np.pad(x, ((1, 2), (2, 1)), mode="linear_ramp", end_values=3.0), x)
+    _fwd(lambda x: np.pad(x, 2, mode="mean"), x)
+    _fwd(lambda x: np.pad(x, 1, mode="constant", constant_values=7.0), x)
+    with pytest.raises(NotImplementedError):
+        make_jvp(lambda x: np.pad(x, 1, mode="maximum"))(x)(x)
+
+
+def test_container_outputs_forward():
+    """split / atleast_*(a, b) / traced containers: tangents are lists and tuples."""
+    x = rand(6, 2)
+    _fwd(lambda x: np.split(x, 3), x)
+    _fwd(lambda x: np.array_split(x, [1, 4], axis=0), x)
+    _fwd(lambda x: np.atleast_2d(x[0], x), x)
+    _fwd(lambda x: np.atleast_3d(x[0, 0], 2.0 * x)[0], x)
+    y, t = make_jvp(lambda x: np.split(x, 3))(x)(onp.ones_like(x))
+    assert type(t) is list and len(t) == 3
+    assert all(ti.shape == (2, 2) and onp.all(ti == 1.0) for ti in t)
+    _, t = make_jvp(lambda x: np.atleast_2d(x[0], x[1, 1]))(x)(onp.arange(12.0).reshape(6, 2))
+    assert onp.array_equal(t[0], [[0.0, 1.0]]) and onp.array_equal(t[1], [[3.0]])
+
+
+def test_join_with_constants_forward():
+    a = rand(2, 3)
+    _, t = make_jvp(lambda a: np.concatenate([onp.ones((1, 3)), a]))(a)(onp.ones_like(a))
+    assert onp.array_equal(t, onp.vstack([onp.zeros((1, 3)), onp.ones((2, 3))]))
+    _, t = make_jvp(lambda a: np.array([a[0, 0], 5.0, a[1, 2]]))(a)(onp.ones_like(a))
+    assert onp.array_equal(t, [1.0, 0.0, 1.0])
+    # a float32 argument joined with float64 constants: the tangent has the output's dtype
+    a32 = a.astype(onp.float32)
+    y, t = make_jvp(lambda a: np.concatenate([a, onp.ones((1, 3))]))(a32)(onp.ones_like(a32))
+    assert t.dtype == y.dtype == onp.float64
+    y, t = make_jvp(lambda a: np.stack([a, a]))(a32)(onp.ones_like(a32))
+    assert t.dtype == y.dtype == onp.float32
+
+
+def test_astype_forward():
+    x = rand(3)
+    _, t = make_jvp(lambda x: x.astype(int))(x)(onp.ones(3))
+    assert onp.all(t == 0)
+    _, t = make_jvp(lambda x: x.astype(complex))(x)(onp.ones(3))
+    assert t.dtype == complex and onp.array_equal(t, onp.ones(3))
+    _, t = make_jvp(lambda x: x.astype(onp.float32))(x)(onp.full(3, 2.0))
+    assert t.dtype == onp.float32 and onp.array_equal(t, onp.full(3, 2.0))
+    z = rand(3) + 1j * rand(3, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", onp.exceptions.ComplexWarning)
+        _, t = make_jvp(lambda z: z.astype(float))(z)(onp.array([1 + 2j, 3j, -1.0]))
+    assert t.dtype == float and onp.array_equal(t, [1.0, 0.0, -1.0])
+
+
+def test_sort_forward_follows_the_permutation():
+    x = onp.array([3.0, -1.0, 2.0, 0.5])
+    _, t = make_jvp(np.sort)(x)(onp.array([10.0, 20.0, 30.0, 40.0]))
+    assert onp.array_equal(t, [20.0, 40.0, 30.0, 10.0])
+    _, t = make_jvp(lambda x: np.partition(x, 1))(x)(onp.array([10.0, 20.0, 30.0, 40.0]))
+    assert onp.array_equal(t[:2], [20.0, 40.0])

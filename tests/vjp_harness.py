@@ -21,9 +21,10 @@ def _is_float_array(a):
     return isinstance(a, onp.ndarray) and onp.issubdtype(a.dtype, onp.floating)
 
 
-def check(fun, *args, order=2, dtypes=True):
-    """Numerical check of every gradient of fun(*args) plus the float32 dtype contract."""
-    check_grads(fun, modes=("rev",), order=order)(*args)
+def check(fun, *args, order=2, dtypes=True, modes=("fwd", "rev")):
+    """Numerical check of every derivative of fun(*args) (forward and reverse mode) plus the
+    float32 dtype contract."""
+    check_grads(fun, modes=modes, order=order)(*args)
     if dtypes:
         for dt in DTYPES_CHECKED:
             check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])

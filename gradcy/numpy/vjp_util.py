@@ -1,7 +1,7 @@
 """Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
 import numpy as _onp
 
-from .._core import ArrayMeta, set_tangent_fixer, set_unbroadcast_slow
+from .._core import ArrayMeta, Box, set_tangent_fixer, set_unbroadcast_slow
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import numpy_wrapper as anp
 
@@ -57,17 +57,26 @@ def balanced_eq(x, z, y):
     return (x == z) / (1.0 + (x == y))
 
 
-def expand_reduced(g, shape, axis, keepdims):
-    """Broadcast the cotangent of a reduction over `axis` back to `shape`."""
-    if axis is None or keepdims:
-        return anp.broadcast_to(g if keepdims or axis is not None else anp.reshape(
-            g, (1,) * len(shape)) if len(shape) else g, shape)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = tuple(a % len(shape) for a in axes)
-    g = anp.reshape(g, tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return anp.broadcast_to(g, shape)
+_SMALL = 4096   # elements: below this a materialised cotangent is cheaper than a view
 
 
+def broadcast_cotangent(g, shape):
+    """g broadcast to `shape`: a read-only view for large shapes (no memory), a fresh writable
+    array for small ones (cheaper than building the view, and handed out without a copy);
+    traced for a traced g."""
+    if type(g) is Box:
+        return anp.broadcast_to(g, shape)
+    if _onp.prod(shape, dtype=_onp.intp) <= _SMALL:
+        out = _onp.empty(shape, dtype=_onp.result_type(g))
+        out[...] = g
+        return out
+    return _onp.broadcast_to(g, shape)
+
+
+def _is_container(v):
+    while type(v) is Box:
+        v = v._value
+    return isinstance(v, (tuple, list))
 
 
 def match_tangent(t, ans):
@@ -75,6 +84,11 @@ def match_tangent(t, ans):
     (the real part for a real output); containers elementwise."""
     if isinstance(ans, (tuple, list)):
         return type(ans)(ti if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
+    if type(ans) is Box or type(t) is Box:
+        # nested forward mode: a traced container (split's output) has no single dtype; its
+        # rule built the tangent with the right structure already
+        if _is_container(ans) or _is_container(t):
+            return t
     shape, dtype = shape_dtype(ans)
     tshape = _onp.shape(t) if not hasattr(t, "shape") else t.shape
     if tuple(tshape) != tuple(shape):

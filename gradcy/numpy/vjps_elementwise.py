@@ -16,7 +16,7 @@ import numpy as _onp  # noqa: F401
 
 from ..extend import ArrayMeta, defjvp, defvjp, defvjp_direct, primitive  # noqa: F401
 from . import numpy_wrapper as anp
-from .vjp_util import balanced_eq, cast_like, unbroadcast, expand_reduced, shape_dtype  # noqa: F401
+from .vjp_util import balanced_eq, cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)

@@ -14,7 +14,7 @@ import string
 
 import numpy as _onp
 
-from ..extend import Box, defvjp, defvjp_argnum, defvjp_direct, primitive
+from ..extend import Box, defjvp, defjvp_argnum, defvjp, defvjp_argnum, defvjp_direct, primitive
 from . import numpy_wrapper as anp
 from .vjp_util import cast_like, shape_dtype, unbroadcast
 
@@ -561,3 +561,39 @@ if hasattr(anp, "vecmat"):
             _sum_to(_append_axis(_conj_if_complex(v)) * _append_axis(g, -2), sA), dtA)
 
     defvjp(anp.vecmat, _vecmat_vjp_0, _vecmat_vjp_1, save=(0, 1))
+
+
+# =============================================================================
+# JVPs (forward mode)
+# =============================================================================
+# Every function here is linear in each array operand (vdot, vecdot and vecmat conjugate an
+# operand, which is still real-linear), so the tangent caused by operand k is the function
+# with the tangent in place of operand k; the engine sums the operands' terms and casts the
+# sum to the output's dtype.
+def _jvp_0(fn):
+    return lambda g, ans, a, b, *args, **kwargs: fn(g, b, *args, **kwargs)
+
+
+def _jvp_1(fn):
+    return lambda g, ans, a, b, *args, **kwargs: fn(a, g, *args, **kwargs)
+
+
+for _f in [anp.dot, anp.matmul, anp.tensordot, anp.outer, anp.inner, anp.vdot, anp.kron,
+           anp.cross] + [getattr(anp, n) for n in ("vecdot", "matvec", "vecmat")
+                         if hasattr(anp, n)]:
+    defjvp(_f, _jvp_0(_f), _jvp_1(_f))
+
+
+def _einsum_jvp(argnum, g, ans, args, kwargs):
+    return anp.einsum(*args[:argnum], g, *args[argnum + 1:], **kwargs)
+
+
+defjvp_argnum(anp.einsum, _einsum_jvp)
+
+defjvp(diagonal_scatter, lambda t, ans, g, shape, dtype, offset=0, axis1=0, axis2=1:
+       diagonal_scatter(t, shape, dtype, offset, axis1, axis2))
+defjvp(anp.diagonal, lambda g, ans, a, *args, **kwargs: anp.diagonal(g, *args, **kwargs))
+defjvp(anp.trace, lambda g, ans, a, *args, **kwargs: anp.trace(g, *args, **kwargs))
+if hasattr(anp, "matrix_transpose"):
+    defjvp(anp.matrix_transpose, lambda g, ans, x: anp.matrix_transpose(g))
+del _f

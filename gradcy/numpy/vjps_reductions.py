@@ -18,7 +18,7 @@ import numpy as _onp
 
 from ..extend import ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, primitive  # noqa: F401
 from . import numpy_wrapper as anp
-from .vjp_util import cast_like, unbroadcast, expand_reduced, shape_dtype  # noqa: F401
+from .vjp_util import cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
 
 _NoValue = _onp._NoValue
 
@@ -140,7 +140,7 @@ def _sum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=No
     axes = _axes(len(shape), axis)
 
     def vjp(g):
-        g = anp.broadcast_to(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
+        g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
         if where is not None and where is not _NoValue:
             g = g * where
         return g

@@ -6,9 +6,9 @@ index arrays), except sort/partition, which keep their input to recover the perm
 """
 import numpy as _onp
 
-from ..extend import ArrayMeta, Box, defvjp, defvjp_argnums, primitive
+from ..extend import ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
 from . import numpy_wrapper as anp
-from .vjp_util import cast_like, unbroadcast, shape_dtype
+from .vjp_util import cast_like, shape_dtype, unbroadcast
 
 _ndarray = _onp.ndarray
 
@@ -377,7 +377,8 @@ def _astype_vjp(ans, x, *args, **kwargs):
 
 
 defvjp(anp.astype, _astype_vjp, None, save=())
-defvjp(anp.copy, lambda ans, x, *a, **k: lambda g: g, save=())
+# anp.copy_ is the primitive (gradcy.numpy.copy may be a wrapper that dispatches to it)
+defvjp(anp.copy_, lambda ans, x, *a, **k: lambda g: g, save=())
 
 
 # =============================================================================
@@ -468,3 +469,140 @@ def _diag_vjp(ans, v, k=0):
 
 
 defvjp(anp.diag, _diag_vjp, save=())
+
+
+# =============================================================================
+# JVPs (forward mode)
+# =============================================================================
+# Every function here is linear in its array argument (sort and partition are linear for a
+# fixed permutation), so the JVP applies the same function, with the same non-array
+# arguments, to the tangent. The engine sums the rules over traced arguments and casts the
+# sum to the output's shape and dtype.
+def _same(fn):
+    """The JVP of a function linear in its first argument: fn applied to the tangent."""
+    return lambda g, ans, x, *args, **kwargs: fn(g, *args, **kwargs)
+
+
+def _zeros_of(a, dtype):
+    """Zeros of the shape of argument a (an array, a traced value or a scalar)."""
+    return _onp.zeros(a.shape if hasattr(a, "shape") else _onp.shape(a), dtype)
+
+
+defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype), None)
+defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
+
+
+def _reshape_jvp(g, ans, x, *args, **kwargs):
+    if len(args) < 2 and not kwargs:
+        # the tangent has x's shape: only the output's shape matters (order 'C')
+        return g.reshape(ans.shape) if type(g) is _ndarray else anp.reshape(g, _shape(ans))
+    return anp.reshape(g, *args, **kwargs)
+
+
+defjvp(anp.reshape, _reshape_jvp)
+defjvp(anp.ravel, _same(anp.ravel))
+defjvp(anp.transpose, _same(anp.transpose))
+if anp.permute_dims is not anp.transpose:
+    defjvp(anp.permute_dims, _same(anp.permute_dims))
+for _f in (anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims, anp.squeeze,
+           anp.broadcast_to):
+    defjvp(_f, _same(_f))
+if hasattr(anp, "matrix_transpose"):
+    defjvp(anp.matrix_transpose, _same(anp.matrix_transpose))
+
+
+def _atleast_jvp(fn):
+    def jvp(argnums, gs, ans, args, kwargs):
+        if len(args) == 1:
+            return fn(gs[0])
+        ts = dict(zip(argnums, gs))
+        dtype = _onp.result_type(*[shape_dtype(g)[1] for g in gs])
+        return fn(*[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args)])
+    return jvp
+
+
+for _f in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
+    defjvp_argnums(_f, _atleast_jvp(_f))
+
+
+def _concatenate_jvp(argnums, gs, ans, args, kwargs):
+    ts = dict(zip(argnums, gs))
+    dtype = ans.dtype
+    return anp.concatenate_args(args[0], *[ts[k] if k in ts else _zeros_of(a, dtype)
+                                           for k, a in enumerate(args[1:], 1)])
+
+
+def _array_from_args_jvp(argnums, gs, ans, args, kwargs):
+    ts = dict(zip(argnums, gs))
+    dtype = ans.dtype
+    return anp.array_from_args(*[ts[k] if k in ts else _zeros_of(a, dtype)
+                                 for k, a in enumerate(args)])
+
+
+defjvp_argnums(anp.concatenate_args, _concatenate_jvp)
+defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
+
+for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
+    defjvp(_f, _same(_f), None)
+defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
+
+defjvp(anp.getitem, lambda g, ans, A, idx: anp.getitem(g, idx), None)
+defjvp(anp.take, _same(anp.take), None)
+defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
+defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
+       anp.compress(condition, g, *args, **kwargs))
+
+
+def _permuted(g, perm, axis):
+    """g rearranged by the permutation perm along axis (of the flattened g for None)."""
+    if axis is None:
+        return anp.take(g, perm)
+    return anp.take_along_axis(g, perm, axis)
+
+
+def _sort_jvp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
+    if order is not None:
+        raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
+    return _permuted(g, anp.argsort(a, axis=axis, kind="stable"), axis)
+
+
+def _partition_jvp(g, ans, a, kth, axis=-1, kind="introselect", order=None):
+    if order is not None:
+        raise NotImplementedError("gradcy: partition with order= has no gradient")
+    return _permuted(g, anp.argpartition(a, kth, axis=axis, kind=kind), axis)
+
+
+defjvp(anp.sort, _sort_jvp)
+defjvp(anp.partition, _partition_jvp, None)
+
+
+def _astype_jvp(g, ans, x, *args, **kwargs):
+    dtype = ans.dtype
+    if dtype.kind not in "fc":      # an integer or boolean result is a constant
+        return None
+    return cast_like(g, dtype)
+
+
+defjvp(anp.astype, _astype_jvp, None)
+defjvp(anp.copy_, lambda g, ans, x, *a, **k: g)
+
+for _f in (anp.flip, anp.fliplr, anp.flipud, anp.rot90, anp.tile, anp.tril, anp.triu, anp.diag):
+    defjvp(_f, _same(_f))
+defjvp(anp.roll, _same(anp.roll), None)
+defjvp(anp.repeat, _same(anp.repeat), None)
+
+
+def _pad_jvp(g, ans, x, pad_width, mode="constant", **kwargs):
+    if mode in ("constant", "empty"):
+        # the fill is a constant: its tangent is zero
+        return anp.pad(g, pad_width, mode="constant")
+    if mode in _GATHER_PAD_MODES or mode == "mean":
+        # copies of elements (odd reflections: 2 * edge - element), or means: linear in x
+        return anp.pad(g, pad_width, mode, **kwargs)
+    if mode == "linear_ramp":
+        return anp.pad(g, pad_width, mode, end_values=0)
+    raise NotImplementedError(f"gradcy: no forward-mode derivative for pad with mode={mode!r}")
+
+
+defjvp(anp.pad, _pad_jvp, None)
+del _f

@@ -1,0 +1,216 @@
+"""The memory issue's targets, measured side by side in one process with one BLAS thread.
+
+    python benchmarks/memory_targets.py [--D 500,1000] [--repeats 3]
+
+For each workload it prints gradcy against the hand-written NumPy gradient of the same function:
+tracemalloc peak (NumPy reports its buffers to tracemalloc), the peak difference in DxD buffers,
+the area under the memory-time curve of the backward pass (tracemalloc sampled at every NumPy
+call, from the peak to the end), and the median time of untraced runs.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as onp  # noqa: E402
+
+import gradcy.numpy as np  # noqa: E402
+from gradcy import checkpoint, grad, memory  # noqa: E402
+
+
+# ---------------------------------------------------------------------------- workloads
+def dot_chain(x, z, steps=100):
+    for _ in range(steps):
+        z = np.dot(x, z)
+    return np.sum(z)
+
+
+def dot_chain_hand(x, z, steps=100):
+    zs = []
+    for _ in range(steps):
+        zs.append(z)
+        z = onp.dot(x, z)
+    gz = onp.ones_like(z)
+    gx = onp.zeros_like(x)
+    for _ in range(steps):
+        zi = zs.pop()
+        gx += onp.dot(gz, zi.T)
+        gz = onp.dot(x.T, gz)
+    return gx
+
+
+def tanh_chain(x, z, steps=50):
+    for _ in range(steps):
+        z = np.tanh(np.dot(x, z))
+    return np.sum(z)
+
+
+def tanh_chain_hand(x, z, steps=50):
+    outs = [z]
+    for _ in range(steps):
+        z = onp.tanh(onp.dot(x, z))
+        outs.append(z)
+    gz = onp.ones_like(z)
+    gx = onp.zeros_like(x)
+    for k in range(steps, 0, -1):
+        y = outs.pop()
+        ga = gz * (1.0 - y * y)
+        del y
+        gx += onp.dot(ga, outs[-1].T)
+        gz = onp.dot(x.T, ga)
+    return gx
+
+
+def _segment(x, z):
+    for _ in range(10):
+        z = np.dot(x, z)
+    return z
+
+
+segment = checkpoint(_segment)
+
+
+def dot_chain_checkpointed(x, z):
+    for _ in range(10):
+        z = segment(x, z)
+    return np.sum(z)
+
+
+def drop_loop_gradcy(n):
+    a = onp.zeros((2, 2))
+    b = onp.zeros((2, 2))
+
+    def f(b, a):
+        t = a * 2.0
+        del t
+        return np.sum(b)
+    g = grad(f, argnum=(0, 1))
+    t0 = time.perf_counter()
+    for _ in range(n):
+        g(b, a)
+    return (time.perf_counter() - t0) / n
+
+
+def drop_loop_torch(n):
+    import torch
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        a = torch.zeros((2, 2), requires_grad=True)
+        b = torch.zeros((2, 2), requires_grad=True)
+        t = a * 2.0
+        del t
+        torch.autograd.grad(b.sum(), (b, a), allow_unused=True)
+    return (time.perf_counter() - t0) / n
+
+
+# ---------------------------------------------------------------------------- measurement
+def timeline(fn, *args):
+    """(peak bytes, [(t, bytes)]) of one call, tracemalloc sampled after every C call."""
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    samples = []
+    get = tracemalloc.get_traced_memory
+    clock = time.perf_counter
+
+    def hook(frame, event, arg):
+        if event == "c_return":
+            samples.append((clock(), get()[0] - base))
+    sys.setprofile(hook)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+    return peak, samples
+
+
+def backward_area(samples):
+    """Integral of memory over time from the peak sample to the end (MB * s)."""
+    if not samples:
+        return 0.0
+    k = max(range(len(samples)), key=lambda i: samples[i][1])
+    area = 0.0
+    for (t0, m0), (t1, _) in zip(samples[k:], samples[k + 1:]):
+        area += m0 * (t1 - t0)
+    return area / 2**20
+
+
+def median_time(fn, args, repeats):
+    times = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def compare(name, gradcy_fn, hand_fn, args, buf_bytes, repeats):
+    g1, g2 = gradcy_fn(*args), hand_fn(*args)
+    assert onp.allclose(g1, g2, rtol=1e-8, atol=1e-8), f"{name}: gradients differ"
+    p_g, s_g = timeline(gradcy_fn, *args)
+    p_h, s_h = timeline(hand_fn, *args)
+    a_g, a_h = backward_area(s_g), backward_area(s_h)
+    # interleave the timed runs so both see the same machine load
+    t_g, t_h = [], []
+    for _ in range(repeats):
+        t_g.append(median_time(gradcy_fn, args, 1))
+        t_h.append(median_time(hand_fn, args, 1))
+    t_g, t_h = statistics.median(t_g), statistics.median(t_h)
+    print(f"| {name} | {p_g / 2**20:.1f} | {p_h / 2**20:.1f} | {(p_g - p_h) / buf_bytes:+.2f} | "
+          f"{a_g / a_h:.3f} | {t_g * 1e3:.0f} | {t_h * 1e3:.0f} | {t_g / t_h:.3f} |")
+    return p_g, t_g
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--D", default="500,1000", help="matrix sizes (comma list)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--drop-iters", type=int, default=20000)
+    args = ap.parse_args()
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}  numpy {onp.__version__}  "
+          f"cpus {os.cpu_count()}  command: python {' '.join(sys.argv)}\n")
+    print("| workload | gradcy peak MiB | hand peak MiB | peak diff (DxD buffers) | "
+          "backward area ratio | gradcy ms | hand ms | time ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for D in [int(d) for d in args.D.split(",")]:
+        rs = onp.random.RandomState(0)
+        x = rs.randn(D, D)
+        x = onp.dot(x, x.T) / D / D
+        z = rs.randn(D, D)
+        buf = z.nbytes
+        compare(f"dot chain 100, D={D}", grad(dot_chain), dot_chain_hand, (x, z), buf,
+                args.repeats)
+        compare(f"tanh(dot) chain 50, D={D}", grad(tanh_chain), tanh_chain_hand, (x, z), buf,
+                args.repeats)
+        p_plain, _ = timeline(grad(dot_chain), x, z)
+        p_ck, _ = timeline(grad(dot_chain_checkpointed), x, z)
+        t_plain = median_time(grad(dot_chain), (x, z), args.repeats)
+        t_ck = median_time(grad(dot_chain_checkpointed), (x, z), args.repeats)
+        print(f"| checkpointed dot chain (10 x 10), D={D} | {p_ck / 2**20:.1f} | "
+              f"{p_plain / 2**20:.1f} (unchekpointed) | peak ratio {p_ck / p_plain:.3f} | - | "
+              f"{t_ck * 1e3:.0f} | {t_plain * 1e3:.0f} | {t_ck / t_plain:.3f} |")
+    n = args.drop_iters
+    g_it = drop_loop_gradcy(n)
+    try:
+        t_it = drop_loop_torch(n // 4)
+        torch_note = f"{t_it * 1e6:.1f} us/iter, gradcy {t_it / g_it:.1f}x faster"
+    except ImportError:
+        torch_note = "torch not installed"
+    print(f"\ncreate-and-drop loop: gradcy {g_it * 1e6:.1f} us/iter; torch {torch_note}; "
+          f"live nodes after: {memory.stats()['live_nodes']}")
+
+
+if __name__ == "__main__":
+    main()
