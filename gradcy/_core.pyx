@@ -1116,8 +1116,7 @@ cdef class SparseCotangent:
         if self.advanced:
             _np.add.at(dense, self.index, self.values)
         else:
-            view = dense[self.index]
-            _np.add(view, self.values, out=view, casting="unsafe")
+            dense[self.index] += self.values
 
     cpdef dense(self):
         """The full array."""

@@ -6,7 +6,9 @@ index arrays), except sort/partition, which keep their input to recover the perm
 """
 import numpy as _onp
 
-from ..extend import ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from .._core import SparseCotangent
+from ..extend import (ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, defvjp_argnums,
+                      defvjp_direct, primitive)
 from . import numpy_wrapper as anp
 from .vjp_util import cast_like, shape_dtype, unbroadcast
 
@@ -274,8 +276,18 @@ defvjp(anp.container_take, _container_take_vjp, None, save=())
 # =============================================================================
 # Indexing
 # =============================================================================
-defvjp(anp.getitem, lambda ans, A, idx: lambda g: untake(g, idx, *shape_dtype(A)), None,
-       save=(1,))
+def _getitem_vjp(g, ans, A, idx):
+    """A sparse cotangent for a plain g: the slot's cotangent is added into the array's
+    cotangent in place (O(size of the read)); untake (dense, traced) at higher order."""
+    shape, dtype = shape_dtype(A)
+    if type(g) is _ndarray or isinstance(g, _onp.generic):
+        if g.dtype.kind == "c" and dtype.kind != "c":
+            g = g.real
+        return SparseCotangent(idx, g, shape, dtype, not _no_repeats(idx))
+    return untake(g, idx, shape, dtype)
+
+
+defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
 
 
 def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
