@@ -78,6 +78,45 @@ def region(idx, shape):
     return tuple(out)
 
 
+def layout_region(view, root):
+    """The index ranges of C-contiguous `root` that `view` (an array sharing its memory)
+    touches, from the view's offset and strides: exact for views made by basic slicing
+    (transposed or not), None (everything) when the layout does not map onto root's axes."""
+    if not root.flags.c_contiguous or root.ndim == 0:
+        return None
+    item = root.itemsize
+    offset = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if offset % item:
+        return None
+    rstrides = [st // item for st in root.strides]
+    start = list(_np.unravel_index(offset // item, root.shape)) if root.size else [0] * root.ndim
+    lo = [int(s) for s in start]
+    hi = list(lo)
+    used = set()
+    for n, vst in zip(view.shape, view.strides):
+        if n == 1:
+            continue
+        if n == 0:
+            return tuple((0, 0) for _ in root.shape)
+        if vst % item:
+            return None
+        vs = vst // item
+        for d, rs in enumerate(rstrides):
+            if rs and vs % rs == 0 and (d == 0 or abs(vs // rs) < root.shape[d]):
+                break
+        else:
+            return None
+        if d in used:
+            return None
+        used.add(d)
+        q = vs // rs
+        end = lo[d] + (n - 1) * q
+        lo[d], hi[d] = _builtins.min(lo[d], end), _builtins.max(hi[d], end)
+    if any(h >= n or l < 0 for l, h, n in zip(lo, hi, root.shape)):
+        return None
+    return tuple((l, h + 1) for l, h in zip(lo, hi))
+
+
 def _overlap(a, b):
     if a is None or b is None:
         return True
@@ -116,7 +155,7 @@ class OwnedBuffer:
         entry = self.regions.get(id(array))
         if entry is not None and entry[0]() is array:
             return entry[1]
-        return None
+        return layout_region(array, self.root)
 
     def describe(self):
         return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
