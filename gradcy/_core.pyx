@@ -424,8 +424,10 @@ cdef class Primitive:
         box = make_box(ans, top, node)
         if top.owned and cnp.PyArray_Check(ans):
             root = _root_buffer(ans)
-            if root is not ans and PyLong_FromVoidPtr(<void*>root) in top.owned:
-                top.owned_hook(top, "view", node, ans, None)
+            if root is not ans:
+                info = top.owned.get(PyLong_FromVoidPtr(<void*>root))
+                if info is not None:
+                    top.owned_hook(info, "view", node, ans, None)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -732,12 +734,17 @@ cdef class Tape:
         """Tell the owned-buffer hook about saved arrays whose memory belongs to an owned
         buffer (a later write into it must not change what this node's VJP will read)."""
         cdef Py_ssize_t k
-        if cnp.PyArray_Check(ans) and _root_key(ans) in self.owned:
-            self.owned_hook(self, "saved", node, ans, -1)
+        cdef PyObject* info
+        if cnp.PyArray_Check(ans):
+            info = PyDict_GetItem(self.owned, _root_key(ans))
+            if info is not NULL:
+                self.owned_hook(<object>info, "saved", node, ans, -1)
         for k in range(PyTuple_GET_SIZE(args)):
             v = <object>PyTuple_GET_ITEM(args, k)
-            if cnp.PyArray_Check(v) and _root_key(v) in self.owned:
-                self.owned_hook(self, "saved", node, v, k)
+            if cnp.PyArray_Check(v):
+                info = PyDict_GetItem(self.owned, _root_key(v))
+                if info is not NULL:
+                    self.owned_hook(<object>info, "saved", node, v, k)
         return 0
 
     def tangent(self, Box box):
@@ -1390,6 +1397,62 @@ def unbroadcast(g, target):
     if same_shape_dtype(g, target):
         return g
     return _unbroadcast_slow(g, target)
+
+
+def layout_region(view, root):
+    """The index ranges ((lo, hi) per axis) of C-contiguous ndarray `root` that `view`, an
+    array in root's memory, touches: exact for views made by basic slicing (transposed or not),
+    None (all of it) when the view's strides do not map onto root's axes one to one."""
+    cdef cnp.ndarray r = <cnp.ndarray?>root
+    cdef cnp.ndarray v = <cnp.ndarray?>view
+    cdef int nd = cnp.PyArray_NDIM(r), vnd = cnp.PyArray_NDIM(v), k, d, best
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(r), off, vs, rs, q, end, n
+    cdef cnp.npy_intp* rshape = cnp.PyArray_DIMS(r)
+    cdef cnp.npy_intp* rstr = cnp.PyArray_STRIDES(r)
+    cdef cnp.npy_intp* vshape = cnp.PyArray_DIMS(v)
+    cdef cnp.npy_intp* vstr = cnp.PyArray_STRIDES(v)
+    cdef Py_ssize_t lo[32]
+    cdef Py_ssize_t hi[32]
+    cdef unsigned int used = 0
+    if nd == 0 or nd > 32 or not cnp.PyArray_IS_C_CONTIGUOUS(r) or item == 0:
+        return None
+    off = <Py_ssize_t>(<char*>cnp.PyArray_DATA(v) - <char*>cnp.PyArray_DATA(r))
+    if off % item or off < 0:
+        return None
+    off //= item
+    for d in range(nd):
+        rs = rstr[d] // item
+        lo[d] = off // rs if rs else 0
+        off -= lo[d] * rs
+        hi[d] = lo[d]
+    for k in range(vnd):
+        n = vshape[k]
+        if n == 1:
+            continue
+        if n == 0:
+            return tuple([(0, 0)] * nd)
+        if vstr[k] % item:
+            return None
+        vs = vstr[k] // item
+        best = -1
+        for d in range(nd):
+            rs = rstr[d] // item
+            if rs and vs % rs == 0 and (d == 0 or abs(vs // rs) < rshape[d]):
+                best = d
+                break
+        if best < 0 or (used >> best) & 1:
+            return None
+        used |= 1u << best
+        q = vs // (rstr[best] // item)
+        end = lo[best] + (n - 1) * q
+        if end < lo[best]:
+            lo[best] = end
+        else:
+            hi[best] = end
+    for d in range(nd):
+        if lo[d] < 0 or hi[d] >= rshape[d]:
+            return None
+    return tuple([(lo[d], hi[d] + 1) for d in range(nd)])
 
 
 def same_shape_dtype(g, target):

@@ -661,7 +661,7 @@ def _check_memnet_hand(data, p):
 
 def worker(lib, name, args):
     p = workload_params(args)[name]
-    variant = getattr(args, "variant", None)
+    variant = getattr(args, "variant", None) or variants(name, lib)[0]
     inner = p["inner"]
     out = {"lib": lib, "variant": variant, "workload": name, "S": p.get("S"), "status": "ok",
            "notes": []}

@@ -32,7 +32,8 @@ import weakref
 import numpy as _np
 
 from .. import _core
-from .._core import Box, SparseCotangent, active_tape, register_box_method, transfer_box
+from .._core import (Box, active_tape, layout_region, register_box_method,  # noqa: F401
+                     transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
 from . import numpy_wrapper as anp
 from .vjp_util import unbroadcast
@@ -78,56 +79,20 @@ def region(idx, shape):
     return tuple(out)
 
 
-def layout_region(view, root):
-    """The index ranges of C-contiguous `root` that `view` (an array sharing its memory)
-    touches, from the view's offset and strides: exact for views made by basic slicing
-    (transposed or not), None (everything) when the layout does not map onto root's axes."""
-    if not root.flags.c_contiguous or root.ndim == 0:
-        return None
-    item = root.itemsize
-    offset = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    if offset % item:
-        return None
-    rstrides = [st // item for st in root.strides]
-    start = list(_np.unravel_index(offset // item, root.shape)) if root.size else [0] * root.ndim
-    lo = [int(s) for s in start]
-    hi = list(lo)
-    used = set()
-    for n, vst in zip(view.shape, view.strides):
-        if n == 1:
-            continue
-        if n == 0:
-            return tuple((0, 0) for _ in root.shape)
-        if vst % item:
-            return None
-        vs = vst // item
-        for d, rs in enumerate(rstrides):
-            if rs and vs % rs == 0 and (d == 0 or abs(vs // rs) < root.shape[d]):
-                break
-        else:
-            return None
-        if d in used:
-            return None
-        used.add(d)
-        q = vs // rs
-        end = lo[d] + (n - 1) * q
-        lo[d], hi[d] = _builtins.min(lo[d], end), _builtins.max(hi[d], end)
-    if any(h >= n or l < 0 for l, h, n in zip(lo, hi, root.shape)):
-        return None
-    return tuple((l, h + 1) for l, h in zip(lo, hi))
-
-
 def _overlap(a, b):
     if a is None or b is None:
         return True
-    return _builtins.all(_builtins.max(x0, y0) < _builtins.min(x1, y1)
-                         for (x0, x1), (y0, y1) in zip(a, b))
+    for (x0, x1), (y0, y1) in zip(a, b):
+        if (x0 if x0 > y0 else y0) >= (x1 if x1 < y1 else y1):
+            return False
+    return True
 
 
 def _hull(a, b):
     if a is None or b is None:
         return None
-    return tuple((_builtins.min(x0, y0), _builtins.max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b))
+    return tuple([(x0 if x0 < y0 else y0, x1 if x1 > y1 else y1)
+                  for (x0, x1), (y0, y1) in zip(a, b)])
 
 
 _UNKNOWN = object()
@@ -165,10 +130,9 @@ def _grow(hull, r):
     return r if hull == () else _hull(hull, r)
 
 
-def _owned_hook(tape, kind, node, array, position):
-    info = tape.owned_info(array)
-    if info is None:
-        return
+def _owned_hook(info, kind, node, array, position):
+    """Called by the core for each saved array and each new traced view that lives in an
+    owned buffer (info is that buffer's OwnedBuffer)."""
     r = info.pending if kind == "view" and info.pending is not _UNKNOWN else info.region_of(array)
     if kind == "saved":
         info.saved.append((node, position, r))
