@@ -53,6 +53,7 @@ class _ChainMemory:
     data = make = hand = None
 
     def setup(self):
+        common.require("gradcy._core", "stats", "reset_peak")
         self.x, self.z = type(self).data()
         self.grad = common.gradcy_grad(type(self).make)
 

@@ -39,6 +39,12 @@ class RecordSweepRelease:
     def setup(self, n):
         if Tape is None:
             raise NotImplementedError("gradcy._core.Tape / gradcy.extend not available")
+        try:                        # the Tape methods this module calls, at this commit
+            t, leaf, b = _record(2)
+            t.backward(b._node, 1.0, True, [leaf._node])
+            t.release()
+        except (TypeError, AttributeError) as exc:
+            raise NotImplementedError(f"gradcy._core.Tape differs at this commit: {exc}")
 
     def time_record_release(self, n):
         t, leaf, b = _record(n)

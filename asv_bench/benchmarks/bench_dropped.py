@@ -12,6 +12,7 @@ N_LOOP = 10_000
 
 class CreateAndDrop:
     def setup(self):
+        common.require("gradcy._core", "stats")
         self.b, self.a = common.small_pair()
         self.grad = common.gradcy_grad(common.dropped, argnum=(0, 1))
 

@@ -24,6 +24,7 @@ D = 500            # matrix size of the chains
 DOT_STEPS = 100    # z = dot(x, z), 100 times (autograd-backward-memory.txt)
 TANH_STEPS = 50    # z = tanh(dot(x, z)), 50 times
 SIN_STEPS = 1000   # x = sin(x) * 1.0001 + 0.01 * x on 3 elements: per-primitive overhead
+MEMNET_B, MEMNET_D = 4, 64   # the memory network: batch, width of a slot
 
 
 def _readonly(*arrays):
@@ -55,6 +56,15 @@ def vector(n, seed=SEED):
     """A seeded float64 vector of n elements in (-2, 2) (valid for every per-op benchmark)."""
     rng = numpy.random.RandomState(seed)
     return _readonly(rng.uniform(-2.0, 2.0, n))
+
+
+@functools.lru_cache(maxsize=None)
+def memnet_data():
+    """(W, x) of the memory network."""
+    rng = numpy.random.RandomState(SEED + 4)
+    W = rng.standard_normal((MEMNET_D, MEMNET_D)) / numpy.sqrt(MEMNET_D)
+    x = rng.standard_normal((MEMNET_B, MEMNET_D))
+    return _readonly(W, x)
 
 
 @functools.lru_cache(maxsize=None)
@@ -96,6 +106,37 @@ def dropped(m):
         y = m.sin(a) * 2.0      # a traced value computed from a, then dropped
         del y
         return m.sum(b)
+    return f
+
+
+def _memnet_cell(m, prefix, W):
+    """Attention over the whole prefix (B, n, D) -> the next slot (B, D)."""
+    q = m.tanh(prefix[:, -1] @ W)
+    scores = m.einsum("bsd,bd->bs", prefix, q)
+    e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
+    w = e / m.sum(e, axis=1, keepdims=True)
+    return m.tanh(m.einsum("bs,bsd->bd", w, prefix) @ W)
+
+
+def memnet_inplace(m):
+    """The memory network writing each step into a preallocated buffer (S + 1 slots)."""
+    def f(W, x, S):
+        memory = m.zeros((x.shape[0], S + 1, x.shape[1]))
+        memory[:, 0] = x
+        for i in range(S):
+            memory[:, i + 1] = _memnet_cell(m, memory[:, :i + 1], W)
+        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+    return f
+
+
+def memnet_concat(m):
+    """The same network growing its memory by concatenation (each saved prefix a new copy)."""
+    def f(W, x, S):
+        memory = m.expand_dims(x, 1)
+        for i in range(S):
+            out = _memnet_cell(m, memory, W)
+            memory = m.concatenate([memory, m.expand_dims(out, 1)], axis=1)
+        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
     return f
 
 
@@ -170,9 +211,76 @@ def hand_dropped(b, a):
     return numpy.ones_like(b), numpy.zeros_like(a)
 
 
+def hand_memnet(W, x, S):
+    """d/dW of memnet_*, by hand and in place: the forward pass fills one buffer and keeps each
+    step's (q, w, h); the backward pass walks the steps in reverse with one buffer-sized
+    cotangent, reading the final cotangent of a step's output slot and adding into the slots
+    the step read."""
+    B, D = x.shape
+    M = numpy.empty((B, S + 1, D))
+    M[:, 0] = x
+    stack = []
+    for i in range(S):
+        P = M[:, :i + 1]
+        q = numpy.tanh(P[:, -1] @ W)
+        s = numpy.einsum("bsd,bd->bs", P, q)
+        s -= s.max(axis=1, keepdims=True)
+        w = numpy.exp(s, out=s)
+        w /= w.sum(axis=1, keepdims=True)
+        h = numpy.einsum("bs,bsd->bd", w, P)
+        numpy.tanh(h @ W, out=M[:, i + 1])
+        stack.append((q, w, h))
+    dM = numpy.full_like(M, -1.0 / (S + 1))      # d loss / d M: minus the mean over slots ...
+    dM[:, S] += 1.0                              # ... plus the last slot
+    dW = numpy.zeros_like(W)
+    for i in range(S - 1, -1, -1):
+        q, w, h = stack.pop()
+        P = M[:, :i + 1]
+        out = M[:, i + 1]
+        g_v = dM[:, i + 1] * (1.0 - out * out)         # out = tanh(h @ W)
+        dW += h.T @ g_v
+        g_h = g_v @ W.T
+        g_w = numpy.einsum("bd,bsd->bs", g_h, P)       # h = einsum(w, P)
+        dP = numpy.einsum("bs,bd->bsd", w, g_h)
+        g_s = w * (g_w - numpy.sum(g_w * w, axis=1, keepdims=True))   # softmax
+        dP += numpy.einsum("bs,bd->bsd", g_s, q)       # scores = einsum(P, q)
+        g_q = numpy.einsum("bs,bsd->bd", g_s, P)
+        g_u = g_q * (1.0 - q * q)                      # q = tanh(P[:, -1] @ W)
+        dW += P[:, -1].T @ g_u
+        dP[:, -1] += g_u @ W.T
+        dM[:, :i + 1] += dP
+    return dW
+
+
+def hand_jvp_sinchain(x, v):
+    """The forward-mode derivative of sinchain along v, by hand: carry (x, dx) together."""
+    dx = v
+    for _ in range(SIN_STEPS):
+        dx = numpy.cos(x) * 1.0001 * dx + 0.01 * dx
+        x = numpy.sin(x) * 1.0001 + 0.01 * x
+    return numpy.sum(x), numpy.sum(dx)
+
+
 # =============================================================================
 # Implementations by name, and measurement helpers
 # =============================================================================
+def require(module, *names):
+    """Import gradcy's `module` and return its attributes `names`; raise NotImplementedError
+    (asv's "skip this benchmark", shown as n/a) when the commit being measured lacks them, so
+    the suite runs over the whole history."""
+    import importlib
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise NotImplementedError(f"{module} is not in this commit ({exc})")
+    if not names:
+        return mod
+    missing = [n for n in names if not hasattr(mod, n)]
+    if missing:
+        raise NotImplementedError(f"{module} has no {', '.join(missing)} in this commit")
+    return [getattr(mod, n) for n in names] if len(names) != 1 else getattr(mod, names[0])
+
+
 def gradcy_grad(make, argnum=0):
     """grad of make(gradcy.numpy), imported lazily (asv discovers benchmarks without it)."""
     import gradcy.numpy as gnp
@@ -181,13 +289,11 @@ def gradcy_grad(make, argnum=0):
 
 
 def core_stats():
-    from gradcy import _core
-    return _core.stats()
+    return require("gradcy._core", "stats")()
 
 
 def reset_core_peak():
-    from gradcy import _core
-    _core.reset_peak()
+    require("gradcy._core", "reset_peak")()
 
 
 def tracemalloc_peak(fn, *args):
