@@ -558,7 +558,9 @@ for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
     defjvp(_f, _same(_f), None)
 defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
 
-defjvp(anp.getitem, lambda g, ans, A, idx: anp.getitem(g, idx), None)
+defjvp(anp.getitem,
+       lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g,
+                                          idx), None)
 defjvp(anp.take, _same(anp.take), None)
 defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
 defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
