@@ -31,8 +31,12 @@ def tree_flatten(x):
     t = type(x)
     if t is _np.ndarray or t is float or t is Box:
         return [x], _first
-    if (t is tuple or t is list) and not any(isinstance(e, (tuple, list, dict)) for e in x):
-        return list(x), t            # a flat tuple/list is rebuilt by its own constructor
+    if t is tuple or t is list:
+        for e in x:
+            if isinstance(e, (tuple, list, dict)):
+                break
+        else:
+            return list(x), t        # a flat tuple/list is rebuilt by its own constructor
     if isinstance(x, (tuple, list)):
         parts = [tree_flatten(e) for e in x]
         leaves = [leaf for p in parts for leaf in p[0]]

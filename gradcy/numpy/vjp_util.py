@@ -1,4 +1,6 @@
 """Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
+import math as _math
+
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, set_tangent_fixer, set_unbroadcast_slow
@@ -66,7 +68,7 @@ def broadcast_cotangent(g, shape):
     traced for a traced g."""
     if type(g) is Box:
         return anp.broadcast_to(g, shape)
-    if _onp.prod(shape, dtype=_onp.intp) <= _SMALL:
+    if _math.prod(shape) <= _SMALL:
         out = _onp.empty(shape, dtype=_onp.result_type(g))
         out[...] = g
         return out
