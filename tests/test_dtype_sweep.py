@@ -246,6 +246,8 @@ _COND = onp.array([True, False, True])
 add("where", lambda x, K: gnp.where(_COND, x, K((3,))), argnum=1, shape=(2, 1))
 add("where", lambda x, K: gnp.where(_COND, K((2, 3)), x), argnum=2, shape=(3,))
 add("clip", lambda x, K: gnp.clip(x, 0.4, 0.8), shape=(2, 3), lo=0.2, hi=1.0, dtypes=REAL)
+add("full", lambda x, K: gnp.full((2, 3), x), argnum=1, shape=(3,))
+add("full_like", lambda x, K: gnp.full_like(K((2, 3)), x), argnum=1, shape=(3,))
 add("clip", lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), x, K((3,), 0.8, 0.9)), argnum=1,
     shape=(3,), lo=0.2, hi=0.4, dtypes=REAL)
 add("clip", lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), K((3,), 0.1, 0.2), x), argnum=2,

@@ -380,8 +380,13 @@ def _plain(a):
     return a
 
 
-def _owning(name, make):
+def _owning(name, make, traced=None):
+    """A constructor that, inside a differentiation, returns a buffer the tape owns. `traced`
+    (full, full_like) is the primitive to use when a fill value is itself traced."""
     def constructor(*args, **kwargs):
+        if traced is not None and (_builtins.any(type(a) is Box for a in args[1:])
+                                   or type(kwargs.get("fill_value")) is Box):
+            return traced(*args, **kwargs)
         plain = [_plain(a) for a in args]
         tape = active_tape()
         if tape is None or tape.released:
@@ -405,7 +410,8 @@ def install_constructors(g):
     for name in ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                  "full_like", "identity", "eye"]:
         make = getattr(_np, name)
-        wrapped = _owning(name, make)
+        wrapped = _owning(name, make, getattr(anp, name) if name in ("full", "full_like")
+                          else None)
         g[name] = wrapped
         _core.register_numpy_override(make, wrapped)
     plain_array, plain_copy = anp.array, anp.copy_

@@ -10,3 +10,4 @@ Conventions (every table follows them):
 """
 from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
 from . import fft_vjps, linalg_vjps  # noqa: F401
+from . import vjps_more  # noqa: F401
