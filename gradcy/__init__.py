@@ -5,7 +5,8 @@
 """
 from . import _core
 from ._core import EscapedValueError, MissingJVPError, MissingVJPError
-from .differential_operators import (checkpoint, deriv, elementwise_grad, make_jvp, grad, grad_and_aux, grad_named,
+from .differential_operators import (checkpoint, deriv, elementwise_grad, make_ggnvp,
+                                     make_hvp, make_jvp, grad, grad_and_aux, grad_named,
                                      hessian, hessian_tensor_product, hessian_vector_product,
                                      holomorphic_grad, jacobian, make_vjp, multigrad_dict,
                                      tensor_jacobian_product, value_and_grad,
@@ -17,7 +18,7 @@ from .vspace import vspace  # noqa: F401
 
 __version__ = "0.1.0"
 
-__all__ = ["make_jvp", "deriv", "grad", "value_and_grad", "grad_and_aux", "grad_named", "elementwise_grad",
+__all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_grad", "grad_and_aux", "grad_named", "elementwise_grad",
            "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product",
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
            "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",

@@ -16,7 +16,8 @@ from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
            "hessian_tensor_product", "tensor_jacobian_product", "holomorphic_grad",
-           "multigrad_dict", "grad_named", "checkpoint", "make_jvp", "deriv", "VJP"]
+           "multigrad_dict", "grad_named", "checkpoint", "make_jvp", "deriv", "make_hvp",
+           "make_ggnvp", "VJP"]
 
 
 # =============================================================================
@@ -570,3 +571,32 @@ def deriv(fun, argnum=0):
             ones = _np.ones_like(x)
         return make_jvp(fun, argnum)(*args, **kwargs)(ones)[1]
     return deriv_fun
+
+
+def make_hvp(fun, argnum=0):
+    """make_hvp(fun, argnum)(*args) -> (hvp, gradient): hvp(v) is the Hessian of scalar fun at
+    args times v, reusing one traced gradient computation for every v."""
+    def hvp_maker(*args, **kwargs):
+        return make_vjp(grad(fun, argnum), argnum)(*args, **kwargs)
+    return hvp_maker
+
+
+def make_ggnvp(f, g=None, f_argnum=0):
+    """make_ggnvp(f, g, f_argnum)(*args) -> ggnvp: the generalized Gauss-Newton product
+    J_f^T H_g J_f v of scalar g composed with f (g defaults to half the squared norm over the
+    last axis)."""
+    if g is None:
+        def g(y):
+            from . import numpy as gnp
+            return 0.5 * gnp.sum(y ** 2, axis=-1)
+
+    def ggnvp_maker(*args, **kwargs):
+        f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
+        g_hvp, grad_g_x = make_vjp(grad(g))(f_x)
+        # the JVP of f as the VJP of its (linear) VJP, taken at zero
+        f_jvp, _ = make_vjp(f_vjp)(_np.zeros_like(grad_g_x))
+
+        def ggnvp(v):
+            return f_vjp(g_hvp(f_jvp(v)))
+        return ggnvp
+    return ggnvp_maker

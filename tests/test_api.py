@@ -661,3 +661,31 @@ def test_container_outputs_differentiate_in_both_modes():
     x = onp.array([0.3, -0.7, 1.1])
     check_grads(lambda x: (anp.sin(x), {"a": x * 2.0, "b": [anp.tanh(x)]}),
                 modes=("fwd", "rev"), order=2)(x)
+
+
+def test_make_hvp_and_make_ggnvp_match_autograd():
+    autograd = pytest.importorskip("autograd")
+    import autograd.numpy as agnp
+    from gradcy import make_ggnvp, make_hvp
+
+    def fun(x, np=anp):
+        return np.sum(np.sin(x) * x ** 2)
+
+    x = onp.array([0.3, -0.8, 1.2])
+    v = onp.array([1.0, 0.5, -2.0])
+    hvp, g = make_hvp(fun)(x)
+    a_hvp, a_g = autograd.make_hvp(lambda x: fun(x, agnp))(x)
+    onp.testing.assert_allclose(g, a_g)
+    onp.testing.assert_allclose(hvp(v), a_hvp(v))
+    onp.testing.assert_allclose(hvp(v * 2.0), a_hvp(v * 2.0))   # reused at the same point
+    W = onp.arange(6.0).reshape(3, 2) / 5.0
+
+    def f(x, np=anp):
+        return np.tanh(np.dot(x, W))
+
+    ggn = make_ggnvp(f)(x)
+    a_ggn = autograd.make_ggnvp(lambda x: f(x, agnp))(x)
+    onp.testing.assert_allclose(ggn(v), a_ggn(v), rtol=1e-10)
+    del hvp, ggn
+    gc.collect()
+    assert_counters_zero()
