@@ -856,7 +856,7 @@ cdef class Tape:
             return 0
         if type(c) is Box:
             return self._set_cotangent(i, c + g.dense())
-        dense = _np.array(c, dtype=g.dtype, copy=True)
+        dense = _np.array(c, dtype=g.dtype, copy=True, order="C")   # contiguous: later slot adds are fast
         g.add_into(dense)
         return self._set_cotangent(i, dense)
 

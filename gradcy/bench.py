@@ -25,7 +25,8 @@ concatenation (memory = concatenate([memory, out[:, None]], axis=1)). The cell a
 whole prefix, so its einsums save the prefix: concatenation makes every saved prefix a new copy
 (O(S^2) bytes), in place they are all views of one buffer. PyTorch rejects the plain in-place
 version (the buffer's version counter changes after the prefix is saved), so its in-place row
-clones each read. Its baseline is written by hand in place: the forward pass fills a preallocated
+clones each read. The cell's softmax is one primitive in gradcy (gradcy.scipy.special.softmax)
+and PyTorch (torch.softmax); autograd and JAX spell it with max, exp and sum. Its baseline is written by hand in place: the forward pass fills a preallocated
 buffer, the backward pass walks the steps in reverse with one buffer-sized cotangent whose slots
 it updates in place (checked against gradcy's gradient in the worker). A memnet run that goes over
 --max-seconds for one gradient or --max-gib of RSS is stopped and shown as n/a.
@@ -333,14 +334,36 @@ def _functions(m):
     return fns
 
 
-def memnet_functions(m):
+def memnet_softmax(m):
+    """The softmax over axis 1 the memnet cell uses for module m: gradcy's softmax primitive
+    (gradcy.scipy.special.softmax, one node that saves only its output) for gradcy.numpy, as
+    PyTorch's row uses torch.softmax; the max/exp/sum spelling for the others (autograd has no
+    softmax), and for gradcy without SciPy."""
+    if getattr(m, "__name__", "") == "gradcy.numpy":
+        try:
+            from gradcy.scipy.special import softmax
+        except ImportError:
+            pass
+        else:
+            return lambda scores: softmax(scores, axis=1)
+
+    def manual(scores):
+        e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
+        return e / m.sum(e, axis=1, keepdims=True)
+    return manual
+
+
+def memnet_functions(m, softmax=None):
     """The memory network for a NumPy-like module m: {"memnet_inplace": f, "memnet_concat": f},
-    f(W, x, S) -> loss. The cell attends over the whole prefix (its einsums save it)."""
+    f(W, x, S) -> loss. The cell attends over the whole prefix (its einsums save it).
+    softmax(scores): over axis 1; default memnet_softmax(m)."""
+    if softmax is None:
+        softmax = memnet_softmax(m)
+
     def cell(prefix, W):
         q = m.tanh(prefix[:, -1] @ W)
         scores = m.einsum("bsd,bd->bs", prefix, q)
-        e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
-        w = e / m.sum(e, axis=1, keepdims=True)          # softmax over s
+        w = softmax(scores)                               # softmax over s
         return m.tanh(m.einsum("bs,bsd->bd", w, prefix) @ W)
 
     def memnet_inplace(W, x, S):

@@ -44,6 +44,37 @@ def test_memnet_hand_gradient_matches_gradcy_in_place_and_concat(B, D, S):
     assert (s["live_tapes"], s["live_nodes"]) == (0, 0)
 
 
+def test_memnet_gradcy_cell_uses_the_softmax_primitive():
+    from gradcy._core import Tape, pop_active, push_active
+    W, x = _data(2, 3)
+    t = Tape()
+    push_active(t)
+    try:
+        loss = bench.memnet_functions(gnp)["memnet_inplace"](t.new_leaf(W), x, 3)
+        names = [t.node_info(i)["primitive"] for i in range(len(t))]      # loss keeps them
+        del loss
+    finally:
+        pop_active(t)
+        t.release()
+    assert names.count("gradcy.scipy.special.softmax") == 3          # one per step
+    assert "gradcy.numpy.max" not in names and "gradcy.numpy.exp" not in names
+    # the other libraries keep the max/exp/sum spelling
+    onp.testing.assert_allclose(bench.memnet_softmax(onp)(onp.array([[0.0, onp.log(3.0)]])),
+                                [[0.25, 0.75]])
+
+
+@pytest.mark.parametrize("variant", ["memnet_inplace", "memnet_concat"])
+def test_memnet_softmax_primitive_and_manual_spelling_agree(variant):
+    W, x = _data(4, 8, seed=2)
+    spelled = bench.memnet_functions(gnp, softmax=lambda s: (
+        lambda e: e / gnp.sum(e, axis=1, keepdims=True))(
+        gnp.exp(s - gnp.max(s, axis=1, keepdims=True))))[variant]
+    prim = bench.memnet_functions(gnp)[variant]
+    onp.testing.assert_allclose(grad(prim)(W, x, 5), grad(spelled)(W, x, 5), rtol=1e-12,
+                                atol=1e-14)
+    onp.testing.assert_allclose(prim(W, x, 5), spelled(W, x, 5), rtol=1e-14)
+
+
 def test_memnet_hand_gradient_does_not_touch_its_inputs():
     W, x = _data(3, 4)
     W0, x0 = W.copy(), x.copy()

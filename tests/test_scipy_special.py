@@ -24,7 +24,7 @@ import autograd.scipy.special as asp  # noqa: E402
 DIFFERENTIABLE = ["beta", "betainc", "betaln", "gamma", "gammaln", "gammainc", "gammaincc",
                   "rgamma", "multigammaln", "psi", "digamma", "polygamma", "erf", "erfc",
                   "erfinv", "erfcinv", "expit", "logit", "logsumexp", "i0", "i1", "iv", "ive",
-                  "j0", "j1", "jn", "jv", "y0", "y1", "yn"]
+                  "j0", "j1", "jn", "jv", "y0", "y1", "yn", "softmax", "log_softmax"]
 COVERED = {f"gradcy.scipy.special.{n}" for n in DIFFERENTIABLE}
 
 
@@ -101,6 +101,25 @@ LSE_CASES = [
 ]
 
 
+SOFTMAX_CASES = [
+    (f"{name}-{label}", fun, args)
+    for name, prim in (("softmax", sp.softmax), ("log_softmax", sp.log_softmax))
+    for label, fun, args in [
+        ("all", lambda x, p=prim: p(x), (rand(3, 4),)),
+        ("axis0", lambda x, p=prim: p(x, axis=0), (rand(3, 4),)),
+        ("axis1-positional", lambda x, p=prim: p(x, 1), (rand(3, 4),)),
+        ("axis-neg-3d", lambda x, p=prim: p(x, axis=-1), (rand(2, 3, 4),)),
+        ("axis-tuple", lambda x, p=prim: p(x, axis=(0, 2)), (rand(2, 3, 4),)),
+        ("1d", lambda x, p=prim: p(x), (rand(5),)),
+        ("length-1-axis", lambda x, p=prim: p(x, axis=1), (rand(3, 1),)),
+        ("0d", lambda x, p=prim: p(x), (onp.array(0.3),)),
+        ("float", lambda x, p=prim: p(x), (0.7,)),
+        # a nonlinear use of the output, so that second derivatives see the Jacobian twice
+        ("squared", lambda x, p=prim: p(x, axis=1) ** 2 * onp.arange(4.0), (rand(3, 4),)),
+        ("large-values", lambda x, p=prim: p(x, axis=0), (rand(4, 2) * 30 + 500,)),
+    ]]
+
+
 @pytest.mark.parametrize("fun,args", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_grads(fun, args):
     check(fun, *args)
@@ -109,6 +128,81 @@ def test_grads(fun, args):
 @pytest.mark.parametrize("fun,args", [c[1:] for c in LSE_CASES], ids=[c[0] for c in LSE_CASES])
 def test_logsumexp_grads(fun, args):
     check(fun, *args)
+
+
+@pytest.mark.parametrize("fun,args", [c[1:] for c in SOFTMAX_CASES],
+                         ids=[c[0] for c in SOFTMAX_CASES])
+def test_softmax_grads(fun, args):
+    check(fun, *args)
+
+
+def _manual_softmax(x, axis):
+    """softmax written with gradcy.numpy primitives: an independent derivative path."""
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+def test_softmax_matches_scipy_and_manual_derivatives(axis):
+    x = rand(3, 4, seed=3)
+    u = rand(3, 4, seed=4)        # a fixed linear functional of the output
+    onp.testing.assert_allclose(sp.softmax(x, axis), ss.softmax(x, axis), rtol=1e-15)
+    onp.testing.assert_allclose(sp.log_softmax(x, axis), ss.log_softmax(x, axis), rtol=1e-15,
+                                atol=1e-15)
+    for mine, ref in [(lambda x: sp.softmax(x, axis), lambda x: _manual_softmax(x, axis)),
+                      (lambda x: sp.log_softmax(x, axis=axis),
+                       lambda x: np.log(_manual_softmax(x, axis)))]:
+        def fm(x):
+            return np.sum(mine(x) ** 2 * u)
+
+        def fr(x):
+            return np.sum(ref(x) ** 2 * u)
+        onp.testing.assert_allclose(grad(fm)(x), grad(fr)(x), rtol=1e-10, atol=1e-13)
+        # Hessian-vector products (reverse over reverse) and a forward-mode tangent
+        v = rand(3, 4, seed=5)
+        onp.testing.assert_allclose(grad(lambda x: np.sum(grad(fm)(x) * v))(x),
+                                    grad(lambda x: np.sum(grad(fr)(x) * v))(x),
+                                    rtol=1e-9, atol=1e-12)
+        onp.testing.assert_allclose(make_jvp(mine)(x)(v)[1], make_jvp(ref)(x)(v)[1],
+                                    rtol=1e-10, atol=1e-13)
+
+
+def test_softmax_values_and_dtypes_match_scipy():
+    x = rand(2, 5, seed=6)
+    for prim, ref in [(sp.softmax, ss.softmax), (sp.log_softmax, ss.log_softmax)]:
+        x0 = x.copy()
+        for arg in (x, x.astype(onp.float32), onp.arange(6).reshape(2, 3), onp.array(0.5),
+                    onp.float32(0.5), 0.5, [[1.0, 2.0], [0.5, -1.0]],
+                    onp.array([[1.0, -onp.inf], [0.0, 3.0]])):
+            with onp.errstate(invalid="ignore"):
+                mine, theirs = prim(arg, 1 if onp.ndim(arg) == 2 else None), ref(
+                    arg, 1 if onp.ndim(arg) == 2 else None)
+            assert onp.result_type(mine) == onp.result_type(theirs), (prim.name, arg)
+            assert onp.shape(mine) == onp.shape(theirs)
+            onp.testing.assert_allclose(mine, theirs, rtol=1e-6 if onp.result_type(
+                mine) == onp.float32 else 1e-15)
+        onp.testing.assert_array_equal(x, x0)          # the input is never written
+
+
+def test_softmax_float32_stays_float32():
+    x = rand(3, 4).astype(onp.float32)
+    for prim in (sp.softmax, sp.log_softmax):
+        f = (lambda x: np.sum(prim(x, axis=1) ** 2))
+        assert prim(x, axis=1).dtype == onp.float32
+        assert grad(f)(x).dtype == onp.float32
+        y, t = make_jvp(lambda x: prim(x, axis=0))(x)(onp.ones_like(x))
+        assert y.dtype == t.dtype == onp.float32
+        assert grad(lambda x: np.sum(grad(f)(x)))(x).dtype == onp.float32
+
+
+def test_softmax_gradient_of_a_sum_is_zero():
+    # every softmax row sums to 1: the gradient of the sum over the normalised axis vanishes
+    x = rand(3, 4)
+    onp.testing.assert_allclose(grad(lambda x: np.sum(sp.softmax(x, axis=1)))(x), 0,
+                                atol=1e-15)
+    # d/dx sum(exp(log_softmax)) is the same statement
+    onp.testing.assert_allclose(grad(lambda x: np.sum(np.exp(sp.log_softmax(x, axis=0))))(x), 0,
+                                atol=1e-15)
 
 
 # =============================================================================
@@ -133,7 +227,7 @@ def _widenings(fun, args):
     return [(t, a) for t, a in seen if t.itemsize > a.itemsize and a.kind == "f"]
 
 
-F32_CASES = [c for c in CASES + LSE_CASES
+F32_CASES = [c for c in CASES + LSE_CASES + SOFTMAX_CASES
              if all(isinstance(a, onp.ndarray) and a.ndim > 0 for a in c[2])]
 
 
@@ -345,6 +439,8 @@ SAVED = [
     (sp.y0, (pos(3),), {0}),
     (sp.y1, (pos(3),), {0}),
     (sp.yn, (onp.array([1, 2, 3]), pos(3)), {0, 1}),
+    (sp.softmax, (rand(2, 3), 1), {"ans"}),
+    (sp.log_softmax, (rand(2, 3), None), {"ans"}),
 ]
 
 

@@ -164,6 +164,22 @@ EINSUM_CASES = [
     ("i,ij,j->", [(2,), (2, 3), (3,)]),
     (",ij->ij", [(), (2, 3)]),
     ("Ab,bC->AC", [(2, 3), (3, 2)]),
+    # the same subscripts with and without length-1 axes (the rule is cached on which axes
+    # have length 1, so each pattern is its own rule)
+    ("ij,ij->ij", [(1, 3), (2, 3)]),
+    ("ij,ij->ij", [(1, 1), (2, 3)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ij,jk->ik", [(1, 1), (1, 4)]),
+    ("ij,jk->ik", [(2, 1), (1, 4)]),
+    ("bsd,bd->bs", [(2, 1, 3), (2, 3)]),
+    ("bsd,bd->bs", [(2, 4, 3), (2, 3)]),
+    ("bs,bsd->bd", [(2, 4), (2, 4, 3)]),
+    ("bs,bsd->bd", [(2, 4), (1, 4, 3)]),
+    # a contracted label longer in one operand than in the others (which broadcast it)
+    ("ij,jk", [(2, 3), (1, 4)]),
+    ("ij,jk->ik", [(2, 3), (1, 4)]),
+    ("ij,i->", [(2, 3), (1,)]),
+    ("ij,j,jk->ik", [(2, 3), (1,), (1, 2)]),
 ]
 
 
@@ -179,6 +195,71 @@ def test_einsum_optimize_and_sublists():
     chk(lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c, optimize=True), A, B, C)
     chk(lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]), A, B)
     chk(lambda a, b: np.einsum(a, [Ellipsis, 1], b, [1, 2]), A, B)
+
+
+def _einsum_rule(subs, ops, g, **kwargs):
+    """The cotangents einsum's registered rule returns for every operand."""
+    ans = onp.einsum(subs, *ops, **kwargs)
+    return np.einsum.vjp_argnums(tuple(range(1, len(ops) + 1)), ans, (subs,) + tuple(ops),
+                                 kwargs)(g)
+
+
+LAYOUT_CASES = [
+    # (subscripts, operands, einsum kwargs): a plain einsum (order='K') would hand back a
+    # transposed or strided result for these
+    ("ij->ji", lambda: [r(3, 4)], {}),
+    ("ij->ij", lambda: [r(3, 4)], {}),
+    ("ij,jk->ik", lambda: [r(3, 4), r(4, 5, seed=1)], {"optimize": True}),
+    ("ij,jk,kl->il", lambda: [r(3, 4), r(4, 5, seed=1), r(5, 2, seed=2)], {"optimize": True}),
+    ("ij,j->ij", lambda: [r(4, 3).T, r(4, seed=1)], {}),
+    ("bsd,bd->bs", lambda: [r(2, 7, 5).transpose(2, 1, 0)[:, :4].transpose(2, 1, 0),
+                            r(2, 5, seed=1)], {}),
+    ("bs,bsd->bd", lambda: [r(5, 2, seed=1).T, r(2, 9, 5)[:, :5]], {}),
+]
+
+
+@pytest.mark.parametrize("subs,make,kwargs", LAYOUT_CASES, ids=[c[0] for c in LAYOUT_CASES])
+def test_einsum_cotangents_are_c_contiguous(subs, make, kwargs):
+    ops = make()
+    ans = onp.einsum(subs, *ops, **kwargs)
+    for g in (onp.ones_like(ans), r(*reversed(ans.shape), seed=7).T):   # C and transposed g
+        cots = _einsum_rule(subs, ops, g, **kwargs)
+        for k, (c, op) in enumerate(zip(cots, ops)):
+            assert type(c) is onp.ndarray and c.flags.c_contiguous, (k, c.strides)
+            assert c.shape == op.shape and c.dtype == op.dtype
+            # against the product rule written out: d<g, einsum>/d op_k by finite differences
+            eps, e = 1e-6, onp.zeros(op.shape)
+            idx = tuple(n // 2 for n in op.shape)
+            e[idx] = eps
+            plus = [o + e if j == k else o for j, o in enumerate(ops)]
+            minus = [o - e if j == k else o for j, o in enumerate(ops)]
+            fd = onp.sum(g * (onp.einsum(subs, *plus) - onp.einsum(subs, *minus))) / (2 * eps)
+            assert abs(c[idx] - fd) < 1e-6 * max(1.0, abs(fd)), (k, c[idx], fd)
+
+
+def test_einsum_rule_is_cached_across_lengths():
+    """A prefix that grows every step (memory networks) reuses one rule per operand: the cache
+    key is the subscripts, the ndims and the length-1 axes, not the lengths."""
+    spec = vjps_linalg._einsum_grad_spec
+    subs = "xyz,xz->xy"                 # letters no other test uses: its own cache entries
+    q = r(3, 4, seed=1)
+    before = spec.cache_info().misses
+    for n in range(2, 40):
+        P = r(3, n, 4)
+        gP, gq = _einsum_rule(subs, [P, q], onp.ones((3, n)))
+        onp.testing.assert_allclose(gP, onp.broadcast_to(q[:, None, :], P.shape))
+        onp.testing.assert_allclose(gq, P.sum(axis=1))
+    assert spec.cache_info().misses - before == 2        # one rule per operand
+    _einsum_rule(subs, [r(3, 1, 4), q], onp.ones((3, 1)))   # a length-1 axis: a new pattern
+    assert spec.cache_info().misses - before == 4
+
+
+def test_einsum_real_operand_with_complex_operand():
+    a, b = r(2, 3), crand(3, 2, seed=1)
+    complex_check(lambda a, b: np.einsum("ij,jk->ik", a, b), a, b)
+    c = raw_cotangent(lambda a: np.einsum("ij,jk->ik", a, b), (a,), 0,
+                      onp.ones((2, 2), complex))
+    assert c.dtype == a.dtype and c.flags.c_contiguous
 
 
 # =============================================================================

@@ -14,7 +14,8 @@ import string
 
 import numpy as _onp
 
-from ..extend import Box, defjvp, defjvp_argnum, defvjp, defvjp_argnum, defvjp_direct, primitive
+from ..extend import (Box, defjvp, defjvp_argnum, defvjp, defvjp_argnums,
+                      defvjp_direct, primitive)
 from . import numpy_wrapper as anp
 from .vjp_util import cast_like, shape_dtype, unbroadcast
 
@@ -234,16 +235,26 @@ def _einsum_from_sublists(args):
     return text, args[0:2 * n:2]
 
 
-@functools.lru_cache(maxsize=512)
-def _einsum_grad_spec(subscripts, shapes, k):
+def _pattern(shape):
+    """What of an operand's shape the einsum rule depends on: its ndim when no axis has length
+    1, else which axes have length 1 (they may broadcast). Lengths themselves never matter."""
+    return len(shape) if 1 not in shape else tuple([n == 1 for n in shape])
+
+
+@functools.lru_cache(maxsize=1024)
+def _einsum_grad_spec(subscripts, patterns, k):
     """(subscripts of the einsum that gives the cotangent of operand k, the constant operands
-    it needs after g and the other operands: ('eye' | 'ones', length) pairs)."""
+    it needs after g and the other operands: ('eye' | 'ones', axis of operand k whose length
+    they take; None for length 1) pairs). patterns: _pattern of each operand's shape, so the
+    spec is shared by every call with the same subscripts, ndims and length-1 axes (a
+    growing prefix reuses it)."""
     text = subscripts.replace(" ", "")
     ins, arrow, out = text.partition("->")
     in_subs = ins.split(",")
-    if len(in_subs) != len(shapes):
+    if len(in_subs) != len(patterns):
         raise ValueError(f"einsum: {len(in_subs)} operands in {subscripts!r}, "
-                         f"{len(shapes)} given")
+                         f"{len(patterns)} given")
+    unit = [(False,) * p if type(p) is int else p for p in patterns]   # axis has length 1
     fresh = iter([c for c in string.ascii_letters if c not in text])
 
     def new_label():
@@ -253,7 +264,7 @@ def _einsum_grad_spec(subscripts, shapes, k):
             raise ValueError(f"einsum VJP: no free index letters left for {subscripts!r}") \
                 from None
 
-    n_ell = max([len(s) - (len(sub) - 3) for s, sub in zip(shapes, in_subs) if "..." in sub],
+    n_ell = max([len(u) - (len(sub) - 3) for u, sub in zip(unit, in_subs) if "..." in sub],
                 default=0)
     ell = [new_label() for _ in range(n_ell)]
 
@@ -264,65 +275,93 @@ def _einsum_grad_spec(subscripts, shapes, k):
         pre, post = sub.split("...")
         m = n_ell if nd is None else nd - len(pre) - len(post)
         return list(pre) + ell[n_ell - m:] + list(post)
-    labels = [expand(sub, len(s)) for sub, s in zip(in_subs, shapes)]
+    labels = [expand(sub, len(u)) for sub, u in zip(in_subs, unit)]
     if arrow:
         out_labels = expand(out, None)
     else:
         letters = "".join(sub.replace("...", "") for sub in in_subs)
         out_labels = ell + sorted(c for c in set(letters) if letters.count(c) == 1)
-    sizes = {}
-    for labs, s in zip(labels, shapes):
-        for lab, n in zip(labs, s):
-            if n != 1 or lab not in sizes:
-                sizes[lab] = n
+    long_labels = {lab for labs, u in zip(labels, unit) for lab, one in zip(labs, u)
+                   if not one}                 # labels with a length other than 1 somewhere
 
-    new_k, extras, extra_subs, seen = [], [], [], set()
-    for lab, n in zip(labels[k], shapes[k]):
+    new_k, extras, extra_subs, seen = [], [], [], {}
+    for axis, (lab, one) in enumerate(zip(labels[k], unit[k])):
         if lab in seen:                      # a diagonal: tie a fresh label to the first
             f = new_label()
             new_k.append(f)
-            extras.append(("eye", n))
+            extras.append(("eye", axis))
             extra_subs.append(lab + f)
-        elif n == 1 and sizes[lab] != 1:     # broadcast against a longer axis
+        elif one and lab in long_labels:     # broadcast against a longer axis
             f = new_label()
             new_k.append(f)
-            extras.append(("ones", 1))
+            extras.append(("ones", None))
             extra_subs.append(f)
         else:
-            seen.add(lab)
+            seen[lab] = axis
             new_k.append(lab)
     others = [labs for j, labs in enumerate(labels) if j != k]
-    present = set(out_labels).union(*others, *extra_subs)
-    for lab in dict.fromkeys(new_k):
-        if lab in seen and lab not in present:   # summed out by operand k alone
-            extras.append(("ones", sizes[lab]))
+    long_others = {lab for j, (labs, u) in enumerate(zip(labels, unit)) if j != k
+                   for lab, one in zip(labs, u) if not one}
+    tied = {e[0] for e in extra_subs if len(e) == 2}      # diagonals: eye(n) gives the length
+    present = set(out_labels).union(*others)
+    for lab, axis in seen.items():
+        if lab in out_labels or lab in tied:
+            continue
+        # summed out by operand k alone, or longer in operand k than in every other operand
+        # that has it (they broadcast a length 1): a vector of ones gives the label its length
+        if lab not in present or (not unit[k][axis] and lab not in long_others):
+            extras.append(("ones", axis))
             extra_subs.append(lab)
     grad_subs = ",".join(["".join(out_labels)] + ["".join(o) for o in others] + extra_subs)
     return grad_subs + "->" + "".join(new_k), tuple(extras)
 
 
-def _einsum_vjp(argnum, ans, args, kwargs):
-    if isinstance(args[0], str):
-        subscripts, ops, k = args[0], args[1:], argnum - 1
-    else:
-        (subscripts, ops), k = _einsum_from_sublists(args), argnum // 2
-    shapes = tuple(tuple(o.shape) if hasattr(o, "shape") else _onp.shape(o) for o in ops)
-    grad_subs, extras = _einsum_grad_spec(subscripts, shapes, k)
-    dtype = shape_dtype(ops[k])[1]
-    cdtype = dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
-    others = tuple(ops[:k]) + tuple(ops[k + 1:])
-    optimize = kwargs.get("optimize", False)
+def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
+    """The cotangent of operand k: one einsum of g with the other operands. On plain arrays it
+    is written into a fresh C-contiguous buffer of operand k's shape (out=), so it never comes
+    back as a transposed or strided result (order='K' follows the operands' strides; a
+    one-operand einsum returns a view of g) that the engine would later add with a strided
+    pass; out= keeps the iteration order einsum picks (order='C' can force a slow one)."""
+    grad_subs, extras = _einsum_grad_spec(subscripts, patterns, k)
+    op = ops[k]
+    dtype = op.dtype if type(op) is _ndarray else shape_dtype(op)[1]
+    operands = (g,) + ops[:k] + ops[k + 1:]
+    if extras:
+        cdtype = dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
+        shape = _onp.shape(op) if type(op) is not _ndarray else op.shape
+        operands += tuple(_onp.eye(shape[ax], dtype=cdtype) if kind == "eye" else
+                          _onp.ones(1 if ax is None else shape[ax], cdtype)
+                          for kind, ax in extras)
+    if plain and type(g) is _ndarray:
+        c = _onp.empty(op.shape, _onp.result_type(*operands))
+        _onp.einsum(grad_subs, *operands, out=c, optimize=optimize)
+        if c.dtype == dtype:
+            return c
+        if c.dtype.kind == "c" and dtype.kind != "c":
+            c = c.real                       # a strided view: astype copies it to C order
+        return c.astype(dtype, order="C") if dtype.kind in "fc" else c
+    c = anp.einsum(grad_subs, *operands, optimize=optimize)
+    if type(c) is _ndarray and not c.flags.c_contiguous:
+        c = _onp.ascontiguousarray(c)
+    return cast_like(c, dtype)
 
-    def vjp(g):
-        consts = tuple(_onp.eye(n, dtype=cdtype) if kind == "eye" else _onp.ones(n, cdtype)
-                       for kind, n in extras)
-        return cast_like(anp.einsum(grad_subs, g, *others, *consts, optimize=optimize), dtype)
-    return vjp
+
+def _einsum_vjp(argnums, ans, args, kwargs):
+    if isinstance(args[0], str):
+        subscripts, ops, ks = args[0], args[1:], [a - 1 for a in argnums]
+    else:
+        (subscripts, ops), ks = _einsum_from_sublists(args), [a // 2 for a in argnums]
+    patterns = tuple([_pattern(o.shape if type(o) is _ndarray else _onp.shape(o))
+                      for o in ops])
+    plain = all([type(o) is _ndarray for o in ops])      # no traced or scalar operand
+    optimize = kwargs.get("optimize", False)
+    return lambda g: tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
+                            for k in ks])
 
 
 # The subscripts string (or, in the sublist form, each sublist) is never traced, so the rule
 # only ever runs for operands. Every operand's rule reads every other operand.
-defvjp_argnum(anp.einsum, _einsum_vjp, save=("args",))
+defvjp_argnums(anp.einsum, _einsum_vjp, save=("args",))
 
 
 # =============================================================================

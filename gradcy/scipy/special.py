@@ -2,7 +2,8 @@
 
 Differentiable (reverse and forward mode):
     beta betaln gamma gammaln rgamma multigammaln psi digamma polygamma erf erfc erfinv erfcinv
-    expit logit logsumexp i0 i1 j0 j1 y0 y1, and with respect to their last argument only:
+    expit logit logsumexp softmax log_softmax i0 i1 j0 j1 y0 y1, and with respect to their last
+    argument only:
     betainc(a, b, x) gammainc(a, x) gammaincc(a, x) polygamma(n, x) iv(v, x) ive(v, x)
     jn(n, x) jv(v, x) yn(n, x).
     A cotangent reaching a parameter without a rule (betainc's a, b; gammainc's a) raises
@@ -80,6 +81,38 @@ y1 = _wrap("y1")
 yn = _wrap("yn")
 round = _wrap("round")  # noqa: A001  (scipy.special.round; piecewise constant)
 
+
+def _softmax(x, axis=None):
+    """scipy.special.softmax: exp(x - logsumexp(x, axis)), computed in one buffer for real
+    floating arrays (same values as SciPy's)."""
+    x = _onp.asarray(x)
+    if x.dtype.kind != "f" or x.ndim == 0:
+        return _sp.softmax(x, axis=axis)
+    e = x - x.max(axis=axis, keepdims=True)
+    _onp.exp(e, out=e)
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+def _log_softmax(x, axis=None):
+    """scipy.special.log_softmax: x - logsumexp(x, axis), computed in one buffer for real
+    floating arrays (same values as SciPy's)."""
+    x = _onp.asarray(x)
+    if x.dtype.kind != "f" or x.ndim == 0:
+        return _sp.log_softmax(x, axis=axis)
+    m = x.max(axis=axis, keepdims=True)
+    m[~_onp.isfinite(m)] = 0
+    out = x - m
+    s = _onp.exp(out).sum(axis=axis, keepdims=True)
+    with _onp.errstate(divide="ignore"):
+        _onp.log(s, out=s)
+    out -= s
+    return out
+
+
+softmax = primitive(_softmax, f"{_PREFIX}.softmax")
+log_softmax = primitive(_log_softmax, f"{_PREFIX}.log_softmax")
+
 _WITH_RULES = frozenset(k for k, v in globals().items() if isinstance(v, Primitive))
 
 
@@ -113,9 +146,10 @@ def _like(t, ans):
 
 
 def _unary(prim, deriv, save):
-    """Rules of an elementwise f with f'(x) = deriv(ans, x) (already of x's dtype)."""
-    defvjp_direct(prim, lambda g, ans, x: g * deriv(ans, x), save=save)
-    defjvp(prim, lambda g, ans, x: g * deriv(ans, x))
+    """Rules of an elementwise f with f'(x) = deriv(ans, x). SciPy computes float16 inputs in
+    float32 or float64, so the cotangent is cast back to x's dtype (free when it already is)."""
+    defvjp_direct(prim, lambda g, ans, x: unbroadcast(g * deriv(ans, x), x), save=save)
+    defjvp(prim, lambda g, ans, x: _like(g * deriv(ans, x), ans))
 
 
 def _unary_cast(prim, deriv, save):
@@ -257,6 +291,27 @@ def _lse_jvp_b(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
 
 defvjp_direct(logsumexp, _lse_vjp_a, None, _lse_vjp_b, save=("ans", 0, 2))
 defjvp(logsumexp, _lse_jvp_a, None, _lse_jvp_b)
+
+# =============================================================================
+# softmax(x, axis=None), log_softmax(x, axis=None): both save only their output.
+# The softmax Jacobian diag(y) - y y^T is symmetric: the VJP and the JVP are one formula.
+# =============================================================================
+def _softmax_lin(t, ans, x, axis=None):
+    return ans * (t - anp.sum(t * ans, axis=axis, keepdims=True))
+
+
+def _log_softmax_vjp(g, ans, x, axis=None):
+    return g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True)
+
+
+def _log_softmax_jvp(t, ans, x, axis=None):
+    return t - anp.sum(t * anp.exp(ans), axis=axis, keepdims=True)
+
+
+defvjp_direct(softmax, _softmax_lin, save=("ans",))
+defjvp(softmax, _softmax_lin)
+defvjp_direct(log_softmax, _log_softmax_vjp, save=("ans",))
+defjvp(log_softmax, _log_softmax_jvp)
 
 # =============================================================================
 # Bessel functions

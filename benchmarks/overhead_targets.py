@@ -1,0 +1,134 @@
+"""The core issue's speed targets, measured side by side: runs interleaved in one process
+(one BLAS thread), so every library sees the same machine load, and medians of the ratios.
+
+    python benchmarks/overhead_targets.py [--rounds 15]
+
+- overhead: grad of f(x) = sum after 1000 x = sin(x) * 1.0001 + 0.01 * x on 3 elements, against
+  the same forward plus a hand-written NumPy backward, autograd 1.9.1 and PyTorch eager;
+- untraced: gradcy.numpy.sin(x) against numpy.sin(x) on 3 elements;
+- dotchain: grad of the 100-step z = dot(x, z) chain (D=500) against the hand-written gradient.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import timeit  # noqa: E402
+
+import numpy as onp  # noqa: E402
+
+import gradcy.numpy as gnp  # noqa: E402
+from gradcy import grad  # noqa: E402
+
+
+def chain(np):
+    def f(x):
+        for _ in range(1000):
+            x = np.sin(x) * 1.0001 + 0.01 * x
+        return np.sum(x)
+    return f
+
+
+def hand(x):
+    xs = []
+    for _ in range(1000):
+        xs.append(x)
+        x = onp.sin(x) * 1.0001 + 0.01 * x
+    g = onp.ones_like(x)
+    for xi in reversed(xs):
+        g = g * 1.0001 * onp.cos(xi) + 0.01 * g
+    return g
+
+
+def dot_chain(x, z):
+    for _ in range(100):
+        z = gnp.dot(x, z)
+    return gnp.sum(z)
+
+
+def dot_hand(x, z):
+    zs = []
+    for _ in range(100):
+        zs.append(z)
+        z = onp.dot(x, z)
+    gz, gx = onp.ones_like(z), onp.zeros_like(x)
+    for _ in range(100):
+        zi = zs.pop()
+        gx += onp.dot(gz, zi.T)
+        gz = onp.dot(x.T, gz)
+    return gx
+
+
+def once(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--D", type=int, default=500)
+    args = ap.parse_args()
+    x = onp.array([0.1, 0.5, 0.9])
+    runs = {"hand": lambda: hand(x), "gradcy": lambda: grad(chain(gnp))(x)}
+    try:
+        import autograd
+        import autograd.numpy as anp
+        ag = autograd.grad(chain(anp))
+        runs["autograd"] = lambda: ag(x)
+    except ImportError:
+        pass
+    try:
+        import torch
+        torch.set_num_threads(1)
+        tf = chain(torch)
+
+        def torch_grad():
+            t = torch.tensor(x, requires_grad=True)
+            tf(t).backward()
+            return t.grad
+        runs["torch"] = torch_grad
+    except ImportError:
+        pass
+    assert onp.allclose(runs["gradcy"](), runs["hand"]())
+    times = {k: [] for k in runs}
+    for _ in range(args.rounds):
+        for k, fn in runs.items():
+            times[k].append(once(fn))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
+          f"command: python {' '.join(sys.argv)}\n")
+    print("| overhead workload (1000 steps, 3 elements) | median ms | vs hand-written | "
+          "gradcy is faster by |")
+    print("|---|---:|---:|---:|")
+    for k, v in med.items():
+        faster = "" if k == "gradcy" else f"{v / med['gradcy']:.2f}x"
+        print(f"| {k} | {v * 1e3:.2f} | {v / med['hand']:.2f}x | {faster} |")
+    # untraced calls, interleaved
+    glb = {"gnp": gnp, "onp": onp, "x": x}
+    ratios = []
+    for _ in range(args.rounds):
+        t_np = min(timeit.repeat("onp.sin(x)", globals=glb, number=20000, repeat=3))
+        t_g = min(timeit.repeat("gnp.sin(x)", globals=glb, number=20000, repeat=3))
+        ratios.append(t_g / t_np)
+    print(f"\nuntraced gradcy.numpy.sin / numpy.sin on 3 elements: "
+          f"{statistics.median(ratios):.3f} (median of {args.rounds} interleaved rounds)")
+    rs = onp.random.RandomState(0)
+    X = rs.randn(args.D, args.D)
+    X = X @ X.T / args.D / args.D
+    Z = rs.randn(args.D, args.D)
+    dg = grad(dot_chain)
+    assert onp.allclose(dg(X, Z), dot_hand(X, Z))
+    r = [once(lambda: dg(X, Z)) / once(lambda: dot_hand(X, Z)) for _ in range(3)]
+    print(f"dot chain D={args.D}: gradcy / hand-written time {statistics.median(r):.3f} "
+          f"(median of 3 interleaved pairs)")
+
+
+if __name__ == "__main__":
+    main()
