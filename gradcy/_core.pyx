@@ -1023,8 +1023,6 @@ cdef class Tape:
             callargs = (g, ans) + args
         else:
             callargs = (ans,) + args
-        if kwargs is None:
-            kwargs = _EMPTY
         for k in range(n):
             ref = self.parents[start + k]
             if self.nodes[ref.node].flags & NODE_CONSTANT:
@@ -1036,10 +1034,12 @@ cdef class Tape:
                     f"gradcy.extend.defvjp")
             if <object>rule is None:
                 continue
-            if prim.direct:
-                self._accumulate(ref.node, PyObject_Call(<object>rule, callargs, kwargs))
+            # no keyword dict at all when the call had none: cheaper to call
+            if kwargs is None:
+                out = PyObject_Call(<object>rule, callargs, <object>NULL)
             else:
-                self._accumulate(ref.node, PyObject_Call(<object>rule, callargs, kwargs)(g))
+                out = PyObject_Call(<object>rule, callargs, kwargs)
+            self._accumulate(ref.node, out if prim.direct else out(g))
 
     # ---- release --------------------------------------------------------------------------
     cdef int _free_all(self) noexcept:
