@@ -1039,7 +1039,10 @@ cdef class Tape:
                 out = PyObject_Call(<object>rule, callargs, <object>NULL)
             else:
                 out = PyObject_Call(<object>rule, callargs, kwargs)
-            self._accumulate(ref.node, out if prim.direct else out(g))
+            if not prim.direct:
+                out = out(g)
+            self._accumulate(ref.node, out)
+            out = None      # the product is the slot's now (or added into it): free it here
 
     # ---- release --------------------------------------------------------------------------
     cdef int _free_all(self) noexcept:
