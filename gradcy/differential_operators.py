@@ -268,7 +268,13 @@ def _contains_tape_box(obj, tape):
     return False
 
 
+_SCALAR_ONES = {t: t(1) for t in (_np.float64, _np.float32, _np.float16, float)}
+
+
 def _ones_like(ans):
+    one = _SCALAR_ONES.get(type(ans))
+    if one is not None:          # the common seed: a real scalar output (immutable, shared)
+        return one
     if type(ans) is Box:
         from . import numpy as gnp
         return gnp.ones_like(ans) if ans.ndim else gnp.ones_like(ans)[()]

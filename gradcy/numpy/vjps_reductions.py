@@ -16,7 +16,8 @@ import operator
 
 import numpy as _onp
 
-from ..extend import ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, primitive  # noqa: F401
+from ..extend import (ArrayMeta, Box, defjvp, defjvp_argnums, defvjp,  # noqa: F401
+                      defvjp_direct, primitive)
 from . import numpy_wrapper as anp
 from .vjp_util import cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
 
@@ -134,20 +135,17 @@ def _revcumsum(g, axis):
 # =============================================================================
 # sum, mean
 # =============================================================================
-def _sum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-             where=None):
+def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-
-    def vjp(g):
-        g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
-        if where is not None and where is not _NoValue:
-            g = g * where
-        return g
-    return vjp
+    g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
+    if where is not None and where is not _NoValue:
+        g = g * where
+    return g
 
 
-defvjp(anp.sum, _sum_vjp, save=())
+defvjp_direct(anp.sum, _sum_rule, save=())
 
 
 def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
