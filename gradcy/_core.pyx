@@ -29,6 +29,8 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
+    object PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
+                               PyObject* kwnames)
 
 
 # =============================================================================
@@ -191,6 +193,14 @@ cdef class ArrayMeta:
         return f"ArrayMeta(shape={self.shape}, dtype={self.dtype}, type={self.type.__name__})"
 
 
+cdef ArrayMeta _last_meta = None
+
+
+cdef inline void _set_last_meta(ArrayMeta m) noexcept:
+    global _last_meta
+    _last_meta = m
+
+
 cdef object _meta_of(object v):
     """What a saved record holds for a value it does not keep: metadata for buffers, the value
     itself for small Python objects (ints, floats, None, strings, dtypes)."""
@@ -202,6 +212,17 @@ cdef object _meta_of(object v):
         # built from the array struct directly: no attribute lookups on this hot path
         nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
         dims = cnp.PyArray_DIMS(<cnp.ndarray>v)
+        m = _last_meta
+        # ArrayMeta is immutable: consecutive values of one shape and dtype (a loop over
+        # same-shaped arrays) share one
+        if (m is not None and m.type is type(v)
+                and <PyObject*>m.dtype is <PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>v)
+                and PyTuple_GET_SIZE(m.shape) == nd):
+            for d in range(nd):
+                if <cnp.npy_intp>(<object>PyTuple_GET_ITEM(m.shape, d)) != dims[d]:
+                    break
+            else:
+                return m
         shape = PyTuple_New(nd)
         for d in range(nd):
             dim = PyLong_FromSsize_t(dims[d])
@@ -211,6 +232,7 @@ cdef object _meta_of(object v):
         m.shape = shape
         m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
         m.type = type(v)
+        _set_last_meta(m)
         return m
     if type(v) is Box:
         inner = _meta_of((<Box>v)._value)
@@ -1001,6 +1023,9 @@ cdef class Tape:
         cdef ParentRef ref
         cdef PyObject* rule
         cdef tuple callargs
+        cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
+        cdef Py_ssize_t a, nargs = PyTuple_GET_SIZE(args)
+        cdef bint vector
         if prim.write_vjp is not None:
             live = [k for k in range(n)
                     if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]
@@ -1019,7 +1044,15 @@ cdef class Tape:
             for k in range(n):
                 self._accumulate(self.parents[start + k].node, grads[k])
             return
-        if prim.direct:
+        # direct rules of calls without keywords take a vectorcall on a C array (no argument
+        # tuple to build and free); everything else goes through an argument tuple
+        vector = prim.direct and kwargs is None and nargs <= MAX_INLINE_PARENTS
+        if vector:
+            argv[0] = <PyObject*>g
+            argv[1] = <PyObject*>ans
+            for a in range(nargs):
+                argv[2 + a] = PyTuple_GET_ITEM(args, a)
+        elif prim.direct:
             callargs = (g, ans) + args
         else:
             callargs = (ans,) + args
@@ -1035,7 +1068,9 @@ cdef class Tape:
             if <object>rule is None:
                 continue
             # no keyword dict at all when the call had none: cheaper to call
-            if kwargs is None:
+            if vector:
+                out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
+            elif kwargs is None:
                 out = PyObject_Call(<object>rule, callargs, <object>NULL)
             else:
                 out = PyObject_Call(<object>rule, callargs, kwargs)
