@@ -63,6 +63,7 @@ cdef class Primitive:
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
 
+    cdef object _dispatch(self, tuple args, dict kwargs)
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs)

@@ -160,6 +160,14 @@ def register_numpy_override(numpy_fn, gradcy_fn):
         _function_map[numpy_fn] = gradcy_fn
 
 
+cdef object _binop(str name, object a, object b):
+    """Box operator `name` on (a, b): a registered primitive is dispatched directly."""
+    fn = _method(name)
+    if type(fn) is Primitive:
+        return (<Primitive>fn)._dispatch((a, b), None)
+    return fn(a, b)
+
+
 cdef object _method(str name):
     try:
         return _box_methods[name]
@@ -290,12 +298,16 @@ cdef class Primitive:
         self.direct = False
 
     def __call__(self, *args, **kwargs):
-        cdef Py_ssize_t i, n = len(args)
+        return self._dispatch(args, kwargs)
+
+    cdef object _dispatch(self, tuple args, dict kwargs):
+        """Run on plain values when no Box is among the positional arguments, else record."""
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(args)
         cdef object a
         cdef Tape top = None, t
         cdef bint mixed = False
         for i in range(n):
-            a = args[i]
+            a = <object>PyTuple_GET_ITEM(args, i)
             if type(a) is Box:
                 t = (<Box>a)._tape
                 if t.released:
@@ -310,7 +322,7 @@ cdef class Primitive:
             if top is None:
                 return PyObject_Call(self.fun, args, <object>NULL)
             return self._record(top, mixed, args, None)
-        for v in (<dict>kwargs).values():
+        for v in kwargs.values():
             if type(v) is Box:
                 _raise_keyword_box(self.name, kwargs)
         if top is None:
@@ -1328,22 +1340,22 @@ cdef class Box:
         return fn(*args, **kwargs)
 
     # ---- operators --------------------------------------------------------------------------
-    def __add__(self, other): return _method("add")(self, other)
-    def __radd__(self, other): return _method("add")(other, self)
-    def __sub__(self, other): return _method("subtract")(self, other)
-    def __rsub__(self, other): return _method("subtract")(other, self)
-    def __mul__(self, other): return _method("multiply")(self, other)
-    def __rmul__(self, other): return _method("multiply")(other, self)
-    def __truediv__(self, other): return _method("true_divide")(self, other)
-    def __rtruediv__(self, other): return _method("true_divide")(other, self)
-    def __floordiv__(self, other): return _method("floor_divide")(self, other)
-    def __rfloordiv__(self, other): return _method("floor_divide")(other, self)
-    def __mod__(self, other): return _method("mod")(self, other)
-    def __rmod__(self, other): return _method("mod")(other, self)
-    def __pow__(self, other, mod=None): return _method("power")(self, other)
-    def __rpow__(self, other, mod=None): return _method("power")(other, self)
-    def __matmul__(self, other): return _method("matmul")(self, other)
-    def __rmatmul__(self, other): return _method("matmul")(other, self)
+    def __add__(self, other): return _binop("add", self, other)
+    def __radd__(self, other): return _binop("add", other, self)
+    def __sub__(self, other): return _binop("subtract", self, other)
+    def __rsub__(self, other): return _binop("subtract", other, self)
+    def __mul__(self, other): return _binop("multiply", self, other)
+    def __rmul__(self, other): return _binop("multiply", other, self)
+    def __truediv__(self, other): return _binop("true_divide", self, other)
+    def __rtruediv__(self, other): return _binop("true_divide", other, self)
+    def __floordiv__(self, other): return _binop("floor_divide", self, other)
+    def __rfloordiv__(self, other): return _binop("floor_divide", other, self)
+    def __mod__(self, other): return _binop("mod", self, other)
+    def __rmod__(self, other): return _binop("mod", other, self)
+    def __pow__(self, other, mod=None): return _binop("power", self, other)
+    def __rpow__(self, other, mod=None): return _binop("power", other, self)
+    def __matmul__(self, other): return _binop("matmul", self, other)
+    def __rmatmul__(self, other): return _binop("matmul", other, self)
     def __neg__(self): return _method("negative")(self)
     def __pos__(self): return self
     def __abs__(self): return _method("absolute")(self)
