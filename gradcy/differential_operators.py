@@ -186,8 +186,9 @@ class VJP:
             tape.release()
 
 
-def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
-    """Run fun with args[argnum] traced; returns (VJP, plain output value, raw output)."""
+def _differentiated_leaves(args, argnum, fname):
+    """(leaves, unflatten) of the differentiated argument(s), after checking every leaf is a
+    float or complex value (the error names the offending argument)."""
     multi = type(argnum) is tuple or type(argnum) is list
     x = tuple([args[i] for i in argnum]) if multi else args[argnum]
     leaves, unflatten = tree_flatten(x)
@@ -195,26 +196,37 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
         for i in (argnum if multi else (argnum,)):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
+    return leaves, unflatten
+
+
+def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
+    """fun(*args) with args[argnum] replaced by traced_x, with `tape` this thread's active
+    differentiation while it runs (array constructors hand out buffers it owns)."""
+    new_args = list(args)
+    if type(argnum) is tuple or type(argnum) is list:
+        for i, a in zip(argnum, traced_x):
+            new_args[i] = a
+    else:
+        new_args[argnum] = traced_x
+    del traced_x
+    _core.push_active(tape)
+    try:
+        return fun(*new_args, **kwargs)
+    finally:
+        _core.pop_active(tape)
+
+
+def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
+    """Run fun with args[argnum] traced; returns (VJP, plain output value)."""
+    leaves, unflatten = _differentiated_leaves(args, argnum, fname)
     tape = Tape()
     if observer is not None:
         tape.observer = observer
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
-        traced_x = unflatten(boxes)
-        new_args = list(args)
-        if multi:
-            for i, a in zip(argnum, traced_x):
-                new_args[i] = a
-        else:
-            new_args[argnum] = traced_x
         leaf_nodes = [b._node for b in boxes]
-        del boxes, traced_x
-        _core.push_active(tape)
-        try:
-            out = fun(*new_args, **kwargs)
-        finally:
-            _core.pop_active(tape)
-        del new_args
+        out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
+        del boxes
         out_node, ans, out_structure = _output(tape, out, fname)
         del out
     except BaseException:
@@ -222,7 +234,7 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
         raise
     vjp = VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname)
     vjp._packed = out_structure is not None
-    return vjp, ans, None
+    return vjp, ans
 
 
 @primitive
@@ -312,7 +324,7 @@ def make_vjp(fun, argnum=0):
     lives until vjp is released or dropped."""
     @wraps(fun)
     def vjp_maker(*args, **kwargs):
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
         return vjp, ans
     return vjp_maker
 
@@ -321,7 +333,7 @@ def value_and_grad(fun, argnum=0):
     """value_and_grad(fun, argnum)(*args) -> (fun(*args), gradient)."""
     @wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
         try:
             _check_scalar_output(ans, "value_and_grad")
         except BaseException:
@@ -336,7 +348,7 @@ def grad(fun, argnum=0):
     ints for a tuple of gradients). The gradient has the type, dtype and shape of the argument."""
     @wraps(fun)
     def gradfun(*args, **kwargs):
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "grad", consume=True)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True)
         try:
             _check_scalar_output(ans, "grad")
         except BaseException:
@@ -356,7 +368,7 @@ def grad_and_aux(fun, argnum=0):
             out, aux = fun(*a, **k)
             aux_box.append(aux)
             return out
-        vjp, ans, _ = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
+        vjp, ans = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
         try:
             _check_scalar_output(ans, "grad_and_aux")
         except BaseException:
@@ -383,7 +395,7 @@ def elementwise_grad(fun, argnum=0):
     elementwise function."""
     @wraps(fun)
     def gradfun(*args, **kwargs):
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
         return vjp(_ones_like(ans))
     return gradfun
 
@@ -396,7 +408,7 @@ def holomorphic_grad(fun, argnum=0):
         if not _np.iscomplexobj(x._value if type(x) is Box else x):
             raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
                             "x.astype(complex) or x + 0j")
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
         return vjp(_ones_like(ans))
     return gradfun
 
@@ -405,7 +417,7 @@ def vector_jacobian_product(fun, argnum=0):
     """vjp_fun(*args, v): the VJP of fun at args with cotangent v."""
     def vector_dot_grad(*args, **kwargs):
         args, vector = args[:-1], args[-1]
-        vjp, _, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
+        vjp, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
         return vjp(vector)
     return vector_dot_grad
 
@@ -415,7 +427,7 @@ def jacobian(fun, argnum=0):
     @wraps(fun)
     def jacobian_fun(*args, **kwargs):
         from . import numpy as gnp
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
         try:
             x = args[argnum]
             out_shape = _np.shape(ans._value if type(ans) is Box else ans)
@@ -498,7 +510,7 @@ def checkpoint(fun):
     during the backward pass instead of held from the forward pass (memory for time)."""
     def vjp_argnums(argnums, ans, args, kwargs):
         def vjp(g):
-            inner, _, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
+            inner, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
                                  consume=True)
             return inner(g)
         return vjp
@@ -516,13 +528,7 @@ def make_jvp(fun, argnum=0):
     and its tangent for tangent v of argument argnum. Each jvp call runs fun once on a
     forward-mode tape, which saves nothing for a backward pass."""
     def jvp_maker(*args, **kwargs):
-        multi = type(argnum) is tuple or type(argnum) is list
-        x = tuple([args[i] for i in argnum]) if multi else args[argnum]
-        leaves, unflatten = tree_flatten(x)
-        if not all([_is_float_leaf(leaf) for leaf in leaves]):
-            for i in (argnum if multi else (argnum,)):
-                for leaf in tree_flatten(args[i])[0]:
-                    _check_leaf(leaf, "make_jvp", i)
+        leaves, unflatten = _differentiated_leaves(args, argnum, "make_jvp")
 
         def jvp(v):
             tangents = tree_flatten(v)[0]
@@ -533,20 +539,8 @@ def make_jvp(fun, argnum=0):
             try:
                 boxes = [tape.new_leaf(leaf, _match_input(t, leaf))
                          for leaf, t in zip(leaves, tangents)]
-                traced = unflatten(boxes)
-                new_args = list(args)
-                if multi:
-                    for i, a in zip(argnum, traced):
-                        new_args[i] = a
-                else:
-                    new_args[argnum] = traced
-                del boxes, traced
-                _core.push_active(tape)
-                try:
-                    out = fun(*new_args, **kwargs)
-                finally:
-                    _core.pop_active(tape)
-                del new_args
+                out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
+                del boxes
                 if out is None:
                     raise TypeError("make_jvp: the function returned None")
                 out_leaves, out_unflatten = tree_flatten(out)

@@ -156,7 +156,7 @@ def profile(fun, argnum=0):
     def profiled(*args, **kwargs):
         prof = MemoryProfile()
         start = time.perf_counter()
-        vjp, ans, _ = _trace(fun, args, kwargs, argnum, "profile", consume=True,
+        vjp, ans = _trace(fun, args, kwargs, argnum, "profile", consume=True,
                              observer=prof)
         try:
             _check_scalar_output(ans, "profile")

@@ -9,7 +9,7 @@ from gradcy import elementwise_grad, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape, set_tangent_fixer
 from gradcy.numpy.vjp_util import match_tangent
 from gradcy.test_util import check_grads
-from vjp_harness import check, rand
+from vjp_harness import check, rand, raw_cotangent
 
 MODES = ("fwd", "rev")
 
@@ -33,23 +33,6 @@ def _is_float(a):
 
 def _to32(a):
     return a.astype(onp.float32) if isinstance(a, onp.ndarray) and a.dtype.kind == "f" else a
-
-
-def raw_cotangent(fun, args, i):
-    """The cotangent the tape delivers to argument i (before make_vjp's boundary casts), for an
-    all-ones output cotangent."""
-    t = Tape()
-    try:
-        b = t.new_leaf(args[i])
-        y = fun(*args[:i], b, *args[i + 1:])
-        assert type(y) is Box
-        out = t.pin(y)
-        v = y._value
-        g = onp.ones_like(v) if isinstance(v, onp.ndarray) else onp.asarray(v).dtype.type(1)
-        del y
-        return t.backward(out, g, True, [b._node])[0]
-    finally:
-        t.release()
 
 
 def check_raw_dtypes(fun, *args):

@@ -8,7 +8,7 @@ import gradcy.numpy as np
 from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.numpy import vjps_linalg
-from vjp_harness import check, rand
+from vjp_harness import check, rand, raw_cotangent
 
 COVERED = {
     "gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot", "gradcy.numpy.einsum",
@@ -25,19 +25,6 @@ def r(*shape, seed=0):
     if shape == (None,):
         return onp.array(rand(seed=seed + 3))
     return rand(*shape, seed=seed)
-
-
-def raw_cotangent(fun, args, i, g=None):
-    """The cotangent the tape hands to leaf i (before make_vjp's final type matching)."""
-    t = Tape()
-    try:
-        b = t.new_leaf(args[i])
-        y = fun(*args[:i], b, *args[i + 1:])
-        if g is None:
-            g = onp.ones(onp.shape(y._value), onp.result_type(y._value))
-        return t.backward(t.pin(y), g, True, [b._node])[0]
-    finally:
-        t.release()
 
 
 def chk(fun, *args):

@@ -30,17 +30,18 @@ def check(fun, *args, order=2, dtypes=True, modes=("fwd", "rev")):
             check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])
 
 
-def raw_cotangent(fun, args, i):
-    """The cotangent the tape delivers to argument i for an all-ones output cotangent, before
-    the front end's cast to the input's type (which would hide a float64 leak)."""
+def raw_cotangent(fun, args, i, g=None):
+    """The cotangent the tape delivers to argument i for output cotangent g (all ones when not
+    given), before the front end's cast to the input's type (which would hide a float64 leak)."""
     t = Tape()
     try:
         b = t.new_leaf(args[i])
         y = fun(*args[:i], b, *args[i + 1:])
         assert type(y) is Box, "the function's output does not depend on its argument"
         out = t.pin(y)
-        v = y._value
-        g = onp.ones_like(v) if isinstance(v, onp.ndarray) else onp.asarray(v).dtype.type(1)
+        if g is None:
+            v = y._value
+            g = onp.ones_like(v) if isinstance(v, onp.ndarray) else onp.asarray(v).dtype.type(1)
         del y
         return t.backward(out, g, True, [b._node])[0]
     finally:

@@ -37,7 +37,7 @@ _NOT_WRAPPED = {"vectorize", "errstate", "printoptions", "nditer", "broadcast", 
                 "set_printoptions", "get_printoptions", "seterr", "geterr", "info", "show_config",
                 "get_include", "load", "save", "savez", "savez_compressed", "loadtxt",
                 "savetxt", "genfromtxt", "fromfile", "frombuffer", "fromregex", "memmap",
-                "setbufsize", "getbufsize", "test", "typename", "printoptions", "seterrcall",
+                "setbufsize", "getbufsize", "test", "typename", "seterrcall",
                 "geterrcall", "deprecate", "asmatrix", "matrix", "poly1d", "busday_count",
                 "busday_offset", "is_busday", "datetime_as_string", "datetime_data",
                 "set_string_function", "add_docstring", "add_newdoc", "from_dlpack",
@@ -78,7 +78,7 @@ for _alias, _canonical in [("amax", "max"), ("amin", "min"), ("around", "round")
                            ("atanh", "arctanh"), ("atan2", "arctan2"), ("pow", "power"),
                            ("concat", "concatenate"), ("permute_dims", "transpose"),
                            ("bitwise_invert", "bitwise_not"), ("bitwise_left_shift", "left_shift"),
-                           ("bitwise_right_shift", "right_shift"), ("amax", "max"),
+                           ("bitwise_right_shift", "right_shift"),
                            ("product", "prod"), ("cumproduct", "cumprod"),
                            ("alltrue", "all"), ("sometrue", "any")]:
     if _canonical in globals() and _alias in globals():
