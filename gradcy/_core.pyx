@@ -1124,6 +1124,10 @@ cdef class Tape:
         self.cap_nodes = 0
         self.cap_parents = 0
         self.buffers = None
+        # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
+        # a Box of this tape is still referenced somewhere
+        self.owned = None
+        self.owned_hook = None
         return 0
 
     def release(self):
