@@ -11,6 +11,7 @@ import numpy as _np
 
 from . import _core
 from ._core import Box, Tape
+from ._core import grad_fast as _grad_fast
 from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
@@ -227,6 +228,15 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
         leaf_nodes = [b._node for b in boxes]
         out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
         del boxes
+    except BaseException:
+        tape.release()
+        raise
+    return _finish_trace(tape, out, leaves, leaf_nodes, unflatten, fname, consume)
+
+
+def _finish_trace(tape, out, leaves, leaf_nodes, unflatten, fname, consume):
+    """(VJP, plain output value) of a traced call whose function has returned `out`."""
+    try:
         out_node, ans, out_structure = _output(tape, out, fname)
         del out
     except BaseException:
@@ -235,6 +245,23 @@ def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
     vjp = VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname)
     vjp._packed = out_structure is not None
     return vjp, ans
+
+
+def _finish_grad(fname, with_value, tape, out, leaves, leaf_nodes, multi):
+    """The rest of grad / value_and_grad after _core.grad_fast ran the function."""
+    vjp, ans = _finish_trace(tape, out, leaves, leaf_nodes, tuple if multi else _first, fname,
+                             True)
+    return _grad_of(vjp, ans, fname, with_value)
+
+
+def _grad_of(vjp, ans, fname, with_value):
+    try:
+        _check_scalar_output(ans, fname)
+    except BaseException:
+        vjp.release()
+        raise
+    g = vjp(_ones_like(ans))
+    return (ans, g) if with_value else g
 
 
 @primitive
@@ -333,13 +360,12 @@ def value_and_grad(fun, argnum=0):
     """value_and_grad(fun, argnum)(*args) -> (fun(*args), gradient)."""
     @wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
+        out = _grad_fast(fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad,
+                         _match_input)
+        if out is not NotImplemented:
+            return out
         vjp, ans = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
-        try:
-            _check_scalar_output(ans, "value_and_grad")
-        except BaseException:
-            vjp.release()
-            raise
-        return ans, vjp(_ones_like(ans))
+        return _grad_of(vjp, ans, "value_and_grad", True)
     return value_and_grad_fun
 
 
@@ -348,13 +374,12 @@ def grad(fun, argnum=0):
     ints for a tuple of gradients). The gradient has the type, dtype and shape of the argument."""
     @wraps(fun)
     def gradfun(*args, **kwargs):
+        # plain float arrays in, a real scalar out: the whole call runs in _core
+        g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad, _match_input)
+        if g is not NotImplemented:
+            return g
         vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True)
-        try:
-            _check_scalar_output(ans, "grad")
-        except BaseException:
-            vjp.release()
-            raise
-        return vjp(_ones_like(ans))
+        return _grad_of(vjp, ans, "grad", False)
     return gradfun
 
 

@@ -659,3 +659,73 @@ def test_make_hvp_and_make_ggnvp_match_autograd():
     del hvp, ggn
     gc.collect()
     assert_counters_zero()
+
+
+# =============================================================================
+# grad's fast path (_core.grad_fast): plain float inputs and a real scalar output
+# =============================================================================
+def _no_general_path(monkeypatch):
+    from gradcy import differential_operators as dops
+
+    def fail(*a, **k):
+        raise AssertionError("the general path ran")
+    monkeypatch.setattr(dops, "_trace", fail)
+
+
+def test_fast_path_runs_plain_calls_without_the_general_path(monkeypatch):
+    _no_general_path(monkeypatch)
+    x = onp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    y32 = onp.ones(3, onp.float32)
+    g = grad(lambda a: anp.sum(anp.sin(a)))(x)
+    onp.testing.assert_allclose(g, onp.cos(x))
+    gx, gy = grad(lambda a, b: anp.sum(a * b), argnum=(0, 1))(x, y32.astype(float))
+    onp.testing.assert_allclose(gx, onp.ones((2, 3)))
+    onp.testing.assert_allclose(gy, x.sum(axis=0))
+    g32 = grad(lambda b: anp.sum(b * 2.0))(y32)
+    assert g32.dtype == onp.float32 and g32.shape == (3,)
+    gf = grad(lambda s: s * s)(3.0)
+    assert type(gf) is float and gf == 6.0
+    g0 = grad(lambda s: s * s)(onp.array(3.0))
+    assert type(g0) is onp.ndarray and g0.shape == () and g0 == 6.0
+    v, g = value_and_grad(lambda a: anp.sum(a ** 2))(x)
+    assert v == onp.sum(x ** 2)
+    onp.testing.assert_allclose(g, 2 * x)
+    # an input the output does not depend on: zeros of its dtype and shape
+    gx, gz = grad(lambda a, z: anp.sum(a), argnum=(0, 1))(x, y32)
+    assert gz.dtype == onp.float32 and not gz.any()
+    assert_counters_zero()
+
+
+def test_fast_path_hands_unusual_outputs_to_the_general_checks():
+    x = onp.ones(3)
+    # a constant output: zero gradient
+    assert not grad(lambda a: 1.0)(x).any()
+    # a one-element array output is a scalar for grad
+    onp.testing.assert_allclose(grad(lambda a: anp.sum(a, keepdims=True))(x), onp.ones(3))
+    with pytest.raises(TypeError, match="grad needs a scalar output"):
+        grad(lambda a: a * 2.0)(x)
+    with pytest.raises(TypeError, match="complex"):
+        grad(lambda a: anp.sum(a) * 1j)(x)
+    with pytest.raises(TypeError, match="returned None"):
+        grad(lambda a: None)(x)
+    assert_counters_zero()
+
+
+def test_fast_path_releases_everything_when_f_raises():
+    def f(a):
+        anp.sin(a)
+        raise KeyError("boom")
+    with pytest.raises(KeyError):
+        grad(f)(onp.ones(4))
+    with pytest.raises(KeyError):
+        value_and_grad(f)(onp.ones(4))
+    assert_counters_zero()
+
+
+def test_fast_path_gradient_is_the_callers_own_array():
+    # the cotangent of a sum is handed out writable and not shared between calls
+    x = onp.ones((2, 2))
+    g1 = grad(lambda a: anp.sum(a))(x)
+    g2 = grad(lambda a: anp.sum(a))(x)
+    g1 += 1.0
+    assert onp.array_equal(g2, onp.ones((2, 2))) and g1.flags.writeable

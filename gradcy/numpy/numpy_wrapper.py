@@ -7,6 +7,7 @@ constructors...) run on plain values without recording. Functions that take a li
 arguments, so each one is a traced parent. The VJPs live in numpy_vjps.py.
 """
 import builtins as _builtins
+import functools
 import types
 
 import numpy as _np
@@ -50,6 +51,24 @@ def _is_function(obj):
             or type(obj).__name__ == "_ArrayFunctionDispatcher")
 
 
+_add_reduce = _np.add.reduce
+
+
+@functools.wraps(_np.sum)
+def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np._NoValue,
+         where=_np._NoValue):
+    # numpy.sum of a plain ndarray is add.reduce after about 1 us of Python dispatch
+    # (ndarray.sum -> _methods._sum); go straight there when nothing else is asked for
+    if (type(a) is _np.ndarray and keepdims is _np._NoValue and initial is _np._NoValue
+            and where is _np._NoValue):
+        return _add_reduce(a, axis, dtype, out)
+    return _np.sum(a, axis, dtype, out, keepdims=keepdims, initial=initial, where=where)
+
+
+# NumPy functions run through a faster equivalent with the same signature and results
+_FAST_IMPL = {"sum": _sum}
+
+
 def wrap_namespace(src, dst, prefix):
     """Fill `dst` with the names of the module dict `src`: functions as primitives, everything
     else unchanged."""
@@ -58,8 +77,9 @@ def wrap_namespace(src, dst, prefix):
             continue
         if _is_function(obj) and name not in _NOT_WRAPPED:
             full = f"{prefix}.{name}"
-            wrapped = (notrace_primitive(obj, full) if name in NONDIFFERENTIABLE
-                       else primitive(obj, full))
+            impl = _FAST_IMPL.get(name, obj) if src is _np.__dict__ else obj
+            wrapped = (notrace_primitive(impl, full) if name in NONDIFFERENTIABLE
+                       else primitive(impl, full))
             dst[name] = wrapped
             register_numpy_override(obj, wrapped)
         elif not isinstance(obj, types.ModuleType):

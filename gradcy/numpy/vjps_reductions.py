@@ -19,7 +19,8 @@ import numpy as _onp
 from ..extend import (ArrayMeta, Box, defjvp, defjvp_argnums, defvjp,  # noqa: F401
                       defvjp_direct, primitive)
 from . import numpy_wrapper as anp
-from .vjp_util import cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
+from .vjp_util import (_SMALL, cast_like, unbroadcast, broadcast_cotangent,  # noqa: F401
+                       shape_dtype)
 
 _NoValue = _onp._NoValue
 
@@ -135,8 +136,17 @@ def _revcumsum(g, axis):
 # =============================================================================
 # sum, mean
 # =============================================================================
+_REAL_SCALAR_TYPES = (float, _onp.float64, _onp.float32, _onp.float16)
+
+
 def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
               where=None):
+    if axis is None and type(x) is ArrayMeta and type(g) in _REAL_SCALAR_TYPES and (
+            x.size <= _SMALL and (where is None or where is _NoValue)):
+        # the common full sum of a small array: the scalar cotangent filled in, cast on store
+        full = _onp.empty(x.shape, x.dtype)
+        full[...] = g
+        return full
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
