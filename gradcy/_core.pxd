@@ -62,6 +62,7 @@ cdef class Primitive:
     cdef public bint linear           # registered with def_linear (used by forward mode)
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
+    cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
 
     cdef object _dispatch(self, tuple args, dict kwargs)
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
@@ -112,6 +113,7 @@ cdef class Tape:
     cdef int _release_saved(self, Py_ssize_t i) except -1
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)
+    cdef object _view_slot(self, Py_ssize_t i, int depth)
     cdef int _accumulate(self, Py_ssize_t i, object g) except -1
     cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1
     cdef int _box_dropped(self, Py_ssize_t i) except -1

@@ -296,6 +296,7 @@ cdef class Primitive:
         self.save_args = frozenset()
         self.linear = False
         self.direct = False
+        self.basic_view = False
 
     def __call__(self, *args, **kwargs):
         return self._dispatch(args, kwargs)
@@ -843,6 +844,42 @@ cdef class Tape:
         Py_XDECREF(c)          # the slot's reference
         return g
 
+    cdef object _view_slot(self, Py_ssize_t i, int depth):
+        """For node i = A[idx] (a basic-index view, no slot of its own): the region of A's
+        cotangent slot that node i's cotangent would be added into, as a writable view, when
+        that slot is an engine-owned ndarray nothing else references (or, recursively, the
+        region of A's own view slot). None when any condition fails: then node i keeps a
+        slot of its own as usual. Adding into this view instead of a slot of node i's own
+        is what a hand-written gradient does (dP = dM[:, :n]; dP += ...): no buffer per view,
+        and node i's VJP never runs."""
+        cdef Node* node = &self.nodes[i]
+        cdef Py_ssize_t p
+        cdef PyObject* pc
+        cdef object base, view
+        if (depth > 8 or node.prim is NULL or not (<Primitive>node.prim).basic_view
+                or node.nparents != 1 or self.parents[node.parent_start].argnum != 0
+                or node.saved_args is NULL or PyTuple_GET_SIZE(<object>node.saved_args) < 2):
+            return None
+        idx = <object>PyTuple_GET_ITEM(<object>node.saved_args, 1)
+        if not _is_basic_index(idx):
+            return None
+        p = self.parents[node.parent_start].node
+        pc = self.nodes[p].cotangent
+        if pc is NULL:
+            base = self._view_slot(p, depth + 1)
+            if base is None:
+                return None
+        elif (cnp.PyArray_CheckExact(<object>pc) and Py_REFCNT(pc) == 1
+                and cnp.PyArray_BASE(<cnp.ndarray>pc) is NULL
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>pc)):
+            base = <object>pc
+        else:
+            return None
+        view = base[idx]
+        if not cnp.PyArray_CheckExact(view) or cnp.PyArray_BASE(<cnp.ndarray>view) is NULL:
+            return None
+        return view
+
     cdef int _accumulate(self, Py_ssize_t i, object g) except -1:
         """Add cotangent g into node i's slot: in place only when the slot holds an ndarray
         the engine alone references, that owns its memory, with g's shape and dtype."""
@@ -853,6 +890,14 @@ cdef class Tape:
         if type(g) is SparseCotangent:
             return self._accumulate_sparse(i, <SparseCotangent>g)
         if cur is NULL:
+            if cnp.PyArray_CheckExact(g) and node.prim is not NULL and (
+                    (<Primitive>node.prim).basic_view):
+                view = self._view_slot(i, 0)
+                if (view is not None
+                        and cnp.PyArray_TYPE(<cnp.ndarray>view) == cnp.PyArray_TYPE(<cnp.ndarray>g)
+                        and cnp.PyArray_SAMESHAPE(<cnp.ndarray>view, <cnp.ndarray>g)):
+                    _np.add(view, g, out=view)
+                    return 0
             return self._set_cotangent(i, g)
         c = <object>cur
         if type(c) is SparseCotangent:
@@ -876,7 +921,16 @@ cdef class Tape:
         """Add a sparse cotangent: into the slot's array in place when the engine alone holds
         it (O(size of g)), else into a fresh dense copy."""
         cdef PyObject* cur = self.nodes[i].cotangent
+        cdef Node* node = &self.nodes[i]
         if cur is NULL:
+            if node.prim is not NULL and (<Primitive>node.prim).basic_view and (
+                    not cnp.PyArray_Check(g.values)
+                    or (<object>g.values).dtype == g.dtype):
+                view = self._view_slot(i, 0)
+                if (view is not None and cnp.PyArray_TYPE(<cnp.ndarray>view) == g.dtype.num
+                        and (<object>view).shape == g.shape):
+                    g.add_into(view)
+                    return 0
             return self._set_cotangent(i, g)      # stays sparse until it is read
         c = <object>cur
         if type(c) is SparseCotangent:
@@ -1194,6 +1248,18 @@ cdef class SparseCotangent:
 
     def __radd__(self, other):
         return self.__add__(other)
+
+
+cdef bint _is_basic_index(object idx):
+    """idx selects a view (ints, slices, None, Ellipsis; no arrays, lists or bools)."""
+    cdef Py_ssize_t k
+    if type(idx) is tuple:
+        for k in range(PyTuple_GET_SIZE(idx)):
+            e = <object>PyTuple_GET_ITEM(idx, k)
+            if not (type(e) is int or type(e) is slice or e is None or e is Ellipsis):
+                return False
+        return True
+    return type(idx) is int or type(idx) is slice or idx is Ellipsis or idx is None
 
 
 cdef object _densify(object c):

@@ -288,6 +288,7 @@ def _getitem_vjp(g, ans, A, idx):
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
+anp.getitem.basic_view = True    # with a basic index, its cotangent may go into A's slot
 
 
 def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
