@@ -740,6 +740,22 @@ cdef class Tape:
     def is_constant(self, Box box):
         return bool(self.nodes[box._node].flags & NODE_CONSTANT)
 
+    def saved_output(self, Py_ssize_t i):
+        """The output value node i saved for its VJP (None when it saved none, or after
+        release)."""
+        if i < 0 or i >= self.n_nodes or self.nodes[i].saved_ans is NULL:
+            return None
+        return <object>self.nodes[i].saved_ans
+
+    def saved_value(self, Py_ssize_t i, Py_ssize_t position):
+        """Node i's saved argument `position` (-1: the saved output); None after release."""
+        if i < 0 or i >= self.n_nodes or self.nodes[i].saved_args is NULL:
+            return None
+        if position < 0:
+            return <object>self.nodes[i].saved_ans
+        args = <tuple>self.nodes[i].saved_args
+        return args[position] if position < PyTuple_GET_SIZE(args) else None
+
     def replace_saved(self, Py_ssize_t i, Py_ssize_t position, value):
         """Put `value` (a preserved copy) in place of node i's saved argument `position`
         (-1: the saved output), keeping the byte counts exact."""
@@ -1616,6 +1632,11 @@ def transfer_box(Box target, Box source):
     source._node = -1
     target._tape._box_dropped(old)
     target._tape.nodes[target._node].flags |= NODE_BOX_ALIVE
+
+
+def root_buffer(a):
+    """The ndarray that owns the memory of ndarray `a` (a itself when it owns it)."""
+    return _root_buffer(a)
 
 
 def is_box(x):

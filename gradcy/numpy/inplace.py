@@ -27,7 +27,7 @@ conservative hull), so checks are cheap and never miss an overlap.
 """
 import builtins as _builtins
 import sys
-import weakref
+from array import array as _array
 
 import numpy as _np
 
@@ -95,31 +95,28 @@ def _hull(a, b):
                   for (x0, x1), (y0, y1) in zip(a, b)])
 
 
-_UNKNOWN = object()
-
-
 class OwnedBuffer:
-    """A buffer a tape owns: what was saved from it and which traced views of it exist."""
+    """A buffer a tape owns: what was saved from it and which traced views of it exist.
 
-    __slots__ = ("root", "site", "saved", "saved_hull", "views", "view_hull", "regions",
-                 "pending")
+    Saved arrays are kept as flat (node, position) pairs and their regions recomputed from
+    the memory layout (layout_region, in C) only when a write overlaps their hull: a few
+    bytes per saved array, however many steps a loop runs. Views keep their region (the view
+    itself is not held); entries of views whose Box is gone are pruned as the table grows."""
+
+    __slots__ = ("root", "site", "saved", "saved_hull", "views", "view_hull", "view_limit")
 
     def __init__(self, root, site):
         self.root = root
         self.site = site
-        self.saved = []            # (node, position, region) of saved arrays in this buffer
+        self.saved = _array("q")   # node, position, node, position, ... of saved arrays in it
         self.saved_hull = ()       # hull of their regions (() = nothing saved yet)
-        self.views = {}            # node -> region of live traced views of this buffer
+        self.views = {}            # node -> region of traced views of this buffer
         self.view_hull = ()
-        self.regions = {}          # id(view array) -> (weakref, region), set by indexing
-        self.pending = _UNKNOWN    # region of the read being recorded right now
+        self.view_limit = 64       # prune dead views when the table grows past this
 
     def region_of(self, array):
         if array is self.root:
             return None
-        entry = self.regions.get(id(array))
-        if entry is not None and entry[0]() is array:
-            return entry[1]
         return layout_region(array, self.root)
 
     def describe(self):
@@ -133,29 +130,56 @@ def _grow(hull, r):
 def _owned_hook(info, kind, node, array, position):
     """Called by the core for each saved array and each new traced view that lives in an
     owned buffer (info is that buffer's OwnedBuffer)."""
-    r = info.pending if kind == "view" and info.pending is not _UNKNOWN else info.region_of(array)
+    r = None if array is info.root else layout_region(array, info.root)
     if kind == "saved":
-        info.saved.append((node, position, r))
-        info.saved_hull = _grow(info.saved_hull, r)
+        info.saved.append(node)
+        info.saved.append(position)
+        hull = info.saved_hull
+        if hull != () and hull is not None and r is not None:
+            info.saved_hull = _hull(hull, r)
+        elif hull == ():
+            info.saved_hull = r
+        else:
+            info.saved_hull = None
     else:
-        info.views[node] = r
+        views = info.views
+        views[node] = r
         info.view_hull = _grow(info.view_hull, r)
+        if len(views) > info.view_limit:
+            _prune_views(info, _core.active_tape())
+
+
+def _prune_views(info, tape):
+    """Drop the entries of views whose Box is gone (they can no longer be used)."""
+    if tape is not None and not tape.released:
+        hull = ()
+        for node in list(info.views):
+            if tape.node_flags(node)[1]:
+                hull = _grow(hull, info.views[node])
+            else:
+                del info.views[node]
+        info.view_hull = hull
+    info.view_limit = 2 * len(info.views) + 64
 
 
 def _before_write(tape, info, r):
     """Keep every saved value and live view consistent with a write to region r."""
     if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
-        keep, hull = [], ()
-        for node, position, sr in info.saved:
+        keep, hull, saved = _array("q"), (), info.saved
+        for k in range(0, len(saved), 2):
+            node, position = saved[k], saved[k + 1]
             released, _, _, _ = tape.node_flags(node)
             if released:
                 continue
+            value = tape.saved_value(node, position)
+            if type(value) is not _np.ndarray or _core.root_buffer(value) is not info.root:
+                continue               # already replaced by a copy of its own
+            sr = info.region_of(value)
             if _overlap(sr, r):
-                ans, args, _ = tape.node_info(node)["saved"]
-                value = ans if position < 0 else args[position]
                 tape.replace_saved(node, position, _np.array(value, copy=True))
                 continue               # the copy is the node's own: no longer in the buffer
-            keep.append((node, position, sr))
+            keep.append(node)
+            keep.append(position)
             hull = _grow(hull, sr)
         info.saved, info.saved_hull = keep, hull
     if info.views and info.view_hull != () and _overlap(info.view_hull, r):
@@ -244,8 +268,27 @@ def _box_setitem(box, idx, value):
         own(tape, copied._value)
         transfer_box(box, copied)
         info = tape.owned_info(box._value)
-    _before_write(tape, info, region(idx, box._value.shape))
+    r = region(idx, box._value.shape)
+    _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
+    if type(value) is Box and value._tape is tape and r is not None:
+        _share_saved_output(tape, info, box._value, idx, value, r)
+
+
+def _share_saved_output(tape, info, buf, idx, value, r):
+    """The value just written is the saved output of the op that made it (tanh, exp, ...):
+    let that op's VJP read it from the buffer's slot instead, so the separate array can go
+    (a hand-written gradient reads the slot too). A later write over the slot preserves a
+    copy first, like any saved view."""
+    ans = tape.saved_output(value._node)
+    if ans is not value._value or type(ans) is not _np.ndarray:
+        return
+    slot = buf[idx]
+    if (type(slot) is not _np.ndarray or slot.base is None or slot.shape != ans.shape
+            or slot.dtype != ans.dtype):
+        return
+    tape.replace_saved(value._node, -1, slot)
+    _owned_hook(info, "saved", value._node, slot, -1)
 
 
 def _box_iop(box, op, other):
@@ -255,32 +298,6 @@ def _box_iop(box, op, other):
         _box_setitem(box, Ellipsis, result)       # in place, as NumPy does
         return box
     return result                                 # a new value (views write back via buf[i])
-
-
-# =============================================================================
-# Reads of buffers: remember the region of each view, send sparse cotangents back
-# =============================================================================
-def _make_box_getitem(plain_getitem):
-    def box_getitem(A, idx):
-        """A[idx]; for a view of a buffer, remember which region of the buffer it covers."""
-        tape = A._tape
-        value = A._value
-        if not tape.owned or type(value) is not _np.ndarray:
-            return plain_getitem(A, idx)
-        info = tape.owned_info(value)
-        if info is None or info.root is not value:
-            return plain_getitem(A, idx)
-        r = region(idx, value.shape)
-        info.pending = r
-        try:
-            result = plain_getitem(A, idx)
-        finally:
-            info.pending = _UNKNOWN
-        if type(result) is Box and type(result._value) is _np.ndarray and (
-                result._value.base is not None):
-            info.regions[id(result._value)] = (weakref.ref(result._value), r)
-        return result
-    return box_getitem
 
 
 # =============================================================================
@@ -432,6 +449,5 @@ def install_constructors(g):
 
 
 register_box_method("__setitem__", _box_setitem)
-register_box_method("__getitem__", _make_box_getitem(anp._box_getitem))
 register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
