@@ -59,14 +59,30 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np.
          where=_np._NoValue):
     # numpy.sum of a plain ndarray is add.reduce after about 1 us of Python dispatch
     # (ndarray.sum -> _methods._sum); go straight there when nothing else is asked for
-    if (type(a) is _np.ndarray and keepdims is _np._NoValue and initial is _np._NoValue
-            and where is _np._NoValue):
-        return _add_reduce(a, axis, dtype, out)
+    if type(a) is _np.ndarray and initial is _np._NoValue and where is _np._NoValue:
+        if keepdims is _np._NoValue:
+            return _add_reduce(a, axis, dtype, out)
+        return _add_reduce(a, axis, dtype, out, keepdims)
     return _np.sum(a, axis, dtype, out, keepdims=keepdims, initial=initial, where=where)
 
 
+_c_einsum = getattr(getattr(_np._core, "multiarray", None), "c_einsum", None)
+
+
+@functools.wraps(_np.einsum)
+def _einsum(*operands, out=None, optimize=False, **kwargs):
+    # numpy.einsum without optimize is its C core behind __array_function__ dispatch; plain
+    # ndarray operands need no dispatch
+    if optimize is False and _c_einsum is not None and _builtins.all(
+            [type(o) is _np.ndarray or type(o) is str for o in operands]):
+        if out is not None:
+            kwargs["out"] = out
+        return _c_einsum(*operands, **kwargs)
+    return _np.einsum(*operands, out=out, optimize=optimize, **kwargs)
+
+
 # NumPy functions run through a faster equivalent with the same signature and results
-_FAST_IMPL = {"sum": _sum}
+_FAST_IMPL = {"sum": _sum, "einsum": _einsum}
 
 
 def wrap_namespace(src, dst, prefix):

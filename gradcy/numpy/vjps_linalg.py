@@ -20,6 +20,7 @@ from . import numpy_wrapper as anp
 from .vjp_util import cast_like, shape_dtype, unbroadcast
 
 _ndarray = _onp.ndarray
+_c_einsum = getattr(getattr(_onp._core, "multiarray", None), "c_einsum", None)
 
 
 # =============================================================================
@@ -123,6 +124,11 @@ defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save=(0, 1))
 # broadcast. A 2-D operand against a batched one gets its cotangent from one tensordot (one
 # large matrix product, no per-batch partial sums).
 def _matmul_rule_0(g, ans, A, B):
+    if type(g) is _ndarray and type(B) is _ndarray and type(A) is _ndarray and (
+            B.ndim == 2 and A.ndim >= 2):
+        r = _onp.matmul(g, B.mT)            # the common case, without dispatch
+        if r.dtype == A.dtype:
+            return r
     sA, dtA = shape_dtype(A)
     nA, nB = len(sA), len(shape_dtype(B)[0])
     if nA >= 2 and nB == 2:
@@ -145,6 +151,11 @@ def _matmul_rule_0(g, ans, A, B):
 
 
 def _matmul_rule_1(g, ans, A, B):
+    if type(g) is _ndarray and type(A) is _ndarray and type(B) is _ndarray and (
+            A.ndim == 2 and B.ndim >= 2):
+        r = _onp.matmul(A.mT, g)            # the common case, without dispatch
+        if r.dtype == B.dtype:
+            return r
     sB, dtB = shape_dtype(B)
     nA, nB = len(shape_dtype(A)[0]), len(sB)
     if nA == 2 and nB >= 2:
@@ -324,8 +335,19 @@ def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
     pass; out= keeps the iteration order einsum picks (order='C' can force a slow one)."""
     grad_subs, extras = _einsum_grad_spec(subscripts, patterns, k)
     op = ops[k]
-    dtype = op.dtype if type(op) is _ndarray else shape_dtype(op)[1]
     operands = (g,) + ops[:k] + ops[k + 1:]
+    if plain and not extras and type(g) is _ndarray and optimize is False and (
+            _c_einsum is not None):
+        # the common case: every operand a plain array of one dtype
+        dtype = op.dtype
+        for o in operands:
+            if o.dtype != dtype:
+                break
+        else:
+            c = _onp.empty(op.shape, dtype)
+            _c_einsum(grad_subs, *operands, out=c)
+            return c
+    dtype = op.dtype if type(op) is _ndarray else shape_dtype(op)[1]
     if extras:
         cdtype = dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
         shape = _onp.shape(op) if type(op) is not _ndarray else op.shape

@@ -88,9 +88,9 @@ def _softmax(x, axis=None):
     x = _onp.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return _sp.softmax(x, axis=axis)
-    e = x - x.max(axis=axis, keepdims=True)
+    e = x - _onp.maximum.reduce(x, axis=axis, keepdims=True)   # x.max, without its wrapper
     _onp.exp(e, out=e)
-    e /= e.sum(axis=axis, keepdims=True)
+    e /= _onp.add.reduce(e, axis=axis, keepdims=True)
     return e
 
 
