@@ -125,6 +125,18 @@ cdef class Tape:
     cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned)
 
 
+cdef class OwnedBuffer:
+    # A buffer a tape owns (writes into it happen in place): what was saved from it, and
+    # which traced views of it exist. Maintained by _owned_note; read by the write path.
+    cdef public object root        # the ndarray that owns the memory
+    cdef public object site        # "file:line" where the user created it
+    cdef public object saved       # array('q'): node, position, node, position, ... of saved arrays in it
+    cdef public object saved_hull  # hull of their regions; () nothing saved, None all of it
+    cdef public dict views         # node -> region of traced views of it
+    cdef public object view_hull   # hull of the view regions
+    cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
+
+
 cdef class Box:
     cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
     cdef readonly Tape _tape       # the tape that recorded it

@@ -168,6 +168,20 @@ cdef object _binop(str name, object a, object b):
     return fn(a, b)
 
 
+cdef object _getitem_primitive = None   # x[idx] of a traced ndarray goes straight to it
+
+
+def set_getitem_primitive(prim):
+    """The primitive Box.__getitem__ records when the traced value is a plain ndarray."""
+    global _getitem_primitive
+    _getitem_primitive = prim
+
+
+def basic_index(idx):
+    """Whether idx selects a view (ints, slices, None, Ellipsis; no arrays, lists or bools)."""
+    return _is_basic_index(idx)
+
+
 cdef object _method(str name):
     try:
         return _box_methods[name]
@@ -462,7 +476,7 @@ cdef class Primitive:
             if root is not ans:
                 info = top.owned.get(PyLong_FromVoidPtr(<void*>root))
                 if info is not None:
-                    top.owned_hook(info, "view", node, ans, None)
+                    _owned_note(top, info, True, node, ans, -1)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -789,13 +803,13 @@ cdef class Tape:
         if cnp.PyArray_Check(ans):
             info = PyDict_GetItem(self.owned, _root_key(ans))
             if info is not NULL:
-                self.owned_hook(<object>info, "saved", node, ans, -1)
+                _owned_note(self, <object>info, False, node, ans, -1)
         for k in range(PyTuple_GET_SIZE(args)):
             v = <object>PyTuple_GET_ITEM(args, k)
             if cnp.PyArray_Check(v):
                 info = PyDict_GetItem(self.owned, _root_key(v))
                 if info is not NULL:
-                    self.owned_hook(<object>info, "saved", node, v, k)
+                    _owned_note(self, <object>info, False, node, v, k)
         return 0
 
     def tangent(self, Box box):
@@ -1451,7 +1465,10 @@ cdef class Box:
     def __le__(self, other): return _method("less_equal")(self, other)
     def __gt__(self, other): return _method("greater")(self, other)
     def __ge__(self, other): return _method("greater_equal")(self, other)
-    def __getitem__(self, idx): return _method("__getitem__")(self, idx)
+    def __getitem__(self, idx):
+        if _getitem_primitive is not None and cnp.PyArray_CheckExact(self._value):
+            return (<Primitive>_getitem_primitive)._dispatch((self, idx), _EMPTY)
+        return _method("__getitem__")(self, idx)
 
     def __setitem__(self, idx, value):
         _method("__setitem__")(self, idx, value)
@@ -1539,6 +1556,10 @@ def layout_region(view, root):
     """The index ranges ((lo, hi) per axis) of C-contiguous ndarray `root` that `view`, an
     array in root's memory, touches: exact for views made by basic slicing (transposed or not),
     None (all of it) when the view's strides do not map onto root's axes one to one."""
+    return _layout_region(view, root)
+
+
+cdef object _layout_region(object view, object root):
     cdef cnp.ndarray r = <cnp.ndarray?>root
     cdef cnp.ndarray v = <cnp.ndarray?>view
     cdef int nd = cnp.PyArray_NDIM(r), vnd = cnp.PyArray_NDIM(v), k, d, best
@@ -1755,3 +1776,118 @@ def grad_fast(fun, tuple args, dict kwargs, argnum, str fname, bint with_value, 
     else:
         g = _match_fast(cots[0], leaves[0], match)
     return (ans, g) if with_value else g
+
+
+
+# =============================================================================
+# Owned buffers (gradcy/numpy/inplace.py writes into them): regions are tuples of (lo, hi)
+# per axis; None means all of the buffer, () no region at all (the hull of nothing)
+# =============================================================================
+cdef object _region_hull(object a, object b):
+    cdef Py_ssize_t k, n
+    if type(a) is tuple and PyTuple_GET_SIZE(a) == 0:
+        return b
+    if type(b) is tuple and PyTuple_GET_SIZE(b) == 0:
+        return a
+    if a is None or b is None:
+        return None
+    n = min(PyTuple_GET_SIZE(a), PyTuple_GET_SIZE(b))
+    out = PyTuple_New(n)
+    for k in range(n):
+        x = <tuple>PyTuple_GET_ITEM(a, k)
+        y = <tuple>PyTuple_GET_ITEM(b, k)
+        lo = x[0] if x[0] < y[0] else y[0]
+        hi = x[1] if x[1] > y[1] else y[1]
+        pair = (lo, hi)
+        Py_INCREF(pair)
+        PyTuple_SET_ITEM(out, k, pair)
+    return out
+
+
+def region_hull(a, b):
+    """The smallest region covering regions a and b."""
+    return _region_hull(a, b)
+
+
+def regions_overlap(a, b):
+    """Whether regions a and b share an element (None overlaps everything)."""
+    cdef Py_ssize_t k, n
+    if a is None or b is None:
+        return True
+    n = min(PyTuple_GET_SIZE(a), PyTuple_GET_SIZE(b))
+    for k in range(n):
+        x = <tuple>PyTuple_GET_ITEM(a, k)
+        y = <tuple>PyTuple_GET_ITEM(b, k)
+        if (x[0] if x[0] > y[0] else y[0]) >= (x[1] if x[1] < y[1] else y[1]):
+            return False
+    return True
+
+
+@cython.final
+cdef class OwnedBuffer:
+    """A buffer a tape owns: what was saved from it and which traced views of it exist.
+
+    Saved arrays are kept as flat (node, position) pairs; their regions are recomputed from
+    the memory layout only when a write overlaps their hull, so each costs a few bytes
+    however many steps a loop runs. Views keep their region (the view itself is not held);
+    entries of views whose Box is gone are pruned as the table grows."""
+
+    def __init__(self, root, site):
+        self.root = root
+        self.site = site
+        self.saved = _array("q")
+        self.saved_hull = ()
+        self.views = {}
+        self.view_hull = ()
+        self.view_limit = 64
+
+    def region_of(self, array):
+        """The region of the buffer that `array` (a view into it) covers; None: all of it."""
+        if array is self.root:
+            return None
+        return _layout_region(array, self.root)
+
+    def describe(self):
+        return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
+
+
+from array import array as _array
+
+
+cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
+                     Py_ssize_t position) except -1:
+    """Record a saved array (view=False) or a new traced view (view=True) that lives in an
+    owned buffer."""
+    cdef OwnedBuffer b
+    cdef Py_ssize_t n
+    if type(info) is not OwnedBuffer:
+        if tape.owned_hook is not None:
+            tape.owned_hook(info, "view" if view else "saved", node, array,
+                            None if view else position)
+        return 0
+    b = <OwnedBuffer>info
+    r = None if array is b.root else _layout_region(array, b.root)
+    if not view:
+        b.saved.append(node)
+        b.saved.append(position)
+        b.saved_hull = _region_hull(b.saved_hull, r)
+        return 0
+    b.views[node] = r
+    b.view_hull = _region_hull(b.view_hull, r)
+    if len(b.views) > b.view_limit:
+        hull = ()
+        for k in list(b.views):
+            n = k
+            if n < tape.n_nodes and (tape.nodes[n].flags & NODE_BOX_ALIVE):
+                hull = _region_hull(hull, b.views[k])
+            else:
+                del b.views[k]
+        b.view_hull = hull
+        b.view_limit = 2 * len(b.views) + 64
+    return 0
+
+
+def note_owned(Tape tape, OwnedBuffer info, bint view, Py_ssize_t node, array,
+               Py_ssize_t position=-1):
+    """Record a saved array or view in an owned buffer (what the core does on recording)."""
+    _owned_note(tape, info, view, node, array, position)

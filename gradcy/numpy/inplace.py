@@ -32,8 +32,8 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
-from .._core import (Box, active_tape, layout_region, register_box_method,  # noqa: F401
-                     transfer_box)
+from .._core import (Box, OwnedBuffer, active_tape, layout_region,  # noqa: F401
+                     register_box_method, transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
 from . import numpy_wrapper as anp
 from .vjp_util import unbroadcast
@@ -79,87 +79,13 @@ def region(idx, shape):
     return tuple(out)
 
 
-def _overlap(a, b):
-    if a is None or b is None:
-        return True
-    for (x0, x1), (y0, y1) in zip(a, b):
-        if (x0 if x0 > y0 else y0) >= (x1 if x1 < y1 else y1):
-            return False
-    return True
-
-
-def _hull(a, b):
-    if a is None or b is None:
-        return None
-    return tuple([(x0 if x0 < y0 else y0, x1 if x1 > y1 else y1)
-                  for (x0, x1), (y0, y1) in zip(a, b)])
-
-
-class OwnedBuffer:
-    """A buffer a tape owns: what was saved from it and which traced views of it exist.
-
-    Saved arrays are kept as flat (node, position) pairs and their regions recomputed from
-    the memory layout (layout_region, in C) only when a write overlaps their hull: a few
-    bytes per saved array, however many steps a loop runs. Views keep their region (the view
-    itself is not held); entries of views whose Box is gone are pruned as the table grows."""
-
-    __slots__ = ("root", "site", "saved", "saved_hull", "views", "view_hull", "view_limit")
-
-    def __init__(self, root, site):
-        self.root = root
-        self.site = site
-        self.saved = _array("q")   # node, position, node, position, ... of saved arrays in it
-        self.saved_hull = ()       # hull of their regions (() = nothing saved yet)
-        self.views = {}            # node -> region of traced views of this buffer
-        self.view_hull = ()
-        self.view_limit = 64       # prune dead views when the table grows past this
-
-    def region_of(self, array):
-        if array is self.root:
-            return None
-        return layout_region(array, self.root)
-
-    def describe(self):
-        return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
+_overlap = _core.regions_overlap
+_basic_index = _core.basic_index
+_hull = _core.region_hull
 
 
 def _grow(hull, r):
-    return r if hull == () else _hull(hull, r)
-
-
-def _owned_hook(info, kind, node, array, position):
-    """Called by the core for each saved array and each new traced view that lives in an
-    owned buffer (info is that buffer's OwnedBuffer)."""
-    r = None if array is info.root else layout_region(array, info.root)
-    if kind == "saved":
-        info.saved.append(node)
-        info.saved.append(position)
-        hull = info.saved_hull
-        if hull != () and hull is not None and r is not None:
-            info.saved_hull = _hull(hull, r)
-        elif hull == ():
-            info.saved_hull = r
-        else:
-            info.saved_hull = None
-    else:
-        views = info.views
-        views[node] = r
-        info.view_hull = _grow(info.view_hull, r)
-        if len(views) > info.view_limit:
-            _prune_views(info, _core.active_tape())
-
-
-def _prune_views(info, tape):
-    """Drop the entries of views whose Box is gone (they can no longer be used)."""
-    if tape is not None and not tape.released:
-        hull = ()
-        for node in list(info.views):
-            if tape.node_flags(node)[1]:
-                hull = _grow(hull, info.views[node])
-            else:
-                del info.views[node]
-        info.view_hull = hull
-    info.view_limit = 2 * len(info.views) + 64
+    return _hull(hull, r)
 
 
 def _before_write(tape, info, r):
@@ -208,8 +134,6 @@ def _site():
 
 def own(tape, array):
     """Register a fresh array as a buffer of `tape`; returns its constant Box."""
-    if tape.owned_hook is None:
-        tape.owned_hook = _owned_hook
     tape.register_owned(array, OwnedBuffer(array, _site()))
     return tape.new_constant(array)
 
@@ -268,27 +192,29 @@ def _box_setitem(box, idx, value):
         own(tape, copied._value)
         transfer_box(box, copied)
         info = tape.owned_info(box._value)
-    r = region(idx, box._value.shape)
+    buf = box._value
+    slot = buf[idx] if _basic_index(idx) else None
+    if type(slot) is _np.ndarray and slot.base is not None:
+        r = layout_region(slot, buf)              # the slot's region, from its memory layout
+    else:
+        slot, r = None, region(idx, buf.shape)
     _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
-    if type(value) is Box and value._tape is tape and r is not None:
-        _share_saved_output(tape, info, box._value, idx, value, r)
+    if slot is not None and type(value) is Box and value._tape is tape:
+        _share_saved_output(tape, info, slot, value)
 
 
-def _share_saved_output(tape, info, buf, idx, value, r):
-    """The value just written is the saved output of the op that made it (tanh, exp, ...):
-    let that op's VJP read it from the buffer's slot instead, so the separate array can go
-    (a hand-written gradient reads the slot too). A later write over the slot preserves a
-    copy first, like any saved view."""
+def _share_saved_output(tape, info, slot, value):
+    """The value just written into `slot` (a view of the buffer) is the saved output of the
+    op that made it (tanh, exp, ...): let that op's VJP read it from the slot instead, so the
+    separate array can go (a hand-written gradient reads the slot too). A later write over the
+    slot preserves a copy first, like any saved view."""
     ans = tape.saved_output(value._node)
-    if ans is not value._value or type(ans) is not _np.ndarray:
-        return
-    slot = buf[idx]
-    if (type(slot) is not _np.ndarray or slot.base is None or slot.shape != ans.shape
+    if (ans is not value._value or type(ans) is not _np.ndarray or slot.shape != ans.shape
             or slot.dtype != ans.dtype):
         return
     tape.replace_saved(value._node, -1, slot)
-    _owned_hook(info, "saved", value._node, slot, -1)
+    _core.note_owned(tape, info, False, value._node, slot, -1)
 
 
 def _box_iop(box, op, other):

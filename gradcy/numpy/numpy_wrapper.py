@@ -12,7 +12,7 @@ import types
 
 import numpy as _np
 
-from .._core import Box, register_box_method, register_numpy_override
+from .._core import Box, register_box_method, register_numpy_override, set_getitem_primitive
 from ..registry import notrace_primitive, primitive
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
@@ -310,6 +310,7 @@ def _register_methods():
     register_box_method("item", _method_item)
     register_box_method("astype", astype)
     register_box_method("__getitem__", _box_getitem)
+    set_getitem_primitive(getitem)
     register_box_method("__setitem__", _box_setitem)
 
 
