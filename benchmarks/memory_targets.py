@@ -1,11 +1,13 @@
 """The memory issue's targets, measured side by side in one process with one BLAS thread.
 
-    python benchmarks/memory_targets.py [--D 500,1000] [--repeats 3]
+    python benchmarks/memory_targets.py [--D 500,1000] [--repeats 3] [--S 64,256,1024]
 
 For each workload it prints gradcy against the hand-written NumPy gradient of the same function:
 tracemalloc peak (NumPy reports its buffers to tracemalloc), the peak difference in DxD buffers,
 the area under the memory-time curve of the backward pass (tracemalloc sampled at every NumPy
-call, from the peak to the end), and the median time of untraced runs.
+call, from the peak to the end), and the median time of untraced runs. Then the create-and-drop loop against PyTorch and the
+writes issue's memory network (in place and concatenated, against the hand-written in-place
+gradient), all interleaved round by round so that every variant sees the same machine load.
 """
 import os
 
@@ -177,7 +179,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--D", default="500,1000", help="matrix sizes (comma list)")
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--drop-iters", type=int, default=20000)
+    ap.add_argument("--drop-iters", type=int, default=70000)
+    ap.add_argument("--drop-rounds", type=int, default=7)
+    ap.add_argument("--S", default="64,256,1024",
+                    help="memory network step counts (comma list; empty: skip)")
+    ap.add_argument("--memnet-repeats", type=int, default=21)
     args = ap.parse_args()
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}  numpy {onp.__version__}  "
           f"cpus {os.cpu_count()}  command: python {' '.join(sys.argv)}\n")
@@ -202,14 +208,68 @@ def main():
               f"{p_plain / 2**20:.1f} (unchekpointed) | peak ratio {p_ck / p_plain:.3f} | - | "
               f"{t_ck * 1e3:.0f} | {t_plain * 1e3:.0f} | {t_ck / t_plain:.3f} |")
     n = args.drop_iters
-    g_it = drop_loop_gradcy(n)
     try:
-        t_it = drop_loop_torch(n // 4)
-        torch_note = f"{t_it * 1e6:.1f} us/iter, gradcy {t_it / g_it:.1f}x faster"
+        import torch  # noqa: F401
     except ImportError:
+        g_it = drop_loop_gradcy(n)
         torch_note = "torch not installed"
+    else:
+        g_its, t_its = [], []
+        for _ in range(args.drop_rounds):         # interleaved rounds, medians
+            g_its.append(drop_loop_gradcy(n // args.drop_rounds))
+            t_its.append(drop_loop_torch(n // args.drop_rounds // 4))
+        g_it, t_it = statistics.median(g_its), statistics.median(t_its)
+        torch_note = (f"{t_it * 1e6:.1f} us/iter, gradcy {t_it / g_it:.1f}x faster "
+                      f"(medians of {args.drop_rounds} interleaved rounds)")
     print(f"\ncreate-and-drop loop: gradcy {g_it * 1e6:.1f} us/iter; torch {torch_note}; "
           f"live nodes after: {memory.stats()['live_nodes']}")
+    if args.S:
+        memnet([int(v) for v in args.S.split(",")], args.memnet_repeats)
+
+
+def memnet(steps, repeats):
+    """The memory network (gradcy.bench's workload): gradcy in place and concatenated against
+    the hand-written in-place gradient; time medians over interleaved rounds, tracemalloc
+    peaks of one run each."""
+    from gradcy.bench import memnet_functions, memnet_hand_grad
+    fns = memnet_functions(np)
+    inplace, concat = grad(fns["memnet_inplace"]), grad(fns["memnet_concat"])
+    rng = onp.random.default_rng(0)
+    B, D = 4, 64
+    W = rng.standard_normal((D, D)) / onp.sqrt(D)
+    x = rng.standard_normal((B, D))
+    print("\n| memnet B=4, D=64 | hand ms | in place ms | ratio | concat ms | in place / concat "
+          "| hand peak MiB | in place peak MiB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for S in steps:
+        args = (W, x, S)
+        g_in = inplace(*args)
+        assert onp.allclose(g_in, memnet_hand_grad(*args), rtol=1e-9, atol=1e-12)
+        assert onp.allclose(g_in, concat(*args), rtol=1e-9, atol=1e-12)
+        t = {"hand": [], "in": [], "cat": []}
+        n = repeats if S <= 256 else max(3, repeats // 4)
+        for _ in range(n):
+            t["hand"].append(median_time(memnet_hand_grad, args, 1))
+            t["in"].append(median_time(inplace, args, 1))
+            t["cat"].append(median_time(concat, args, 1))
+        th, ti, tc = (statistics.median(t[k]) for k in ("hand", "in", "cat"))
+        p_h, p_i = peak_of(memnet_hand_grad, args), peak_of(inplace, args)
+        print(f"| S={S} | {th * 1e3:.2f} | {ti * 1e3:.2f} | {ti / th:.2f}x | {tc * 1e3:.2f} | "
+              f"{ti / tc:.2f}x | {p_h / 2**20:.2f} | {p_i / 2**20:.2f} | {p_i / p_h:.2f}x |")
+
+
+def peak_of(fn, args):
+    """tracemalloc peak of one call (no per-call sampling: plain peak)."""
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        fn(*args)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+    return peak
 
 
 if __name__ == "__main__":
