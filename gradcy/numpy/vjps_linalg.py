@@ -377,8 +377,33 @@ def _einsum_vjp(argnums, ans, args, kwargs):
                       for o in ops])
     plain = all([type(o) is _ndarray for o in ops])      # no traced or scalar operand
     optimize = kwargs.get("optimize", False)
-    return lambda g: tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
-                            for k in ks])
+
+    def general(g):
+        return tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
+                      for k in ks])
+    if not (plain and optimize is False and _c_einsum is not None and len(ops) >= 2):
+        return general
+    dtype = ops[0].dtype
+    for o in ops:
+        if o.dtype != dtype:
+            return general
+    specs = [_einsum_grad_spec(subscripts, patterns, k)[0] for k in ks]
+    for k in ks:
+        if _einsum_grad_spec(subscripts, patterns, k)[1]:
+            return general
+
+    def same_dtype(g):
+        # plain operands and cotangent of one dtype: each cotangent is one einsum call (with
+        # two or more operands its result is a fresh array, C-ordered unless the operands'
+        # strides say otherwise)
+        if type(g) is not _ndarray or g.dtype != dtype:
+            return general(g)
+        out = []
+        for k, subs in zip(ks, specs):
+            c = _c_einsum(subs, g, *ops[:k], *ops[k + 1:])
+            out.append(c if c.flags.c_contiguous else _onp.ascontiguousarray(c))
+        return tuple(out)
+    return same_dtype
 
 
 # The subscripts string (or, in the sublist form, each sublist) is never traced, so the rule

@@ -297,6 +297,8 @@ defjvp(logsumexp, _lse_jvp_a, None, _lse_jvp_b)
 # The softmax Jacobian diag(y) - y y^T is symmetric: the VJP and the JVP are one formula.
 # =============================================================================
 def _softmax_lin(t, ans, x, axis=None):
+    if type(t) is _onp.ndarray and type(ans) is _onp.ndarray:     # plain: no dispatch
+        return ans * (t - _onp.add.reduce(t * ans, axis=axis, keepdims=True))
     return ans * (t - anp.sum(t * ans, axis=axis, keepdims=True))
 
 
