@@ -177,11 +177,6 @@ def set_getitem_primitive(prim):
     _getitem_primitive = prim
 
 
-def basic_index(idx):
-    """Whether idx selects a view (ints, slices, None, Ellipsis; no arrays, lists or bools)."""
-    return _is_basic_index(idx)
-
-
 cdef object _method(str name):
     try:
         return _box_methods[name]
@@ -753,13 +748,6 @@ cdef class Tape:
 
     def is_constant(self, Box box):
         return bool(self.nodes[box._node].flags & NODE_CONSTANT)
-
-    def saved_output(self, Py_ssize_t i):
-        """The output value node i saved for its VJP (None when it saved none, or after
-        release)."""
-        if i < 0 or i >= self.n_nodes or self.nodes[i].saved_ans is NULL:
-            return None
-        return <object>self.nodes[i].saved_ans
 
     def saved_value(self, Py_ssize_t i, Py_ssize_t position):
         """Node i's saved argument `position` (-1: the saved output); None after release."""
@@ -1471,7 +1459,8 @@ cdef class Box:
         return _method("__getitem__")(self, idx)
 
     def __setitem__(self, idx, value):
-        _method("__setitem__")(self, idx, value)
+        if not _setitem_fast(self, idx, value):
+            _method("__setitem__")(self, idx, value)
 
     @property
     def at(self):
@@ -1887,7 +1876,80 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
     return 0
 
 
-def note_owned(Tape tape, OwnedBuffer info, bint view, Py_ssize_t node, array,
-               Py_ssize_t position=-1):
-    """Record a saved array or view in an owned buffer (what the core does on recording)."""
-    _owned_note(tape, info, view, node, array, position)
+
+# =============================================================================
+# The common in-place write, buf[basic index] = value into a buffer this tape owns, decided and
+# recorded here; everything else (copy on first write, advanced indices, forward mode, nested
+# differentiation, errors) is gradcy/numpy/inplace.py's _box_setitem
+# =============================================================================
+cdef object _write_primitive = None     # gradcy.numpy.setitem
+cdef object _before_write = None        # inplace._before_write(tape, info, region)
+
+
+def set_write_primitive(prim, before_write):
+    """Install the write primitive and the hook that keeps saved values and views consistent
+    with a write that overlaps them."""
+    global _write_primitive, _before_write
+    _write_primitive = prim
+    _before_write = before_write
+
+
+def write_into(buf, idx, value):
+    """buf[idx] = value, in place; returns buf (the write primitive's function)."""
+    buf[idx] = value
+    return buf
+
+
+def setitem_fast(Box box, idx, value):
+    """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
+    caller must (nothing was done)."""
+    return _setitem_fast(box, idx, value)
+
+
+cdef inline bint _hull_overlaps(object hull, object r) except -1:
+    if type(hull) is tuple and PyTuple_GET_SIZE(hull) == 0:
+        return False
+    return regions_overlap(hull, r)
+
+
+cdef bint _setitem_fast(Box box, object idx, object value) except -1:
+    """box[idx] = value when box is an owned buffer of its tape, idx a basic index, and value
+    plain or traced on the same tape; False (nothing done) otherwise."""
+    cdef Tape tape = box._tape
+    cdef OwnedBuffer info
+    cdef Py_ssize_t vnode
+    if _write_primitive is None or tape.forward or tape.released or not tape.owned:
+        return False
+    buf = box._value
+    if not cnp.PyArray_CheckExact(buf):
+        return False
+    if type(value) is Box and ((<Box>value)._tape is not tape
+                               or type((<Box>value)._value) is Box):
+        return False
+    found = tape.owned.get(PyLong_FromVoidPtr(<void*>buf))
+    if type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf:
+        return False
+    if not _is_basic_index(idx):
+        return False
+    slot = buf[idx]
+    if not cnp.PyArray_CheckExact(slot) or cnp.PyArray_BASE(<cnp.ndarray>slot) is NULL:
+        return False
+    info = <OwnedBuffer>found
+    r = _layout_region(slot, buf)
+    if _hull_overlaps(info.saved_hull, r) or _hull_overlaps(info.view_hull, r):
+        _before_write(tape, info, r)
+    new = (<Primitive>_write_primitive)._dispatch((box, idx, value), _EMPTY)
+    transfer_box(box, new)
+    if type(value) is Box:
+        # the written value is the saved output of the op that made it (tanh, exp, ...): its
+        # VJP reads it from the slot, and the separate array can go (a later write over the
+        # slot preserves a copy first, like any saved view)
+        vnode = (<Box>value)._node
+        if 0 <= vnode < tape.n_nodes and tape.nodes[vnode].saved_ans is not NULL:
+            ans = <object>tape.nodes[vnode].saved_ans
+            if (ans is (<Box>value)._value and cnp.PyArray_CheckExact(ans)
+                    and cnp.PyArray_SAMESHAPE(<cnp.ndarray>ans, <cnp.ndarray>slot)
+                    and cnp.PyArray_TYPE(<cnp.ndarray>ans) == cnp.PyArray_TYPE(<cnp.ndarray>slot)):
+                tape.replace_saved(vnode, -1, slot)
+                _owned_note(tape, info, False, vnode, slot, -1)
+    return True

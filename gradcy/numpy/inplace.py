@@ -80,7 +80,6 @@ def region(idx, shape):
 
 
 _overlap = _core.regions_overlap
-_basic_index = _core.basic_index
 _hull = _core.region_hull
 
 
@@ -141,12 +140,7 @@ def own(tape, array):
 # =============================================================================
 # The write primitive and its rules
 # =============================================================================
-def _write(buf, idx, value):
-    buf[idx] = value
-    return buf
-
-
-write = primitive(_write, "gradcy.numpy.setitem")
+write = primitive(_core.write_into, "gradcy.numpy.setitem")
 write.set_saved((1,))            # the index; buffer and value as metadata
 
 
@@ -192,29 +186,11 @@ def _box_setitem(box, idx, value):
         own(tape, copied._value)
         transfer_box(box, copied)
         info = tape.owned_info(box._value)
-    buf = box._value
-    slot = buf[idx] if _basic_index(idx) else None
-    if type(slot) is _np.ndarray and slot.base is not None:
-        r = layout_region(slot, buf)              # the slot's region, from its memory layout
-    else:
-        slot, r = None, region(idx, buf.shape)
-    _before_write(tape, info, r)
-    transfer_box(box, write(box, idx, value))
-    if slot is not None and type(value) is Box and value._tape is tape:
-        _share_saved_output(tape, info, slot, value)
-
-
-def _share_saved_output(tape, info, slot, value):
-    """The value just written into `slot` (a view of the buffer) is the saved output of the
-    op that made it (tanh, exp, ...): let that op's VJP read it from the slot instead, so the
-    separate array can go (a hand-written gradient reads the slot too). A later write over the
-    slot preserves a copy first, like any saved view."""
-    ans = tape.saved_output(value._node)
-    if (ans is not value._value or type(ans) is not _np.ndarray or slot.shape != ans.shape
-            or slot.dtype != ans.dtype):
+    if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
-    tape.replace_saved(value._node, -1, slot)
-    _core.note_owned(tape, info, False, value._node, slot, -1)
+    # an advanced index (or a scalar slot): its region is a hull from the index itself
+    _before_write(tape, info, region(idx, box._value.shape))
+    transfer_box(box, write(box, idx, value))
 
 
 def _box_iop(box, op, other):
@@ -377,3 +353,6 @@ def install_constructors(g):
 register_box_method("__setitem__", _box_setitem)
 register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
+# buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
+# comes to _box_setitem
+_core.set_write_primitive(write, _before_write)
