@@ -344,3 +344,37 @@ def test_views_table_stays_small_in_a_long_loop():
     g = grad(f)(onp.ones(3))
     assert g.shape == (3,) and seen["views"] < 200
     assert _zero_live()
+
+
+def test_basic_index_writes_are_recorded_by_the_core(monkeypatch):
+    from gradcy.numpy import inplace
+
+    def no_python_region(idx, shape):
+        raise AssertionError("the Python write path ran for a basic index")
+    monkeypatch.setattr(inplace, "region", no_python_region)
+    x32 = onp.linspace(0.1, 1.0, 4).astype(onp.float32)
+
+    def f(x):
+        buf = np.zeros((3, 4))                   # float64 buffer
+        buf[0] = np.exp(x)                       # float32 value: cast on store, not shared
+        buf[1:, :] = np.tanh(x)                  # broadcast over two rows: not shared
+        buf[2, 1:3] = np.sin(x[:2]) * 2.0
+        return np.sum(buf * buf)
+
+    g = grad(f)(x32)
+    assert g.dtype == onp.float32
+    x = x32.astype(float)
+    t, e, s = onp.tanh(x), onp.exp(x), onp.sin(x[:2]) * 2.0
+    ref = 2 * e * e + 2 * t * (1 - t ** 2)       # row 1 whole, row 2 at columns 0 and 3
+    ref[[0, 3]] += 2 * t[[0, 3]] * (1 - t[[0, 3]] ** 2)
+    ref[:2] += 2 * s * 2.0 * onp.cos(x[:2])
+    onp.testing.assert_allclose(g, ref, rtol=1e-5)
+    monkeypatch.undo()
+    # a scalar slot and an advanced index take the Python path and agree with NumPy semantics
+    def h(x):
+        buf = np.zeros(5)
+        buf[2] = x[0] * 3.0
+        buf[[0, 4]] = x[1:3]
+        return np.sum(buf * onp.arange(1.0, 6.0))
+    onp.testing.assert_allclose(grad(h)(onp.ones(3)), [9.0, 1.0, 5.0])
+    assert _zero_live()
