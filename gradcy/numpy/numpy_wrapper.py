@@ -73,11 +73,14 @@ _c_einsum = getattr(getattr(_np._core, "multiarray", None), "c_einsum", None)
 def _einsum(*operands, out=None, optimize=False, **kwargs):
     # numpy.einsum without optimize is its C core behind __array_function__ dispatch; plain
     # ndarray operands need no dispatch
-    if optimize is False and _c_einsum is not None and _builtins.all(
-            [type(o) is _np.ndarray or type(o) is str for o in operands]):
-        if out is not None:
-            kwargs["out"] = out
-        return _c_einsum(*operands, **kwargs)
+    if optimize is False and _c_einsum is not None:
+        for o in operands:
+            if type(o) is not _np.ndarray and type(o) is not str:
+                break
+        else:
+            if out is not None:
+                kwargs["out"] = out
+            return _c_einsum(*operands, **kwargs)
     return _np.einsum(*operands, out=out, optimize=optimize, **kwargs)
 
 

@@ -368,42 +368,56 @@ def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
     return cast_like(c, dtype)
 
 
+_SAME_DTYPE_SPECS = {}     # (subscripts, patterns, ks) -> cotangent subscripts, or None
+
+
 def _einsum_vjp(argnums, ans, args, kwargs):
-    if isinstance(args[0], str):
-        subscripts, ops, ks = args[0], args[1:], [a - 1 for a in argnums]
+    if type(args[0]) is str:
+        subscripts, ops, ks = args[0], args[1:], tuple([a - 1 for a in argnums])
     else:
-        (subscripts, ops), ks = _einsum_from_sublists(args), [a // 2 for a in argnums]
-    patterns = tuple([_pattern(o.shape if type(o) is _ndarray else _onp.shape(o))
-                      for o in ops])
-    plain = all([type(o) is _ndarray for o in ops])      # no traced or scalar operand
-    optimize = kwargs.get("optimize", False)
-
-    def general(g):
-        return tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
-                      for k in ks])
-    if not (plain and optimize is False and _c_einsum is not None and len(ops) >= 2):
-        return general
-    dtype = ops[0].dtype
+        (subscripts, ops), ks = _einsum_from_sublists(args), tuple([a // 2 for a in argnums])
+    optimize = kwargs.get("optimize", False) if kwargs else False
+    # the common case first: two or more plain operands of one dtype, no optimize
+    dtype = ops[0].dtype if type(ops[0]) is _ndarray else None
+    patterns = []
     for o in ops:
-        if o.dtype != dtype:
-            return general
-    specs = [_einsum_grad_spec(subscripts, patterns, k)[0] for k in ks]
-    for k in ks:
-        if _einsum_grad_spec(subscripts, patterns, k)[1]:
-            return general
+        if type(o) is _ndarray:
+            shape = o.shape
+            if o.dtype != dtype:
+                dtype = None
+        else:
+            shape, dtype = _onp.shape(o), None
+        patterns.append(len(shape) if 1 not in shape else tuple([n == 1 for n in shape]))
+    patterns = tuple(patterns)
+    if dtype is not None and optimize is False and _c_einsum is not None and len(ops) >= 2:
+        key = (subscripts, patterns, ks)
+        specs = _SAME_DTYPE_SPECS.get(key, False)
+        if specs is False:
+            specs = [_einsum_grad_spec(subscripts, patterns, k) for k in ks]
+            specs = None if any([extras for _, extras in specs]) else [sub for sub, _ in specs]
+            if len(_SAME_DTYPE_SPECS) < 4096:
+                _SAME_DTYPE_SPECS[key] = specs
+        if specs is not None:
+            return _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype)
+    plain = all([type(o) is _ndarray for o in ops])      # no traced or scalar operand
+    return lambda g: tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
+                            for k in ks])
 
-    def same_dtype(g):
+
+def _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype):
+    def vjp(g):
         # plain operands and cotangent of one dtype: each cotangent is one einsum call (with
         # two or more operands its result is a fresh array, C-ordered unless the operands'
         # strides say otherwise)
         if type(g) is not _ndarray or g.dtype != dtype:
-            return general(g)
+            return tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, False, True)
+                          for k in ks])
         out = []
         for k, subs in zip(ks, specs):
             c = _c_einsum(subs, g, *ops[:k], *ops[k + 1:])
             out.append(c if c.flags.c_contiguous else _onp.ascontiguousarray(c))
         return tuple(out)
-    return same_dtype
+    return vjp
 
 
 # The subscripts string (or, in the sublist form, each sublist) is never traced, so the rule
