@@ -248,11 +248,12 @@ def memnet(steps, repeats):
         assert onp.allclose(g_in, memnet_hand_grad(*args), rtol=1e-9, atol=1e-12)
         assert onp.allclose(g_in, concat(*args), rtol=1e-9, atol=1e-12)
         t = {"hand": [], "in": [], "cat": []}
+        fns = {"hand": memnet_hand_grad, "in": inplace, "cat": concat}
         n = repeats if S <= 256 else max(3, repeats // 4)
-        for _ in range(n):
-            t["hand"].append(median_time(memnet_hand_grad, args, 1))
-            t["in"].append(median_time(inplace, args, 1))
-            t["cat"].append(median_time(concat, args, 1))
+        for r in range(n):
+            # alternate the order within a round, so that no variant always runs first
+            for k in (("hand", "in", "cat") if r % 2 == 0 else ("cat", "in", "hand")):
+                t[k].append(median_time(fns[k], args, 1))
         th, ti, tc = (statistics.median(t[k]) for k in ("hand", "in", "cat"))
         p_h, p_i = peak_of(memnet_hand_grad, args), peak_of(inplace, args)
         print(f"| S={S} | {th * 1e3:.2f} | {ti * 1e3:.2f} | {ti / th:.2f}x | {tc * 1e3:.2f} | "
