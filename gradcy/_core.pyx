@@ -1884,14 +1884,16 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
 # =============================================================================
 cdef object _write_primitive = None     # gradcy.numpy.setitem
 cdef object _before_write = None        # inplace._before_write(tape, info, region)
+cdef object _after_write = None         # inplace._after_write(tape, info, region)
 
 
-def set_write_primitive(prim, before_write):
-    """Install the write primitive and the hook that keeps saved values and views consistent
-    with a write that overlaps them."""
-    global _write_primitive, _before_write
+def set_write_primitive(prim, before_write, after_write):
+    """Install the write primitive and the hooks that keep saved values (before the write) and
+    traced views (after it) consistent with a write that overlaps them."""
+    global _write_primitive, _before_write, _after_write
     _write_primitive = prim
     _before_write = before_write
+    _after_write = after_write
 
 
 def write_into(buf, idx, value):
@@ -1936,10 +1938,12 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
         return False
     info = <OwnedBuffer>found
     r = _layout_region(slot, buf)
-    if _hull_overlaps(info.saved_hull, r) or _hull_overlaps(info.view_hull, r):
+    if _hull_overlaps(info.saved_hull, r):
         _before_write(tape, info, r)
     new = (<Primitive>_write_primitive)._dispatch((box, idx, value), _EMPTY)
     transfer_box(box, new)
+    if _hull_overlaps(info.view_hull, r):
+        _after_write(tape, info, r)
     if type(value) is Box:
         # the written value is the saved output of the op that made it (tanh, exp, ...): its
         # VJP reads it from the slot, and the separate array can go (a later write over the

@@ -378,3 +378,86 @@ def test_basic_index_writes_are_recorded_by_the_core(monkeypatch):
         return np.sum(buf * onp.arange(1.0, 6.0))
     onp.testing.assert_allclose(grad(h)(onp.ones(3)), [9.0, 1.0, 5.0])
     assert _zero_live()
+
+
+def _random_program(seed):
+    """A random sequence of slot writes (tanh/exp/sin of reads of earlier slices, some slots
+    written twice, some reads of slots written later) on a (4, 6) buffer, in place and in the
+    functional form (.at[].set, a copy per write) on the same input."""
+    rng = onp.random.RandomState(seed)
+    steps = []
+    for _ in range(8):
+        row = int(rng.randint(0, 4))
+        lo = int(rng.randint(0, 5))
+        hi = int(rng.randint(lo + 1, 7))
+        src = (slice(None), slice(int(rng.randint(0, 3)), None)) if rng.rand() < 0.5 else \
+            (int(rng.randint(0, 4)),)
+        op = ("tanh", "exp", "sin")[int(rng.randint(0, 3))]
+        steps.append((row, lo, hi, src, op))
+
+    def run(x, inplace):
+        buf = np.zeros((4, 6))
+        if inplace:
+            buf[0] = x
+        else:
+            buf = np.at(buf)[0].set(x)
+        keep = []
+        for row, lo, hi, src, op in steps:
+            piece = buf[src]
+            keep.append(np.sum(piece * piece))                 # a read saved across writes
+            val = getattr(np, op)(np.mean(piece) * 0.3 + x[lo:hi])
+            if inplace:
+                buf[row, lo:hi] = val
+            else:
+                buf = np.at(buf)[row, lo:hi].set(val)
+        return np.sum(buf ** 2) + sum(keep[::2])
+    return run
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_random_write_programs_match_the_functional_form(seed):
+    run = _random_program(seed)
+    x = onp.linspace(-0.5, 0.6, 6)
+    g_in = grad(lambda x: run(x, True))(x)
+    g_fn = grad(lambda x: run(x, False))(x)
+    onp.testing.assert_allclose(g_in, g_fn, rtol=1e-12, atol=1e-12)
+    eps = 1e-6
+    num = onp.array([(run(x + e, False) - run(x - e, False)) / (2 * eps)
+                     for e in onp.eye(6) * eps])
+    onp.testing.assert_allclose(g_in, num, rtol=1e-6, atol=1e-8)
+    assert _zero_live()
+
+
+@pytest.mark.parametrize("shift", ["basic", "advanced"])
+def test_assigning_an_overlapping_view_of_the_same_buffer(shift):
+    # buf[1:] = buf[:-1] reads what it overwrites: NumPy copies the overlap, and so does the
+    # gradient; the view used as the value is stale afterwards, like any overwritten view
+    w = onp.arange(1.0, 6.0)
+
+    def f(x, plain=False):
+        buf = (onp if plain else np).zeros(5)
+        buf[0] = x[0]
+        buf[1] = x[1]
+        for _ in range(3):
+            if shift == "basic":
+                buf[1:] = buf[:-1] * 1.0 if plain else buf[:-1]
+            else:
+                buf[[1, 2, 3, 4]] = buf[:-1] * 1.0 if plain else buf[:-1]
+            buf[0] = buf[0] * 2.0
+        return (buf * w).sum()
+
+    x = onp.array([0.3, -0.7])
+    g = grad(f)(x)
+    eps = 1e-6
+    num = [(f(x + e, True) - f(x - e, True)) / (2 * eps) for e in onp.eye(2) * eps]
+    onp.testing.assert_allclose(g, num, rtol=1e-7)
+
+    def uses_stale(x):
+        buf = np.zeros(5)
+        buf[0] = x[0]
+        v = buf[:-1]
+        buf[1:] = v
+        return np.sum(v)                     # v's memory changed under it
+    with pytest.raises(ValueError, match="written to after the view was taken"):
+        grad(uses_stale)(x)
+    assert _zero_live()

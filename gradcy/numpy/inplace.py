@@ -88,7 +88,8 @@ def _grow(hull, r):
 
 
 def _before_write(tape, info, r):
-    """Keep every saved value and live view consistent with a write to region r."""
+    """Values saved for the backward pass keep their values through a write to region r: an
+    overlapped one is replaced by a copy of itself (before the write changes the memory)."""
     if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
         keep, hull, saved = _array("q"), (), info.saved
         for k in range(0, len(saved), 2):
@@ -107,6 +108,12 @@ def _before_write(tape, info, r):
             keep.append(position)
             hull = _grow(hull, sr)
         info.saved, info.saved_hull = keep, hull
+
+
+def _after_write(tape, info, r):
+    """Traced views whose memory a write to region r changed become stale (using one raises).
+    Run after the write is recorded: the written value may itself be such a view
+    (buf[1:] = buf[:-1]); NumPy copies overlapping memory, so the write reads it intact."""
     if info.views and info.view_hull != () and _overlap(info.view_hull, r):
         hull = ()
         for node in list(info.views):
@@ -189,8 +196,10 @@ def _box_setitem(box, idx, value):
     if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
     # an advanced index (or a scalar slot): its region is a hull from the index itself
-    _before_write(tape, info, region(idx, box._value.shape))
+    r = region(idx, box._value.shape)
+    _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
+    _after_write(tape, info, r)
 
 
 def _box_iop(box, op, other):
@@ -355,4 +364,4 @@ register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
 # buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
 # comes to _box_setitem
-_core.set_write_primitive(write, _before_write)
+_core.set_write_primitive(write, _before_write, _after_write)
