@@ -3,7 +3,7 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import _core, grad, hessian, make_jvp, make_vjp, memory
+from gradcy import _core, grad, hessian, jacobian, make_jvp, make_vjp, memory
 from gradcy.test_util import check_grads
 
 COVERED = {"gradcy.numpy.at_set", "gradcy.numpy.at_add", "gradcy.numpy.setitem"}
@@ -460,4 +460,27 @@ def test_assigning_an_overlapping_view_of_the_same_buffer(shift):
         return np.sum(v)                     # v's memory changed under it
     with pytest.raises(ValueError, match="written to after the view was taken"):
         grad(uses_stale)(x)
+    assert _zero_live()
+
+
+def test_repeated_sweeps_and_second_order_with_slice_reads():
+    # jacobian sweeps the same tape once per output element; the cotangents of the slices
+    # buf[:i + 1] go into the buffer's slot each time, and must start from zero each time
+    def f(x, m=np):
+        buf = m.zeros((3, 4))
+        buf[0] = m.tanh(x)
+        for i in range(2):
+            buf[i + 1] = m.sin(buf[i]) * buf[:i + 1].sum(axis=0)
+        return buf[1:, 1:3] * 2.0 + m.sum(buf[:, :2])
+
+    x = onp.linspace(0.1, 0.9, 4)
+    eps = 1e-6
+    num = onp.stack([(f(x + e, onp) - f(x - e, onp)) / (2 * eps) for e in onp.eye(4) * eps],
+                    axis=-1)
+    onp.testing.assert_allclose(jacobian(f)(x), num, rtol=1e-6, atol=1e-8)
+    vjp, _ = make_vjp(f)(x)
+    g1, g2 = vjp(onp.ones((2, 2))), vjp(onp.ones((2, 2)))
+    vjp.release()
+    onp.testing.assert_array_equal(g1, g2)
+    check_grads(lambda x: np.sum(f(x)), modes=["rev"], order=2)(x)
     assert _zero_live()
