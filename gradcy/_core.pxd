@@ -32,6 +32,10 @@ cdef struct Node:
     int32_t nconsumers       # recorded nodes that read this value and are not dead
     uint8_t flags            # NODE_* bits
 
+cdef struct HoldEntry:
+    void* key                # address of a root ndarray held by saved records; NULL empty, 1 deleted
+    Py_ssize_t count         # saved records (of this tape) that hold it
+
 cdef struct ParentRef:
     Py_ssize_t node          # arena index of the parent node (always < the child's index)
     int32_t argnum           # position of the parent among the primitive's positional arguments
@@ -89,7 +93,10 @@ cdef class Tape:
     cdef ParentRef* parents        # parent pool shared by all nodes
     cdef Py_ssize_t n_parents      # entries in use
     cdef Py_ssize_t cap_parents    # entries allocated
-    cdef dict buffers              # id(root buffer) -> [holders, nbytes]: each buffer counted once
+    cdef HoldEntry* holds          # open-addressing table: root buffer -> saved records holding it
+    cdef Py_ssize_t hold_cap       # slots allocated (a power of two, or 0)
+    cdef Py_ssize_t hold_used      # slots ever filled since the last rehash (live + deleted)
+    cdef readonly Py_ssize_t hold_live  # root buffers held now (each counted once in saved_bytes)
     cdef readonly long long trace_id   # unique for the life of the process, never reused
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
@@ -110,6 +117,7 @@ cdef class Tape:
                             Py_ssize_t nbytes) except -1
     cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1
     cdef Py_ssize_t _hold(self, object a, int sign) except -1
+    cdef int _rehash(self, Py_ssize_t cap) except -1
     cdef int _release_saved(self, Py_ssize_t i) except -1
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)

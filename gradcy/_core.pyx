@@ -14,7 +14,7 @@ Lifetimes (each owned reference has one release point):
 cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF, Py_XINCREF
-from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Calloc, PyMem_Realloc, PyMem_Free
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject_Call
 from cpython.dict cimport PyDict_GetItem
@@ -570,6 +570,16 @@ cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? 
     return q
 
 
+cdef void* _DELETED = <void*>1       # a hold-table slot whose buffer was let go
+
+
+cdef inline size_t _hash_ptr(void* p) noexcept:
+    cdef size_t h = <size_t>p
+    h ^= h >> 17
+    h *= <size_t>0x9E3779B97F4A7C15ULL
+    return h ^ (h >> 29)
+
+
 @cython.final
 cdef class Tape:
     """One differentiation's record: an arena of Node structs in topological order."""
@@ -580,7 +590,8 @@ cdef class Tape:
         self.parents = NULL
         self.n_nodes = self.cap_nodes = 0
         self.n_parents = self.cap_parents = 0
-        self.buffers = {}
+        self.holds = NULL
+        self.hold_cap = self.hold_used = self.hold_live = 0
         self.trace_id = _next_trace_id
         _next_trace_id += 1
         self.released = False
@@ -633,21 +644,72 @@ cdef class Tape:
         return total
 
     cdef Py_ssize_t _hold(self, object a, int sign) except -1:
+        """One more (sign=+1) or one fewer (-1) saved record holding the root buffer of `a`;
+        returns its bytes when that changed whether the tape holds it at all, else 0. The
+        table is keyed by the root's address: a held root is alive (the record references
+        it), so its address cannot be reused while it is in the table."""
         cdef object root = _root_buffer(a)
-        cdef object key = PyLong_FromVoidPtr(<void*>root)
-        cdef PyObject* count = PyDict_GetItem(self.buffers, key)
-        if sign > 0:
-            if count is NULL:
-                self.buffers[key] = 1
+        cdef void* key = <void*>root
+        cdef HoldEntry* e
+        cdef HoldEntry* free_slot = NULL
+        cdef size_t i, mask
+        if sign > 0 and (self.hold_used + 1) * 3 >= self.hold_cap * 2:
+            self._rehash(max(16, 4 * (self.hold_live + 1)))
+        if self.hold_cap == 0:
+            return 0
+        mask = <size_t>self.hold_cap - 1
+        i = _hash_ptr(key) & mask
+        while True:
+            e = &self.holds[i]
+            if e.key == NULL:
+                break
+            if e.key == key:
+                if sign > 0:
+                    e.count += 1
+                    return 0
+                e.count -= 1
+                if e.count > 0:
+                    return 0
+                e.key = _DELETED
+                self.hold_live -= 1
                 return cnp.PyArray_NBYTES(<cnp.ndarray>root)
-            self.buffers[key] = <object>count + 1
+            if e.key == _DELETED and free_slot is NULL:
+                free_slot = e
+            i = (i + 1) & mask
+        if sign < 0:
             return 0
-        if count is NULL:
-            return 0
-        if <object>count == 1:
-            del self.buffers[key]
-            return cnp.PyArray_NBYTES(<cnp.ndarray>root)
-        self.buffers[key] = <object>count - 1
+        if free_slot is not NULL:
+            e = free_slot
+        else:
+            self.hold_used += 1
+        e.key = key
+        e.count = 1
+        self.hold_live += 1
+        return cnp.PyArray_NBYTES(<cnp.ndarray>root)
+
+    cdef int _rehash(self, Py_ssize_t want) except -1:
+        """Move the live entries into a table of at least `want` slots (a power of two)."""
+        cdef Py_ssize_t cap = 16, k
+        cdef HoldEntry* old = self.holds
+        cdef Py_ssize_t old_cap = self.hold_cap
+        cdef HoldEntry* fresh
+        cdef size_t i, mask
+        while cap < want:
+            cap *= 2
+        fresh = <HoldEntry*>PyMem_Calloc(cap, sizeof(HoldEntry))
+        if fresh is NULL:
+            raise MemoryError()
+        mask = <size_t>cap - 1
+        for k in range(old_cap):
+            if old[k].key != NULL and old[k].key != _DELETED:
+                i = _hash_ptr(old[k].key) & mask
+                while fresh[i].key != NULL:
+                    i = (i + 1) & mask
+                fresh[i] = old[k]
+        self.holds = fresh
+        self.hold_cap = cap
+        self.hold_used = self.hold_live
+        PyMem_Free(old)
         return 0
 
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
@@ -1195,7 +1257,9 @@ cdef class Tape:
         self.n_parents = 0
         self.cap_nodes = 0
         self.cap_parents = 0
-        self.buffers = None
+        PyMem_Free(self.holds)
+        self.holds = NULL
+        self.hold_cap = self.hold_used = self.hold_live = 0
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None

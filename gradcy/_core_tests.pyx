@@ -45,7 +45,7 @@ def arena(Tape t):
         "cap_parents": t.cap_parents,
         "nodes_null": t.nodes is NULL,
         "parents_null": t.parents is NULL,
-        "buffers": None if t.buffers is None else len(t.buffers),
+        "buffers": None if t.released else t.hold_live,
     }
 
 
