@@ -571,6 +571,7 @@ cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? 
 
 
 cdef void* _DELETED = <void*>1       # a hold-table slot whose buffer was let go
+cdef object _add_ufunc = _np.add
 
 
 cdef inline size_t _hash_ptr(void* p) noexcept:
@@ -976,7 +977,7 @@ cdef class Tape:
                 if (view is not None
                         and cnp.PyArray_TYPE(<cnp.ndarray>view) == cnp.PyArray_TYPE(<cnp.ndarray>g)
                         and cnp.PyArray_SAMESHAPE(<cnp.ndarray>view, <cnp.ndarray>g)):
-                    _np.add(view, g, out=view)
+                    _add_ufunc(view, g, view)
                     return 0
             return self._set_cotangent(i, g)
         c = <object>cur
@@ -992,7 +993,7 @@ cdef class Tape:
                 and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>c)
                 and cnp.PyArray_TYPE(<cnp.ndarray>c) == cnp.PyArray_TYPE(<cnp.ndarray>g)
                 and cnp.PyArray_SAMESHAPE(<cnp.ndarray>c, <cnp.ndarray>g)):
-            _np.add(c, g, out=c)
+            _add_ufunc(c, g, c)               # out positionally: no keyword parsing
             return 0
         total = _add_cotangents(c, g)
         return self._set_cotangent(i, total)
