@@ -8,7 +8,12 @@ value into it mutates the buffer in place and records one write node: the buffer
 the new version. The write saves only the index and metadata, so its VJP costs O(slot): it
 reads the slot's cotangent out of the buffer's cotangent and zeroes the slot in place, and
 reads of the buffer (x[idx]) send back sparse cotangents that are added into that same array in
-place. One buffer-sized cotangent exists per buffer per backward pass.
+place; the cotangent of a basic-index view goes straight into it (the engine adds into the
+region of the parent's slot, so a view has no slot of its own). One buffer-sized cotangent
+exists per buffer per backward pass. A written value that its op saved as output (tanh, exp)
+is read back from the slot, so it is not kept twice. Writes with a basic index are decided and
+recorded in the core (_core.setitem_fast); this module handles the rest (copy on the first
+write, advanced indices, forward mode and nested differentiation) and the bookkeeping hooks.
 
 What stays correct under aliasing
 ---------------------------------
