@@ -1601,7 +1601,7 @@ def set_unbroadcast_slow(fn):
 def unbroadcast(g, target):
     """The cotangent g reduced to the shape and cast to the dtype of `target` (an array,
     ArrayMeta, traced value or scalar). The common case (already matching) is decided here."""
-    if same_shape_dtype(g, target):
+    if _same_shape_dtype(g, target):
         return g
     return _unbroadcast_slow(g, target)
 
@@ -1669,6 +1669,10 @@ cdef object _layout_region(object view, object root):
 def same_shape_dtype(g, target):
     """True when g is an ndarray with exactly the shape and dtype of target (an ndarray or an
     ArrayMeta): the common case in which a cotangent needs no reduction or cast."""
+    return _same_shape_dtype(g, target)
+
+
+cdef bint _same_shape_dtype(object g, object target) except -1:
     cdef int nd, d
     cdef cnp.npy_intp* dims
     cdef tuple shape
