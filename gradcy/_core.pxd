@@ -107,8 +107,7 @@ cdef class Tape:
     cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
     cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
-    cdef readonly dict owned       # id(root) -> info: buffers this tape owns and writes in place
-    cdef public object owned_hook  # callable(tape, kind, node, array, position) for owned views
+    cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
@@ -122,6 +121,8 @@ cdef class Tape:
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)
     cdef object _view_slot(self, Py_ssize_t i, int depth)
+    cdef bint _add_into_parent_slot(self, Py_ssize_t i, object g) except -1
+    cdef Py_ssize_t _new_input(self, uint8_t flags, str caller) except -1
     cdef int _accumulate(self, Py_ssize_t i, object g) except -1
     cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1
     cdef int _box_dropped(self, Py_ssize_t i) except -1

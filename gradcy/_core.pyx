@@ -7,9 +7,12 @@ the Box methods onto it.
 Lifetimes (each owned reference has one release point):
 - Node.prim, Node.saved: released by _release_saved() right after the node's VJP ran in a
   consuming sweep, when the node dies (its Box dropped and nothing consumed it), when the node
-  cannot reach the output of a sweep, or by release().
+  cannot reach the output of a sweep, or by release(). A node that never receives a cotangent
+  (a basic-index view whose cotangent went into its parent's slot, or one whose consumers'
+  rules returned None) keeps its record until release().
 - Node.cotangent: released by _take_cotangent() when the node's VJP consumes it, or by release().
-- The arena itself: freed by release(), which __dealloc__ also runs.
+- The arena and the hold table (Tape.holds): freed by release(), which __dealloc__ also runs.
+- Tape.owned (the OwnedBuffer of each buffer the tape writes in place): dropped by release().
 """
 cimport cython
 from cpython.object cimport PyObject
@@ -523,7 +526,7 @@ def set_tangent_fixer(fn):
 
 
 cdef inline object _match_tangent(object t, object ans):
-    if same_shape_dtype(t, ans) or _tangent_fixer is None:
+    if _same_shape_dtype(t, ans) or _tangent_fixer is None:
         return t
     return _tangent_fixer(t, ans)
 
@@ -570,6 +573,14 @@ cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? 
     return q
 
 
+cdef inline bint _exclusive_array(PyObject* p, Py_ssize_t refs) noexcept:
+    """p is an exact, writable ndarray that owns its memory and has exactly `refs` references
+    (the slot's, plus the caller's locals): the engine may add into it in place."""
+    return (cnp.PyArray_CheckExact(<object>p) and Py_REFCNT(p) == refs
+            and cnp.PyArray_BASE(<cnp.ndarray>p) is NULL
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>p))
+
+
 cdef void* _DELETED = <void*>1       # a hold-table slot whose buffer was let go
 cdef object _add_ufunc = _np.add
 
@@ -600,7 +611,6 @@ cdef class Tape:
         self.forward = forward
         self.observer = None
         self.owned = {}
-        self.owned_hook = None
         _live_tapes += 1
 
     def __dealloc__(self):
@@ -753,21 +763,26 @@ cdef class Tape:
             self._notify("forward", i, prim.name)
         return i
 
-    def new_leaf(self, value, tangent=None):
-        """Append an input node for `value` and return its Box. On a forward-mode tape,
-        `tangent` is the input's tangent."""
+    cdef Py_ssize_t _new_input(self, uint8_t flags, str caller) except -1:
+        """Append a node with no primitive and no parents (a leaf or a constant)."""
         global _live_nodes
         if self.released:
-            raise EscapedValueError("Tape.new_leaf: this tape has been released")
+            raise EscapedValueError(f"Tape.{caller}: this tape has been released")
         cdef Py_ssize_t i = self.n_nodes
         if i >= self.cap_nodes:
             self._grow_nodes(i + 1)
         memset(&self.nodes[i], 0, sizeof(Node))
         self.nodes[i].parent_start = self.n_parents
-        self.nodes[i].flags = NODE_LEAF
+        self.nodes[i].flags = flags
         self.n_nodes = i + 1
         self.live_nodes += 1
         _live_nodes += 1
+        return i
+
+    def new_leaf(self, value, tangent=None):
+        """Append an input node for `value` and return its Box. On a forward-mode tape,
+        `tangent` is the input's tangent."""
+        cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
         return make_box(value, self, i)
@@ -775,21 +790,9 @@ cdef class Tape:
     def new_constant(self, value):
         """Append a node for a constant `value` (a buffer an array constructor made during this
         differentiation) and return its Box. No cotangent is ever computed for it."""
-        global _live_nodes
-        if self.released:
-            raise EscapedValueError("Tape.new_constant: this tape has been released")
-        cdef Py_ssize_t i = self.n_nodes
-        if i >= self.cap_nodes:
-            self._grow_nodes(i + 1)
-        memset(&self.nodes[i], 0, sizeof(Node))
-        self.nodes[i].parent_start = self.n_parents
-        self.nodes[i].flags = NODE_CONSTANT
-        self.n_nodes = i + 1
-        self.live_nodes += 1
-        _live_nodes += 1
-        return make_box(value, self, i)
+        return make_box(value, self, self._new_input(NODE_CONSTANT, "new_constant"))
 
-    def register_owned(self, root, info):
+    def register_owned(self, root, OwnedBuffer info):
         """Record that this tape owns ndarray `root` (it may write into it in place)."""
         self.owned[PyLong_FromVoidPtr(<void*>root)] = info
 
@@ -950,9 +953,7 @@ cdef class Tape:
             base = self._view_slot(p, depth + 1)
             if base is None:
                 return None
-        elif (cnp.PyArray_CheckExact(<object>pc) and Py_REFCNT(pc) == 1
-                and cnp.PyArray_BASE(<cnp.ndarray>pc) is NULL
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>pc)):
+        elif _exclusive_array(pc, 1):
             base = <object>pc
         else:
             return None
@@ -960,6 +961,34 @@ cdef class Tape:
         if not cnp.PyArray_CheckExact(view) or cnp.PyArray_BASE(<cnp.ndarray>view) is NULL:
             return None
         return view
+
+    cdef bint _add_into_parent_slot(self, Py_ssize_t i, object g) except -1:
+        """Node i (slot empty) is a basic-index view: add its cotangent g (dense, or sparse
+        within the view) straight into the region of the parent's slot (_view_slot) and
+        return True; False (nothing done) when g's dtype or shape differs from the region's,
+        or when the view cannot forward."""
+        cdef Node* node = &self.nodes[i]
+        if node.prim is NULL or not (<Primitive>node.prim).basic_view:
+            return False
+        if type(g) is SparseCotangent:
+            sg = <SparseCotangent>g
+            if cnp.PyArray_Check(sg.values) and (<object>sg.values).dtype != sg.dtype:
+                return False
+            view = self._view_slot(i, 0)
+            if (view is None or cnp.PyArray_TYPE(<cnp.ndarray>view) != sg.dtype.num
+                    or (<object>view).shape != sg.shape):
+                return False
+            sg.add_into(view)
+            return True
+        if not cnp.PyArray_CheckExact(g):
+            return False
+        view = self._view_slot(i, 0)
+        if (view is None
+                or cnp.PyArray_TYPE(<cnp.ndarray>view) != cnp.PyArray_TYPE(<cnp.ndarray>g)
+                or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>view, <cnp.ndarray>g)):
+            return False
+        _add_ufunc(view, g, view)
+        return True
 
     cdef int _accumulate(self, Py_ssize_t i, object g) except -1:
         """Add cotangent g into node i's slot: in place only when the slot holds an ndarray
@@ -971,14 +1000,8 @@ cdef class Tape:
         if type(g) is SparseCotangent:
             return self._accumulate_sparse(i, <SparseCotangent>g)
         if cur is NULL:
-            if cnp.PyArray_CheckExact(g) and node.prim is not NULL and (
-                    (<Primitive>node.prim).basic_view):
-                view = self._view_slot(i, 0)
-                if (view is not None
-                        and cnp.PyArray_TYPE(<cnp.ndarray>view) == cnp.PyArray_TYPE(<cnp.ndarray>g)
-                        and cnp.PyArray_SAMESHAPE(<cnp.ndarray>view, <cnp.ndarray>g)):
-                    _add_ufunc(view, g, view)
-                    return 0
+            if self._add_into_parent_slot(i, g):
+                return 0
             return self._set_cotangent(i, g)
         c = <object>cur
         if type(c) is SparseCotangent:
@@ -987,10 +1010,8 @@ cdef class Tape:
                 _np.add(c, g, out=c, casting="unsafe")
                 return self._set_cotangent(i, c)
             return self._set_cotangent(i, c + g)
-        if (cnp.PyArray_CheckExact(c) and cnp.PyArray_CheckExact(g)
-                and Py_REFCNT(cur) == 2          # the slot and `c`
-                and cnp.PyArray_BASE(<cnp.ndarray>c) is NULL
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>c)
+        if (_exclusive_array(cur, 2)             # the slot and `c`
+                and cnp.PyArray_CheckExact(g)
                 and cnp.PyArray_TYPE(<cnp.ndarray>c) == cnp.PyArray_TYPE(<cnp.ndarray>g)
                 and cnp.PyArray_SAMESHAPE(<cnp.ndarray>c, <cnp.ndarray>g)):
             _add_ufunc(c, g, c)               # out positionally: no keyword parsing
@@ -1002,25 +1023,16 @@ cdef class Tape:
         """Add a sparse cotangent: into the slot's array in place when the engine alone holds
         it (O(size of g)), else into a fresh dense copy."""
         cdef PyObject* cur = self.nodes[i].cotangent
-        cdef Node* node = &self.nodes[i]
         if cur is NULL:
-            if node.prim is not NULL and (<Primitive>node.prim).basic_view and (
-                    not cnp.PyArray_Check(g.values)
-                    or (<object>g.values).dtype == g.dtype):
-                view = self._view_slot(i, 0)
-                if (view is not None and cnp.PyArray_TYPE(<cnp.ndarray>view) == g.dtype.num
-                        and (<object>view).shape == g.shape):
-                    g.add_into(view)
-                    return 0
+            if self._add_into_parent_slot(i, g):
+                return 0
             return self._set_cotangent(i, g)      # stays sparse until it is read
         c = <object>cur
         if type(c) is SparseCotangent:
             dense = (<SparseCotangent>c).dense()
             g.add_into(dense)
             return self._set_cotangent(i, dense)
-        if (cnp.PyArray_CheckExact(c) and Py_REFCNT(cur) == 2
-                and cnp.PyArray_BASE(<cnp.ndarray>c) is NULL
-                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>c)):
+        if _exclusive_array(cur, 2):              # the slot and `c`
             g.add_into(c)
             return 0
         if type(c) is Box:
@@ -1264,7 +1276,6 @@ cdef class Tape:
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None
-        self.owned_hook = None
         return 0
 
     def release(self):
@@ -1742,6 +1753,7 @@ def box_node(Box x):
 # =============================================================================
 cdef dict _SCALAR_SEEDS = {float: 1.0, _np.float64: _np.float64(1), _np.float32: _np.float32(1),
                            _np.float16: _np.float16(1)}
+SCALAR_SEEDS = _SCALAR_SEEDS     # real scalar output type -> the seed 1 of that type (read-only use)
 
 
 cdef inline bint _fast_leaf(object v):
@@ -1916,14 +1928,8 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
                      Py_ssize_t position) except -1:
     """Record a saved array (view=False) or a new traced view (view=True) that lives in an
     owned buffer."""
-    cdef OwnedBuffer b
+    cdef OwnedBuffer b = <OwnedBuffer?>info
     cdef Py_ssize_t n
-    if type(info) is not OwnedBuffer:
-        if tape.owned_hook is not None:
-            tape.owned_hook(info, "view" if view else "saved", node, array,
-                            None if view else position)
-        return 0
-    b = <OwnedBuffer>info
     r = None if array is b.root else _layout_region(array, b.root)
     if not view:
         b.saved.append(node)

@@ -307,7 +307,7 @@ def _contains_tape_box(obj, tape):
     return False
 
 
-_SCALAR_ONES = {t: t(1) for t in (_np.float64, _np.float32, _np.float16, float)}
+_SCALAR_ONES = _core.SCALAR_SEEDS      # the seed of a real scalar output, by its type
 
 
 def _ones_like(ans):
@@ -324,7 +324,7 @@ def _ones_like(ans):
     return type(ans)(1) if isinstance(ans, (float, complex)) else 1.0
 
 
-_REAL_SCALARS = (float, _np.float64, _np.float32, _np.float16)
+_REAL_SCALARS = tuple(_core.SCALAR_SEEDS)
 
 
 def _check_scalar_output(ans, fname):

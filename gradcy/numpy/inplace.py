@@ -85,11 +85,7 @@ def region(idx, shape):
 
 
 _overlap = _core.regions_overlap
-_hull = _core.region_hull
-
-
-def _grow(hull, r):
-    return _hull(hull, r)
+_hull = _core.region_hull        # _hull((), r) is r: the hull of nothing grows from empty
 
 
 def _before_write(tape, info, r):
@@ -111,7 +107,7 @@ def _before_write(tape, info, r):
                 continue               # the copy is the node's own: no longer in the buffer
             keep.append(node)
             keep.append(position)
-            hull = _grow(hull, sr)
+            hull = _hull(hull, sr)
         info.saved, info.saved_hull = keep, hull
 
 
@@ -131,7 +127,7 @@ def _after_write(tape, info, r):
                 tape.mark_stale(node)
                 del info.views[node]
                 continue
-            hull = _grow(hull, vr)
+            hull = _hull(hull, vr)
         info.view_hull = hull
 
 

@@ -336,17 +336,6 @@ def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
     grad_subs, extras = _einsum_grad_spec(subscripts, patterns, k)
     op = ops[k]
     operands = (g,) + ops[:k] + ops[k + 1:]
-    if plain and not extras and type(g) is _ndarray and optimize is False and (
-            _c_einsum is not None):
-        # the common case: every operand a plain array of one dtype
-        dtype = op.dtype
-        for o in operands:
-            if o.dtype != dtype:
-                break
-        else:
-            c = _onp.empty(op.shape, dtype)
-            _c_einsum(grad_subs, *operands, out=c)
-            return c
     dtype = op.dtype if type(op) is _ndarray else shape_dtype(op)[1]
     if extras:
         cdtype = dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
