@@ -255,6 +255,8 @@ def _finish_grad(fname, with_value, tape, out, leaves, leaf_nodes, multi):
 
 
 def _grad_of(vjp, ans, fname, with_value):
+    """The gradient (with_value: (ans, gradient)) from a consuming VJP of a scalar output;
+    the VJP's tape is released also when the output is not a real scalar."""
     try:
         _check_scalar_output(ans, fname)
     except BaseException:
@@ -394,13 +396,8 @@ def grad_and_aux(fun, argnum=0):
             aux_box.append(aux)
             return out
         vjp, ans = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
-        try:
-            _check_scalar_output(ans, "grad_and_aux")
-        except BaseException:
-            vjp.release()
-            raise
-        aux = _strip(aux_box[0], vjp._tape)
-        return vjp(_ones_like(ans)), aux
+        aux = _strip(aux_box[0], vjp._tape)      # while the tape is there to compare with
+        return _grad_of(vjp, ans, "grad_and_aux", False), aux
     return grad_and_aux_fun
 
 

@@ -14,7 +14,7 @@ import time
 import tracemalloc
 
 from . import _core
-from .differential_operators import _check_scalar_output, _ones_like, _trace
+from .differential_operators import _grad_of, _trace
 
 __all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory"]
 
@@ -158,13 +158,8 @@ def profile(fun, argnum=0):
         start = time.perf_counter()
         vjp, ans = _trace(fun, args, kwargs, argnum, "profile", consume=True,
                              observer=prof)
-        try:
-            _check_scalar_output(ans, "profile")
-        except BaseException:
-            vjp.release()
-            raise
         prof._phase = "backward"
-        prof.gradient = vjp(_ones_like(ans))
+        prof.gradient = _grad_of(vjp, ans, "profile", False)
         prof.value = ans
         prof.elapsed = time.perf_counter() - start
         return prof
