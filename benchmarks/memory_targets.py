@@ -1,13 +1,14 @@
-"""The memory issue's targets, measured side by side in one process with one BLAS thread.
+"""gradcy's memory targets, measured side by side in one process with one BLAS thread.
 
     python benchmarks/memory_targets.py [--D 500,1000] [--repeats 3] [--S 64,256,1024]
 
 For each workload it prints gradcy against the hand-written NumPy gradient of the same function:
 tracemalloc peak (NumPy reports its buffers to tracemalloc), the peak difference in DxD buffers,
 the area under the memory-time curve of the backward pass (tracemalloc sampled at every NumPy
-call, from the peak to the end), and the median time of untraced runs. Then the create-and-drop loop against PyTorch and the
-writes issue's memory network (in place and concatenated, against the hand-written in-place
-gradient), all interleaved round by round so that every variant sees the same machine load.
+call, from the peak to the end), and the median time of untraced runs. Then the
+create-and-drop loop against PyTorch and the memory network (in place and concatenated, against
+the hand-written in-place gradient), all interleaved round by round so that every variant sees
+the same machine load. The workloads and hand-written gradients are reference_gradients.py.
 """
 import os
 
@@ -24,52 +25,12 @@ import tracemalloc  # noqa: E402
 import numpy as onp  # noqa: E402
 
 import gradcy.numpy as np  # noqa: E402
+import reference_gradients as ref  # noqa: E402
 from gradcy import checkpoint, grad, memory  # noqa: E402
+from peer_workloads import memnet_functions  # noqa: E402
 
 
 # ---------------------------------------------------------------------------- workloads
-def dot_chain(x, z, steps=100):
-    for _ in range(steps):
-        z = np.dot(x, z)
-    return np.sum(z)
-
-
-def dot_chain_hand(x, z, steps=100):
-    zs = []
-    for _ in range(steps):
-        zs.append(z)
-        z = onp.dot(x, z)
-    gz = onp.ones_like(z)
-    gx = onp.zeros_like(x)
-    for _ in range(steps):
-        zi = zs.pop()
-        gx += onp.dot(gz, zi.T)
-        gz = onp.dot(x.T, gz)
-    return gx
-
-
-def tanh_chain(x, z, steps=50):
-    for _ in range(steps):
-        z = np.tanh(np.dot(x, z))
-    return np.sum(z)
-
-
-def tanh_chain_hand(x, z, steps=50):
-    outs = [z]
-    for _ in range(steps):
-        z = onp.tanh(onp.dot(x, z))
-        outs.append(z)
-    gz = onp.ones_like(z)
-    gx = onp.zeros_like(x)
-    for k in range(steps, 0, -1):
-        y = outs.pop()
-        ga = gz * (1.0 - y * y)
-        del y
-        gx += onp.dot(ga, outs[-1].T)
-        gz = onp.dot(x.T, ga)
-    return gx
-
-
 def _segment(x, z):
     for _ in range(10):
         z = np.dot(x, z)
@@ -191,22 +152,21 @@ def main():
     print("| workload | gradcy peak MiB | hand peak MiB | peak diff (DxD buffers) | "
           "backward area ratio | gradcy ms | hand ms | time ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    dot_chain = grad(ref.dotchain(np))
     for D in [int(d) for d in args.D.split(",") if d]:
-        rs = onp.random.RandomState(0)
-        x = rs.randn(D, D)
-        x = onp.dot(x, x.T) / D / D
-        z = rs.randn(D, D)
+        x, z = ref.dotchain_inputs(D)
         buf = z.nbytes
-        compare(f"dot chain 100, D={D}", grad(dot_chain), dot_chain_hand, (x, z), buf,
+        compare(f"dot chain {ref.DOT_STEPS}, D={D}", dot_chain, ref.hand_dotchain, (x, z), buf,
                 args.repeats)
-        compare(f"tanh(dot) chain 50, D={D}", grad(tanh_chain), tanh_chain_hand, (x, z), buf,
-                args.repeats)
-        p_plain, _ = timeline(grad(dot_chain), x, z)
+        xt, zt = ref.tanhchain_inputs(D)
+        compare(f"tanh(dot) chain {ref.TANH_STEPS}, D={D}", grad(ref.tanhchain(np)),
+                ref.hand_tanhchain, (xt, zt), buf, args.repeats)
+        p_plain, _ = timeline(dot_chain, x, z)
         p_ck, _ = timeline(grad(dot_chain_checkpointed), x, z)
-        t_plain = median_time(grad(dot_chain), (x, z), args.repeats)
+        t_plain = median_time(dot_chain, (x, z), args.repeats)
         t_ck = median_time(grad(dot_chain_checkpointed), (x, z), args.repeats)
         print(f"| checkpointed dot chain (10 x 10), D={D} | {p_ck / 2**20:.1f} | "
-              f"{p_plain / 2**20:.1f} (unchekpointed) | peak ratio {p_ck / p_plain:.3f} | - | "
+              f"{p_plain / 2**20:.1f} (not checkpointed) | peak ratio {p_ck / p_plain:.3f} | - | "
               f"{t_ck * 1e3:.0f} | {t_plain * 1e3:.0f} | {t_ck / t_plain:.3f} |")
     n = args.drop_iters
     try:
@@ -229,33 +189,29 @@ def main():
 
 
 def memnet(steps, repeats):
-    """The memory network (gradcy.bench's workload): gradcy in place and concatenated against
+    """The memory network (peers.py's workload): gradcy in place and concatenated against
     the hand-written in-place gradient; time medians over interleaved rounds, tracemalloc
     peaks of one run each."""
-    from gradcy.bench import memnet_functions, memnet_hand_grad
     fns = memnet_functions(np)
     inplace, concat = grad(fns["memnet_inplace"]), grad(fns["memnet_concat"])
-    rng = onp.random.default_rng(0)
-    B, D = 4, 64
-    W = rng.standard_normal((D, D)) / onp.sqrt(D)
-    x = rng.standard_normal((B, D))
-    print("\n| memnet B=4, D=64 | hand ms | in place ms | ratio | concat ms | in place / concat "
+    W, x = ref.memnet_inputs()
+    print(f"\n| memnet B={ref.MEMNET_B}, D={ref.MEMNET_D} | hand ms | in place ms | ratio | concat ms | in place / concat "
           "| hand peak MiB | in place peak MiB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for S in steps:
         args = (W, x, S)
         g_in = inplace(*args)
-        assert onp.allclose(g_in, memnet_hand_grad(*args), rtol=1e-9, atol=1e-12)
+        assert onp.allclose(g_in, ref.hand_memnet(*args), rtol=1e-9, atol=1e-12)
         assert onp.allclose(g_in, concat(*args), rtol=1e-9, atol=1e-12)
         t = {"hand": [], "in": [], "cat": []}
-        fns = {"hand": memnet_hand_grad, "in": inplace, "cat": concat}
+        fns = {"hand": ref.hand_memnet, "in": inplace, "cat": concat}
         n = repeats if S <= 256 else max(3, repeats // 4)
         for r in range(n):
             # alternate the order within a round, so that no variant always runs first
             for k in (("hand", "in", "cat") if r % 2 == 0 else ("cat", "in", "hand")):
                 t[k].append(median_time(fns[k], args, 1))
         th, ti, tc = (statistics.median(t[k]) for k in ("hand", "in", "cat"))
-        p_h, p_i = peak_of(memnet_hand_grad, args), peak_of(inplace, args)
+        p_h, p_i = peak_of(ref.hand_memnet, args), peak_of(inplace, args)
         print(f"| S={S} | {th * 1e3:.2f} | {ti * 1e3:.2f} | {ti / th:.2f}x | {tc * 1e3:.2f} | "
               f"{ti / tc:.2f}x | {p_h / 2**20:.2f} | {p_i / 2**20:.2f} | {p_i / p_h:.2f}x |")
 

@@ -1,10 +1,11 @@
-"""The core issue's speed targets, measured side by side: runs interleaved in one process
-(one BLAS thread), so every library sees the same machine load, and medians of the ratios.
+"""gradcy's speed targets, measured side by side: runs interleaved in one process (one BLAS
+thread), so every library sees the same machine load, and medians of the ratios.
 
     python benchmarks/overhead_targets.py [--rounds 15]
 
 - overhead: grad of f(x) = sum after 1000 x = sin(x) * 1.0001 + 0.01 * x on 3 elements, against
-  the same forward plus a hand-written NumPy backward, autograd 1.9.1 and PyTorch eager;
+  the hand-written NumPy gradient (reference_gradients.hand_sinchain), autograd 1.9.1 and
+  PyTorch eager;
 - untraced: gradcy.numpy.sin(x) against numpy.sin(x) on 3 elements;
 - dotchain: grad of the 100-step z = dot(x, z) chain (D=500) against the hand-written gradient.
 """
@@ -22,45 +23,8 @@ import timeit  # noqa: E402
 import numpy as onp  # noqa: E402
 
 import gradcy.numpy as gnp  # noqa: E402
+import reference_gradients as ref  # noqa: E402
 from gradcy import grad  # noqa: E402
-
-
-def chain(np):
-    def f(x):
-        for _ in range(1000):
-            x = np.sin(x) * 1.0001 + 0.01 * x
-        return np.sum(x)
-    return f
-
-
-def hand(x):
-    xs = []
-    for _ in range(1000):
-        xs.append(x)
-        x = onp.sin(x) * 1.0001 + 0.01 * x
-    g = onp.ones_like(x)
-    for xi in reversed(xs):
-        g = g * 1.0001 * onp.cos(xi) + 0.01 * g
-    return g
-
-
-def dot_chain(x, z):
-    for _ in range(100):
-        z = gnp.dot(x, z)
-    return gnp.sum(z)
-
-
-def dot_hand(x, z):
-    zs = []
-    for _ in range(100):
-        zs.append(z)
-        z = onp.dot(x, z)
-    gz, gx = onp.ones_like(z), onp.zeros_like(x)
-    for _ in range(100):
-        zi = zs.pop()
-        gx += onp.dot(gz, zi.T)
-        gz = onp.dot(x.T, gz)
-    return gx
 
 
 def once(fn):
@@ -75,18 +39,18 @@ def main():
     ap.add_argument("--D", type=int, default=500)
     args = ap.parse_args()
     x = onp.array([0.1, 0.5, 0.9])
-    runs = {"hand": lambda: hand(x), "gradcy": lambda: grad(chain(gnp))(x)}
+    runs = {"hand": lambda: ref.hand_sinchain(x), "gradcy": lambda: grad(ref.sinchain(gnp))(x)}
     try:
         import autograd
         import autograd.numpy as anp
-        ag = autograd.grad(chain(anp))
+        ag = autograd.grad(ref.sinchain(anp))
         runs["autograd"] = lambda: ag(x)
     except ImportError:
         pass
     try:
         import torch
         torch.set_num_threads(1)
-        tf = chain(torch)
+        tf = ref.sinchain(torch)
 
         def torch_grad():
             t = torch.tensor(x, requires_grad=True)
@@ -119,13 +83,10 @@ def main():
         ratios.append(t_g / t_np)
     print(f"\nuntraced gradcy.numpy.sin / numpy.sin on 3 elements: "
           f"{statistics.median(ratios):.3f} (median of {args.rounds} interleaved rounds)")
-    rs = onp.random.RandomState(0)
-    X = rs.randn(args.D, args.D)
-    X = X @ X.T / args.D / args.D
-    Z = rs.randn(args.D, args.D)
-    dg = grad(dot_chain)
-    assert onp.allclose(dg(X, Z), dot_hand(X, Z))
-    r = [once(lambda: dg(X, Z)) / once(lambda: dot_hand(X, Z)) for _ in range(3)]
+    X, Z = ref.dotchain_inputs(args.D)
+    dg = grad(ref.dotchain(gnp))
+    assert onp.allclose(dg(X, Z), ref.hand_dotchain(X, Z))
+    r = [once(lambda: dg(X, Z)) / once(lambda: ref.hand_dotchain(X, Z)) for _ in range(3)]
     print(f"dot chain D={args.D}: gradcy / hand-written time {statistics.median(r):.3f} "
           f"(median of 3 interleaved pairs)")
 

@@ -74,7 +74,7 @@ KINDS = ("pyfloat", "npscalar", "0d", "nd")
 def _gradcy_modules():
     yield gradcy
     for info in pkgutil.walk_packages(gradcy.__path__, "gradcy."):
-        if info.name.endswith(("_core_tests", ".bench", ".demo")):
+        if info.name.endswith("_core_tests"):
             continue
         try:
             yield importlib.import_module(info.name)

@@ -1,4 +1,4 @@
-"""Long chains of large matrix products: the workload of autograd-backward-memory.txt.
+"""Long chains of large matrix products: the memory of a long gradient.
 
 grad wrt x of F(x, z) = sum(z) after 100 steps of z = dot(x, z) (DotChain) or 50 steps of
 z = tanh(dot(x, z)) (TanhChain), D=500, beside the hand-written NumPy gradient of the same
@@ -34,14 +34,14 @@ class _Chain:
 
 class DotChain(_Chain):
     data = staticmethod(common.dot_data)
-    make = staticmethod(common.dotchain)
-    hand = staticmethod(common.hand_dotchain)
+    make = staticmethod(common.ref.dotchain)
+    hand = staticmethod(common.ref.hand_dotchain)
 
 
 class TanhChain(_Chain):
     data = staticmethod(common.tanh_data)
-    make = staticmethod(common.tanhchain)
-    hand = staticmethod(common.hand_tanhchain)
+    make = staticmethod(common.ref.tanhchain)
+    hand = staticmethod(common.ref.hand_tanhchain)
 
 
 class _ChainMemory:
@@ -72,11 +72,11 @@ class _ChainMemory:
 
 class DotChainMemory(_ChainMemory):
     data = staticmethod(common.dot_data)
-    make = staticmethod(common.dotchain)
-    hand = staticmethod(common.hand_dotchain)
+    make = staticmethod(common.ref.dotchain)
+    hand = staticmethod(common.ref.hand_dotchain)
 
 
 class TanhChainMemory(_ChainMemory):
     data = staticmethod(common.tanh_data)
-    make = staticmethod(common.tanhchain)
-    hand = staticmethod(common.hand_tanhchain)
+    make = staticmethod(common.ref.tanhchain)
+    hand = staticmethod(common.ref.hand_tanhchain)

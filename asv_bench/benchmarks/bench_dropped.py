@@ -1,4 +1,4 @@
-"""The create-and-drop loop of graph-sweep.txt.
+"""The create-and-drop loop: nothing outlives a gradient.
 
 Each iteration: grad(f, argnum=(0, 1))(b, a) on 2x2 arrays, where f computes a traced value from
 a, drops it, and returns sum(b). Nothing may outlive an iteration: the dropped node is released
@@ -14,13 +14,13 @@ class CreateAndDrop:
     def setup(self):
         common.require("gradcy._core", "stats")
         self.b, self.a = common.small_pair()
-        self.grad = common.gradcy_grad(common.dropped, argnum=(0, 1))
+        self.grad = common.gradcy_grad(common.ref.dropped, argnum=(0, 1))
 
     def time_iteration(self):
         self.grad(self.b, self.a)
 
     def time_iteration_hand(self):
-        common.hand_dropped(self.b, self.a)
+        common.ref.hand_dropped(self.b, self.a)
 
     def peakmem_loop_10000(self):
         for _ in range(N_LOOP):

@@ -1,4 +1,4 @@
-"""Writes into arrays: the memory network of memory-network-inplace.txt, in place and by concat.
+"""Writes into arrays: a memory network written in place and by concatenation.
 
 Each of S steps attends over the whole memory so far (B=4 slots of D=64 wide) and writes one new
 slot. In place, the memory is one preallocated buffer and every saved prefix is a view of it; by
@@ -16,7 +16,7 @@ import numpy
 
 from . import common
 
-VARIANTS = {"inplace": common.memnet_inplace, "concat": common.memnet_concat}
+VARIANTS = {"inplace": common.ref.memnet_inplace, "concat": common.ref.memnet_concat}
 
 
 def _gradcy_memnet(variant):
@@ -31,7 +31,7 @@ def _gradcy_memnet(variant):
         small = g(W, x, 3)
     except NotImplementedError as exc:        # MissingVJPError: an op without a VJP here
         raise NotImplementedError(f"memnet {variant} at this commit: {exc}")
-    if not numpy.allclose(small, common.hand_memnet(W, x, 3), rtol=1e-9, atol=1e-12):
+    if not numpy.allclose(small, common.ref.hand_memnet(W, x, 3), rtol=1e-9, atol=1e-12):
         raise ValueError(f"gradcy's memnet {variant} gradient differs from the hand-written one")
     return g
 
@@ -43,7 +43,7 @@ class MemNet:
 
     def setup(self, impl, S):
         self.W, self.x = common.memnet_data()
-        self.fn = common.hand_memnet if impl == "hand" else _gradcy_memnet(impl)
+        self.fn = common.ref.hand_memnet if impl == "hand" else _gradcy_memnet(impl)
 
     def time_grad(self, impl, S):
         self.fn(self.W, self.x, S)
@@ -64,6 +64,6 @@ class MemNetMemory:
 
     def track_tracemalloc_peak_ratio(self, impl):
         ours = common.tracemalloc_peak(self.fn, self.W, self.x, self.S)
-        theirs = common.tracemalloc_peak(common.hand_memnet, self.W, self.x, self.S)
+        theirs = common.tracemalloc_peak(common.ref.hand_memnet, self.W, self.x, self.S)
         return ours / theirs
     track_tracemalloc_peak_ratio.unit = "gradcy / hand-written"

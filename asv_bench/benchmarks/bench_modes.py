@@ -16,7 +16,7 @@ import numpy
 
 from . import common
 
-CKPT_SEGMENTS = 5      # 5 x 10 = common.TANH_STEPS
+CKPT_SEGMENTS = 5      # 5 x 10 = common.ref.TANH_STEPS
 
 
 class ForwardMode:
@@ -27,11 +27,11 @@ class ForwardMode:
         self.x = common.vector(3)
         self.v = common.vector(3, seed=common.SEED + 3)
         if impl == "hand":
-            self.fn = common.hand_jvp_sinchain
+            self.fn = common.ref.hand_jvp_sinchain
             return
         make_jvp = common.require("gradcy", "make_jvp")
         import gradcy.numpy as gnp
-        f = common.sinchain(gnp)
+        f = common.ref.sinchain(gnp)
 
         def jvp(x, v):
             return make_jvp(f)(x)(v)
@@ -39,7 +39,7 @@ class ForwardMode:
             ans, t = jvp(self.x, self.v)
         except (NotImplementedError, TypeError, AttributeError) as exc:
             raise NotImplementedError(f"forward mode of sin/multiply/add at this commit: {exc}")
-        _, t_hand = common.hand_jvp_sinchain(self.x, self.v)
+        _, t_hand = common.ref.hand_jvp_sinchain(self.x, self.v)
         if not numpy.allclose(t, t_hand):
             raise ValueError("gradcy's forward-mode tangent differs from the hand-written one")
         self.fn = jvp
@@ -49,7 +49,7 @@ class ForwardMode:
 
 
 def _segment(m):
-    steps = common.TANH_STEPS // CKPT_SEGMENTS
+    steps = common.ref.TANH_STEPS // CKPT_SEGMENTS
 
     def seg(x, z):
         for _ in range(steps):
@@ -82,7 +82,7 @@ class Checkpoint:
     def setup(self, impl):
         self.x, self.z = common.tanh_data()
         self.fn = (_checkpointed_chain() if impl == "checkpoint"
-                   else common.gradcy_grad(common.tanhchain))
+                   else common.gradcy_grad(common.ref.tanhchain))
 
     def time_grad(self, impl):
         self.fn(self.x, self.z)
@@ -98,7 +98,7 @@ class CheckpointMemory:
         common.require("gradcy._core", "stats", "reset_peak")
         self.x, self.z = common.tanh_data()
         self.ckpt = _checkpointed_chain()
-        self.plain = common.gradcy_grad(common.tanhchain)
+        self.plain = common.gradcy_grad(common.ref.tanhchain)
 
     def _peak_saved(self, fn):
         common.reset_core_peak()
@@ -138,11 +138,11 @@ class Profile:
     def setup(self, impl):
         self.x = common.vector(3)
         if impl == "grad":
-            self.fn = common.gradcy_grad(common.sinchain)
+            self.fn = common.gradcy_grad(common.ref.sinchain)
         else:
             profile = common.require("gradcy.memory", "profile")
             import gradcy.numpy as gnp
-            self.fn = profile(common.sinchain(gnp))
+            self.fn = profile(common.ref.sinchain(gnp))
 
     def time_sinchain(self, impl):
         self.fn(self.x)

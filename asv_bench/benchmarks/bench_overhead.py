@@ -15,8 +15,8 @@ class SinChain:
 
     def setup(self, impl):
         self.x = common.vector(3)
-        self.fn = (common.gradcy_grad(common.sinchain) if impl == "gradcy"
-                   else common.hand_sinchain)
+        self.fn = (common.gradcy_grad(common.ref.sinchain) if impl == "gradcy"
+                   else common.ref.hand_sinchain)
 
     def time_grad(self, impl):
         self.fn(self.x)

@@ -1,24 +1,26 @@
 """gradcy in one minute: train a small network, then look at the memory of one long gradient.
 
-    python -m gradcy.demo                  # train, then profile the 100-dot chain at D=500
-    python -m gradcy.demo --out DIR        # where the memory timeline PNG goes (default bench-out)
-    python -m gradcy.demo --D 1000         # a larger chain
-    python -m gradcy.demo --quick          # fewer epochs, D=200 (a few seconds)
+    python examples/demo.py                # train, then profile the 100-dot chain at D=500
+    python examples/demo.py --out DIR      # where the memory timeline PNG goes (default bench-out)
+    python examples/demo.py --D 1000       # a larger chain
+    python examples/demo.py --quick        # fewer epochs, D=200 (a few seconds)
 
 Part 1 trains a 2-layer tanh network on a generated two-moons data set (NumPy's seeded RNG) with
 gradcy.value_and_grad and Adam written inline, and prints the loss and accuracy as it goes.
 
-Part 2 takes the gradient of F(x, z) = sum(z) after 100 steps of z = dot(x, z) (the chain of
-"Decreasing autograd memory usage", autograd-backward-memory) three ways: gradcy under
-gradcy.memory.profile, the same gradient written by hand in NumPy (the forward pass keeps on a
-stack exactly what the backward pass needs, the backward pass pops it) and, when autograd is
-installed, autograd. Each run is traced by tracemalloc and sampled every 2 ms by a thread, so the
-three memory curves share one time axis in the PNG. The PNG needs matplotlib
-(pip install "gradcy[plot]"); without it the numbers are still printed.
+Part 2 takes the gradient of F(x, z) = sum(z) after 100 steps of z = dot(x, z) three ways:
+gradcy under gradcy.memory.profile, the same gradient written by hand in NumPy (the forward pass
+keeps on a stack exactly what the backward pass needs, the backward pass pops it) and, when
+autograd is installed, autograd. The chain, its inputs and the hand-written gradient are the
+benchmarks' own (benchmarks/reference_gradients.py in this repository). Each run is traced by
+tracemalloc and sampled every 2 ms by a thread, so the three memory curves share one time axis in
+the PNG. The PNG needs matplotlib (pip install "gradcy[plot]"); without it the numbers are still
+printed.
 """
 import argparse
 import gc
 import os
+import pathlib
 import sys
 import threading
 import time
@@ -29,8 +31,11 @@ import numpy
 import gradcy.numpy as gnp
 from gradcy import memory, value_and_grad
 
+# the workloads shared with the benchmarks: benchmarks/reference_gradients.py
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+import reference_gradients as ref  # noqa: E402
+
 SEED = 0
-CHAIN_STEPS = 100
 MiB = 2.0 ** 20
 
 
@@ -117,45 +122,6 @@ def train(epochs, batch=64, lr=0.02, n_hidden=32, log=print):
 # =============================================================================
 # Part 2: memory of the 100-dot chain
 # =============================================================================
-def chain_data(D):
-    """x symmetric PSD with spectral radius about 1 (100 products stay finite), z random."""
-    rng = numpy.random.RandomState(SEED)
-    a = rng.standard_normal((D, D))
-    x = a @ a.T / (4.0 * D)
-    z = rng.standard_normal((D, D))
-    return x, z
-
-
-def chain(np):
-    """F(x, z) = sum(z) after CHAIN_STEPS steps of z = dot(x, z), for a NumPy-like module np."""
-    def F(x, z):
-        for _ in range(CHAIN_STEPS):
-            z = np.dot(x, z)
-        return np.sum(z)
-    return F
-
-
-def hand_written_grad(x, z):
-    """dF/dx by hand: keep each z the backward pass needs, pop it when it is used."""
-    stack = []
-    for _ in range(CHAIN_STEPS):
-        stack.append(z)
-        z = numpy.dot(x, z)
-    g_z = numpy.ones_like(z)              # d sum(z) / dz
-    g_x = None
-    while stack:
-        z_in = stack.pop()
-        t = numpy.dot(g_z, z_in.T)        # z_out = x @ z_in: dx += g z_in^T, dz_in = x^T g
-        if g_x is None:
-            g_x = t
-        else:
-            g_x += t
-        del t, z_in
-        if stack:                         # the first z needs no gradient
-            g_z = numpy.dot(x.T, g_z)
-    return g_x
-
-
 def _version(dist):
     from importlib import metadata
     try:
@@ -168,18 +134,25 @@ class _Sampler:
     """tracemalloc's traced bytes every `interval` seconds, from a thread, with timestamps.
 
     NumPy releases the GIL inside BLAS, so samples keep coming during the large products; the
-    peak comes from tracemalloc's own high-water mark, which misses nothing."""
+    peak comes from tracemalloc's own high-water mark, which misses nothing. tick(), when
+    given, is called about once a second (a progress mark for runs that take seconds)."""
 
-    def __init__(self, interval=0.002):
+    def __init__(self, interval=0.002, tick=None):
         self.interval = interval
+        self.tick = tick
         self.times, self.bytes = [], []
         self._stop = threading.Event()
 
     def _run(self, t0, base):
         get = tracemalloc.get_traced_memory
+        next_tick = 1.0
         while not self._stop.is_set():
-            self.times.append(time.perf_counter() - t0)
+            now = time.perf_counter() - t0
+            self.times.append(now)
             self.bytes.append((get()[0] - base) / MiB)
+            if self.tick is not None and now >= next_tick:
+                self.tick()
+                next_tick += 1.0
             self._stop.wait(self.interval)
 
     def run(self, fn, *args):
@@ -209,28 +182,30 @@ class _Sampler:
 def profile_chain(D, log=print):
     """Run the gradient three ways under tracemalloc; returns ({label: dict(times, curve,
     seconds, peak, gradient, agrees)}, gradcy's MemoryProfile)."""
-    x, z = chain_data(D)
-    impls = [("gradcy", lambda x, z: memory.profile(chain(gnp))(x, z)),
-             ("hand-written NumPy", hand_written_grad)]
+    x, z = ref.dotchain_inputs(D)
+    impls = [("gradcy", lambda x, z: memory.profile(ref.dotchain(gnp))(x, z)),
+             ("hand-written NumPy", ref.hand_dotchain)]
     try:
         import autograd
         import autograd.numpy as anp
     except ImportError:
         log("autograd is not installed: its curve is left out (pip install autograd)")
     else:
-        impls.append((f"autograd {_version('autograd')}".strip(), autograd.grad(chain(anp))))
+        impls.append((f"autograd {_version('autograd')}".strip(), autograd.grad(ref.dotchain(anp))))
 
     runs, prof = {}, None
-    for label, fn in impls:
-        sampler = _Sampler()
+    for k, (label, fn) in enumerate(impls, 1):
+        log(f"[{k}/{len(impls)}] {label} ...", end="", flush=True)   # a dot a second, then the time
+        sampler = _Sampler(tick=lambda: log(".", end="", flush=True))
         result, seconds, peak = sampler.run(fn, x, z)
+        log(f" {seconds:.1f} s")
         if label == "gradcy":
             prof, result = result, result.gradient
         runs[label] = dict(times=sampler.times, curve=sampler.bytes, seconds=seconds,
                            peak=peak, gradient=result)
-    ref = runs["hand-written NumPy"]["gradient"]
+    hand = runs["hand-written NumPy"]["gradient"]
     for r in runs.values():
-        r["agrees"] = bool(numpy.allclose(r["gradient"], ref, rtol=1e-7, atol=0.0))
+        r["agrees"] = bool(numpy.allclose(r["gradient"], hand, rtol=1e-7, atol=0.0))
     return runs, prof
 
 
@@ -240,7 +215,7 @@ def plot_chain(runs, D, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.6), width_ratios=(2.3, 1))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(2.6, 1))
     colors = {"gradcy": "C0", "hand-written NumPy": "C2"}
     styles = {"gradcy": "-", "hand-written NumPy": "--"}
     for label, r in runs.items():
@@ -248,9 +223,11 @@ def plot_chain(runs, D, path):
                 color=colors.get(label, "C3"), label=f"{label} (peak {r['peak']:.0f} MiB)")
     ax.set_xlabel("seconds since the start of the gradient")
     ax.set_ylabel("MiB allocated (tracemalloc)")
-    ax.set_title(f"grad of sum(z) after {CHAIN_STEPS} x  z = dot(x, z), D={D}")
-    ax.legend(loc="lower center", fontsize=8)
-    ax.set_ylim(bottom=0)
+    ax.set_title(f"grad of sum(z) after {ref.DOT_STEPS} x  z = dot(x, z), D={D}")
+    # the legend goes in a band above the highest peak, where no curve can run
+    ax.set_ylim(0, max(r["peak"] for r in runs.values()) * 1.3)
+    ax.legend(loc="upper center", ncol=len(runs), fontsize=8, handlelength=1.8,
+              columnspacing=1.2, borderaxespad=0.3)
     ax.set_xlim(left=0)
 
     labels = list(runs)
@@ -281,7 +258,7 @@ def _have_matplotlib():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        prog="python -m gradcy.demo",
+        prog="python examples/demo.py",
         description="Train a small network with gradcy, then profile the memory of a long "
                     "gradient beside a hand-written one (and autograd's).")
     ap.add_argument("--out", default="bench-out", help="directory of the PNG (default bench-out)")
@@ -299,7 +276,7 @@ def main(argv=None):
     _, final_loss, train_acc, test_acc = train(epochs)
 
     print()
-    print(f"== 2. memory of one gradient: {CHAIN_STEPS} chained dots, D={D} "
+    print(f"== 2. memory of one gradient: {ref.DOT_STEPS} chained dots, D={D} "
           f"({D * D * 8 / MiB:.1f} MiB per matrix) ==")
     runs, prof = profile_chain(D)
     hand_peak = runs["hand-written NumPy"]["peak"]

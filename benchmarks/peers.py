@@ -1,14 +1,15 @@
-"""Compare gradcy with a hand-written NumPy gradient and with autograd, PyTorch (CPU) and JAX.
+"""gradcy beside a hand-written NumPy gradient, autograd, PyTorch (CPU) and JAX, now.
 
-    python -m gradcy.bench                      # every workload, every importable library
-    python -m gradcy.bench --quick              # fewer repeats, smaller sizes (under a minute)
-    python -m gradcy.bench --workloads dotchain,tanhchain --libs numpy,gradcy,torch --D 1000
-    python -m gradcy.bench --workloads memnet --S 64,256,1024   # the memory network, in place
+    python benchmarks/peers.py                  # every workload, every importable library
+    python benchmarks/peers.py --quick          # fewer repeats, smaller sizes (a few minutes)
+    python benchmarks/peers.py --workloads dotchain,tanhchain --libs numpy,gradcy,torch --D 1000
+    python benchmarks/peers.py --workloads memnet --S 64,256,1024   # the memory network
 
 Every (library, workload) pair runs in its own subprocess
-(`python -m gradcy.bench --worker LIB WORKLOAD ...`) with the BLAS/OpenMP thread counts pinned to
-1 before NumPy is imported, so the libraries cannot disturb each other and the RSS high-water
-mark belongs to one workload. Each worker reports:
+(`python benchmarks/peers.py --worker LIB WORKLOAD ...`) with the BLAS/OpenMP thread counts
+pinned to 1 before NumPy is imported, so the libraries cannot disturb each other and the RSS
+high-water mark belongs to one workload. What each library runs is peer_workloads.py; the
+hand-written gradients are reference_gradients.py. Each worker reports:
 
 time         median over --repeats timed runs, per unit (one gradient, one call, one iteration);
              a memnet gradient that takes under 0.1 s is repeated until 0.5 s has been timed
@@ -17,21 +18,11 @@ tracemalloc  peak bytes allocated during one run (NumPy reports its buffers to t
              allocations of PyTorch and XLA are invisible to it, so those show "-")
 RSS peak     high-water RSS during the timed runs minus the RSS before them (all libraries)
 
-Ratios are to "numpy", the hand-written gradient of the same function (forward pass keeping what
-the backward pass needs on a stack, backward pass popping it). Each gradient is checked against
-the hand-written one; a library that cannot run a workload is listed as "n/a" with the reason.
-
-memnet (one row group per --S) is a memory network written two ways, each a row: in place
-(memory = zeros((B, S + 1, D)); memory[:, i + 1] = cell(memory[:, :i + 1], W)) and by
-concatenation (memory = concatenate([memory, out[:, None]], axis=1)). The cell attends over the
-whole prefix, so its einsums save the prefix: concatenation makes every saved prefix a new copy
-(O(S^2) bytes), in place they are all views of one buffer. PyTorch rejects the plain in-place
-version (the buffer's version counter changes after the prefix is saved), so its in-place row
-clones each read. The cell's softmax is one primitive in gradcy (gradcy.scipy.special.softmax)
-and PyTorch (torch.softmax); autograd and JAX spell it with max, exp and sum. Its baseline is written by hand in place: the forward pass fills a preallocated
-buffer, the backward pass walks the steps in reverse with one buffer-sized cotangent whose slots
-it updates in place (checked against gradcy's gradient in the worker). A memnet run that goes over
---max-seconds for one gradient or --max-gib of RSS is stopped and shown as n/a.
+Ratios are to "numpy", the hand-written gradient of the same function. Each gradient is checked
+against the hand-written one; a library that cannot run a workload is listed as "n/a" with the
+reason, and a library that is not installed is left out of the run (and of the progress count).
+A memnet run that goes over --max-seconds for one gradient or --max-gib of RSS is stopped and
+shown as n/a.
 """
 import argparse
 import datetime
@@ -46,515 +37,25 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 
-LIBS = ("numpy", "gradcy", "autograd", "torch", "jax")
-LIB_LABEL = {"numpy": "numpy (hand)", "gradcy": "gradcy", "autograd": "autograd",
-             "torch": "torch (CPU)", "jax": "jax (eager)"}
+import numpy
+
+import reference_gradients as ref
+from peer_workloads import (LIBS, WORKLOADS, Unsupported, build, lib_label, make_data,
+                            memnet_functions, variants, workload_label, workload_params)
+
 MIN_TIMED_SECONDS = 0.5   # memnet: repeat a short gradient until this much has been timed ...
 MAX_SHORT_RUNS = 51       # ... up to this many runs
-WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet")
-
-OVERHEAD_STEPS = 1000
-DOT_STEPS = 100
-TANH_STEPS = 50
-SEED = 0
-
-MEMNET_B = 4                     # batch
-MEMNET_D = 64                    # width of a memory slot
 MEMNET_S = (64, 256, 1024)       # steps (one row group each); --quick: the first two
 MEMNET_MAX_SECONDS = 60.0        # one gradient slower than this: n/a (too slow)
 MEMNET_MAX_GIB = 4.0             # RSS above this: n/a (too large)
 MEMNET_TIME_BUDGET = 30.0        # stop repeating once the timed runs have taken this long
 
-# Rows per library: most workloads have one way of writing them (variant None); memnet has the
-# in-place and the concatenating one.
-VARIANTS = {"memnet": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
-                       "autograd": ("concat",), "torch": ("concat", "inplace"),
-                       "jax": ("concat",)}}
-VARIANT_LABEL = {"inplace": "in-place", "concat": "concat"}
-
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
 RESULT_TAG = "GRADCY_BENCH_RESULT "
-
-
-class Unsupported(Exception):
-    """This library cannot run this workload (shown as n/a with the message)."""
-
-
-def variants(name, lib):
-    return VARIANTS.get(name, {}).get(lib, (None,))
-
-
-def lib_label(lib, variant):
-    base = LIB_LABEL[lib]
-    if variant is None:
-        return base
-    v = VARIANT_LABEL[variant]
-    if lib == "numpy":
-        return f"numpy (hand, {v})"
-    if lib == "torch" and variant == "inplace":
-        v = "in-place, clone of each read"
-    if base.endswith(")"):
-        return f"{base[:-1]}, {v})"
-    return f"{base} ({v})"
-
-
-# =============================================================================
-# Parameters of a run
-# =============================================================================
-def workload_params(args):
-    """Per-workload settings: inner = calls per timed run (time is reported per call)."""
-    quick = args.quick
-    return {
-        "overhead": {"unit": "grad", "inner": 1 if quick else 3, "small": True},
-        "untraced": {"unit": "call", "inner": 5000 if quick else 20000, "small": True},
-        "dotchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
-        "tanhchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
-        "dropped": {"unit": "iter", "inner": 500 if quick else 2000, "small": True},
-        "memnet": {"unit": "grad", "inner": 1, "small": False, "S": getattr(args, "S", None),
-                   "B": MEMNET_B, "D": MEMNET_D},
-    }
-
-
-def workload_label(name, p):
-    return {
-        "overhead": f"overhead: {OVERHEAD_STEPS} sin steps, 3 elems",
-        "untraced": "untraced: sin on 3 elems",
-        "dotchain": f"dotchain: {DOT_STEPS} dots, D={p.get('D')}",
-        "tanhchain": f"tanhchain: {TANH_STEPS} tanh(dot), D={p.get('D')}",
-        "dropped": "dropped: create-and-drop, 2x2",
-        "memnet": f"memnet: B={p.get('B')}, D={p.get('D')}, S={p.get('S')}",
-    }[name]
-
-
-def make_data(name, p):
-    import numpy
-    rng = numpy.random.RandomState(SEED)
-    if name in ("overhead", "untraced"):
-        return (rng.standard_normal(3),)
-    if name == "dotchain":
-        D = p["D"]
-        a = rng.standard_normal((D, D))
-        x = a @ a.T / (4.0 * D)          # symmetric PSD, spectral radius about 1: no overflow
-        z = rng.standard_normal((D, D))
-        return x, z
-    if name == "tanhchain":
-        D = p["D"]
-        x = rng.standard_normal((D, D)) / numpy.sqrt(D)
-        z = rng.standard_normal((D, D))
-        return x, z
-    if name == "dropped":
-        return rng.standard_normal((2, 2)), rng.standard_normal((2, 2))  # (b, a)
-    if name == "memnet":
-        B, D = p["B"], p["D"]
-        W = rng.standard_normal((D, D)) / numpy.sqrt(D)
-        x = rng.standard_normal((B, D))
-        return W, x
-    raise ValueError(name)
-
-
-# =============================================================================
-# The hand-written NumPy gradients (the baseline)
-# =============================================================================
-def memnet_hand_grad(W, x, S):
-    """d/dW of the memory network (memnet_functions), by hand, in place.
-
-    Forward: memory M (B, S+1, D) is preallocated; step i reads the prefix P = M[:, :i+1]
-        q = tanh(P[:, -1] @ W)                  (B, D)
-        w = softmax(einsum('bsd,bd->bs', P, q))  (B, i+1), over s
-        h = einsum('bs,bsd->bd', w, P)           (B, D)
-        M[:, i+1] = tanh(h @ W)
-    and keeps (q, w, h) on a stack (P and the step's output stay in M, never overwritten).
-    loss = sum(M[:, S]) - sum(mean(M, axis=1)).
-    Backward: one cotangent buffer dM; step i, in reverse, reads the final cotangent of its
-    output slot dM[:, i+1] (only later steps read that slot, and they are done) and adds its
-    contributions into the slots it read, dM[:, :i+1], in place.
-    """
-    import numpy as np
-    B, D = x.shape
-    M = np.empty((B, S + 1, D), dtype=np.result_type(W, x))
-    M[:, 0] = x
-    stack = []
-    for i in range(S):
-        n = i + 1
-        P = M[:, :n]
-        q = np.tanh(P[:, -1] @ W)
-        s = np.einsum("bsd,bd->bs", P, q)
-        s -= s.max(axis=1, keepdims=True)
-        w = np.exp(s, out=s)
-        w /= w.sum(axis=1, keepdims=True)
-        h = np.einsum("bs,bsd->bd", w, P)
-        np.tanh(h @ W, out=M[:, n])
-        stack.append((q, w, h))
-        del P, q, s, w, h
-
-    dM = np.full_like(M, -1.0 / (S + 1))     # d loss / d M: the mean over the S+1 slots ...
-    dM[:, S] += 1.0                          # ... and the last slot
-    dW = np.zeros_like(W)
-    WT = W.T
-    for i in range(S - 1, -1, -1):
-        n = i + 1
-        q, w, h = stack.pop()
-        P = M[:, :n]
-        out = M[:, n]
-        g_v = dM[:, n] * (1.0 - out * out)              # through out = tanh(v), v = h @ W
-        dW += h.T @ g_v
-        g_h = g_v @ WT
-        g_w = np.einsum("bd,bsd->bs", g_h, P)           # h = einsum(w, P)
-        g_s = w * (g_w - np.sum(g_w * w, axis=1, keepdims=True))   # softmax
-        g_q = np.einsum("bs,bsd->bd", g_s, P)           # s = einsum(P, q)
-        dP = dM[:, :n]                                  # a view: the slots are updated in place
-        dP += np.einsum("bs,bd->bsd", w, g_h)
-        dP += np.einsum("bs,bd->bsd", g_s, q)
-        g_u = g_q * (1.0 - q * q)                       # q = tanh(u), u = P[:, -1] @ W
-        dW += P[:, -1].T @ g_u
-        dM[:, i] += g_u @ WT
-        del q, w, h, P, out, g_v, g_h, g_w, g_s, g_q, dP, g_u
-    return dW
-
-
-def _hand(name, p):
-    import numpy
-
-    if name == "overhead":
-        def grad_overhead(x):
-            stack = []
-            for _ in range(OVERHEAD_STEPS):
-                stack.append(x)
-                x = numpy.sin(x) * 1.0001 + 0.01 * x
-            numpy.sum(x)
-            g = numpy.ones_like(x)
-            while stack:
-                xp = stack.pop()
-                g = g * (numpy.cos(xp) * 1.0001 + 0.01)
-            return g
-        return grad_overhead
-
-    if name == "untraced":
-        sin = numpy.sin
-        n = p["inner"]
-
-        def calls(x):
-            for _ in range(n):
-                y = sin(x)
-            return y
-        return calls
-
-    if name == "dotchain":
-        def grad_dotchain(x, z):
-            stack = []
-            for _ in range(DOT_STEPS):
-                stack.append(z)
-                z = numpy.dot(x, z)
-            numpy.sum(z)
-            g_z = numpy.ones_like(z)
-            g_x = None
-            while stack:
-                zp = stack.pop()
-                t = numpy.dot(g_z, zp.T)
-                if g_x is None:
-                    g_x = t
-                else:
-                    g_x += t
-                del t, zp
-                if stack:                      # z itself needs no gradient
-                    g_z = numpy.dot(x.T, g_z)
-            return g_x
-        return grad_dotchain
-
-    if name == "tanhchain":
-        def grad_tanhchain(x, z):
-            stack = [z]
-            for _ in range(TANH_STEPS):
-                z = numpy.tanh(numpy.dot(x, z))
-                stack.append(z)
-            del z
-            numpy.sum(stack[-1])
-            out = stack.pop()
-            g = numpy.ones_like(out)
-            g_x = None
-            while stack:
-                zin = stack.pop()
-                g_pre = g * (1.0 - out * out)
-                del g, out
-                t = numpy.dot(g_pre, zin.T)
-                if g_x is None:
-                    g_x = t
-                else:
-                    g_x += t
-                del t
-                g = numpy.dot(x.T, g_pre) if stack else None
-                del g_pre
-                out = zin
-                del zin
-            return g_x
-        return grad_tanhchain
-
-    if name == "dropped":
-        n = p["inner"]
-
-        def loop(b, a):
-            for _ in range(n):
-                y = numpy.sin(a) * 2.0       # the value f computes and drops
-                del y
-                numpy.sum(b)
-                res = (numpy.ones_like(b), numpy.zeros_like(a))
-            return res
-        return loop
-
-    if name == "memnet":
-        S = p["S"]
-        return lambda W, x: memnet_hand_grad(W, x, S)
-    raise ValueError(name)
-
-
-# =============================================================================
-# The same functions for NumPy-like modules (gradcy.numpy, autograd.numpy, jax.numpy)
-# =============================================================================
-def _functions(m):
-    def f_overhead(x):
-        for _ in range(OVERHEAD_STEPS):
-            x = m.sin(x) * 1.0001 + 0.01 * x
-        return m.sum(x)
-
-    def f_dotchain(x, z):
-        for _ in range(DOT_STEPS):
-            z = m.dot(x, z)
-        return m.sum(z)
-
-    def f_tanhchain(x, z):
-        for _ in range(TANH_STEPS):
-            z = m.tanh(m.dot(x, z))
-        return m.sum(z)
-
-    def f_dropped(b, a):
-        y = m.sin(a) * 2.0
-        del y
-        return m.sum(b)
-    fns = {"overhead": f_overhead, "dotchain": f_dotchain, "tanhchain": f_tanhchain,
-           "dropped": f_dropped}
-    fns.update(memnet_functions(m))
-    return fns
-
-
-def memnet_softmax(m):
-    """The softmax over axis 1 the memnet cell uses for module m: gradcy's softmax primitive
-    (gradcy.scipy.special.softmax, one node that saves only its output) for gradcy.numpy, as
-    PyTorch's row uses torch.softmax; the max/exp/sum spelling for the others (autograd has no
-    softmax), and for gradcy without SciPy."""
-    if getattr(m, "__name__", "") == "gradcy.numpy":
-        try:
-            from gradcy.scipy.special import softmax
-        except ImportError:
-            pass
-        else:
-            return lambda scores: softmax(scores, axis=1)
-
-    def manual(scores):
-        e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
-        return e / m.sum(e, axis=1, keepdims=True)
-    return manual
-
-
-def memnet_functions(m, softmax=None):
-    """The memory network for a NumPy-like module m: {"memnet_inplace": f, "memnet_concat": f},
-    f(W, x, S) -> loss. The cell attends over the whole prefix (its einsums save it).
-    softmax(scores): over axis 1; default memnet_softmax(m)."""
-    if softmax is None:
-        softmax = memnet_softmax(m)
-
-    def cell(prefix, W):
-        q = m.tanh(prefix[:, -1] @ W)
-        scores = m.einsum("bsd,bd->bs", prefix, q)
-        w = softmax(scores)                               # softmax over s
-        return m.tanh(m.einsum("bs,bsd->bd", w, prefix) @ W)
-
-    def memnet_inplace(W, x, S):
-        memory = m.zeros((x.shape[0], S + 1, x.shape[1]))
-        memory[:, 0] = x
-        for i in range(S):
-            out = cell(memory[:, :i + 1], W)
-            memory[:, i + 1] = out
-        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
-
-    def memnet_concat(W, x, S):
-        memory = m.expand_dims(x, 1)
-        for i in range(S):
-            out = cell(memory[:, :i + 1], W)
-            memory = m.concatenate([memory, m.expand_dims(out, 1)], axis=1)
-        return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
-    return {"memnet_inplace": memnet_inplace, "memnet_concat": memnet_concat}
-
-
-def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=None):
-    fns = _functions(m)
-    if name == "memnet":
-        dmem = grad(fns["memnet_" + variant])
-        S = p["S"]
-        return lambda W, x: block(dmem(W, x, S))
-    if name == "untraced":
-        sin = m.sin
-        n = p["inner"]
-
-        def calls(x):
-            for _ in range(n):
-                y = sin(x)
-            return block(y)
-        return calls
-    if name == "dropped":
-        df = grad(fns["dropped"], **{tuple_kw: (0, 1)})
-        n = p["inner"]
-
-        def loop(b, a):
-            for _ in range(n):
-                res = df(b, a)
-            return block(res)
-        return loop
-    df = grad(fns[name])
-    return lambda *args: block(df(*args))
-
-
-def _gradcy(name, p, variant=None):
-    import gradcy.numpy as gnp
-    from gradcy import grad
-    return _traced_lib(name, p, gnp, grad, variant=variant)
-
-
-def _autograd(name, p, variant=None):
-    import autograd.numpy as anp
-    from autograd import grad
-    if variant == "inplace":
-        raise Unsupported("autograd does not support assignment into arrays")
-    return _traced_lib(name, p, anp, grad, variant=variant)
-
-
-def _jax(name, p, variant=None):
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-
-    def block(r):
-        return jax.block_until_ready(r)
-    if variant == "inplace":
-        raise Unsupported("jax arrays are immutable (use .at[].set)")
-    run = _traced_lib(name, p, jnp, jax.grad, block=block, tuple_kw="argnums",
-                      variant=variant)
-    to_dev = jnp.asarray
-    if name == "untraced":
-        # convert once: the workload is the call on a device array
-        return run, lambda args: tuple(to_dev(a) for a in args)
-    return run, None
-
-
-def memnet_torch_grad(torch, Wn, xn, S, variant):
-    """d/dW of the memory network in PyTorch. concat: torch.cat per step; inplace: a
-    preallocated memory written with memory[:, i + 1] = out, each read cloned (without the
-    clone, backward fails: the prefix saved by einsum is modified by later writes)."""
-    W = torch.from_numpy(Wn).requires_grad_()
-    x = torch.from_numpy(xn)
-
-    def cell(prefix):
-        q = torch.tanh(prefix[:, -1] @ W)
-        scores = torch.einsum("bsd,bd->bs", prefix, q)
-        w = torch.softmax(scores, dim=1)
-        return torch.tanh(torch.einsum("bs,bsd->bd", w, prefix) @ W)
-
-    if variant == "concat":
-        memory = x.unsqueeze(1)
-        for i in range(S):
-            out = cell(memory[:, :i + 1])
-            memory = torch.cat([memory, out.unsqueeze(1)], dim=1)
-    else:
-        memory = torch.zeros((x.shape[0], S + 1, x.shape[1]), dtype=x.dtype)
-        memory[:, 0] = x
-        for i in range(S):
-            out = cell(memory[:, :i + 1].clone())
-            memory[:, i + 1] = out
-    loss = memory[:, -1].sum() - memory.mean(dim=1).sum()
-    return torch.autograd.grad(loss, (W,))[0]
-
-
-def _torch(name, p, variant=None):
-    import torch
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    tg = torch.autograd.grad
-    leaf = torch.from_numpy          # shares memory with the NumPy input: no copy
-
-    if name == "overhead":
-        def grad_overhead(xn):
-            x0 = leaf(xn).requires_grad_()
-            x = x0
-            for _ in range(OVERHEAD_STEPS):
-                x = torch.sin(x) * 1.0001 + 0.01 * x
-            return tg(x.sum(), (x0,))[0]
-        return grad_overhead, None
-    if name == "untraced":
-        sin = torch.sin
-        n = p["inner"]
-
-        def calls(x):
-            for _ in range(n):
-                y = sin(x)
-            return y
-        return calls, lambda args: tuple(leaf(a) for a in args)
-    if name == "dotchain":
-        def grad_dotchain(xn, zn):
-            x0 = leaf(xn).requires_grad_()
-            z = leaf(zn)
-            for _ in range(DOT_STEPS):
-                z = torch.matmul(x0, z)
-            return tg(z.sum(), (x0,))[0]
-        return grad_dotchain, None
-    if name == "tanhchain":
-        def grad_tanhchain(xn, zn):
-            x0 = leaf(xn).requires_grad_()
-            z = leaf(zn)
-            for _ in range(TANH_STEPS):
-                z = torch.tanh(torch.matmul(x0, z))
-            return tg(z.sum(), (x0,))[0]
-        return grad_tanhchain, None
-    if name == "dropped":
-        n = p["inner"]
-
-        def loop(bn, an):
-            for _ in range(n):
-                b = leaf(bn).requires_grad_()
-                a = leaf(an).requires_grad_()
-                y = torch.sin(a) * 2.0
-                del y
-                gb, ga = tg(b.sum(), (b, a), allow_unused=True)
-                if ga is None:
-                    ga = torch.zeros_like(a)
-                res = (gb, ga)
-            return res
-        return loop, None
-    if name == "memnet":
-        S = p["S"]
-        return (lambda Wn, xn: memnet_torch_grad(torch, Wn, xn, S, variant)), None
-    raise ValueError(name)
-
-
-def build(lib, name, p, variant=None):
-    """(run, convert): run(*data) does one timed unit of work; convert(data) -> data prepared
-    once outside the timing (None: use the NumPy data as is)."""
-    if variant not in variants(name, lib):
-        raise Unsupported(f"no {variant!r} variant of {name} for {lib}")
-    if lib == "numpy":
-        return _hand(name, p), None
-    if lib == "gradcy":
-        return _gradcy(name, p, variant), None
-    if lib == "autograd":
-        return _autograd(name, p, variant), None
-    if lib == "torch":
-        return _torch(name, p, variant)
-    if lib == "jax":
-        return _jax(name, p, variant)
-    raise Unsupported(f"unknown library {lib!r}")
+SCRIPT = os.path.abspath(__file__)
 
 
 # =============================================================================
@@ -585,7 +86,6 @@ def _reset_hwm():
 
 
 def _to_numpy(r):
-    import numpy
     if isinstance(r, (tuple, list)):
         return [a for e in r for a in _to_numpy(e)]
     if hasattr(r, "detach"):                      # torch
@@ -596,7 +96,6 @@ def _to_numpy(r):
 
 def _fingerprint(r):
     """A few numbers that identify a gradient: (sum, sum of |g|, projection on a fixed vector)."""
-    import numpy
     out = []
     for g in _to_numpy(r):
         w = numpy.random.RandomState(123).standard_normal(g.size)
@@ -679,12 +178,12 @@ class _Guard:
 
 def _check_memnet_hand(data, p):
     """The hand-written memnet gradient must match gradcy's (in-place and concat agree with
-    each other in tests/test_inplace.py)."""
-    import numpy
-    from gradcy import grad
+    each other in tests/test_bench.py). gradcy is imported here, after the baseline's
+    measurements, so that they do not hold it."""
     import gradcy.numpy as gnp
+    from gradcy import grad
     W, x = data
-    ours = memnet_hand_grad(W, x, p["S"])
+    ours = ref.hand_memnet(W, x, p["S"])
     theirs = grad(memnet_functions(gnp)["memnet_inplace"])(W, x, p["S"])
     numpy.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12,
                                   err_msg="hand-written memnet gradient differs from gradcy's")
@@ -761,7 +260,6 @@ def worker(lib, name, args):
 
         trace_peak = None
         if lib in ("numpy", "gradcy", "autograd"):
-            import tracemalloc
             if guard is not None:
                 guard.partial = dict(out, time=statistics.median(times), times=times,
                                      tracemalloc_peak=None,
@@ -808,7 +306,7 @@ def worker(lib, name, args):
 
 
 def worker_main(argv):
-    ap = argparse.ArgumentParser(prog="python -m gradcy.bench --worker")
+    ap = argparse.ArgumentParser(prog="python benchmarks/peers.py --worker")
     ap.add_argument("lib", choices=LIBS)
     ap.add_argument("workload", choices=WORKLOADS)
     ap.add_argument("--variant", default=None)
@@ -821,9 +319,9 @@ def worker_main(argv):
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     if "numpy" in sys.modules and any(os.environ.get(v) != "1" for v in THREAD_VARS[:3]):
-        # started by hand without pinned threads: NumPy is loaded (gradcy imports it), so
+        # started by hand without pinned threads: NumPy is loaded (this file imports it), so
         # start again with the environment pinned before anything is imported
-        os.execve(sys.executable, [sys.executable, "-m", "gradcy.bench", "--worker"] + argv,
+        os.execve(sys.executable, [sys.executable, SCRIPT, "--worker"] + argv,
                   _pinned_env())
     res = worker(args.lib, args.workload, args)
     sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
@@ -899,7 +397,6 @@ def _git_commit():
 
 
 def header(argv):
-    import numpy
     vers = {name: _version(dist) for name, dist in
             (("gradcy", "gradcy"), ("autograd", "autograd"), ("torch", "torch"),
              ("jax", "jax"))}
@@ -913,13 +410,13 @@ def header(argv):
         + (f" (gradcy commit {commit})" if commit else ""),
         "threads: OMP/OPENBLAS/MKL_NUM_THREADS=1, torch.set_num_threads(1); one subprocess "
         "per library and workload",
-        "command: " + shlex.join(["python", "-m", "gradcy.bench"] + list(argv)),
+        "command: " + shlex.join(["python", "benchmarks/peers.py"] + list(argv)),
     ]
     return "\n".join(lines)
 
 
 def run_worker(lib, name, args, timeout, variant=None, S=None):
-    cmd = [sys.executable, "-m", "gradcy.bench", "--worker", lib, name,
+    cmd = [sys.executable, SCRIPT, "--worker", lib, name,
            "--repeats", str(args.repeats), "--D", str(args.D)]
     if variant is not None:
         cmd += ["--variant", variant]
@@ -1055,7 +552,7 @@ def main(argv=None):
     if argv and argv[0] == "--worker":
         return worker_main(argv[1:])
     ap = argparse.ArgumentParser(
-        prog="python -m gradcy.bench",
+        prog="python benchmarks/peers.py",
         description="Time and peak memory of gradcy against a hand-written NumPy gradient, "
                     "autograd, PyTorch (CPU) and JAX.")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
@@ -1118,19 +615,21 @@ def main(argv=None):
     case_list = cases(workloads, args)
     jobs = [(lib, v, name, S) for name, S in case_list for lib in libs
             for v in variants(name, lib)]
-    results = {}
+    missing = [lib for lib in libs if importlib.util.find_spec(lib) is None]
+    if missing:
+        print(f"not installed (n/a in the table): {', '.join(missing)}", file=sys.stderr)
+    results = {(lib, variant, name, S): {"lib": lib, "variant": variant, "workload": name,
+                                         "S": S, "status": "n/a", "reason": "not installed",
+                                         "notes": []}
+               for lib, variant, name, S in jobs if lib in missing}
+    runs = [job for job in jobs if job[0] not in missing]
     t_start = time.perf_counter()
-    for k, (lib, variant, name, S) in enumerate(jobs, 1):
-        key = (lib, variant, name, S)
-        if importlib.util.find_spec(lib) is None:
-            results[key] = {"lib": lib, "variant": variant, "workload": name, "S": S,
-                            "status": "n/a", "reason": "not installed", "notes": []}
-            continue
+    for k, (lib, variant, name, S) in enumerate(runs, 1):
         t0 = time.perf_counter()
         what = " ".join(str(w) for w in (name, f"S={S}" if S else None, lib, variant) if w)
-        print(f"[{k}/{len(jobs)}] {what} ...", end="", file=sys.stderr, flush=True)
+        print(f"[{k}/{len(runs)}] {what} ...", end="", file=sys.stderr, flush=True)
         r = run_worker(lib, name, args, timeout, variant=variant, S=S)
-        results[key] = r
+        results[(lib, variant, name, S)] = r
         status = fmt_time(r["time"]) if r.get("status") == "ok" else "n/a"
         print(f" {status} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
               flush=True)
@@ -1157,3 +656,4 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
