@@ -928,7 +928,8 @@ def generate(seed, features=FEATURES):
 # =============================================================================
 class Failure(Exception):
     """A mode's wrong result: kind is 'value', 'grad', 'type', 'leak', 'resweep',
-    'input_modified' or 'error:<ExceptionType>'."""
+    'input_modified', 'error:<ExceptionType>' (gradcy raised it) or 'reference' (the NumPy
+    program failed near the inputs: a fault of the fuzzer)."""
 
     def __init__(self, kind, detail):
         super().__init__(f"{kind}: {detail}")
@@ -948,8 +949,9 @@ def _close(got, want, tol):
 
 
 def _axpy(a, v, x):
+    """x + a v, of x's type (a 0-d array stays one: NumPy programs may write into it)."""
     out = _array(x) + a * _array(v)
-    return out if isinstance(x, onp.ndarray) else float(out)
+    return onp.asarray(out) if isinstance(x, onp.ndarray) else float(out)
 
 
 class Checker:
@@ -968,7 +970,10 @@ class Checker:
 
     # ---- the program under NumPy and gradcy -----------------------------------------------
     def numpy_f(self, x, y):
-        return float(self.prog.fn()(onp, _copy(x), _copy(y)))
+        try:
+            return float(self.prog.fn()(onp, _copy(x), _copy(y)))
+        except Exception as e:     # the fuzzer's own fault, not gradcy's
+            raise Failure("reference", f"NumPy raised {e!r} near the inputs") from e
 
     def gradcy_f(self, x, y):
         return self.prog.fn()(self.gnp, x, y)

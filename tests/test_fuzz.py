@@ -11,15 +11,15 @@ from counters import _counters_back_to_zero  # noqa: F401 - counters back to zer
 # Feature classes that fail on the current code, left out of the seed set until their fix lands
 # (issue #10); delete a line to fuzz that class here. Each is described in fuzz_programs.py.
 KNOWN_FAILING = {
-    "dup_adv",          # item 1: a repeated advanced index gets the gradient of every duplicate
-    "view_iop",         # item 2: v = buf[:2]; v *= 10 rebinds v instead of writing through
-    "zerod_write",      # item 12: writes into 0-d arrays fail in the backward pass
-    "input_view",       # a view of an input keeps the old values after a write into the input
-    "stale_view",       # (fwd skipped) make_jvp does not detect stale views: old values
-    "view_setitem",     # v[i] = e on a view writes into a copy (input views; forward mode)
-    "alias_iop",        # a = buf; a += e rebinds a in forward/nested mode and for inputs
-    "identity_ops",     # np.squeeze/real/atleast_2d/ascontiguousarray alias the buffer untracked
-    "overwrite_saved",  # (hvp skipped) an outer tape's saved view is overwritten in place
+    "dup_adv",          # item 1: buf[[0, 0]] = v sends the gradient to every duplicate (rev)
+    "view_iop",         # item 2: v = buf[:2]; v *= 10 rebinds v, buf is unchanged
+    "zerod_write",      # item 12: 0-d writes fail in the backward pass (_write_vjp g[idx] = 0)
+    "input_view",       # v = x[:2]; x[0] = e; v keeps x's old values (rev and fwd)
+    "stale_view",       # (only fwd skipped) make_jvp reads stale views silently
+    "view_setitem",     # v[i] = e through a view of an input (rev) or of any array (fwd)
+    "alias_iop",        # a = buf; a += e misses buf in forward/nested mode and for inputs
+    "identity_ops",     # t = np.squeeze(buf) (real, atleast_2d, ascontiguousarray): untracked
+    "overwrite_saved",  # (only hvp skipped) make_hvp: an outer tape's saved view overwritten
 }
 FEATURES = tuple(f for f in fp.FEATURES if f not in KNOWN_FAILING)
 PROGRAMS, CHUNK = 1600, 200
