@@ -1,0 +1,36 @@
+"""The differential fuzzer of tests/fuzz_programs.py on a fixed set of seeds: random programs of
+writes and ordinary operations, run by NumPy (values), by gradcy (values and derivatives in
+reverse, forward and three second-order modes) and by central differences. One test per chunk
+of seeds; the number of programs run is printed at the end of the session (tests/conftest.py).
+More seeds: python tests/fuzz_programs.py --programs 5000 --seed 0"""
+import pytest
+
+import fuzz_programs as fp
+from counters import _counters_back_to_zero  # noqa: F401 - counters back to zero per chunk
+
+# Feature classes that fail on the current code, left out of the seed set until their fix lands
+# (issue #10); delete a line to fuzz that class here. Each is described in fuzz_programs.py.
+KNOWN_FAILING = {
+    "dup_adv",          # item 1: buf[[0, 0]] = v sends the gradient to every duplicate (rev)
+    "view_iop",         # item 2: v = buf[:2]; v *= 10 rebinds v, buf is unchanged
+    "zerod_write",      # item 12: 0-d writes fail in the backward pass (_write_vjp g[idx] = 0)
+    "input_view",       # v = x[:2]; x[0] = e; v keeps x's old values (rev and fwd)
+    "stale_view",       # (only fwd skipped) make_jvp reads stale views silently
+    "view_setitem",     # v[i] = e through a view of an input (rev) or of any array (fwd)
+    "alias_iop",        # a = buf; a += e misses buf in forward/nested mode and for inputs
+    "identity_ops",     # t = np.squeeze(buf) (real, atleast_2d, ascontiguousarray): untracked
+    "overwrite_saved",  # (only hvp skipped) make_hvp: an outer tape's saved view overwritten
+}
+FEATURES = tuple(f for f in fp.FEATURES if f not in KNOWN_FAILING)
+PROGRAMS, CHUNK = 1600, 200
+
+
+@pytest.mark.parametrize("first", range(0, PROGRAMS, CHUNK),
+                         ids=lambda s: f"seeds{s}-{s + CHUNK - 1}")
+def test_random_programs_match_numpy_and_differences(first):
+    summary = fp.run_seeds(range(first, first + CHUNK), FEATURES)
+    fp.SESSION.add(summary)
+    assert not summary.failures, summary.report()
+    assert summary.programs == CHUNK and summary.skipped == 0
+    for mode in fp.MODES:      # most programs run to a checked result in every mode
+        assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)
