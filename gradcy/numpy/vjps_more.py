@@ -20,9 +20,16 @@ Conventions as in the other tables (numpy_vjps.py). Specific to this one:
   gradcy.numpy.choose / select / block, and as the overrides of numpy's) stack such lists into
   one traced argument; block is a composite of concatenate.
 
-Functions with no derivative (integer, boolean or set-valued results: nanargmax, lexsort,
-unique_*, the set operations, tril_indices, window constructors...) are marked
-non-differentiable here: traced values pass through them unrecorded.
+The set operations (unique and unique_*, union1d, intersect1d, setdiff1d, setxor1d) select
+input values: front ends gather their value outputs from the inputs with take, so the gradient
+goes to the selected positions. Where a value occurs more than once among the inputs the output
+takes it from its first occurrence (the index unique(..., return_index=True) reports; for
+intersect1d, the first in ar1): a definite one-sided choice, exact wherever values are distinct.
+Their integer outputs (indices, inverse, counts) are constants.
+
+Functions with no derivative (integer, boolean results: nanargmax, lexsort, tril_indices,
+window constructors...) are marked non-differentiable here: traced values pass through them
+unrecorded.
 """
 import inspect
 import operator
@@ -309,6 +316,82 @@ def _sort_complex_jvp(g, ans, a):
 
 defvjp(anp.sort_complex, _sort_complex_vjp, save=(0,))
 defjvp(anp.sort_complex, _sort_complex_jvp)
+
+
+# =============================================================================
+# Set operations: the value outputs are input values gathered at their first occurrences
+# =============================================================================
+def _occurrences(a, v):
+    """Positions in the 1-D array `a` of the values `v` (each one of a's values): the k-th
+    copy of a value in v (in v's order) at the value's k-th occurrence in a (the first, when v
+    has no repeats). NaNs match NaNs."""
+    order = _onp.argsort(a, kind="stable")
+    start = _onp.searchsorted(a[order], v, side="left")   # first of its run (NaNs sort last)
+    ov = _onp.argsort(v, kind="stable")
+    sv = v[ov]
+    if sv.size:
+        first = _onp.ones(sv.size, bool)
+        first[1:] = ~((sv[1:] == sv[:-1]) | (_onp.isnan(sv[1:]) & _onp.isnan(sv[:-1])))
+        runs = _onp.maximum.accumulate(_onp.where(first, _onp.arange(sv.size), 0))
+        rank = _onp.empty(sv.size, _intp)
+        rank[ov] = _onp.arange(sv.size) - runs
+        start = start + rank
+    idx = order[_onp.minimum(start, max(a.size - 1, 0))] if a.size else start
+    found = a[idx]
+    if not ((found == v) | (_onp.isnan(found) & _onp.isnan(v))).all():
+        raise NotImplementedError("gradcy.numpy: a set operation's output has values its inputs "
+                                  "do not hold; no gradient rule applies")
+    return idx
+
+
+def _gather_values(arrays, values):
+    """The output `values` of a set operation of `arrays` (some traced), gathered from the
+    arrays' flat values at their first occurrences: a traced array equal to `values`."""
+    flat = [anp.ravel(a) if type(a) is Box else _onp.ravel(a) for a in arrays]
+    cat = flat[0] if len(flat) == 1 else anp.concatenate(flat)
+    values = _onp.asarray(values)
+    idx = _occurrences(_onp.asarray(_plain(cat)), values.reshape(-1))
+    return anp.reshape(anp.take(cat, idx), values.shape)
+
+
+def _set_front(name, arrays):
+    """gradcy.numpy.<name>: numpy's function on plain values; with traced inputs, its value
+    output (the result, or a result tuple's first element) gathered from the arguments named
+    `arrays`; the other outputs (indices, inverse, counts) are integer constants."""
+    np_fn = getattr(_onp, name)
+    bind = _binder(np_fn)
+
+    def front(*args, **kwargs):
+        if not any(type(a) is Box for a in args) and not any(
+                type(v) is Box for v in kwargs.values()):
+            return np_fn(*args, **kwargs)
+        result = np_fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+        b = bind(args, kwargs)
+        first = result[0] if isinstance(result, tuple) else result
+        if name == "unique" and b["axis"] is not None:
+            # unique slices along an axis: taken at their first occurrences (return_index)
+            again = dict(b, return_index=True, return_inverse=False, return_counts=False)
+            index = _onp.unique(_plain(again.pop("ar")), **again)[1]
+            values = anp.take(b["ar"], index, axis=b["axis"])
+        else:
+            values = _gather_values([b[n] for n in arrays], first)
+        if not isinstance(result, tuple):
+            return values
+        if hasattr(result, "_fields"):
+            return result._replace(**{result._fields[0]: values})
+        return (values,) + tuple(result[1:])
+    front.__name__ = front.__qualname__ = name
+    front.__doc__ = np_fn.__doc__
+    _set_namespace(name, front, np_fn)
+    return front
+
+
+_set_front("unique", ("ar",))
+for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
+    if hasattr(_onp, _name):
+        _set_front(_name, ("x",))
+for _name in ("union1d", "intersect1d", "setdiff1d", "setxor1d"):
+    _set_front(_name, ("ar1", "ar2"))
 
 
 # =============================================================================
@@ -1780,8 +1863,7 @@ defjvp_argnums(anp.interp, _interp_jvp)
 _NONDIFFERENTIABLE = [
     "nanargmax", "nanargmin", "lexsort", "bitwise_count", "isnat", "isdtype", "issubdtype",
     "tril_indices", "triu_indices", "diag_indices", "broadcast_shapes", "common_type",
-    "mintypecode", "packbits", "unpackbits", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values", "intersect1d", "union1d", "setdiff1d", "setxor1d", "spacing",
+    "mintypecode", "packbits", "unpackbits", "spacing",
     "bartlett", "blackman", "hamming", "hanning", "einsum_path", "ix_", "histogram2d",
     "histogramdd", "show_runtime",
 ]
