@@ -182,8 +182,9 @@ cdef object _out_hook = None   # hook(prim, args, kwargs): a call with an `out` 
 
 def set_out_hook(hook):
     """The operator layer's handler of calls that pass `out` to a primitive whose function
-    has an `out` parameter (Primitive.out_arg >= 0): it writes into buffers the tape owns, or
-    raises for plain arrays, instead of letting the function write untraced numbers."""
+    has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of `copy`,
+    whose False writes into the argument): it writes into buffers the tape owns, or raises for
+    plain arrays, instead of letting the function write untraced numbers."""
     global _out_hook
     _out_hook = hook
 
@@ -352,8 +353,9 @@ cdef class Primitive:
             if self.out_arg >= 0 and n > self.out_arg and _out_hook is not None:
                 return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
             return self._record(top, mixed, args, None)
-        if self.out_arg >= 0 and _out_hook is not None and (n > self.out_arg or "out" in kwargs):
-            return _out_hook(self, args, kwargs)
+        if self.out_arg >= 0 and _out_hook is not None and (
+                n > self.out_arg or "out" in kwargs or "copy" in kwargs):
+            return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
         for v in kwargs.values():
             if type(v) is Box:
                 _raise_keyword_box(self.name, kwargs)

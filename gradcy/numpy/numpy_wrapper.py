@@ -22,8 +22,7 @@ from ..registry import notrace_primitive, primitive
 NONDIFFERENTIABLE = {
     "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit",
     "floor_divide", "all", "any", "argmax", "argmin", "argpartition", "argsort", "argwhere",
-    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "bincount",
-    "histogram", "histogram_bin_edges", "ndim", "shape", "size", "isscalar",
+    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape", "size", "isscalar",
     "logical_and", "logical_or", "logical_not", "logical_xor", "isfinite", "isinf", "isnan",
     "isneginf", "isposinf", "isreal", "iscomplex", "iscomplexobj", "isrealobj", "allclose",
     "isclose", "array_equal", "array_equiv", "greater", "greater_equal", "less", "less_equal",
@@ -162,6 +161,8 @@ def _out_call(prim, args, kwargs):
     """A call of primitive `prim` that passes `out` (by position or keyword). Plain outputs
     receive plain results; a traced buffer (gradcy.numpy constructors make them inside a
     differentiation) receives a recorded write; a plain array never receives traced values."""
+    if prim is _nan_to_num:
+        return _nan_to_num_call(args, kwargs)
     kwargs = dict(kwargs)
     pos = prim.out_arg
     ufunc = isinstance(prim.fun, _np.ufunc)
@@ -205,6 +206,22 @@ def _out_call(prim, args, kwargs):
     return out[0] if type(out) is tuple and len(out) == 1 else out
 
 
+def _nan_to_num_call(args, kwargs):
+    """nan_to_num(x, copy, ...): copy=False writes into x; for a traced x that is a recorded
+    write x[...] = result (an input's own array never changes)."""
+    kwargs = dict(kwargs)
+    if len(args) > 1:
+        kwargs.update(zip(("copy", "nan", "posinf", "neginf"), args[1:]))
+        args = args[:1]
+    if kwargs.pop("copy", True):
+        return _nan_to_num(*args, **kwargs)
+    x = args[0]
+    if type(x) is not Box:
+        return _nan_to_num.fun(x, copy=False, **kwargs)     # numpy writes into the plain x
+    x[...] = _nan_to_num(x, **kwargs)
+    return x
+
+
 def _plain(a):
     while type(a) is Box:
         a = a._value
@@ -213,6 +230,8 @@ def _plain(a):
 
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
 where_ = globals()["where"]
+_nan_to_num = globals()["nan_to_num"]
+_nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
 set_out_hook(_out_call)
 
 # NumPy aliases that are the same object under two names (max/amax, round/around...) each got
