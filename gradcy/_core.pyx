@@ -1626,6 +1626,10 @@ cdef class Box:
     def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
     def tolist(self): return self._value.tolist()
 
+    def fill(self, value):
+        """x.fill(value): value written into every element (a traced write)."""
+        self[...] = value
+
 
 cdef void _raise_pow_mod(a, b, mod) except *:
     # as NumPy: arrays have no three-argument pow

@@ -157,6 +157,31 @@ def write_result(name, out, result, where=True, broadcast=False):
     return out
 
 
+def write_out(name, out, compute):
+    """`compute()` written into out= for a front end (not a primitive) that was given traced
+    values or a traced buffer: a plain `out` raises, a traced one receives a recorded write."""
+    if type(out) is not Box:
+        raise _plain_out_error(name)
+    return write_result(name, out, compute())
+
+
+_OUT_HONOURED = {}
+
+
+def _out_honoured(prim):
+    """False for the numpy.fft functions that, in this NumPy, return a new array instead of
+    their out= argument (ifft2, irfft2, hfft in NumPy 2.4): probed once on a small array."""
+    if not prim.name.startswith("gradcy.numpy.fft."):
+        return True
+    ok = _OUT_HONOURED.get(prim)
+    if ok is None:
+        x = _np.linspace(0.1, 1.2, 12).reshape(3, 4)
+        r = prim.fun(x)
+        d = _np.zeros_like(r)
+        ok = _OUT_HONOURED[prim] = prim.fun(x, out=d) is d and _np.array_equal(d, r)
+    return ok
+
+
 def _out_call(prim, args, kwargs):
     """A call of primitive `prim` that passes `out` (by position or keyword). Plain outputs
     receive plain results; a traced buffer (gradcy.numpy constructors make them inside a
@@ -191,6 +216,10 @@ def _out_call(prim, args, kwargs):
         # plain buffers; the function's values are constants (no traced argument, or a
         # non-differentiable function): they go in as numbers
         return prim.fun(*[_plain(a) for a in args], out=out, **kwargs)
+    if not _out_honoured(prim):
+        raise NotImplementedError(
+            f"{prim.name}: this NumPy returns a new array rather than writing the result into "
+            f"out=, so the buffer would not hold it; use the returned value instead")
     where = kwargs.pop("where", True) if ufunc else True
     result = prim(*args, **kwargs)
     results = result if len(outs) > 1 else (result,)
