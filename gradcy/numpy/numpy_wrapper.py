@@ -5,6 +5,13 @@ whose outputs carry no gradient (rounding, arg*, comparisons, shape queries, *_l
 constructors...) run on plain values without recording. Functions that take a list of arrays
 (concatenate, stack, array(...) of traced values) get wrappers that pass the arrays as separate
 arguments, so each one is a traced parent. The VJPs live in numpy_vjps.py.
+
+Writes into arguments: a call that passes `out` (by keyword or position) to a primitive whose
+NumPy function has an `out` parameter goes to _out_call (the core routes it there): the result
+is written into a traced buffer (one a gradcy.numpy constructor made) as a recorded write, plain
+arrays receive plain values only, and traced values into a plain array raise
+TracerArrayConversionError. put, putmask, place, put_along_axis, fill_diagonal, copyto and
+nan_to_num(copy=False) follow the same rule for the array they write into.
 """
 import builtins as _builtins
 import functools
