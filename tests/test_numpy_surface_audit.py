@@ -404,12 +404,14 @@ NONDIFF_SPECS = {
     "shares_memory": lambda x: (x, C), "can_cast": lambda x: (x, onp.float32),
     "lexsort": lambda x: ((x[0], x[1]),), "gradcy.numpy.round": lambda x: (x, 1),
     "einsum_path": lambda x: ("ij,kj->ik", x, C),
-    "diag_indices_from": lambda x: (S44 + x[0, 0],), "tril_indices_from": lambda x: (S44 + x[0, 0],),
+    "diag_indices_from": lambda x: (S44 + x[0, 0],),
+    "tril_indices_from": lambda x: (S44 + x[0, 0],),
     "triu_indices_from": lambda x: (S44 + x[0, 0],), "matrix_rank": lambda x: (S44 + x[0, 0],),
 }
 # functions whose arguments cannot be float values (counts, shapes, dtypes, integers, dates)
 NO_FLOAT_INPUT = {
-    "bitwise_and", "bitwise_count", "bitwise_not", "bitwise_or", "bitwise_xor", "gcd", "lcm", "invert", "left_shift",
+    "bitwise_and", "bitwise_count", "bitwise_not", "bitwise_or", "bitwise_xor", "gcd", "lcm",
+    "invert", "left_shift",
     "right_shift", "packbits", "unpackbits", "ravel_multi_index", "unravel_index", "ix_",
     "broadcast_shapes", "diag_indices", "indices", "isdtype", "issubdtype", "mask_indices",
     "mintypecode", "promote_types", "tri", "tril_indices", "triu_indices", "isnat",

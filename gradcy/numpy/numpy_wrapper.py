@@ -29,7 +29,8 @@ from ..registry import notrace_primitive, primitive
 NONDIFFERENTIABLE = {
     "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit",
     "floor_divide", "all", "any", "argmax", "argmin", "argpartition", "argsort", "argwhere",
-    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape", "size", "isscalar",
+    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape",
+    "size", "isscalar",
     "logical_and", "logical_or", "logical_not", "logical_xor", "isfinite", "isinf", "isnan",
     "isneginf", "isposinf", "isreal", "iscomplex", "iscomplexobj", "isrealobj", "allclose",
     "isclose", "array_equal", "array_equiv", "greater", "greater_equal", "less", "less_equal",
@@ -493,7 +494,8 @@ def put(a, ind, v, mode="raise"):
 @_writes_into("putmask")
 def putmask(a, mask, values):
     positions = _np.flatnonzero(_np.broadcast_to(_plain(mask), a.shape))
-    _flat_write(a, positions, take(ravel(asarray(values)), positions % _builtins.max(1, size(values))))
+    n = _builtins.max(1, size(values))
+    _flat_write(a, positions, take(ravel(asarray(values)), positions % n))
 
 
 @_writes_into("place")
