@@ -4,7 +4,8 @@
     from gradcy import grad
 """
 from . import _core
-from ._core import EscapedValueError, MissingJVPError, MissingVJPError
+from ._core import (EscapedValueError, MissingJVPError, MissingVJPError,
+                    TracerArrayConversionError)
 from .differential_operators import (checkpoint, deriv, elementwise_grad, make_ggnvp,
                                      make_hvp, make_jvp, grad, grad_and_aux, grad_named,
                                      hessian, hessian_tensor_product, hessian_vector_product,
@@ -22,7 +23,8 @@ __all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_gra
            "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product",
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
            "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",
-           "vspace", "tuple", "list", "dict", "isinstance", "type", "EscapedValueError", "MissingVJPError"]
+           "vspace", "tuple", "list", "dict", "isinstance", "type", "EscapedValueError",
+           "MissingVJPError", "MissingJVPError", "TracerArrayConversionError"]
 
 # autograd exports its container builtins at the top level; so does gradcy (last, because
 # they shadow Python's names in this module)

@@ -67,6 +67,7 @@ cdef class Primitive:
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
     cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
+    cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
 
     cdef object _dispatch(self, tuple args, dict kwargs)
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)

@@ -31,6 +31,11 @@ cimport numpy as cnp
 cnp.import_array()
 
 cdef extern from "Python.h":
+    ctypedef struct PySequenceMethods:
+        void* sq_item
+    ctypedef struct PyTypeObject:
+        PySequenceMethods* tp_as_sequence
+    void PyType_Modified(PyTypeObject* t)
     Py_ssize_t Py_REFCNT(PyObject* o)
     object PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
                                PyObject* kwnames)
@@ -172,6 +177,16 @@ cdef object _binop(str name, object a, object b):
 
 
 cdef object _getitem_primitive = None   # x[idx] of a traced ndarray goes straight to it
+cdef object _out_hook = None   # hook(prim, args, kwargs): a call with an `out` argument
+
+
+def set_out_hook(hook):
+    """The operator layer's handler of calls that pass `out` to a primitive whose function
+    has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of `copy`,
+    whose False writes into the argument): it writes into buffers the tape owns, or raises for
+    plain arrays, instead of letting the function write untraced numbers."""
+    global _out_hook
+    _out_hook = hook
 
 
 def set_getitem_primitive(prim):
@@ -309,6 +324,7 @@ cdef class Primitive:
         self.linear = False
         self.direct = False
         self.basic_view = False
+        self.out_arg = -1
 
     def __call__(self, *args, **kwargs):
         return self._dispatch(args, kwargs)
@@ -334,7 +350,12 @@ cdef class Primitive:
         if not kwargs:
             if top is None:
                 return PyObject_Call(self.fun, args, <object>NULL)
+            if self.out_arg >= 0 and n > self.out_arg and _out_hook is not None:
+                return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
             return self._record(top, mixed, args, None)
+        if self.out_arg >= 0 and _out_hook is not None and (
+                n > self.out_arg or "out" in kwargs or "copy" in kwargs):
+            return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
         for v in kwargs.values():
             if type(v) is Box:
                 _raise_keyword_box(self.name, kwargs)
@@ -1470,13 +1491,19 @@ cdef class Box:
         if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
             return float(self._value)
         raise TracerArrayConversionError(
-            "gradcy: float() of a traced value would drop its gradient. Keep it an array "
-            "(x.item() stays traced), or, to store it into a buffer, create the buffer with "
+            "gradcy: float() of a traced value would drop its gradient (storing one traced "
+            "element into a plain numpy array does this: d[i] = x[j]). Keep it an array "
+            "(x.item() stays traced), or create the buffer that receives traced values with "
             "gradcy.numpy (zeros, empty, ...) instead of plain numpy.")
 
     def __complex__(self):
-        raise TypeError("gradcy: complex() of a traced value would drop its gradient; keep it "
-                        "an array.")
+        if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
+            return complex(self._value)
+        raise TracerArrayConversionError(
+            "gradcy: complex() of a traced value would drop its gradient (storing one traced "
+            "element into a plain numpy array does this: d[i] = x[j]). Keep it an array, or "
+            "create the buffer that receives traced values with gradcy.numpy (zeros, empty, "
+            "...) instead of plain numpy.")
 
     def __array__(self, dtype=None, copy=None):
         raise TracerArrayConversionError(
@@ -1487,13 +1514,15 @@ cdef class Box:
     # ---- NumPy protocols ------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         fn = _ufunc_map.get(ufunc)
-        if fn is None or method != "__call__" or "out" in kwargs:
+        if (fn is None or method != "__call__"
+                or ("out" in kwargs and (type(fn) is not Primitive
+                                         or (<Primitive>fn).out_arg < 0))):
             what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             if "out" in kwargs:
                 what += " with out="
             raise TypeError(f"gradcy: {what} is not differentiable on traced values; use the "
                             f"gradcy.numpy function, or register a primitive with gradcy.extend")
-        return fn(*inputs, **kwargs)
+        return fn(*inputs, **kwargs)     # out= goes to the operator layer's out hook
 
     def __array_function__(self, func, types, args, kwargs):
         fn = _function_map.get(func)
@@ -1516,8 +1545,16 @@ cdef class Box:
     def __rfloordiv__(self, other): return _binop("floor_divide", other, self)
     def __mod__(self, other): return _binop("mod", self, other)
     def __rmod__(self, other): return _binop("mod", other, self)
-    def __pow__(self, other, mod=None): return _binop("power", self, other)
-    def __rpow__(self, other, mod=None): return _binop("power", other, self)
+    def __pow__(self, other, mod=None):
+        if mod is not None:
+            _raise_pow_mod(self, other, mod)
+        return _binop("power", self, other)
+
+    def __rpow__(self, other, mod=None):
+        if mod is not None:
+            _raise_pow_mod(other, self, mod)
+        return _binop("power", other, self)
+
     def __matmul__(self, other): return _binop("matmul", self, other)
     def __rmatmul__(self, other): return _binop("matmul", other, self)
     def __neg__(self): return _method("negative")(self)
@@ -1588,6 +1625,24 @@ cdef class Box:
     def trace(self, *a, **k): return _method("trace")(self, *a, **k)
     def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
     def tolist(self): return self._value.tolist()
+
+    def fill(self, value):
+        """x.fill(value): value written into every element (a traced write)."""
+        self[...] = value
+
+
+cdef void _raise_pow_mod(a, b, mod) except *:
+    # as NumPy: arrays have no three-argument pow
+    raise TypeError(f"unsupported operand type(s) for ** or pow(): '{type(a).__name__}', "
+                    f"'{type(b).__name__}', '{type(mod).__name__}' (gradcy: a traced value has "
+                    f"no modular power, like numpy arrays)")
+
+
+# A Box is not a Python sequence (no sq_item; indexing goes through mp_subscript, iteration
+# through __iter__): NumPy would otherwise report the TracerArrayConversionError of `d[i] = box`
+# for a plain array d as "setting an array element with a sequence".
+(<PyTypeObject*>Box).tp_as_sequence.sq_item = NULL
+PyType_Modified(<PyTypeObject*>Box)
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node):

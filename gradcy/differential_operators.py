@@ -339,10 +339,41 @@ def _check_scalar_output(ans, fname):
         raise TypeError(f"{fname}: the function returned an array of shape {_np.shape(value)}; "
                         f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
                         f"make_vjp for array outputs.")
+    _check_float_output(value, fname)
     if _np.iscomplexobj(value):
         raise TypeError(f"{fname}: the function returned a complex value; {fname} needs a real "
                         f"output. Use holomorphic_grad for holomorphic functions, or take "
                         f"the real part or abs() of the output.")
+
+
+def _check_float_output(ans, fname):
+    """Derivatives are of floating-point (or complex) outputs: a bool, integer, string or
+    other object returned by the differentiated function is an error, not a zero gradient."""
+    value = ans
+    while type(value) is Box:
+        value = value._value
+    t = type(value)
+    if t is float or t is complex:
+        return
+    if isinstance(value, (_np.ndarray, _np.generic)):
+        if value.dtype.kind in "fc":
+            return
+        what = f"a value of dtype {value.dtype}"
+    else:
+        what = f"{'an' if t.__name__[0] in 'aeiou' else 'a'} {t.__name__} ({value!r:.40})"
+    raise TypeError(f"{fname}: the function returned {what}; derivatives are defined for "
+                    f"floating-point (or complex) outputs. Return a float value (e.g. "
+                    f"x.astype(float)); a boolean, integer or string result has no gradient.")
+
+
+def _vjp_of_ones(vjp, ans, fname):
+    """vjp applied to ones like a float output; the VJP's tape is released also on error."""
+    try:
+        _check_float_output(ans, fname)
+    except BaseException:
+        vjp.release()
+        raise
+    return vjp(_ones_like(ans))
 
 
 # =============================================================================
@@ -418,7 +449,7 @@ def elementwise_grad(fun, argnum=0):
     @wraps(fun)
     def gradfun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
-        return vjp(_ones_like(ans))
+        return _vjp_of_ones(vjp, ans, "elementwise_grad")
     return gradfun
 
 
@@ -431,7 +462,7 @@ def holomorphic_grad(fun, argnum=0):
             raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
                             "x.astype(complex) or x + 0j")
         vjp, ans = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
-        return vjp(_ones_like(ans))
+        return _vjp_of_ones(vjp, ans, "holomorphic_grad")
     return gradfun
 
 
@@ -451,6 +482,7 @@ def jacobian(fun, argnum=0):
         from . import numpy as gnp
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
         try:
+            _check_float_output(ans, "jacobian")
             x = args[argnum]
             out_shape = _np.shape(ans._value if type(ans) is Box else ans)
             ans_value = ans

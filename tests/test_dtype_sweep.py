@@ -412,6 +412,8 @@ add("interp", lambda x, K: gnp.interp(K((2,), 0.1, 0.9), x, K((3,))), argnum=1, 
     scalar=False, dtypes=REAL)
 add("interp", lambda x, K: gnp.interp(K((2,), 0.1, 0.9), _XP, x), argnum=2, shape=(3,),
     scalar=False, dtypes=REAL)
+add("bincount", lambda x, K: gnp.bincount(onp.array([0, 2, 2]), x), argnum=1, shape=(3,),
+    scalar=False, dtypes=REAL)
 add("meshgrid", lambda x, K: gnp.meshgrid(x, K((3,)))[0], shape=(2,), scalar=False)
 add("meshgrid", lambda x, K: gnp.meshgrid(K((3,)), x)[1], argnum=1, shape=(2,), scalar=False)
 for _n, _q in (("percentile", (20, 80)), ("nanpercentile", (20, 80)),

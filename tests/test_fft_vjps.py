@@ -9,6 +9,7 @@ import pytest
 import gradcy.numpy as np
 import gradcy.numpy.fft as fft
 import gradcy.numpy.fft_vjps as FV
+import gradcy
 from gradcy import MissingJVPError, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.test_util import check_grads
@@ -239,9 +240,16 @@ def test_repeated_axis_real_transform_raises():
         grad(lambda a: np.sum(np.abs(fft.rfftn(a, axes=(1, 1)))))(R2)
 
 
-def test_jvp_ignores_out():
+def test_out_into_plain_array_raises_and_into_traced_buffer_traces():
     x = _data(4)
     buf = onp.empty(4, complex)
-    y, t = make_jvp(lambda a: fft.fft(a, out=buf))(x)(onp.ones(4))
+    with pytest.raises(gradcy.TracerArrayConversionError, match="fft.fft: out= is a plain"):
+        make_jvp(lambda a: fft.fft(a, out=buf))(x)(onp.ones(4))
+
+    def into_buffer(a):
+        b = np.zeros(4, complex)
+        fft.fft(a, out=b)
+        return b
+    y, t = make_jvp(into_buffer)(x)(onp.ones(4))
     onp.testing.assert_allclose(t, onp.fft.fft(onp.ones(4)))
     onp.testing.assert_allclose(y, onp.fft.fft(x))

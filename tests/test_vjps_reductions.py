@@ -849,9 +849,10 @@ def test_saved_set_sum_mean_max_details():
     ans, args = saved_record(lambda x: np.sum(x, axis=0), x)
     assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta
     assert args[0].shape == (3, 4) and args[0].dtype == onp.float64
+    # a positional out (None here) is taken off, the arguments after it passed by keyword
     ans, args = saved_record(lambda x: np.mean(x, 1, None, None, True), x)
-    assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta and args[1:] == (1, None, None,
-                                                                                  True)
+    assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta and args[1:] == (1, None)
+    assert ans.shape == (3, 1)
     ans, args = saved_record(lambda x: np.max(x, axis=1), x)
     assert isinstance(ans, onp.ndarray) and onp.array_equal(ans, x.max(axis=1))
     assert args[0] is x

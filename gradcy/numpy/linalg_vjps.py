@@ -1045,6 +1045,8 @@ def multi_dot(arrays, *, out=None):
     """numpy.linalg.multi_dot: traced arrays are multiplied with gradcy.numpy.dot in NumPy's
     optimal order, so the chain is differentiable in both modes."""
     arrays = list(arrays)
+    if out is not None and (type(out) is Box or any(type(x) is Box for x in arrays)):
+        return anp.write_out("gradcy.numpy.linalg.multi_dot", out, lambda: multi_dot(arrays))
     if out is not None or not any(type(x) is Box for x in arrays):
         return _npla.multi_dot(arrays, out=out)
     n = len(arrays)

@@ -5,14 +5,23 @@ whose outputs carry no gradient (rounding, arg*, comparisons, shape queries, *_l
 constructors...) run on plain values without recording. Functions that take a list of arrays
 (concatenate, stack, array(...) of traced values) get wrappers that pass the arrays as separate
 arguments, so each one is a traced parent. The VJPs live in numpy_vjps.py.
+
+Writes into arguments: a call that passes `out` (by keyword or position) to a primitive whose
+NumPy function has an `out` parameter goes to _out_call (the core routes it there): the result
+is written into a traced buffer (one a gradcy.numpy constructor made) as a recorded write, plain
+arrays receive plain values only, and traced values into a plain array raise
+TracerArrayConversionError. put, putmask, place, put_along_axis, fill_diagonal, copyto and
+nan_to_num(copy=False) follow the same rule for the array they write into.
 """
 import builtins as _builtins
 import functools
+import inspect
 import types
 
 import numpy as _np
 
-from .._core import Box, register_box_method, register_numpy_override, set_getitem_primitive
+from .._core import (Box, TracerArrayConversionError, register_box_method,
+                     register_numpy_override, set_getitem_primitive, set_out_hook)
 from ..registry import notrace_primitive, primitive
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
@@ -20,8 +29,8 @@ from ..registry import notrace_primitive, primitive
 NONDIFFERENTIABLE = {
     "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit",
     "floor_divide", "all", "any", "argmax", "argmin", "argpartition", "argsort", "argwhere",
-    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "bincount",
-    "histogram", "histogram_bin_edges", "unique", "ndim", "shape", "size", "isscalar",
+    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape",
+    "size", "isscalar",
     "logical_and", "logical_or", "logical_not", "logical_xor", "isfinite", "isinf", "isnan",
     "isneginf", "isposinf", "isreal", "iscomplex", "iscomplexobj", "isrealobj", "allclose",
     "isclose", "array_equal", "array_equiv", "greater", "greater_equal", "less", "less_equal",
@@ -99,13 +108,168 @@ def wrap_namespace(src, dst, prefix):
             impl = _FAST_IMPL.get(name, obj) if src is _np.__dict__ else obj
             wrapped = (notrace_primitive(impl, full) if name in NONDIFFERENTIABLE
                        else primitive(impl, full))
+            set_out_arg(wrapped, obj)
             dst[name] = wrapped
             register_numpy_override(obj, wrapped)
         elif not isinstance(obj, types.ModuleType):
             dst[name] = obj
 
 
+# =============================================================================
+# out=: a primitive whose function writes into an `out` argument
+# =============================================================================
+_KEYWORD_ONLY = 1 << 30          # out_arg of an `out` that cannot be passed by position
+_OUT_TAIL = {}                   # primitive -> names of the positional parameters after `out`
+
+
+def set_out_arg(prim, fun):
+    """Mark `prim` (wrapping `fun`) as having an `out` parameter, if `fun` has one: calls that
+    pass it go to _out_call instead of letting fun write untraced numbers into it."""
+    if isinstance(fun, _np.ufunc):
+        prim.out_arg = fun.nin                   # ufunc(x1, x2, out1, out2...)
+        return
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    for i, p in enumerate(params):
+        if p.name == "out":
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                prim.out_arg = i
+                _OUT_TAIL[prim] = tuple(q.name for q in params[i + 1:]
+                                        if q.kind is q.POSITIONAL_OR_KEYWORD)
+            else:
+                prim.out_arg = _KEYWORD_ONLY
+            return
+
+
+def _plain_out_error(name, what="out="):
+    return TracerArrayConversionError(
+        f"{name}: {what} is a plain numpy array; writing traced values into it would drop "
+        f"their gradient. Create that array with gradcy.numpy (zeros, empty, array, ...) inside "
+        f"the differentiated function, so the write is traced, or use the function's result "
+        f"instead (y = {name.rsplit('.', 1)[-1]}(...)).")
+
+
+def write_result(name, out, result, where=True, broadcast=False):
+    """out[...] = result for a traced buffer `out` (the write is recorded on its tape), as
+    `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values)."""
+    rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
+    if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
+        raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
+    rdtype = _np.result_type(_plain(result))
+    if not _np.can_cast(rdtype, out.dtype, "same_kind"):
+        raise TypeError(f"{name}: cannot cast the result from {rdtype} to out='s dtype "
+                        f"{out.dtype} with casting rule 'same_kind'")
+    out[...] = result if where is True else where_(where, result, out)
+    return out
+
+
+def write_out(name, out, compute):
+    """`compute()` written into out= for a front end (not a primitive) that was given traced
+    values or a traced buffer: a plain `out` raises, a traced one receives a recorded write."""
+    if type(out) is not Box:
+        raise _plain_out_error(name)
+    return write_result(name, out, compute())
+
+
+_OUT_HONOURED = {}
+
+
+def _out_honoured(prim):
+    """False for the numpy.fft functions that, in this NumPy, return a new array instead of
+    their out= argument (ifft2, irfft2, hfft in NumPy 2.4): probed once on a small array."""
+    if not prim.name.startswith("gradcy.numpy.fft."):
+        return True
+    ok = _OUT_HONOURED.get(prim)
+    if ok is None:
+        x = _np.linspace(0.1, 1.2, 12).reshape(3, 4)
+        r = prim.fun(x)
+        d = _np.zeros_like(r)
+        ok = _OUT_HONOURED[prim] = prim.fun(x, out=d) is d and _np.array_equal(d, r)
+    return ok
+
+
+def _out_call(prim, args, kwargs):
+    """A call of primitive `prim` that passes `out` (by position or keyword). Plain outputs
+    receive plain results; a traced buffer (gradcy.numpy constructors make them inside a
+    differentiation) receives a recorded write; a plain array never receives traced values."""
+    if prim is _nan_to_num:
+        return _nan_to_num_call(args, kwargs)
+    kwargs = dict(kwargs)
+    pos = prim.out_arg
+    ufunc = isinstance(prim.fun, _np.ufunc)
+    if len(args) > pos:
+        if "out" in kwargs:
+            raise TypeError(f"{prim.name}: cannot specify 'out' as both a positional and "
+                            f"keyword argument")
+        if ufunc:
+            out = args[pos:] if len(args) > pos + 1 else args[pos]
+        else:
+            tail = _OUT_TAIL.get(prim, ())
+            if len(args) > pos + 1 + len(tail):
+                raise TypeError(f"{prim.name}: too many positional arguments")
+            kwargs.update(zip(tail, args[pos + 1:]))
+            out = args[pos]
+        args = args[:pos]
+    else:
+        out = kwargs.pop("out", None)
+    outs = out if type(out) is tuple else (out,)
+    if _builtins.all(o is None for o in outs):
+        return prim(*args, **kwargs)
+    traced = prim.traced and _builtins.any(type(a) is Box for a in args)
+    if not _builtins.any(type(o) is Box for o in outs):
+        if traced:
+            raise _plain_out_error(prim.name)
+        # plain buffers; the function's values are constants (no traced argument, or a
+        # non-differentiable function): they go in as numbers
+        return prim.fun(*[_plain(a) for a in args], out=out, **kwargs)
+    if not _out_honoured(prim):
+        raise NotImplementedError(
+            f"{prim.name}: this NumPy returns a new array rather than writing the result into "
+            f"out=, so the buffer would not hold it; use the returned value instead")
+    where = kwargs.pop("where", True) if ufunc else True
+    result = prim(*args, **kwargs)
+    results = result if len(outs) > 1 else (result,)
+    for o, r in zip(outs, results):
+        if o is None:
+            continue
+        if type(o) is not Box:
+            if traced:
+                raise _plain_out_error(prim.name)
+            o[...] = _plain(r)
+            continue
+        write_result(prim.name, o, r, where, broadcast=ufunc)
+    return out[0] if type(out) is tuple and len(out) == 1 else out
+
+
+def _nan_to_num_call(args, kwargs):
+    """nan_to_num(x, copy, ...): copy=False writes into x; for a traced x that is a recorded
+    write x[...] = result (an input's own array never changes)."""
+    kwargs = dict(kwargs)
+    if len(args) > 1:
+        kwargs.update(zip(("copy", "nan", "posinf", "neginf"), args[1:]))
+        args = args[:1]
+    if kwargs.pop("copy", True):
+        return _nan_to_num(*args, **kwargs)
+    x = args[0]
+    if type(x) is not Box:
+        return _nan_to_num.fun(x, copy=False, **kwargs)     # numpy writes into the plain x
+    x[...] = _nan_to_num(x, **kwargs)
+    return x
+
+
+def _plain(a):
+    while type(a) is Box:
+        a = a._value
+    return a
+
+
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
+where_ = globals()["where"]
+_nan_to_num = globals()["nan_to_num"]
+_nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
+set_out_hook(_out_call)
 
 # NumPy aliases that are the same object under two names (max/amax, round/around...) each got
 # their own primitive above; make each alias the primitive of its canonical name so every
@@ -179,10 +343,33 @@ def concatenate_args(axis, *arrays):
     return _np.concatenate(arrays, axis)
 
 
+def _list_call(name, fn, arrays, axis, out, kwargs):
+    """concatenate/stack with out=, dtype= or casting=: `fn(arrays, axis)` on traced arrays,
+    cast as asked, written into a traced buffer `out`; a plain `out` takes plain values only."""
+    traced = _builtins.any(type(a) is Box for a in arrays)
+    if not traced and type(out) is not Box:
+        return getattr(_np, name)(arrays, axis=axis, out=out, **kwargs)
+    if out is not None and type(out) is not Box:
+        raise _plain_out_error(f"gradcy.numpy.{name}")
+    dtype = kwargs.pop("dtype", None)
+    casting = kwargs.pop("casting", "same_kind")
+    if kwargs:
+        raise TypeError(f"gradcy.numpy.{name}: unexpected arguments {sorted(kwargs)}")
+    result = fn(arrays, axis)
+    if dtype is not None:
+        if not _np.can_cast(result.dtype, dtype, casting):
+            raise TypeError(f"gradcy.numpy.{name}: cannot cast from {result.dtype} to "
+                            f"{_np.dtype(dtype)} with casting rule {casting!r}")
+        result = astype(result, dtype)
+    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result)
+
+
 def concatenate(arrays, axis=0, out=None, **kwargs):
     """numpy.concatenate; traced arrays in the list are traced parents."""
-    if out is not None or kwargs or not _builtins.any(type(a) is Box for a in arrays):
-        return _np.concatenate(arrays, axis=axis, out=out, **kwargs)
+    if out is not None or kwargs:
+        return _list_call("concatenate", concatenate, list(arrays), axis, out, kwargs)
+    if not _builtins.any(type(a) is Box for a in arrays):
+        return _np.concatenate(arrays, axis=axis)
     if axis is None:
         return concatenate_args(0, *[ravel(a) for a in arrays])
     return concatenate_args(axis, *arrays)
@@ -191,8 +378,10 @@ def concatenate(arrays, axis=0, out=None, **kwargs):
 def stack(arrays, axis=0, out=None, **kwargs):
     """numpy.stack, traced."""
     arrays = list(arrays)
-    if out is not None or kwargs or not _builtins.any(type(a) is Box for a in arrays):
-        return _np.stack(arrays, axis=axis, out=out, **kwargs)
+    if out is not None or kwargs:
+        return _list_call("stack", stack, arrays, axis, out, kwargs)
+    if not _builtins.any(type(a) is Box for a in arrays):
+        return _np.stack(arrays, axis=axis)
     return concatenate_args(axis, *[expand_dims(a, axis) for a in arrays])
 
 
@@ -226,6 +415,135 @@ for _name in ["array", "asarray", "concatenate", "stack", "hstack", "vstack", "d
     if hasattr(_np, _name):
         register_numpy_override(getattr(_np, _name), globals()[_name])
 concat = concatenate
+
+
+# =============================================================================
+# Functions that write into their first argument (put, putmask, place, put_along_axis,
+# fill_diagonal, copyto): into a traced buffer they are recorded writes buf[index] = values;
+# into a plain array they take plain values only
+# =============================================================================
+def _writes_into(name):
+    """Decorate `trace(a, *args, **kwargs)`, the traced form of numpy.<name> (which writes
+    into a): plain arrays and values go to numpy; traced values into a plain array raise.
+    NumPy first runs on plain copies, so arguments are checked, and errors raised, as NumPy
+    does."""
+    np_fn = getattr(_np, name)
+
+    def decorate(trace):
+        @functools.wraps(np_fn)
+        def writer(a, *args, **kwargs):
+            values_traced = (_builtins.any(_contains_box(v) for v in args)
+                             or _builtins.any(type(v) is Box for v in kwargs.values()))
+            if type(a) is not Box:
+                if values_traced:
+                    raise TracerArrayConversionError(
+                        f"gradcy.numpy.{name}: argument 0 is a plain numpy array; writing "
+                        f"traced values into it would drop their gradient. Create it with "
+                        f"gradcy.numpy (zeros, empty, array, ...) inside the differentiated "
+                        f"function, so the write is traced, or build the result functionally "
+                        f"(a.at[index].set(values)).")
+                return np_fn(a, *args, **kwargs)
+            np_fn(_np.array(_plain(a), copy=True), *[_plain_tree(v) for v in args],
+                  **{k: _plain(v) for k, v in kwargs.items()})
+            trace(a, *args, **kwargs)
+        writer.__name__ = name
+        writer.__qualname__ = name
+        return writer
+    return decorate
+
+
+def _plain_tree(v):
+    if isinstance(v, (list, tuple)):
+        return type(v)(_plain_tree(e) for e in v)
+    return _plain(v)
+
+
+def _cycled(v, k):
+    """The first k elements of v's flat values, repeated as often as needed (numpy.put's
+    reading of values)."""
+    v = ravel(asarray(v))
+    n = _builtins.max(1, v.shape[0])
+    return take(v, _np.arange(k) % n)
+
+
+def _flat_write(a, positions, values):
+    """a.flat[positions] = values (one value per position, later positions win) as a write
+    into the traced buffer a."""
+    positions = _np.asarray(positions, dtype=_np.intp)
+    if positions.size == 0:
+        return
+    if a.ndim == 0:
+        a[...] = values[-1] if ndim(values) else values
+        return
+    a[_np.unravel_index(positions, a.shape)] = values
+
+
+@_writes_into("put")
+def put(a, ind, v, mode="raise"):
+    n = a.size
+    ind = _np.asarray(_plain(ind), dtype=_np.intp).reshape(-1)
+    if mode == "wrap":
+        ind = ind % n
+    elif mode == "clip":
+        ind = _np.clip(ind, 0, n - 1)
+    else:
+        ind = _np.where(ind < 0, ind + n, ind)
+    _flat_write(a, ind, _cycled(v, ind.size))
+
+
+@_writes_into("putmask")
+def putmask(a, mask, values):
+    positions = _np.flatnonzero(_np.broadcast_to(_plain(mask), a.shape))
+    n = _builtins.max(1, size(values))
+    _flat_write(a, positions, take(ravel(asarray(values)), positions % n))
+
+
+@_writes_into("place")
+def place(arr, mask, vals):
+    positions = _np.flatnonzero(_np.asarray(_plain(mask)).reshape(-1))
+    _flat_write(arr, positions, _cycled(vals, positions.size))
+
+
+@_writes_into("put_along_axis")
+def put_along_axis(arr, indices, values, axis):
+    indices = _np.asarray(_plain(indices))
+    if axis is None:
+        positions = indices.reshape(-1) % arr.size if arr.size else indices.reshape(-1)
+        _flat_write(arr, positions, reshape(broadcast_to(values, indices.shape), (-1,)))
+        return
+    nd = arr.ndim
+    axis = axis + nd if axis < 0 else axis
+    index = tuple(indices if d == axis else
+                  _np.arange(arr.shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+                  for d in range(nd))
+    arr[index] = values
+
+
+@_writes_into("fill_diagonal")
+def fill_diagonal(a, val, wrap=False):
+    shape = a.shape
+    if a.ndim == 2:
+        step = shape[1] + 1
+        end = None if wrap else shape[1] * shape[1]
+    else:
+        step = 1 + int(_np.cumprod(shape[:-1]).sum())
+        end = None
+    positions = _np.arange(a.size)[:end:step]
+    _flat_write(a, positions, _cycled(val, positions.size))
+
+
+@_writes_into("copyto")
+def copyto(dst, src, casting="same_kind", where=True):
+    where = _plain(where)
+    if where is True:
+        dst[...] = src
+    else:
+        dst[...] = where_(where, src, dst)
+
+
+for _name in ["put", "putmask", "place", "put_along_axis", "fill_diagonal", "copyto"]:
+    if hasattr(_np, _name):
+        register_numpy_override(getattr(_np, _name), globals()[_name])
 
 
 # =============================================================================

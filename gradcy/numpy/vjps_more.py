@@ -20,9 +20,16 @@ Conventions as in the other tables (numpy_vjps.py). Specific to this one:
   gradcy.numpy.choose / select / block, and as the overrides of numpy's) stack such lists into
   one traced argument; block is a composite of concatenate.
 
-Functions with no derivative (integer, boolean or set-valued results: nanargmax, lexsort,
-unique_*, the set operations, tril_indices, window constructors...) are marked
-non-differentiable here: traced values pass through them unrecorded.
+The set operations (unique and unique_*, union1d, intersect1d, setdiff1d, setxor1d) select
+input values: front ends gather their value outputs from the inputs with take, so the gradient
+goes to the selected positions. Where a value occurs more than once among the inputs the output
+takes it from its first occurrence (the index unique(..., return_index=True) reports; for
+intersect1d, the first in ar1): a definite one-sided choice, exact wherever values are distinct.
+Their integer outputs (indices, inverse, counts) are constants.
+
+Functions with no derivative (integer, boolean results: nanargmax, lexsort, tril_indices,
+window constructors...) are marked non-differentiable here: traced values pass through them
+unrecorded.
 """
 import inspect
 import operator
@@ -309,6 +316,82 @@ def _sort_complex_jvp(g, ans, a):
 
 defvjp(anp.sort_complex, _sort_complex_vjp, save=(0,))
 defjvp(anp.sort_complex, _sort_complex_jvp)
+
+
+# =============================================================================
+# Set operations: the value outputs are input values gathered at their first occurrences
+# =============================================================================
+def _occurrences(a, v):
+    """Positions in the 1-D array `a` of the values `v` (each one of a's values): the k-th
+    copy of a value in v (in v's order) at the value's k-th occurrence in a (the first, when v
+    has no repeats). NaNs match NaNs."""
+    order = _onp.argsort(a, kind="stable")
+    start = _onp.searchsorted(a[order], v, side="left")   # first of its run (NaNs sort last)
+    ov = _onp.argsort(v, kind="stable")
+    sv = v[ov]
+    if sv.size:
+        first = _onp.ones(sv.size, bool)
+        first[1:] = ~((sv[1:] == sv[:-1]) | (_onp.isnan(sv[1:]) & _onp.isnan(sv[:-1])))
+        runs = _onp.maximum.accumulate(_onp.where(first, _onp.arange(sv.size), 0))
+        rank = _onp.empty(sv.size, _intp)
+        rank[ov] = _onp.arange(sv.size) - runs
+        start = start + rank
+    idx = order[_onp.minimum(start, max(a.size - 1, 0))] if a.size else start
+    found = a[idx]
+    if not ((found == v) | (_onp.isnan(found) & _onp.isnan(v))).all():
+        raise NotImplementedError("gradcy.numpy: a set operation's output has values its inputs "
+                                  "do not hold; no gradient rule applies")
+    return idx
+
+
+def _gather_values(arrays, values):
+    """The output `values` of a set operation of `arrays` (some traced), gathered from the
+    arrays' flat values at their first occurrences: a traced array equal to `values`."""
+    flat = [anp.ravel(a) if type(a) is Box else _onp.ravel(a) for a in arrays]
+    cat = flat[0] if len(flat) == 1 else anp.concatenate(flat)
+    values = _onp.asarray(values)
+    idx = _occurrences(_onp.asarray(_plain(cat)), values.reshape(-1))
+    return anp.reshape(anp.take(cat, idx), values.shape)
+
+
+def _set_front(name, arrays):
+    """gradcy.numpy.<name>: numpy's function on plain values; with traced inputs, its value
+    output (the result, or a result tuple's first element) gathered from the arguments named
+    `arrays`; the other outputs (indices, inverse, counts) are integer constants."""
+    np_fn = getattr(_onp, name)
+    bind = _binder(np_fn)
+
+    def front(*args, **kwargs):
+        if not any(type(a) is Box for a in args) and not any(
+                type(v) is Box for v in kwargs.values()):
+            return np_fn(*args, **kwargs)
+        result = np_fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
+        b = bind(args, kwargs)
+        first = result[0] if isinstance(result, tuple) else result
+        if name == "unique" and b["axis"] is not None:
+            # unique slices along an axis: taken at their first occurrences (return_index)
+            again = dict(b, return_index=True, return_inverse=False, return_counts=False)
+            index = _onp.unique(_plain(again.pop("ar")), **again)[1]
+            values = anp.take(b["ar"], index, axis=b["axis"])
+        else:
+            values = _gather_values([b[n] for n in arrays], first)
+        if not isinstance(result, tuple):
+            return values
+        if hasattr(result, "_fields"):
+            return result._replace(**{result._fields[0]: values})
+        return (values,) + tuple(result[1:])
+    front.__name__ = front.__qualname__ = name
+    front.__doc__ = np_fn.__doc__
+    _set_namespace(name, front, np_fn)
+    return front
+
+
+_set_front("unique", ("ar",))
+for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
+    if hasattr(_onp, _name):
+        _set_front(_name, ("x",))
+for _name in ("union1d", "intersect1d", "setdiff1d", "setxor1d"):
+    _set_front(_name, ("ar1", "ar2"))
 
 
 # =============================================================================
@@ -1775,15 +1858,150 @@ defjvp_argnums(anp.interp, _interp_jvp)
 
 
 # =============================================================================
-# Non-differentiable: integer, boolean, index or set-valued results, window constructors
+# Histograms: the counts are integer constants; the bin edges computed from the data are
+# linspace(min, max) of it (traced), edges given as arrays pass through; density divides by
+# the traced bin widths. Traced weights have no rule here: bincount has one.
+# =============================================================================
+def _traced_edges(column, edges, bins, rng):
+    """numpy's bin edges `edges` (plain) as a traced function of the data `column`, of `bins`
+    given as an array, or of a traced `rng`; the plain edges when none of them is traced."""
+    if _onp.ndim(_plain(bins)) == 1:
+        return bins if type(bins) is Box else edges
+    if rng is not None:
+        lo, hi = rng
+    elif type(column) is Box and _onp.size(_plain(column)):
+        lo, hi = anp.min(column), anp.max(column)
+    else:
+        return edges
+    if type(lo) is not Box and type(hi) is not Box:
+        return edges
+    if _plain(lo) == _plain(hi):
+        lo, hi = lo - 0.5, hi + 0.5
+    return anp.linspace(lo, hi, len(edges), dtype=edges.dtype)
+
+
+def _no_traced_weights(name, weights):
+    if type(weights) is Box:
+        raise NotImplementedError(
+            f"gradcy.numpy.{name}: no gradient with respect to weights; weighted counts are "
+            f"gradcy.numpy.bincount(np.digitize(a, edges) - 1, weights), which has one")
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """numpy.histogram; the bin edges are traced when they depend on traced values."""
+    if not _contains_box([a, bins, range, weights]):
+        return _onp.histogram(a, bins, range, density, weights)
+    _no_traced_weights("histogram", weights)
+    plain = [_plain(a), _plain(bins), _plain_tree(range), None, _plain(weights)]
+    n, edges = _onp.histogram(*plain)
+    edges_t = _traced_edges(anp.ravel(a) if type(a) is Box else a, edges, bins, range)
+    if density and type(edges_t) is Box:
+        n = n / anp.diff(edges_t) / n.sum()
+    elif density:
+        n = _onp.histogram(*plain[:3], True, plain[4])[0]
+    return n, edges_t
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """numpy.histogram_bin_edges, traced like histogram's edges."""
+    return histogram(a, bins, range, None, weights)[1]
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """numpy.histogramdd; each dimension's bin edges are traced like histogram's."""
+    if not _contains_box([sample, bins, range, weights]):
+        return _onp.histogramdd(sample, bins, range, density, weights)
+    _no_traced_weights("histogramdd", weights)
+    plain = [_plain_tree(sample), _plain_tree(bins), _plain_tree(range), None, _plain(weights)]
+    hist, edges = _onp.histogramdd(*plain)
+    d = len(edges)
+    if type(sample) is Box:
+        columns = [anp.getitem(sample, (slice(None), i)) for i in _builtins_range(d)] \
+            if sample.ndim == 2 else [sample]
+    else:
+        columns = list(sample) if isinstance(sample, (list, tuple)) else [None] * d
+    try:                           # numpy's reading: a sequence gives one entry per dimension
+        per_dim_bins = list(bins)
+    except TypeError:
+        per_dim_bins = [bins] * d
+    ranges = range if range is not None else [None] * d
+    edges_t = [_traced_edges(c, e, b, r) for c, e, b, r in zip(columns, edges, per_dim_bins,
+                                                                 ranges)]
+    if density and any(type(e) is Box for e in edges_t):
+        total = hist.sum()
+        for i, e in enumerate(edges_t):
+            shape = [1] * d
+            shape[i] = len(_plain(e)) - 1
+            hist = hist / anp.reshape(anp.diff(e), tuple(shape))
+        hist = hist / total
+    elif density:
+        hist = _onp.histogramdd(*plain[:3], True, plain[4])[0]
+    return hist, edges_t
+
+
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """numpy.histogram2d, traced like histogramdd."""
+    if not _contains_box([x, y, bins, range, weights]):
+        return _onp.histogram2d(x, y, bins, range, density, weights)
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb != 1 and nb != 2:
+        bins = [bins, bins]        # numpy's reading: one array of edges for both dimensions
+    hist, edges = histogramdd([x, y], bins, range, density, weights)
+    return hist, edges[0], edges[1]
+
+
+_builtins_range = range
+
+
+def _plain_tree(v):
+    if isinstance(v, (list, tuple)):
+        return type(v)(_plain_tree(e) for e in v)
+    return _plain(v)
+
+
+for _name in ("histogram", "histogram_bin_edges", "histogramdd", "histogram2d"):
+    _set_namespace(_name, globals()[_name], getattr(_onp, _name))
+
+
+# bincount(x, weights): a scatter-add of the weights (take is its transpose)
+def _bincount_weights_vjp(ans, x, weights=None, minlength=0):
+    dtype = _dtype(weights)
+    return lambda g: cast_like(anp.take(g, _onp.asarray(_plain(x))), dtype)
+
+
+defvjp(anp.bincount, None, _bincount_weights_vjp, save=(0,))
+defjvp(anp.bincount, None, lambda g, ans, x, weights=None, minlength=0:
+       anp.bincount(_onp.asarray(_plain(x)), g, minlength))
+
+
+# Window constructors: M is a count of points, not a value to differentiate
+def _window(name):
+    np_fn = getattr(_onp, name)
+
+    def window(M, *args, **kwargs):
+        if type(M) is Box:
+            raise TypeError(f"gradcy.numpy.{name}: M, the number of points, is traced; it is a "
+                            f"count with no gradient. Pass a plain int (e.g. len(x)).")
+        return np_fn(M, *args, **kwargs)
+    window.__name__ = window.__qualname__ = name
+    window.__doc__ = np_fn.__doc__
+    _set_namespace(name, window, np_fn)
+
+
+for _name in ("bartlett", "blackman", "hamming", "hanning"):
+    _window(_name)
+
+
+# =============================================================================
+# Non-differentiable: integer, boolean or index results
 # =============================================================================
 _NONDIFFERENTIABLE = [
     "nanargmax", "nanargmin", "lexsort", "bitwise_count", "isnat", "isdtype", "issubdtype",
     "tril_indices", "triu_indices", "diag_indices", "broadcast_shapes", "common_type",
-    "mintypecode", "packbits", "unpackbits", "unique_all", "unique_counts", "unique_inverse",
-    "unique_values", "intersect1d", "union1d", "setdiff1d", "setxor1d", "spacing",
-    "bartlett", "blackman", "hamming", "hanning", "einsum_path", "ix_", "histogram2d",
-    "histogramdd", "show_runtime",
+    "mintypecode", "packbits", "unpackbits", "spacing", "einsum_path", "ix_", "show_runtime",
 ]
 nondifferentiable(*[getattr(anp, _n) for _n in _NONDIFFERENTIABLE
                     if hasattr(getattr(anp, _n, None), "traced")])

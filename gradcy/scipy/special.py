@@ -42,6 +42,7 @@ def _wrap(name):
     fun = getattr(_sp, name)
     full = f"{_PREFIX}.{name}"
     p = notrace_primitive(fun, full) if name in _NONDIFFERENTIABLE else primitive(fun, full)
+    anp.set_out_arg(p, fun)          # out= goes through gradcy.numpy's out hook
     if isinstance(fun, _onp.ufunc):
         register_numpy_override(fun, p)
     return p
