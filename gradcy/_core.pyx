@@ -846,6 +846,8 @@ cdef class Tape:
     def new_leaf(self, value, tangent=None):
         """Append an input node for `value` and return its Box. On a forward-mode tape,
         `tangent` is the input's tangent."""
+        if tangent is not None and not self.forward:
+            raise ValueError("Tape.new_leaf: a tangent is given only on a forward-mode tape")
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)

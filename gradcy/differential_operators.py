@@ -4,6 +4,12 @@ Each call opens its own Tape (no global trace state, so threads and nested calls
 independent), boxes the inputs, runs the function, sweeps, and releases the tape on the way
 out, also when the function raises. Only make_vjp hands its tape to the caller (inside the VJP
 function it returns), because that function may be called many times.
+
+Threads: any thread may apply operations to a differentiation's traced values while that
+differentiation's function runs (they are recorded on its tape); an operation that ends after
+the function returned and the backward pass started, or after the tape was released, raises
+(RuntimeError, EscapedValueError) and records nothing. Array constructors attach to the
+differentiations of their own thread only.
 """
 from functools import wraps
 
