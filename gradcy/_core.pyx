@@ -218,6 +218,7 @@ cdef object _method(str name):
 @cython.final
 @cython.no_gc
 @cython.freelist(64)
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class ArrayMeta:
     """Shape, dtype and type of a value whose buffer a VJP does not need (what the tape keeps
     instead of the buffer). Has `.shape .dtype .ndim .size .type`."""
@@ -943,7 +944,6 @@ cdef class Tape:
         """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
         if box._tape is not self or self.released:
             raise ValueError("Tape.tangent: the value belongs to another or a released tape")
-        _check_box(self, box, "tangent")
         c = self.nodes[box._node].cotangent
         return None if c is NULL else <object>c
 
@@ -1416,6 +1416,7 @@ cdef int _check_box(Tape t, Box box, str caller) except -1:
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class SparseCotangent:
     """A cotangent that is zero except at `index` of an array of `shape`: what a read x[index]
     sends back. Added into an engine-owned dense slot in place (O(size of the read)), and made
@@ -1915,7 +1916,8 @@ cdef object _match_fast(object g, object x, object match):
     return match(g, x)
 
 
-def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname, bint with_value, finish, match):
+def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
+              bint with_value, finish, match):
     """grad(fun, argnum)(*args) (with_value: value_and_grad) when every differentiated
     argument is a plain float ndarray or Python float and argnum an int or a tuple of ints;
     NotImplemented (before running anything) otherwise. When the output is not a real scalar
@@ -2046,6 +2048,7 @@ def regions_overlap(a, b):
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class OwnedBuffer:
     """A buffer a tape owns: what was saved from it and which traced views of it exist.
 

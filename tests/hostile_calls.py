@@ -155,10 +155,11 @@ class Runner:
                 self.call(label, fn, tuple(bound) + tuple(args))
 
     def attributes(self, cls):
-        """Read every attribute of each instance of cls in the pool, and set the writable ones
-        to hostile values (the instances are then used by later calls)."""
+        """Call every method (operators and protocols included) of each instance of cls in the
+        pool, read every attribute, and set the writable ones to hostile values (the
+        instances are then used by later calls)."""
         for name in sorted(vars(cls)):
-            if name.startswith("__") and name not in ("__len__", "__iter__"):
+            if name in ("__new__", "__doc__", "__pyx_vtable__"):
                 continue
             attr = vars(cls)[name]
             self.pool.refresh()
@@ -201,11 +202,6 @@ def run(group, seed, trace=False):
         r.attributes(Tape)
     elif group == "Box":
         r.attributes(Box)
-        for op in ("__add__", "__radd__", "__mul__", "__getitem__", "__setitem__", "__pow__",
-                   "__iadd__", "__array_ufunc__", "__array_function__"):
-            for k in range(len(pool.instances(Box))):
-                pool.refresh()
-                r.exercise(f"Box.{op}", getattr(Box, op), (pool.instances(Box)[k],))
     elif group == "Primitive":
         for p in pool.instances(Primitive):
             r.exercise("Primitive.__call__", p)
