@@ -175,14 +175,14 @@ class Runner:
     def functions(self, module):
         for name in sorted(vars(module)):
             fn = vars(module)[name]
-            if name.startswith("_") or type(fn).__name__ != "cython_function_or_method":
+            if type(fn).__name__ != "cython_function_or_method":
                 continue
             self.exercise(f"{module.__name__}.{name}", fn)
 
 
 def short(v):
     try:
-        if isinstance(v, onp.ndarray):     # (repr would read the memory of the strided ones)
+        if isinstance(v, onp.ndarray):     # (its layout says more than its values)
             r = f"ndarray{v.shape}{v.dtype}{v.strides}"
         else:
             r = repr(v) if not isinstance(v, (Box, Tape)) else type(v).__name__
