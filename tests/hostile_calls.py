@@ -216,8 +216,8 @@ def run(group, seed, trace=False):
         raise SystemExit(f"unknown group {group!r}; one of {GROUPS}")
     # the counters must be exact whatever was called: every tape released, nothing held
     stack = getattr(_core._active, "stack", None)
-    if stack:
-        stack.clear()
+    while stack:
+        _core.pop_active(stack[-1][0])
     pool.release_all()
     del pool, r.pool
     gc.collect()
