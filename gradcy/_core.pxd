@@ -101,6 +101,7 @@ cdef class Tape:
     cdef readonly long long trace_id   # unique for the life of the process, never reused
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
+    cdef bint release_pending      # release() was called during the sweep: it runs when the sweep ends
     cdef readonly bint forward     # forward mode: slots hold tangents, nothing is saved
     cdef readonly Py_ssize_t saved_bytes       # bytes held by saved records now
     cdef readonly Py_ssize_t peak_saved_bytes  # most saved bytes held at once

@@ -39,6 +39,7 @@ cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
     object PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
                                PyObject* kwnames)
+    object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
 
 
 # =============================================================================
@@ -98,30 +99,61 @@ cdef inline void _count_bytes(Tape t, Py_ssize_t dsaved, Py_ssize_t dcot) noexce
 # =============================================================================
 # The innermost active differentiation of each thread (array constructors ask for it)
 # =============================================================================
+# A primitive's function runs on plain values: while it runs, the differentiations active
+# around the call are suspended (constructors inside it return plain arrays). The count of
+# primitive functions running in this thread is a C thread-local (one lookup and two
+# increments per call, and none while no differentiation is active in any thread); each stack
+# entry keeps the count at which it was pushed, and is the active differentiation only while
+# no primitive function started since is still running.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    static __declspec(thread) Py_ssize_t gradcy_running_bodies = 0;
+    #else
+    static __thread Py_ssize_t gradcy_running_bodies = 0;
+    #endif
+    static Py_ssize_t *gradcy_running_bodies_ptr(void) { return &gradcy_running_bodies; }
+    """
+    Py_ssize_t gradcy_running_bodies
+    Py_ssize_t* gradcy_running_bodies_ptr() noexcept
+
 import threading as _threading
 _active = _threading.local()
+cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
 
 
-def push_active(Tape tape):
+def push_active(Tape tape not None):
     """Make `tape` this thread's innermost active differentiation."""
+    global _n_active
     stack = getattr(_active, "stack", None)
     if stack is None:
         stack = _active.stack = []
-    stack.append(tape)
+    stack.append((tape, gradcy_running_bodies))
+    _n_active += 1
 
 
-def pop_active(Tape tape):
-    stack = _active.stack
-    if stack and stack[len(stack) - 1] is tape:   # (wraparound is off in this module)
-        stack.pop()
-    else:
-        stack.remove(tape)
+def pop_active(Tape tape not None):
+    """Remove the innermost entry of `tape` from this thread's active stack."""
+    global _n_active
+    stack = getattr(_active, "stack", None)
+    cdef Py_ssize_t k = len(stack) - 1 if stack else -1
+    while k >= 0:
+        if stack[k][0] is tape:
+            del stack[k]
+            _n_active -= 1
+            return
+        k -= 1
+    raise ValueError("pop_active: the tape is not active in this thread")
 
 
 def active_tape():
-    """This thread's innermost active reverse- or forward-mode tape, or None."""
+    """This thread's innermost active reverse- or forward-mode tape, or None (also while a
+    primitive's function, called inside that differentiation, runs)."""
     stack = getattr(_active, "stack", None)
-    return stack[len(stack) - 1] if stack else None
+    if not stack:
+        return None
+    tape, bodies = stack[len(stack) - 1]
+    return tape if bodies >= gradcy_running_bodies else None
 
 
 # =============================================================================
@@ -189,7 +221,7 @@ def set_out_hook(hook):
     _out_hook = hook
 
 
-def set_getitem_primitive(prim):
+def set_getitem_primitive(Primitive prim):
     """The primitive Box.__getitem__ records when the traced value is a plain ndarray."""
     global _getitem_primitive
     _getitem_primitive = prim
@@ -209,6 +241,7 @@ cdef object _method(str name):
 @cython.final
 @cython.no_gc
 @cython.freelist(64)
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class ArrayMeta:
     """Shape, dtype and type of a value whose buffer a VJP does not need (what the tape keeps
     instead of the buffer). Has `.shape .dtype .ndim .size .type`."""
@@ -349,7 +382,9 @@ cdef class Primitive:
                         top = t
         if not kwargs:
             if top is None:
-                return PyObject_Call(self.fun, args, <object>NULL)
+                if _n_active == 0:      # (_run_body's test, here: measurably faster inline)
+                    return PyObject_Call(self.fun, args, <object>NULL)
+                return _run_body(self.fun, args, NULL)
             if self.out_arg >= 0 and n > self.out_arg and _out_hook is not None:
                 return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
             return self._record(top, mixed, args, None)
@@ -360,7 +395,7 @@ cdef class Primitive:
             if type(v) is Box:
                 _raise_keyword_box(self.name, kwargs)
         if top is None:
-            return PyObject_Call(self.fun, args, kwargs)
+            return _run_body(self.fun, args, <PyObject*>kwargs)
         return self._record(top, mixed, args, kwargs)
 
     def set_saved(self, save):
@@ -442,8 +477,10 @@ cdef class Primitive:
         cdef tuple uargs, sargs
         cdef Py_ssize_t node
         if top.sweeping:
-            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used inside "
-                               f"that same differentiation's backward pass")
+            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
+                               f"while that same differentiation's backward pass runs (in one "
+                               f"of its VJPs, or in another thread), when nothing can be "
+                               f"recorded onto it. Use its values before its function returns.")
         if n > MAX_INLINE_PARENTS:
             refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
         try:
@@ -463,16 +500,24 @@ cdef class Primitive:
                 PyTuple_SET_ITEM(uargs, i, a)
             if not kwargs:
                 kwargs = None
-                ans = self(*uargs) if mixed else self.fun(*uargs)
+                ans = _run_body(self if mixed else self.fun, uargs, NULL)
             else:
-                ans = PyObject_Call(self if mixed else self.fun, uargs, kwargs)
+                ans = _run_body(self if mixed else self.fun, uargs, <PyObject*>kwargs)
             if not self.traced:
                 return ans
+            # the function ran Python code: the tape may have been released or started its
+            # sweep meanwhile (by the function itself, or by another thread)
+            if top.released or top.sweeping:
+                _raise_moved_on(self.name, top)
             if top.forward:
                 tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
-                node = top._append(self, refs, nrefs, None, (), None, 0)
                 if tangent is not None:
-                    top._set_cotangent(node, _match_tangent(tangent, ans))
+                    tangent = _match_tangent(tangent, ans)
+                if top.released or top.sweeping:
+                    _raise_moved_on(self.name, top)
+                node = top._append(self, refs, nrefs, None, (), None, 0)
+                if tangent is not None and not top.released:    # (an observer may release it)
+                    top._set_cotangent(node, tangent)
                 return make_box(ans, top, node)
             if not self.save_ans:
                 ans_s = _meta_of(ans)
@@ -482,6 +527,8 @@ cdef class Primitive:
             # for the saved record only if this frame holds the sole reference
             sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
             del uargs
+            if top.released or top.sweeping:
+                _raise_moved_on(self.name, top)
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
             if top.owned:
@@ -519,6 +566,8 @@ cdef class Primitive:
                 return None
             return self.jvp_argnums(tuple(argnums), tuple(gs), ans, uargs, kwargs)
         for k in range(nrefs):
+            if top.released:            # a rule released it: the caller raises
+                return None
             g = top.nodes[refs[k].node].cotangent
             if g is NULL:
                 continue
@@ -563,6 +612,32 @@ cdef void _raise_keyword_box(str name, dict kwargs) except *:
     keys = [k for k, v in kwargs.items() if type(v) is Box]
     raise TypeError(f"{name}: traced value passed as keyword argument {keys[0]!r}; gradcy traces "
                     f"positional arguments only. Pass it positionally.")
+
+
+cdef inline object _run_body(object fun, tuple args, PyObject* kwargs):
+    """fun(*args, **kwargs) (kwargs may be NULL) with this thread's active differentiations
+    suspended: a primitive's function runs on plain values."""
+    if _n_active == 0:          # no differentiation is active: nothing to suspend
+        return _call_kw_ptr(fun, args, kwargs)
+    cdef Py_ssize_t* bodies = gradcy_running_bodies_ptr()
+    bodies[0] += 1
+    try:
+        return _call_kw_ptr(fun, args, kwargs)
+    finally:
+        bodies[0] -= 1
+
+
+cdef void _raise_moved_on(str name, Tape top) except *:
+    if top.released:
+        raise EscapedValueError(
+            f"{name}: the differentiation that traced its arguments was released while {name} "
+            f"ran (its function released the VJP from make_vjp, or the grad that traced them "
+            f"returned in another thread), so its result cannot be recorded. Release the VJP "
+            f"after the call, or compute on plain values (box._value).")
+    raise RuntimeError(
+        f"{name}: the backward pass of the differentiation that traced its arguments started "
+        f"while {name} ran (in another thread), so its result cannot be recorded. Finish every "
+        f"operation on a differentiation's values before its function returns.")
 
 
 cdef void _raise_escaped(str name, Py_ssize_t argpos) except *:
@@ -750,6 +825,8 @@ cdef class Tape:
         global _live_nodes
         cdef Py_ssize_t i = self.n_nodes, k
         cdef Node* node
+        if self.released:
+            raise EscapedValueError("Tape: recording onto a released tape")
         if i >= self.cap_nodes:
             self._grow_nodes(i + 1)
         if self.n_parents + nrefs > self.cap_parents:
@@ -803,6 +880,8 @@ cdef class Tape:
     def new_leaf(self, value, tangent=None):
         """Append an input node for `value` and return its Box. On a forward-mode tape,
         `tangent` is the input's tangent."""
+        if tangent is not None and not self.forward:
+            raise ValueError("Tape.new_leaf: a tangent is given only on a forward-mode tape")
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
@@ -813,7 +892,7 @@ cdef class Tape:
         differentiation) and return its Box. No cotangent is ever computed for it."""
         return make_box(value, self, self._new_input(NODE_CONSTANT, "new_constant"))
 
-    def register_owned(self, root, OwnedBuffer info):
+    def register_owned(self, root, OwnedBuffer info not None):
         """Record that this tape owns ndarray `root` (it may write into it in place)."""
         self.owned[PyLong_FromVoidPtr(<void*>root)] = info
 
@@ -825,15 +904,18 @@ cdef class Tape:
 
     def node_flags(self, Py_ssize_t i):
         """(released, box_alive, constant, stale) of node i."""
+        _check_node(self, i, "node_flags")
         cdef uint8_t f = self.nodes[i].flags
         return (bool(f & NODE_RELEASED), bool(f & NODE_BOX_ALIVE), bool(f & NODE_CONSTANT),
                 bool(f & NODE_STALE))
 
     def mark_stale(self, Py_ssize_t i):
         """Node i's value is a view whose memory was overwritten: using it raises."""
+        _check_node(self, i, "mark_stale")
         self.nodes[i].flags |= NODE_STALE
 
-    def is_constant(self, Box box):
+    def is_constant(self, Box box not None):
+        _check_box(self, box, "is_constant")
         return bool(self.nodes[box._node].flags & NODE_CONSTANT)
 
     def saved_value(self, Py_ssize_t i, Py_ssize_t position):
@@ -848,6 +930,7 @@ cdef class Tape:
     def replace_saved(self, Py_ssize_t i, Py_ssize_t position, value):
         """Put `value` (a preserved copy) in place of node i's saved argument `position`
         (-1: the saved output), keeping the byte counts exact."""
+        _check_node(self, i, "replace_saved")
         cdef Node* node = &self.nodes[i]
         if node.saved_args is NULL:
             return
@@ -855,6 +938,9 @@ cdef class Tape:
         if position < 0:
             new_ans, new_args = value, old_args
         else:
+            if position >= PyTuple_GET_SIZE(old_args):
+                raise IndexError(f"Tape.replace_saved: node {i} saved {len(old_args)} "
+                                 f"arguments, not {position + 1}")
             lst = list(old_args)
             lst[position] = value
             new_ans, new_args = old_ans, tuple(lst)
@@ -887,7 +973,7 @@ cdef class Tape:
                     _owned_note(self, <object>info, False, node, v, k)
         return 0
 
-    def tangent(self, Box box):
+    def tangent(self, Box box not None):
         """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
         if box._tape is not self or self.released:
             raise ValueError("Tape.tangent: the value belongs to another or a released tape")
@@ -1070,7 +1156,8 @@ cdef class Tape:
             # a tangent is read only when a primitive is applied to its Box
             if not (self.nodes[i].flags & NODE_PINNED):
                 self._take_cotangent(i)
-                if not (self.nodes[i].flags & NODE_LEAF):
+                # (dropping the tangent ran Python code, which may have released the tape)
+                if not self.released and not (self.nodes[i].flags & NODE_LEAF):
                     self._release_saved(i)
             return 0
         if self.nodes[i].nconsumers == 0 and not (self.nodes[i].flags & (NODE_PINNED | NODE_LEAF)):
@@ -1088,6 +1175,8 @@ cdef class Tape:
             if self.nodes[j].flags & NODE_RELEASED:
                 continue
             self._release_saved(j)
+            if self.released:       # a __del__ run by the release released the tape
+                return 0
             node = &self.nodes[j]
             for k in range(node.nparents):
                 p = self.parents[node.parent_start + k].node
@@ -1117,11 +1206,10 @@ cdef class Tape:
         self.observer(event, i, name, self.saved_bytes, self.cotangent_bytes)
         return 0
 
-    def pin(self, Box box):
+    def pin(self, Box box not None):
         """Mark the node of `box` (a value of this tape) as an output a backward pass starts
         from; returns its index."""
-        if box._tape is not self:
-            raise ValueError("Tape.pin: the value belongs to another tape")
+        _check_box(self, box, "pin")
         self.nodes[box._node].flags |= NODE_PINNED
         return box._node
 
@@ -1146,15 +1234,22 @@ cdef class Tape:
             raise RuntimeError("backward: a sweep is already running on this tape")
         if self.forward:
             raise RuntimeError("backward: this is a forward-mode tape")
-        self._mark_reachable(out)
-        # nodes recorded after the output (aux values) cannot reach it either
-        for i in range(out + 1, self.n_nodes):
-            self.nodes[i].flags &= ~NODE_REACHABLE
-        for i in range(self.n_nodes):
-            if not (self.nodes[i].flags & (NODE_REACHABLE | NODE_RELEASED | NODE_LEAF)):
-                self._kill(i)
+        if leaves is not None:
+            leaves = list(leaves)
+            for k in leaves:
+                if k < 0 or k >= self.n_nodes:
+                    raise IndexError(f"backward: leaf node {k} is not on this tape")
+        # while the sweep runs nothing is recorded onto this tape and release() waits for it,
+        # so the arena stays where it is whatever Python code the VJPs (and __del__s) run
         self.sweeping = True
         try:
+            self._mark_reachable(out)
+            # nodes recorded after the output (aux values) cannot reach it either
+            for i in range(out + 1, self.n_nodes):
+                self.nodes[i].flags &= ~NODE_REACHABLE
+            for i in range(self.n_nodes):
+                if not (self.nodes[i].flags & (NODE_REACHABLE | NODE_RELEASED | NODE_LEAF)):
+                    self._kill(i)
             self._accumulate(out, g)
             i = out
             while i >= 0:
@@ -1184,10 +1279,12 @@ cdef class Tape:
             if leaves is not None:
                 result = [_densify(self._take_cotangent(k)) for k in leaves]
         finally:
-            self.sweeping = False
             for i in range(self.n_nodes):
                 if self.nodes[i].cotangent is not NULL:
                     self._take_cotangent(i)
+            self.sweeping = False
+            if self.release_pending:
+                self._free_all()
         return result
 
     cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned):
@@ -1267,6 +1364,11 @@ cdef class Tape:
         cdef Py_ssize_t n = self.n_nodes
         if self.released:
             return 0
+        if self.sweeping:
+            # called by a VJP or another thread during the sweep: the sweep ends it
+            self.release_pending = True
+            return 0
+        self.release_pending = False
         self.released = True
         self.nodes = NULL
         self.n_nodes = 0
@@ -1300,8 +1402,9 @@ cdef class Tape:
         return 0
 
     def release(self):
-        """Free every node, saved buffer and cotangent now. Idempotent. Boxes of this tape
-        raise EscapedValueError when used in a primitive afterwards."""
+        """Free every node, saved buffer and cotangent now (called during a backward pass of
+        this tape: when the pass ends). Idempotent. Boxes of this tape raise
+        EscapedValueError when used in a primitive afterwards."""
         self._free_all()
 
     # ---- introspection (tests, memory reports) ----------------------------------------------
@@ -1328,7 +1431,25 @@ cdef class Tape:
         }
 
 
+cdef int _check_node(Tape t, Py_ssize_t i, str caller) except -1:
+    if t.released:
+        raise EscapedValueError(f"Tape.{caller}: this tape has been released")
+    if i < 0 or i >= t.n_nodes:
+        raise IndexError(f"Tape.{caller}: node {i} is not on this tape ({t.n_nodes} nodes)")
+    return 0
+
+
+cdef int _check_box(Tape t, Box box, str caller) except -1:
+    """box is a value of tape t, which is not released (so box._node is in its arena)."""
+    if box._tape is not t:
+        raise ValueError(f"Tape.{caller}: the value belongs to another tape")
+    if t.released:
+        raise EscapedValueError(f"Tape.{caller}: this tape has been released")
+    return 0
+
+
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class SparseCotangent:
     """A cotangent that is zero except at `index` of an array of `shape`: what a read x[index]
     sends back. Added into an engine-owned dense slot in place (O(size of the read)), and made
@@ -1408,6 +1529,9 @@ cdef class Box:
     __array_priority__ = 1000.0
 
     def __cinit__(self):
+        # a Box made by anything but make_box (Box.__new__ from Python) is a value of a
+        # released tape: using it raises instead of reading an arena that is not there
+        self._tape = _DETACHED
         self._node = -1
 
     def __dealloc__(self):
@@ -1646,12 +1770,20 @@ PyType_Modified(<PyTypeObject*>Box)
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node):
+    """The Box of node `node` of `tape`. Invariant of every Box: its tape is released, or its
+    node is in the tape's arena (so a check of `released` guards every arena access)."""
     cdef Box b = Box.__new__(Box)
     b._value = value
     b._tape = tape
     b._node = node
-    tape.nodes[node].flags |= NODE_BOX_ALIVE
+    if node < tape.n_nodes:      # (0 once released: an observer may have released it)
+        tape.nodes[node].flags |= NODE_BOX_ALIVE
     return b
+
+
+# the tape of Boxes not made by make_box and of Boxes left detached by transfer_box
+cdef Tape _DETACHED = Tape()
+_DETACHED.release()
 
 
 cdef object _unbroadcast_slow = None
@@ -1684,6 +1816,7 @@ cdef object _layout_region(object view, object root):
     cdef cnp.ndarray v = <cnp.ndarray?>view
     cdef int nd = cnp.PyArray_NDIM(r), vnd = cnp.PyArray_NDIM(v), k, d, best
     cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(r), off, vs, rs, q, end, n
+    cdef Py_ssize_t span = cnp.PyArray_NBYTES(r)
     cdef cnp.npy_intp* rshape = cnp.PyArray_DIMS(r)
     cdef cnp.npy_intp* rstr = cnp.PyArray_STRIDES(r)
     cdef cnp.npy_intp* vshape = cnp.PyArray_DIMS(v)
@@ -1708,7 +1841,9 @@ cdef object _layout_region(object view, object root):
             continue
         if n == 0:
             return tuple([(0, 0)] * nd)
-        if vstr[k] % item:
+        # (a stride longer than root's memory is no view of it; the bound also keeps the
+        # divisions below clear of INT_MIN // -1, which traps, for as_strided arrays)
+        if vstr[k] % item or vstr[k] > span or vstr[k] < -span:
             return None
         vs = vstr[k] // item
         best = -1
@@ -1747,6 +1882,8 @@ cdef bint _same_shape_dtype(object g, object target) except -1:
     if type(target) is ArrayMeta:
         shape = (<ArrayMeta>target).shape
         tdtype = (<ArrayMeta>target).dtype
+        if shape is None:           # an ArrayMeta made from Python, not by the tape
+            return False
     elif cnp.PyArray_Check(target):
         return (cnp.PyArray_SAMESHAPE(<cnp.ndarray>g, <cnp.ndarray>target)
                 and cnp.PyArray_TYPE(<cnp.ndarray>g) == cnp.PyArray_TYPE(<cnp.ndarray>target))
@@ -1766,21 +1903,30 @@ cdef bint _same_shape_dtype(object g, object target) except -1:
 # =============================================================================
 # Python-level helpers for the front end
 # =============================================================================
-def transfer_box(Box target, Box source):
+def transfer_box(Box target not None, Box source not None):
     """Make `target` the Box of `source`'s node and value (an in-place write gives the buffer
     a new version); `source` is left detached."""
     if target._tape is not source._tape:
         raise ValueError("transfer_box: the values belong to different tapes")
+    cdef Tape tape = target._tape
+    if tape.released:
+        raise EscapedValueError("transfer_box: the values' tape has been released")
+    if target is source:
+        return
     cdef Py_ssize_t old = target._node
     target._value = source._value
     target._node = source._node
     source._node = -1
-    target._tape._box_dropped(old)
-    target._tape.nodes[target._node].flags |= NODE_BOX_ALIVE
+    source._tape = _DETACHED
+    tape._box_dropped(old)
+    if target._node < tape.n_nodes:     # (releasing `old` may have released the tape)
+        tape.nodes[target._node].flags |= NODE_BOX_ALIVE
 
 
 def root_buffer(a):
     """The ndarray that owns the memory of ndarray `a` (a itself when it owns it)."""
+    if not cnp.PyArray_Check(a):
+        raise TypeError(f"root_buffer: expected an ndarray, got {type(a).__name__}")
     return _root_buffer(a)
 
 
@@ -1793,11 +1939,11 @@ def box_value(x):
     return (<Box>x)._value if type(x) is Box else x
 
 
-def box_tape(Box x):
+def box_tape(Box x not None):
     return x._tape
 
 
-def box_node(Box x):
+def box_node(Box x not None):
     return x._node
 
 
@@ -1837,7 +1983,8 @@ cdef object _match_fast(object g, object x, object match):
     return match(g, x)
 
 
-def grad_fast(fun, tuple args, dict kwargs, argnum, str fname, bint with_value, finish, match):
+def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
+              bint with_value, finish, match):
     """grad(fun, argnum)(*args) (with_value: value_and_grad) when every differentiated
     argument is a plain float ndarray or Python float and argnum an int or a tuple of ints;
     NotImplemented (before running anything) otherwise. When the output is not a real scalar
@@ -1908,8 +2055,25 @@ def grad_fast(fun, tuple args, dict kwargs, argnum, str fname, bint with_value, 
 # Owned buffers (gradcy/numpy/inplace.py writes into them): regions are tuples of (lo, hi)
 # per axis; None means all of the buffer, () no region at all (the hull of nothing)
 # =============================================================================
+cdef int _check_region(object r) except -1:
+    """r is None or a tuple of (lo, hi) pairs (the regions below read them unchecked)."""
+    cdef Py_ssize_t k
+    if r is None:
+        return 0
+    if type(r) is tuple:
+        for k in range(PyTuple_GET_SIZE(r)):
+            e = <object>PyTuple_GET_ITEM(r, k)
+            if type(e) is not tuple or PyTuple_GET_SIZE(e) != 2:
+                break
+        else:
+            return 0
+    raise TypeError(f"gradcy: a region is None or a tuple of (lo, hi) pairs, got {r!r}")
+
+
 cdef object _region_hull(object a, object b):
     cdef Py_ssize_t k, n
+    _check_region(a)
+    _check_region(b)
     if type(a) is tuple and PyTuple_GET_SIZE(a) == 0:
         return b
     if type(b) is tuple and PyTuple_GET_SIZE(b) == 0:
@@ -1937,6 +2101,8 @@ def region_hull(a, b):
 def regions_overlap(a, b):
     """Whether regions a and b share an element (None overlaps everything)."""
     cdef Py_ssize_t k, n
+    _check_region(a)
+    _check_region(b)
     if a is None or b is None:
         return True
     n = min(PyTuple_GET_SIZE(a), PyTuple_GET_SIZE(b))
@@ -1949,6 +2115,7 @@ def regions_overlap(a, b):
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
 cdef class OwnedBuffer:
     """A buffer a tape owns: what was saved from it and which traced views of it exist.
 
@@ -2017,7 +2184,7 @@ cdef object _before_write = None        # inplace._before_write(tape, info, regi
 cdef object _after_write = None         # inplace._after_write(tape, info, region)
 
 
-def set_write_primitive(prim, before_write, after_write):
+def set_write_primitive(Primitive prim, before_write, after_write):
     """Install the write primitive and the hooks that keep saved values (before the write) and
     traced views (after it) consistent with a write that overlaps them."""
     global _write_primitive, _before_write, _after_write
@@ -2032,7 +2199,7 @@ def write_into(buf, idx, value):
     return buf
 
 
-def setitem_fast(Box box, idx, value):
+def setitem_fast(Box box not None, idx, value):
     """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
     caller must (nothing was done)."""
     return _setitem_fast(box, idx, value)

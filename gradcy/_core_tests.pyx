@@ -35,7 +35,7 @@ cdef int _check_index(Tape t, Py_ssize_t i) except -1:
 # =============================================================================
 # Arena facts
 # =============================================================================
-def arena(Tape t):
+def arena(Tape t not None):
     """Sizes of the arena: dict of n_nodes, cap_nodes, n_parents, cap_parents, nodes_null,
     parents_null."""
     return {
@@ -49,7 +49,7 @@ def arena(Tape t):
     }
 
 
-def node_struct(Tape t, Py_ssize_t i):
+def node_struct(Tape t not None, Py_ssize_t i):
     """The raw struct of node i as a dict."""
     _check_index(t, i)
     cdef Node* n = &t.nodes[i]
@@ -75,7 +75,7 @@ def node_struct(Tape t, Py_ssize_t i):
     }
 
 
-def saved_object(Tape t, Py_ssize_t i):
+def saved_object(Tape t not None, Py_ssize_t i):
     """Node i's saved record as a tuple (ans, args, kwargs), or None when released (NULL)."""
     _check_index(t, i)
     cdef Node* n = &t.nodes[i]
@@ -86,7 +86,7 @@ def saved_object(Tape t, Py_ssize_t i):
     return (<object>n.saved_ans, <object>n.saved_args, <object>n.saved_kwargs)
 
 
-def cotangent_object(Tape t, Py_ssize_t i):
+def cotangent_object(Tape t not None, Py_ssize_t i):
     """Node i's cotangent slot object (a new reference), or None when the slot is empty."""
     _check_index(t, i)
     if t.nodes[i].cotangent is NULL:
@@ -94,7 +94,7 @@ def cotangent_object(Tape t, Py_ssize_t i):
     return <object>t.nodes[i].cotangent
 
 
-def cotangent_id(Tape t, Py_ssize_t i):
+def cotangent_id(Tape t not None, Py_ssize_t i):
     """id() of the object in node i's cotangent slot (no reference taken), or None."""
     _check_index(t, i)
     if t.nodes[i].cotangent is NULL:
@@ -102,7 +102,7 @@ def cotangent_id(Tape t, Py_ssize_t i):
     return <Py_ssize_t>t.nodes[i].cotangent
 
 
-def cotangent_refcount(Tape t, Py_ssize_t i):
+def cotangent_refcount(Tape t not None, Py_ssize_t i):
     """Reference count of the object in node i's cotangent slot (no reference taken), or -1."""
     _check_index(t, i)
     if t.nodes[i].cotangent is NULL:
@@ -110,7 +110,7 @@ def cotangent_refcount(Tape t, Py_ssize_t i):
     return Py_REFCNT(t.nodes[i].cotangent)
 
 
-def topological_violations(Tape t):
+def topological_violations(Tape t not None):
     """Every (child, parent) pair whose parent index is not smaller than the child's, plus
     parent refs pointing outside the arena."""
     cdef Py_ssize_t i, p
@@ -130,7 +130,7 @@ def topological_violations(Tape t):
     return bad
 
 
-def consumer_counts(Tape t):
+def consumer_counts(Tape t not None):
     """For every node, the number of non-released nodes that list it as a parent (what
     nconsumers should equal), and nconsumers itself: list of (expected, actual)."""
     cdef Py_ssize_t i, p
@@ -148,7 +148,7 @@ def consumer_counts(Tape t):
 # =============================================================================
 # Driving the engine at C level
 # =============================================================================
-def record_chain(Primitive prim, Py_ssize_t n, Py_ssize_t fan=2, seed=12345):
+def record_chain(Primitive prim not None, Py_ssize_t n, Py_ssize_t fan=2, seed=12345):
     """On a fresh tape with one leaf, append n nodes of `prim` through Tape._append, node i
     reading up to `fan` earlier nodes (pseudo-random, deterministic). Each node's saved record
     record is (None, (i,), None): ans None, args (i,), kwargs None, checked after growth. Returns
@@ -161,8 +161,10 @@ def record_chain(Primitive prim, Py_ssize_t n, Py_ssize_t fan=2, seed=12345):
     cdef unsigned long long state = <unsigned long long>seed
     cdef list history = []
     cdef list expected = [[]]
-    if fan > 8:
-        raise ValueError("fan <= 8")
+    if fan > 8 or fan < 0:
+        raise ValueError("0 <= fan <= 8")
+    if n > 10_000_000:
+        raise ValueError("n <= 10_000_000")
     leaf = t.new_leaf(0.0)
     leaf_index = leaf._node
     for i in range(1, n + 1):
@@ -185,19 +187,19 @@ def record_chain(Primitive prim, Py_ssize_t n, Py_ssize_t fan=2, seed=12345):
     return t, history, expected
 
 
-def accumulate(Tape t, Py_ssize_t i, g):
+def accumulate(Tape t not None, Py_ssize_t i, g):
     """Tape._accumulate(i, g): add g into node i's cotangent slot as a VJP result would be."""
     _check_index(t, i)
     t._accumulate(i, g)
 
 
-def take_cotangent(Tape t, Py_ssize_t i):
+def take_cotangent(Tape t not None, Py_ssize_t i):
     """Tape._take_cotangent(i): empty node i's slot and return its object."""
     _check_index(t, i)
     return t._take_cotangent(i)
 
 
-def counters(Tape t):
+def counters(Tape t not None):
     """The tape's own counters."""
     return {
         "live_nodes": t.live_nodes,
@@ -208,6 +210,6 @@ def counters(Tape t):
     }
 
 
-def box_fields(Box b):
+def box_fields(Box b not None):
     """(id of tape, node index, tape released) of a Box."""
     return id(b._tape), b._node, b._tape.released

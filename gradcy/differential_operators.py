@@ -4,6 +4,12 @@ Each call opens its own Tape (no global trace state, so threads and nested calls
 independent), boxes the inputs, runs the function, sweeps, and releases the tape on the way
 out, also when the function raises. Only make_vjp hands its tape to the caller (inside the VJP
 function it returns), because that function may be called many times.
+
+Threads: any thread may apply operations to a differentiation's traced values while that
+differentiation's function runs (they are recorded on its tape); an operation that ends after
+the function returned and the backward pass started, or after the tape was released, raises
+(RuntimeError, EscapedValueError) and records nothing. Array constructors attach to the
+differentiations of their own thread only.
 """
 from functools import wraps
 
@@ -561,16 +567,23 @@ def multigrad_dict(fun):
 
 def checkpoint(fun):
     """fun as one node that stores only its inputs: its intermediate values are recomputed
-    during the backward pass instead of held from the forward pass (memory for time)."""
+    during the backward pass instead of held from the forward pass (memory for time). In
+    forward mode the tangent is computed by running fun once more on a forward-mode tape."""
     def vjp_argnums(argnums, ans, args, kwargs):
         def vjp(g):
             inner, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
                                  consume=True)
             return inner(g)
         return vjp
+
+    def jvp_argnums(argnums, gs, ans, args, kwargs):
+        argnums = tuple(argnums)
+        return _forward(fun, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
+                        "checkpoint")[1]
     name = getattr(fun, "__name__", "fun")
     wrapped = primitive(fun, f"checkpoint({name})")
     defvjp_argnums(wrapped, vjp_argnums, save=("args",))
+    defjvp_argnums(wrapped, jvp_argnums)
     return wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))
 
 
@@ -589,29 +602,35 @@ def make_jvp(fun, argnum=0):
             if len(tangents) != len(leaves):
                 raise ValueError(f"make_jvp: the tangent has {len(tangents)} leaves, the "
                                  f"argument {len(leaves)}; give it the argument's structure")
-            tape = Tape(True)
-            try:
-                boxes = [tape.new_leaf(leaf, _match_input(t, leaf))
-                         for leaf, t in zip(leaves, tangents)]
-                out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
-                del boxes
-                if out is None:
-                    raise TypeError("make_jvp: the function returned None")
-                out_leaves, out_unflatten = tree_flatten(out)
-                values, out_tangents = [], []
-                for leaf in out_leaves:
-                    if type(leaf) is Box and leaf._tape is tape:
-                        values.append(leaf._value)
-                        out_tangents.append(_match_input(tape.tangent(leaf), leaf._value))
-                    else:
-                        values.append(leaf)
-                        out_tangents.append(_zeros_like(leaf))
-                del out, out_leaves
-                return out_unflatten(values), out_unflatten(out_tangents)
-            finally:
-                tape.release()
+            return _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, "make_jvp")
         return jvp
     return jvp_maker
+
+
+def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
+    """(fun(*args), its tangent) for `tangents` of the leaves of args[argnum] (rebuilt by
+    unflatten), run once on a forward-mode tape."""
+    tape = Tape(True)
+    try:
+        boxes = [tape.new_leaf(leaf, _match_input(t, leaf))
+                 for leaf, t in zip(leaves, tangents)]
+        out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
+        del boxes
+        if out is None:
+            raise TypeError(f"{fname}: the function returned None")
+        out_leaves, out_unflatten = tree_flatten(out)
+        values, out_tangents = [], []
+        for leaf in out_leaves:
+            if type(leaf) is Box and leaf._tape is tape:
+                values.append(leaf._value)
+                out_tangents.append(_match_input(tape.tangent(leaf), leaf._value))
+            else:
+                values.append(leaf)
+                out_tangents.append(_zeros_like(leaf))
+        del out, out_leaves
+        return out_unflatten(values), out_unflatten(out_tangents)
+    finally:
+        tape.release()
 
 
 def deriv(fun, argnum=0):
