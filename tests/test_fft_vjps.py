@@ -94,10 +94,12 @@ NUMPY2 = onp.lib.NumpyVersion(onp.__version__) >= "2.0.0"
 
 
 def _numpy_takes(fun, x):
-    try:
-        fun(x)                      # plain values: NumPy's own call
-    except ValueError:
-        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            fun(x)                  # plain values: NumPy's own call
+        except ValueError:
+            return False
     return True
 
 
