@@ -25,7 +25,7 @@ from gradcy.misc import fixed_point, flatten, flatten_func
 from gradcy.misc import optimizers
 from gradcy.test_util import check_grads
 from gradcy.vspace import SparseObject, VSpace, vspace
-from vjp_harness import check
+from vjp_harness import check, dtype_ok
 
 COVERED = {"gradcy.misc.fixed_points.fixed_point"}
 
@@ -473,7 +473,9 @@ def _same_structure(a, b):
         for x, y in zip(a, b):
             _same_structure(x, y)
     else:
-        assert onp.shape(a) == onp.shape(b) and onp.result_type(a) == onp.result_type(b), (a, b)
+        # (autograd's ones() of a complex64 0-d space adds 1j: NumPy 1.x widens that scalar)
+        assert onp.shape(a) == onp.shape(b) and (onp.result_type(a) == onp.result_type(b) or (
+            onp.ndim(b) == 0 and dtype_ok(b, onp.result_type(a)))), (a, b)
         close(a, b)
 
 

@@ -89,6 +89,23 @@ CASES = [
     ("truncate_pad", lambda a: FV.truncate_pad(a, (6, 3)), R2),
     ("truncate_pad-c", lambda a: FV.truncate_pad(a, (1, 4, 6)), C3),
 ]
+
+
+NUMPY2 = onp.lib.NumpyVersion(onp.__version__) >= "2.0.0"
+
+
+def _numpy_takes(fun, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            fun(x)                  # plain values: NumPy's own call
+        except ValueError:
+            return False
+    return True
+
+
+# s=-1 (the input's length along that axis) is new in NumPy 2: cases NumPy rejects are left out
+CASES = [c for c in CASES if _numpy_takes(c[1], c[2])]
 _IDS = [c[0] for c in CASES]
 
 
@@ -135,7 +152,9 @@ def test_dtype_contract(name, fun, x):
     vjp, y = make_vjp(fun)(x)
     try:
         y = onp.asarray(y)
-        assert y.dtype in (onp.float32, onp.complex64)
+        # NumPy's own dtype: single precision (NumPy 1.x's numpy.fft computes in double)
+        assert y.dtype == onp.asarray(fun(x)).dtype
+        assert y.dtype in (onp.float32, onp.complex64) or not NUMPY2
         out = vjp(onp.ones(y.shape, y.dtype))
     finally:
         vjp.release()
@@ -240,6 +259,7 @@ def test_repeated_axis_real_transform_raises():
         grad(lambda a: np.sum(np.abs(fft.rfftn(a, axes=(1, 1)))))(R2)
 
 
+@pytest.mark.skipif(not NUMPY2, reason="numpy.fft's out= is new in NumPy 2")
 def test_out_into_plain_array_raises_and_into_traced_buffer_traces():
     x = _data(4)
     buf = onp.empty(4, complex)

@@ -149,7 +149,17 @@ SECOND_ORDER_COV = [c[:3] + (2,) for c in CASES if c[0].startswith("mvn") and c[
 
 @pytest.mark.parametrize("fun,args,order", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_grads(fun, args, order):
-    check(fun, *args, order=order)
+    check(fun, *args, order=order, dtypes=_scipy_takes_float32(fun, args))
+
+
+def _scipy_takes_float32(fun, args):
+    """SciPy's own call accepts the arguments as float32 (SciPy 1.10's dirichlet rejects a
+    float32 point whose implied last coordinate leaves the sum 1 + 1.5e-8)."""
+    try:
+        fun(*[a.astype(onp.float32) if isinstance(a, onp.ndarray) else a for a in args])
+    except ValueError:
+        return False
+    return True
 
 
 @needs_inv_rules

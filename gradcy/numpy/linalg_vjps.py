@@ -54,9 +54,7 @@ def _real_dtype(dt):
     return _onp.finfo(dt).dtype if dt.kind in "fc" else _onp.dtype(_onp.float64)
 
 
-def _T(x):
-    """x with its last two axes swapped (a view for ndarrays)."""
-    return x.mT if type(x) is _ndarray else anp.matrix_transpose(x)
+_T = anp._mT       # x with its last two axes swapped (a view for ndarrays)
 
 
 def _conj(x):
@@ -229,9 +227,20 @@ defjvp(_la.pinv, _pinv_jvp)
 # =============================================================================
 # solve (b a vector only when 1-D, as in NumPy 2; batch dimensions broadcast)
 # =============================================================================
+# NumPy 1.x's solve (not 2's) reads b as a stack of vectors also when b has one axis fewer
+# than a
+_SOLVE_STACKS_VECTORS = _onp.lib.NumpyVersion(_onp.__version__) < "2.0.0"
+
+
+def _solve_vec(a, b):
+    """solve(a, b) reads b as (a stack of) vectors, not matrices."""
+    nb = len(_shape(b))
+    return nb == 1 or (_SOLVE_STACKS_VECTORS and nb == len(_shape(a)) - 1)
+
+
 def _solve_vjp(argnums, ans, args, kwargs):
     a, b = args[0], args[1]
-    vec = len(_shape(b)) == 1
+    vec = _solve_vec(a, b)
 
     def vjp(g):
         gb = _la.solve(_T(a), _col(g) if vec else g)
@@ -247,13 +256,13 @@ def _solve_vjp(argnums, ans, args, kwargs):
 
 
 def _solve_jvp_a(g, ans, a, b):
-    if len(_shape(b)) == 1:
+    if _solve_vec(a, b):
         return -_la.solve(a, _mm(g, _col(ans)))[..., 0]
     return -_la.solve(a, _mm(g, ans))
 
 
 def _solve_jvp_b(g, ans, a, b):
-    if len(_shape(b)) == 1:
+    if _solve_vec(a, b):
         if len(_shape(g)) == 1:
             return _la.solve(a, g)
         return _la.solve(a, _col(g))[..., 0]

@@ -75,7 +75,10 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np.
     return _np.sum(a, axis, dtype, out, keepdims=keepdims, initial=initial, where=where)
 
 
-_c_einsum = getattr(getattr(_np._core, "multiarray", None), "c_einsum", None)
+try:
+    from numpy._core.multiarray import c_einsum as _c_einsum   # NumPy 2; 1.26 has a shim
+except ImportError:
+    _c_einsum = None
 
 
 @functools.wraps(_np.einsum)
@@ -414,7 +417,8 @@ for _name in ["array", "asarray", "concatenate", "stack", "hstack", "vstack", "d
               "column_stack"]:
     if hasattr(_np, _name):
         register_numpy_override(getattr(_np, _name), globals()[_name])
-concat = concatenate
+if hasattr(_np, "concat"):          # NumPy >= 2
+    concat = concatenate
 
 
 # =============================================================================
@@ -573,6 +577,16 @@ def _box_getitem(A, idx):
 def _box_setitem(A, idx, value):
     raise TypeError("gradcy: item assignment into a traced array is not supported yet; build the "
                     "result functionally (gradcy.numpy.where, concatenate, ...)")
+
+
+if hasattr(_np.ndarray, "mT"):
+    def _mT(x):
+        """x with its last two axes swapped (the VJP rules' transpose): a view of an ndarray,
+        matrix_transpose of a traced value."""
+        return x.mT if type(x) is _np.ndarray else matrix_transpose(x)
+else:                               # NumPy 1.26: no ndarray.mT, no matrix_transpose
+    def _mT(x):
+        return x.swapaxes(-1, -2) if type(x) is _np.ndarray else swapaxes(x, -1, -2)
 
 
 @primitive

@@ -79,7 +79,9 @@ def _select(mask, g, ans, negate=False):
     if type(g) is float or type(g) is complex:
         m = _onp.where(mask, 1, 0).astype(_dtype_of(ans))
         return (2.0 * m - 1.0) * -g if negate else m * g
-    return anp.where(mask, -g, g) if negate else anp.where(mask, g, 0.0)
+    if negate:
+        return anp.where(mask, -g, g)
+    return cast_like(anp.where(mask, g, 0.0), _dtype_of(g))    # NumPy 1.x widens a scalar g
 
 
 # =============================================================================

@@ -20,15 +20,13 @@ from . import numpy_wrapper as anp
 from .vjp_util import cast_like, shape_dtype, unbroadcast
 
 _ndarray = _onp.ndarray
-_c_einsum = getattr(getattr(_onp._core, "multiarray", None), "c_einsum", None)
+_c_einsum = anp._c_einsum
 
 
 # =============================================================================
 # Helpers
 # =============================================================================
-def _mT(x):
-    """x with its last two axes swapped, as a view (traced values: matrix_transpose)."""
-    return x.mT if type(x) is _ndarray else anp.matrix_transpose(x)
+_mT = anp._mT      # x with its last two axes swapped, as a view (traced: matrix_transpose)
 
 
 def _permute(x, src):
@@ -126,7 +124,7 @@ defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save=(0, 1))
 def _matmul_rule_0(g, ans, A, B):
     if type(g) is _ndarray and type(B) is _ndarray and type(A) is _ndarray and (
             B.ndim == 2 and A.ndim >= 2):
-        r = _onp.matmul(g, B.mT)            # the common case, without dispatch
+        r = _onp.matmul(g, B.T)             # the common case, without dispatch
         if r.dtype == A.dtype:
             return r
     sA, dtA = shape_dtype(A)
@@ -153,7 +151,7 @@ def _matmul_rule_0(g, ans, A, B):
 def _matmul_rule_1(g, ans, A, B):
     if type(g) is _ndarray and type(A) is _ndarray and type(B) is _ndarray and (
             A.ndim == 2 and B.ndim >= 2):
-        r = _onp.matmul(A.mT, g)            # the common case, without dispatch
+        r = _onp.matmul(A.T, g)             # the common case, without dispatch
         if r.dtype == B.dtype:
             return r
     sB, dtB = shape_dtype(B)

@@ -192,8 +192,10 @@ def _selection(prim, diff, save=()):
         for j in targets:
             if j < len(new):
                 shape = _shape(new[j])
-                new[j] = (_onp.arange(1, _size(shape) + 1, dtype=_intp).reshape(shape)
-                          if j == k else _onp.zeros(shape, _intp))
+                m = (_onp.arange(1, _size(shape) + 1, dtype=_intp).reshape(shape)
+                     if j == k else _onp.zeros(shape, _intp))
+                # a NumPy scalar stays one (NumPy 1.x's diagflat of a scalar is a scalar)
+                new[j] = m[()] if isinstance(new[j], _onp.generic) else m
             elif names.get(j) in kw and kw[names[j]] is not None:
                 kw[names[j]] = _onp.zeros(_onp.shape(kw[names[j]]), _intp)
         out = fun(*new, **kw)
@@ -884,7 +886,9 @@ def _trap_bind(args, kwargs):
     return _Trap(kw["y"], kw["x"], kw["axis"]), kw
 
 
-_trap_binder = _binder(_onp.trapezoid)
+# NumPy 1.26 has only trapz, the same function under its old name
+_trapezoid = getattr(anp, "trapezoid", None) or anp.trapz
+_trap_binder = _binder(getattr(_onp, "trapezoid", None) or _onp.trapz)
 
 
 def _trapezoid_vjp(argnums, ans, args, kwargs):
@@ -932,7 +936,7 @@ def _trapezoid_jvp(argnums, gs, ans, args, kwargs):
     total = None
     for k, g in zip(argnums, gs):
         if k == 0:
-            t = anp.trapezoid(g, x, dx, kw["axis"])
+            t = _trapezoid(g, x, dx, kw["axis"])
         elif k == 1:
             t = anp.sum(tr.d(g, None) * tr.pair_mean(y), axis=tr.ap)
         elif k == 2:
@@ -943,8 +947,8 @@ def _trapezoid_jvp(argnums, gs, ans, args, kwargs):
     return total
 
 
-defvjp_argnums(anp.trapezoid, _trapezoid_vjp, save=(0, 1, 2))
-defjvp_argnums(anp.trapezoid, _trapezoid_jvp)
+defvjp_argnums(_trapezoid, _trapezoid_vjp, save=(0, 1, 2))
+defjvp_argnums(_trapezoid, _trapezoid_jvp)
 
 
 # =============================================================================

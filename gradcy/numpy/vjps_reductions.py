@@ -176,8 +176,9 @@ def _mean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=Non
         w = _weights(mask, axes, xdtype)
         return lambda g: _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
     scale = 1.0 / (_count(shape, axes) or 1)     # a Python float: 1/n even in float16
+    # (NumPy 1.x widens a scalar g times a Python float: the outer cast_like undoes it)
     return lambda g: anp.broadcast_to(
-        _keep(cast_like(g, xdtype) * scale, shape, axes, keepdims), shape)
+        _keep(cast_like(cast_like(g, xdtype) * scale, xdtype), shape, axes, keepdims), shape)
 
 
 defvjp(anp.mean, _mean_vjp, save=())
@@ -680,7 +681,7 @@ def _average_vjp_a(ans, a, axis=None, weights=None, returned=False, keepdims=Fal
         gk = _keep(g_avg, shape, axes, keepdims)
         if weights is None:
             scale = 1.0 / (_count(shape, axes) or 1)
-            return anp.broadcast_to(cast_like(gk, adtype) * scale, shape)
+            return anp.broadcast_to(cast_like(cast_like(gk, adtype) * scale, adtype), shape)
         wb = _average_weights(weights, shape, axes)
         return unbroadcast(gk * (wb / anp.sum(wb, axis=axes, keepdims=True)), a)
     return vjp

@@ -164,7 +164,7 @@ defvjp(anp.reshape, _reshape_vjp, save=())
 defvjp(anp.ravel, _ravel_vjp, save=())
 # axes (a tuple, or rarely an array) are kept: they are metadata, not a buffer of the input
 defvjp(anp.transpose, _transpose_vjp, save=(1,))
-if anp.permute_dims is not anp.transpose:
+if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
     defvjp(anp.permute_dims, _transpose_vjp, save=(1,))
 defvjp(anp.swapaxes, lambda ans, x, a1, a2: lambda g: anp.swapaxes(g, a1, a2), save=())
 defvjp(anp.moveaxis, lambda ans, x, src, dst: lambda g: anp.moveaxis(g, dst, src), save=())
@@ -515,7 +515,7 @@ def _reshape_jvp(g, ans, x, *args, **kwargs):
 defjvp(anp.reshape, _reshape_jvp)
 defjvp(anp.ravel, _same(anp.ravel))
 defjvp(anp.transpose, _same(anp.transpose))
-if anp.permute_dims is not anp.transpose:
+if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
     defjvp(anp.permute_dims, _same(anp.permute_dims))
 for _f in (anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims, anp.squeeze,
            anp.broadcast_to):

@@ -52,9 +52,7 @@ def _public(fun, name):
 # =============================================================================
 # Helpers (work on arrays and traced values alike)
 # =============================================================================
-def _mT(x):
-    """x with its last two axes swapped (a view for arrays)."""
-    return x.mT if type(x) is _ndarray else anp.matrix_transpose(x)
+_mT = anp._mT      # x with its last two axes swapped (a view for arrays)
 
 
 def _is_complex(x):

@@ -27,7 +27,7 @@ _sp = _import_scipy("scipy.special")
 from .._core import register_numpy_override  # noqa: E402
 from ..extend import Primitive, defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
 from ..numpy import numpy_wrapper as anp  # noqa: E402
-from ..numpy.vjp_util import cast_like, unbroadcast  # noqa: E402
+from ..numpy.vjp_util import cast_like, shape_dtype, unbroadcast  # noqa: E402
 
 _PREFIX = "gradcy.scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -178,8 +178,9 @@ _last_arg(polygamma, lambda ans, n, x: polygamma(n + 1, x), save=(0, 1))
 
 
 def _multigammaln_d(a, d):
-    """d/da log Gamma_d(a) = sum_j digamma(a - j/2), j < d."""
-    return anp.sum(digamma(anp.expand_dims(a, -1) - _onp.arange(d) * 0.5), axis=-1)
+    """d/da log Gamma_d(a) = sum_j digamma(a - j/2), j < d (in a's float dtype)."""
+    half = (_onp.arange(d) * 0.5).astype(_onp.result_type(shape_dtype(a)[1], _onp.float16))
+    return anp.sum(digamma(anp.expand_dims(a, -1) - half), axis=-1)
 
 
 defvjp_direct(multigammaln, lambda g, ans, a, d: unbroadcast(g * _multigammaln_d(a, d), a), None,
