@@ -52,7 +52,16 @@ SET_OPS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(SET_OPS))
+def _numpy_has(name):
+    """Whether the installed NumPy has the function a SET_OPS case calls (unique_all and the
+    other array-API names are NumPy 2's)."""
+    return hasattr(onp, name.split("(")[0])
+
+
+@pytest.mark.parametrize("name", [
+    n if _numpy_has(n) else pytest.param(n, marks=pytest.mark.skip(f"NumPy {onp.__version__} "
+                                                                  f"has no {n}"))
+    for n in sorted(SET_OPS)])
 def test_set_operation_gradients_match_central_differences(name):
     check(SET_OPS[name], X)
 
@@ -79,9 +88,10 @@ def test_unique_integer_outputs_are_numpys():
             assert type(got) is onp.ndarray
             onp.testing.assert_array_equal(got, want)
         onp.testing.assert_array_equal(values._value, onp.unique(x))
-        res = np.unique_all(a)
-        assert type(res).__name__ == "UniqueAllResult"
-        onp.testing.assert_array_equal(res.counts, onp.unique_all(x).counts)
+        if _numpy_has("unique_all"):
+            res = np.unique_all(a)
+            assert type(res).__name__ == "UniqueAllResult"
+            onp.testing.assert_array_equal(res.counts, onp.unique_all(x).counts)
         return np.sum(values * WEIGHTS[:4])
     g = grad(f)(x)
     # duplicates: the first occurrence (numpy's return_index) receives the cotangent

@@ -174,12 +174,51 @@ defjvp(write,
        lambda g, ans, buf, idx, value: at_set(anp.zeros_like(ans), idx, g))
 
 
+def _copies_overlapping_fancy_writes():
+    """Whether this NumPy reads the value of buf[int array] = value before writing, when value
+    overlaps buf (NumPy 2 does; NumPy 1.x writes element by element, reading written ones)."""
+    b = _np.arange(3.0)
+    b[[1, 2]] = b[:2]
+    return b[2] == 1.0
+
+
+_FANCY_WRITES_COPY = _copies_overlapping_fancy_writes()
+
+
+def _element_offsets(a):
+    """The address of every element of ndarray a, in a's shape."""
+    o = _np.asarray(a.__array_interface__["data"][0], dtype=_np.intp)
+    for k, (n, s) in enumerate(zip(a.shape, a.strides)):
+        o = o + (_np.arange(n, dtype=_np.intp) * s).reshape((n,) + (1,) * (a.ndim - k - 1))
+    return _np.broadcast_to(o, a.shape)
+
+
+def _refuse_order_dependent_write(buf, idx, value):
+    """Under a NumPy whose buf[advanced idx] = value reads elements of value it has already
+    written (NumPy 1.x), raise when value is memory of an element that idx writes: the result
+    then depends on NumPy's write order, which gradcy does not follow."""
+    buf, value = _plain(buf), _plain(value)
+    if (type(buf) is not _np.ndarray or type(value) is not _np.ndarray
+            or region(idx, buf.shape) is not None or not _np.may_share_memory(buf, value)):
+        return                   # a basic index (NumPy copies), or no memory in common
+    if buf.itemsize == value.itemsize and not _np.isin(
+            _element_offsets(buf)[idx], _element_offsets(value)).any():
+        return
+    raise NotImplementedError(
+        f"gradcy.numpy.setitem: the value written (argument 2) reads elements of the buffer "
+        f"that the advanced index writes; NumPy {_np.__version__} writes them one by one "
+        f"without copying the value first, so the result depends on its write order, which "
+        f"gradcy does not follow. Write a copy: buf[idx] = value.copy()")
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     if type(value) is Box and value._tape is not tape and value._tape.trace_id > tape.trace_id:
         raise NotImplementedError(
             "gradcy: writing a value traced by an inner differentiation into a buffer of an "
             "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
+    if not _FANCY_WRITES_COPY:
+        _refuse_order_dependent_write(box, idx, value)
     if tape.forward or type(box._value) is Box or (type(value) is Box and value._tape is not tape):
         # forward mode and nested differentiation: the functional form (a copy per write)
         transfer_box(box, at_set(box, idx, value))

@@ -125,17 +125,52 @@ _KEYWORD_ONLY = 1 << 30          # out_arg of an `out` that cannot be passed by 
 _OUT_TAIL = {}                   # primitive -> names of the positional parameters after `out`
 
 
+def parameters(fun):
+    """The inspect.Parameter list of `fun`, or None when it has no readable signature. NumPy 1.x
+    C functions (dot, concatenate, busday_count) have none to inspect; their docstring opens
+    with it instead ("dot(a, b, out=None)"), which is read then (names, kinds and order only:
+    defaults are not evaluated, non-name parameters such as "(a1, a2, ...)" become "_argN")."""
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        pass
+    name = getattr(fun, "__name__", None)
+    first = (getattr(fun, "__doc__", None) or "").strip().split("\n", 1)[0].strip()
+    if not name or not first.startswith(name + "(") or not first.endswith(")"):
+        return None
+    pieces, depth, start, text = [], 0, 0, first[len(name) + 1:-1]
+    for k, ch in enumerate(text + ","):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            pieces.append(text[start:k].strip())
+            start = k + 1
+    P = inspect.Parameter
+    params, kind = [], P.POSITIONAL_OR_KEYWORD
+    for i, piece in enumerate(filter(None, pieces)):
+        if piece == "/":
+            params = [q.replace(kind=P.POSITIONAL_ONLY) for q in params]
+            continue
+        if piece == "*":
+            kind = P.KEYWORD_ONLY
+            continue
+        arg = piece.split("=", 1)[0].strip()
+        stars = len(arg) - len(arg.lstrip("*"))
+        arg = arg[stars:] if arg[stars:].isidentifier() else f"_arg{i}"
+        params.append(P(arg, (kind, P.VAR_POSITIONAL, P.VAR_KEYWORD)[_builtins.min(stars, 2)]))
+        if stars == 1:
+            kind = P.KEYWORD_ONLY
+    return params
+
+
 def set_out_arg(prim, fun):
     """Mark `prim` (wrapping `fun`) as having an `out` parameter, if `fun` has one: calls that
     pass it go to _out_call instead of letting fun write untraced numbers into it."""
     if isinstance(fun, _np.ufunc):
         prim.out_arg = fun.nin                   # ufunc(x1, x2, out1, out2...)
         return
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return
-    for i, p in enumerate(params):
+    params = parameters(fun)
+    for i, p in enumerate(params or ()):
         if p.name == "out":
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 prim.out_arg = i
