@@ -30,6 +30,7 @@ import gradcy.numpy.linalg  # noqa: F401
 import gradcy.scipy.special as gsp
 from gradcy import TracerArrayConversionError, grad
 from gradcy._core import Primitive
+from gradcy.numpy.numpy_wrapper import parameters
 from counters import _counters_back_to_zero  # noqa: F401
 
 RNG = onp.random.RandomState(7)
@@ -57,11 +58,9 @@ def _out_functions():
             if isinstance(obj, onp.ufunc):
                 found.append((modname, name))
                 continue
-            try:
-                params = inspect.signature(obj).parameters
-            except (TypeError, ValueError):
-                continue
-            if "out" in params:
+            # NumPy 1.x C functions (dot) have no signature to inspect: `parameters` reads it
+            # from their docstring then
+            if "out" in [p.name for p in parameters(obj) or ()]:
                 found.append((modname, name))
     return found
 
@@ -113,7 +112,9 @@ SPECS = {
 
 
 def _spec(modname, name):
-    """(args builder, kwargs) for a function with out=, checked to run in plain numpy."""
+    """(args builder, result) for a function with out=, checked to run in plain numpy. A
+    DeprecationWarning of numpy's own is no reason to skip an argument list (the function is
+    audited while NumPy still has it; `_numpy_deprecates` tells which ones warn)."""
     fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
     builders = ([lambda x, b=b: (b(x), {}) for b in _ufunc_candidates(fn.nin)]
                 if isinstance(fn, onp.ufunc) else [SPECS.get(name, lambda x: ((x,), {}))])
@@ -124,11 +125,29 @@ def _spec(modname, name):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
+                warnings.simplefilter("ignore", DeprecationWarning)
                 result = fn(*args, **kwargs)
         except (TypeError, ValueError, RuntimeWarning, onp.exceptions.ComplexWarning):
             continue
         return build, result
     raise AssertionError(f"{modname}.{name}: no argument list numpy accepts; add a spec")
+
+
+def _warnings_of(call):
+    """The (category, message) of the warnings `call()` emits."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return sorted({(w.category, str(w.message)) for w in caught}, key=str)
+
+
+def _numpy_deprecates(modname, name):
+    """Whether numpy's own call of the function (with its spec's arguments) warns that it is
+    deprecated (numpy.round_ in NumPy 1.25+, numpy.fix in 2.5)."""
+    fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
+    build, _ = _spec(modname, name)
+    args, kwargs = build(X0)
+    return any(issubclass(c, DeprecationWarning) for c, _ in _warnings_of(lambda: fn(*args, **kwargs)))
 
 
 def _read(buffers):
@@ -154,7 +173,7 @@ def _positional_out(fn, args, kwargs, out):
     """fn's arguments with out passed by position, or None when out cannot go there."""
     if isinstance(fn, onp.ufunc):
         return (args + tuple(out)), kwargs
-    params = list(inspect.signature(fn).parameters.values())
+    params = parameters(fn)
     names = [p.name for p in params]
     pos = names.index("out")
     if params[pos].kind is not params[pos].POSITIONAL_OR_KEYWORD or len(args) > pos:
@@ -234,6 +253,13 @@ _PATHS = ["numpy-kw", "numpy-pos", "gradcy-kw", "gradcy-pos", "owned-kw", "owned
 @pytest.mark.parametrize("modname,name", _CASES, ids=[f"{m}.{n}" for m, n in _CASES])
 def test_out_parameter(modname, name):
     build, result = _spec(modname, name)
+    with warnings.catch_warnings():
+        if _numpy_deprecates(modname, name):      # numpy warns on each call; audit it anyway
+            warnings.simplefilter("ignore", DeprecationWarning)
+        _audit_out_parameter(modname, name, build, result)
+
+
+def _audit_out_parameter(modname, name, build, result):
     np_fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
     ran = 0
     for path in _PATHS:
@@ -260,12 +286,34 @@ def test_out_parameter(modname, name):
 def test_every_out_function_is_audited():
     names = {n for _, n in OUT_FUNCTIONS}
     assert set(NO_FLOAT_VALUES) <= names
-    assert set(SPECS) - {"multi_dot"} <= names and ("numpy.linalg", "multi_dot") in OUT_FUNCTIONS
+    # the specs of functions this NumPy has (concat, cumulative_sum are NumPy 2's)
+    assert {n for n in SPECS if hasattr(onp, n)} - {"multi_dot"} <= names and ("numpy.linalg", "multi_dot") in OUT_FUNCTIONS
     # the enumeration found numpy's out= functions (ufuncs, reductions, linalg, fft)
     for expected in [("numpy", "add"), ("numpy", "sum"), ("numpy", "dot"), ("numpy", "cumsum"),
                      ("numpy", "clip"), ("numpy", "einsum"), ("numpy", "take"),
-                     ("numpy", "concatenate"), ("numpy.fft", "fft")]:
+                     ("numpy", "concatenate")] + (
+            [("numpy.fft", "fft")] if onp.lib.NumpyVersion(onp.__version__) >= "2.0.0" else []):
         assert expected in OUT_FUNCTIONS
+
+
+def test_deprecated_functions_warn_as_numpy_does():
+    """A function NumPy deprecates (it warns on each call) is still audited above; gradcy's
+    call warns as numpy's does, traced or not, and adds no warning of its own."""
+    deprecated = [(m, n) for m, n in _CASES if _numpy_deprecates(m, n)]
+    if not deprecated:
+        pytest.skip(f"NumPy {onp.__version__} deprecates none of its functions with out=")
+    for modname, name in deprecated:
+        np_fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
+        g_fn = getattr(dict((m, g) for m, _, g in _MODULES)[modname], name)
+        build, _ = _spec(modname, name)
+        args, kwargs = build(X0)
+        want = _warnings_of(lambda: np_fn(*args, **kwargs))
+        assert want and _warnings_of(lambda: g_fn(*args, **kwargs)) == want, name
+
+        def program(x):
+            a, k = build(x)
+            return _read([g_fn(*a, **k)])
+        assert _warnings_of(lambda: grad(program)(X0.copy())) == want, name
 
 
 # ---- functions and methods that write into an argument -----------------------------------
@@ -403,6 +451,7 @@ NONDIFF_SPECS = {
     "logical_xor": lambda x: (x, C), "may_share_memory": lambda x: (x, C),
     "shares_memory": lambda x: (x, C), "can_cast": lambda x: (x, onp.float32),
     "lexsort": lambda x: ((x[0], x[1]),), "gradcy.numpy.round": lambda x: (x, 1),
+    "in1d": lambda x: (x, C),
     "einsum_path": lambda x: ("ij,kj->ik", x, C),
     "diag_indices_from": lambda x: (S44 + x[0, 0],),
     "tril_indices_from": lambda x: (S44 + x[0, 0],),
@@ -452,8 +501,12 @@ def test_nondifferentiable_output_does_not_follow_its_input(full):
 
 def test_nondifferentiable_lists_are_covered():
     shorts = {n.rsplit(".", 1)[-1] for n in NONDIFF}
-    assert set(NONDIFF_SPECS) <= shorts | set(NONDIFF)
-    assert NO_FLOAT_INPUT <= shorts | {"isnat"}
+    # the listed functions that this NumPy has (in1d is gone in NumPy 2.4, isdtype and
+    # bitwise_count are NumPy 2's)
+    present = {n for n in set(NONDIFF_SPECS) | NO_FLOAT_INPUT
+               if any(hasattr(mod, n.rsplit(".", 1)[-1]) for _, mod, _ in _MODULES)}
+    assert present & set(NONDIFF_SPECS) <= shorts | set(NONDIFF)
+    assert present & NO_FLOAT_INPUT <= shorts | {"isnat"}
     assert len(NONDIFF) > 80
 
 

@@ -13,6 +13,7 @@ arrays receive plain values only, and traced values into a plain array raise
 TracerArrayConversionError. put, putmask, place, put_along_axis, fill_diagonal, copyto and
 nan_to_num(copy=False) follow the same rule for the array they write into.
 """
+import ast
 import builtins as _builtins
 import functools
 import inspect
@@ -27,7 +28,7 @@ from ..registry import notrace_primitive, primitive
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
 # constant results, shapes and constructors): traced values pass through them unrecorded.
 NONDIFFERENTIABLE = {
-    "floor", "ceil", "round", "around", "rint", "fix", "trunc", "sign", "signbit",
+    "floor", "ceil", "round", "around", "round_", "rint", "fix", "trunc", "sign", "signbit",
     "floor_divide", "all", "any", "argmax", "argmin", "argpartition", "argsort", "argwhere",
     "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape",
     "size", "isscalar",
@@ -128,8 +129,9 @@ _OUT_TAIL = {}                   # primitive -> names of the positional paramete
 def parameters(fun):
     """The inspect.Parameter list of `fun`, or None when it has no readable signature. NumPy 1.x
     C functions (dot, concatenate, busday_count) have none to inspect; their docstring opens
-    with it instead ("dot(a, b, out=None)"), which is read then (names, kinds and order only:
-    defaults are not evaluated, non-name parameters such as "(a1, a2, ...)" become "_argN")."""
+    with it instead ("dot(a, b, out=None)"), which is read then (names, kinds, order, and the
+    defaults that are Python literals; non-name parameters such as "(a1, a2, ...)" become
+    "_argN")."""
     try:
         return list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
@@ -154,10 +156,15 @@ def parameters(fun):
         if piece == "*":
             kind = P.KEYWORD_ONLY
             continue
-        arg = piece.split("=", 1)[0].strip()
+        arg, _, default = (t.strip() for t in piece.partition("="))
+        try:
+            default = ast.literal_eval(default) if default else P.empty
+        except (ValueError, SyntaxError):
+            default = P.empty
         stars = len(arg) - len(arg.lstrip("*"))
         arg = arg[stars:] if arg[stars:].isidentifier() else f"_arg{i}"
-        params.append(P(arg, (kind, P.VAR_POSITIONAL, P.VAR_KEYWORD)[_builtins.min(stars, 2)]))
+        kind_i = (kind, P.VAR_POSITIONAL, P.VAR_KEYWORD)[_builtins.min(stars, 2)]
+        params.append(P(arg, kind_i, default=default if stars == 0 else P.empty))
         if stars == 1:
             kind = P.KEYWORD_ONLY
     return params
