@@ -3,6 +3,8 @@ selected inputs), traced values never go silently into plain arrays (out=, put &
 assignment, concatenate(out=)), pow with a modulus, and grad of non-float outputs. Values are
 checked against NumPy, gradients against central differences, errors by type and message;
 the engine counters end at zero after every test (counters.py)."""
+import inspect
+
 import numpy as onp
 import pytest
 
@@ -373,3 +375,67 @@ def test_traced_values_still_iterate_and_unpack():
         s = sum(x) + sum(e for e in x) + len(x)
         return a * b + c + s + np.sum(np.array([e * 2.0 for e in x]))
     assert onp.allclose(grad(f)(V), _central(f, V))
+
+
+# =============================================================================
+# NumPy-version differences: buf[int array] = a view of buf; out= of NumPy 1.x C functions
+# =============================================================================
+def _fancy_write(x):
+    x[[2, 3, 4]] = x[:-2]             # the value overlaps the elements written
+    return _weighted(np.tanh(x))
+
+
+def test_a_fancy_write_of_an_overlapping_view_is_numpys_or_raises():
+    """NumPy 2 reads the value before it writes; NumPy 1.x writes element by element, reading
+    elements it already wrote: gradcy follows the first, and raises under the second."""
+    from gradcy.numpy import inplace
+    x0 = onp.array([-0.49, -0.15, 0.49, -0.63, -0.64])
+    written = x0.copy()
+    written[[2, 3, 4]] = written[:-2]                 # what the installed NumPy does
+    copies = onp.array_equal(written, [-0.49, -0.15, -0.49, -0.15, 0.49])
+    assert inplace._FANCY_WRITES_COPY == copies
+    if copies:
+        _, value = make_vjp(_fancy_write)(x0)
+        assert value == _fancy_write(x0.copy())
+        check(_fancy_write, x0)
+        return
+    for run in (lambda: grad(_fancy_write)(x0), lambda: make_jvp(_fancy_write)(x0)(x0)):
+        with pytest.raises(NotImplementedError, match=r"gradcy.numpy.setitem: .*write order.*"
+                                                      r"buf\[idx\] = value.copy\(\)"):
+            run()
+
+
+def test_a_fancy_write_that_reads_no_written_element_works_under_every_numpy():
+    def f(x):
+        x[[0, 1]] = x[3:5]            # same buffer, but no element both read and written
+        x[[4, 2]] = x[:2].copy()      # a copy: never order-dependent
+        return _weighted(np.tanh(x))
+    x0 = onp.array([-0.49, -0.15, 0.49, -0.63, -0.64])
+    _, value = make_vjp(f)(x0)
+    assert value == f(x0.copy())
+    check(f, x0)
+
+
+def test_out_positions_are_numpys_without_an_inspectable_signature():
+    """NumPy 1.x's dot, concatenate and busday_count are C functions without a signature to
+    inspect; their out= position comes from the signature their docstring opens with."""
+    from gradcy.numpy import numpy_wrapper as nw
+    assert nw.dot.out_arg == 2
+    names = [p.name for p in nw.parameters(onp.concatenate)]
+    assert names[1:3] == ["axis", "out"]
+    assert [p.default for p in nw.parameters(onp.concatenate)[1:3]] == [0, None]
+
+    class NoSignature:                            # inspect.signature raises on it
+        __name__ = "no_signature"
+        __doc__ = "no_signature(a, (b1, b2, ...), /, out=None, *, axis=-1, **kw)\n\nText."
+        __signature__ = "unreadable"
+
+        def __call__(self, *args, **kwargs):
+            pass
+    P = inspect.Parameter
+    assert [(p.name, p.kind, p.default) for p in nw.parameters(NoSignature())] == [
+        ("a", P.POSITIONAL_ONLY, P.empty), ("_arg1", P.POSITIONAL_ONLY, P.empty),
+        ("out", P.POSITIONAL_OR_KEYWORD, None), ("axis", P.KEYWORD_ONLY, -1),
+        ("kw", P.VAR_KEYWORD, P.empty)]
+    NoSignature.__doc__ = "Text only."
+    assert nw.parameters(NoSignature()) is None
