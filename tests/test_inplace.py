@@ -447,6 +447,11 @@ def test_assigning_an_overlapping_view_of_the_same_buffer(shift):
         return (buf * w).sum()
 
     x = onp.array([0.3, -0.7])
+    from gradcy.numpy.inplace import _FANCY_WRITES_COPY
+    if shift == "advanced" and not _FANCY_WRITES_COPY:     # NumPy 1.x: order-dependent
+        with pytest.raises(NotImplementedError, match="depends on its write order"):
+            grad(f)(x)
+        return
     g = grad(f)(x)
     eps = 1e-6
     num = [(f(x + e, True) - f(x - e, True)) / (2 * eps) for e in onp.eye(2) * eps]
