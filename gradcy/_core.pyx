@@ -453,13 +453,13 @@ cdef class Primitive:
                 if tangent is not None:
                     top._set_cotangent(node, _match_tangent(tangent, ans))
                 return make_box(ans, top, node)
-            if not self.save_ans:
-                ans_s = _meta_of(ans)
+            if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
+                ans_s, sargs = ans, uargs
             else:
-                ans_s = ans
-            # the call may have kept the argument tuple (a Python function's *args): reuse it
-            # for the saved record only if this frame holds the sole reference
-            sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+                ans_s = ans if self.save_ans else _meta_of(ans)
+                # the call may have kept the argument tuple (a Python function's *args): reuse
+                # it for the saved record only if this frame holds the sole reference
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
             del uargs
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
@@ -610,6 +610,7 @@ cdef class Tape:
         self.sweeping = False
         self.forward = forward
         self.observer = None
+        self.keep_args = False
         self.owned = {}
         _live_tapes += 1
 
@@ -1293,6 +1294,7 @@ cdef class Tape:
         cdef Node* node = &self.nodes[i]
         return {
             "primitive": (<Primitive>node.prim).name if node.prim is not NULL else None,
+            "prim": <object>node.prim if node.prim is not NULL else None,
             "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
             "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
             "nconsumers": node.nconsumers,
