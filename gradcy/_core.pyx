@@ -163,8 +163,24 @@ def register_numpy_override(numpy_fn, gradcy_fn):
         _function_map[numpy_fn] = gradcy_fn
 
 
+cdef object _ndarray_array_ufunc = _np.ndarray.__array_ufunc__
+
+
+cdef bint _defers(object o):
+    """o is an array-like container of its own (xarray.DataArray, ...) that implements
+    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values)."""
+    cdef type t = type(o)
+    if t is Box or t is float or t is int or t is _np.ndarray or t is complex or t is bool:
+        return False
+    uf = getattr(t, "__array_ufunc__", None)
+    return uf is not None and uf is not _ndarray_array_ufunc and not issubclass(t, _np.ndarray)
+
+
 cdef object _binop(str name, object a, object b):
-    """Box operator `name` on (a, b): a registered primitive is dispatched directly."""
+    """Box operator `name` on (a, b): a registered primitive is dispatched directly; an
+    operand with an __array_ufunc__ of its own (not an ndarray) gets the operation instead."""
+    if (type(a) is not Box and _defers(a)) or (type(b) is not Box and _defers(b)):
+        return NotImplemented
     fn = _method(name)
     if type(fn) is Primitive:
         return (<Primitive>fn)._dispatch((a, b), None)
@@ -311,7 +327,17 @@ cdef class Primitive:
         self.basic_view = False
 
     def __call__(self, *args, **kwargs):
-        return self._dispatch(args, kwargs)
+        try:
+            return self._dispatch(args, kwargs)
+        except TracerArrayConversionError:
+            # a list of traced values where the function takes an array (np.mean([a, b])):
+            # the operator layer's hook makes it one traced array, as NumPy would (asarray)
+            if _list_arg_hook is None:
+                raise
+            converted = _list_arg_hook(self, args)
+            if converted is None:
+                raise
+        return self._dispatch(converted, kwargs)
 
     cdef object _dispatch(self, tuple args, dict kwargs):
         """Run on plain values when no Box is among the positional arguments, else record."""
@@ -440,11 +466,13 @@ cdef class Primitive:
                         mixed = True
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(uargs, i, a)
+            # nested differentiation (mixed): the outer trace records the call; no list hook
+            # at this level (a failing list argument is converted by the outermost __call__)
             if not kwargs:
                 kwargs = None
-                ans = self(*uargs) if mixed else self.fun(*uargs)
+                ans = self._dispatch(uargs, None) if mixed else self.fun(*uargs)
             else:
-                ans = PyObject_Call(self if mixed else self.fun, uargs, kwargs)
+                ans = self._dispatch(uargs, kwargs) if mixed else PyObject_Call(self.fun, uargs, kwargs)
             if not self.traced:
                 return ans
             if top.forward:
@@ -516,6 +544,14 @@ cdef class Primitive:
 
 
 cdef object _tangent_fixer = None
+cdef object _list_arg_hook = None
+
+
+def set_list_arg_hook(fn):
+    """Install fn(prim, args) -> new args or None: called when a primitive's raw function
+    refused a traced value inside a list argument (TracerArrayConversionError)."""
+    global _list_arg_hook
+    _list_arg_hook = fn
 
 
 def set_tangent_fixer(fn):

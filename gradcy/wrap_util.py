@@ -38,8 +38,8 @@ def wraps(fun, namestr="{fun}", docstr="{doc}", **kwargs):
 def wrap_nary_f(fun, op, argnum):
     """Names an n-ary operator's result "{op}_of_{fun}_wrt_argnum_{argnum}"."""
     return wraps(fun, "{op}_of_{fun}_wrt_argnum_{argnum}",
-                 "{op} of function {fun} with respect to argument number {argnum}. Takes the "
-                 "same arguments as {fun} but returns the {op}.",
+                 "    {op} of function {fun} with respect to argument number {argnum}. It takes\n"
+                 "    the same arguments as {fun} and returns the {op}.\n    ",
                  op=get_name(op), argnum=argnum)
 
 

@@ -50,6 +50,7 @@ class _Program:
 
 def _record(fun, x):
     """(fun(x), the program that recomputes it from x)."""
+    from .. import differential_operators as _do
     from ..differential_operators import _check_leaf, tree_flatten
     leaves, unflatten = tree_flatten(x)
     for i, leaf in enumerate(leaves):
@@ -59,7 +60,8 @@ def _record(fun, x):
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
         slot_of = {b._node: k for k, b in enumerate(boxes)}
-        out = fun(unflatten(boxes))
+        # active: constructors hand out buffers of this tape, so writes are recorded (and refused)
+        out = _do._call_traced(tape, fun, (None,), {}, 0, unflatten(boxes))
         del boxes
         if type(out) is not Box or out._tape is not tape:
             raise ValueError("const_graph: the output is independent of the input (or not a "
@@ -79,6 +81,11 @@ def _program(tape, out_node, slot_of, n_inputs):
         if i in infos or i in slot_of:
             continue
         info = tape.node_info(i)
+        constant = tape.node_flags(i)[2]
+        info["parents_argnums"] = [(p, a) for p, a in zip(info["parents"], info["argnums"])
+                                   if not tape.node_flags(p)[2]]
+        if constant and info["prim"] is None:
+            continue                    # a constructor's buffer: its value is in the consumers
         if info["prim"] is None or info["saved"] is None:
             raise ValueError(f"const_graph: node {i} of the recording has no replayable call "
                              f"(an array buffer written during the call?)")
@@ -88,14 +95,14 @@ def _program(tape, out_node, slot_of, n_inputs):
                 "recorded write cannot be replayed. Build the array functionally (concatenate, "
                 "stack, where) or call the function without const_graph.")
         infos[i] = info
-        stack.extend(info["parents"])
+        stack.extend(p for p, _ in info["parents_argnums"])
     order = sorted(infos)               # the arena's order is a topological order
     slot_of = dict(slot_of)
     for i in order:
         slot_of[i] = len(slot_of)
     last_use = {}
     for step, i in enumerate(order):
-        for p in infos[i]["parents"]:
+        for p, _ in infos[i]["parents_argnums"]:
             last_use[slot_of[p]] = step
     drops = [[] for _ in order]
     for s, step in last_use.items():
@@ -104,8 +111,9 @@ def _program(tape, out_node, slot_of, n_inputs):
     for step, i in enumerate(order):
         info = infos[i]
         _, args, kwargs = info["saved"]
-        links = tuple((a, slot_of[p]) for a, p in zip(info["argnums"], info["parents"]))
-        template = subvals(args, zip(info["argnums"], repeat(None)))   # no reference to values
+        links = tuple((a, slot_of[p]) for p, a in info["parents_argnums"])
+        # no reference to the values that come from slots; constants stay in the template
+        template = subvals(args, [(a, None) for a, _ in links])
         steps.append((info["prim"].fun, template, links, kwargs or None, slot_of[i],
                       tuple(drops[step])))
     prog = _Program()
@@ -124,8 +132,9 @@ def const_graph_unary(fun):
     def maybe_cached_fun(x):
         if program:
             return program[0](x)
-        value, prog = _record(_fun.pop(), x)
+        value, prog = _record(_fun[0], x)
         program.append(prog)
+        _fun.clear()
         return value
     return maybe_cached_fun
 

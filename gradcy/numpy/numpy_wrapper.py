@@ -319,6 +319,9 @@ def _register_methods():
 
 _register_methods()
 
+# r_, c_, integer types, make_diagonal and autograd.numpy's helpers
+from .extras import *  # noqa: E402,F401,F403
+
 __all__ = [name for name in globals() if not name.startswith("_")
            and name not in ("types", "Box", "register_box_method", "register_numpy_override",
                             "notrace_primitive", "primitive", "wrap_namespace")]

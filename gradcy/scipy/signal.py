@@ -1,4 +1,5 @@
-"""scipy.signal.convolve as a gradcy primitive (N-d, modes 'full', 'valid' and 'same').
+"""scipy.signal.convolve as a gradcy primitive (N-d, modes 'full', 'valid' and 'same'), and
+autograd's generalization of it: convolve(A, B, axes, dot_axes, mode).
 
 Every mode's output is a window of the full convolution, so the cotangent of each input is the
 'valid' convolution of the cotangent, zero-padded back to the full output, with the other input
@@ -21,7 +22,79 @@ def _convolve(in1, in2, mode="full", method="auto"):
 
 _convolve.__doc__ = _sig.convolve.__doc__
 _convolve.__name__ = "convolve"
-convolve = primitive(_convolve, "gradcy.scipy.signal.convolve")
+_conv = primitive(_convolve, "gradcy.scipy.signal.convolve")
+
+
+def convolve(A, B, axes=None, dot_axes=((), ()), mode="full", method="auto"):
+    """The convolution of A and B along the axis pairs `axes` = ([axes of A], [axes of B]),
+    summed over the axis pairs `dot_axes`, with every other axis kept (an outer product):
+    the output's axes are A's other axes, then B's, then the convolved ones (autograd's
+    signature). With axes=None, every axis of A is convolved with the same axis of B, which is
+    scipy.signal.convolve(A, B, mode); scipy's positional form convolve(A, B, mode, method)
+    works too. mode: 'full', 'valid' or 'same' (the length of A's axis)."""
+    if isinstance(axes, str):                  # scipy's convolve(in1, in2, mode, method)
+        axes, mode = None, axes
+        if isinstance(dot_axes, str):
+            dot_axes, method = ((), ()), dot_axes
+    if axes is None and not (dot_axes[0] or dot_axes[1]):
+        if mode == "full" and method == "auto":
+            return _conv(A, B)
+        return _conv(A, B, mode=mode, method=method)
+    return _general_convolve(A, B, axes, dot_axes, mode, method)
+
+
+def _general_convolve(A, B, axes, dot_axes, mode, method):
+    """convolve with axes/dot_axes as one N-d convolution of rearranged views of A and B:
+    A's and B's kept axes face length-1 axes of the other (an outer product), the summed axes
+    face each other with B flipped (the middle output entry is the sum of products), then the
+    output is cut to the middle of the summed axes and to `mode` on the convolved ones. Made
+    of traced operations, so its derivatives are those of the plain convolution."""
+    if mode not in ("full", "valid", "same"):
+        raise ValueError(f"convolve: mode must be 'full', 'valid' or 'same', got {mode!r}")
+    nA, nB = anp.ndim(A), anp.ndim(B)
+    if axes is None:
+        if nA != nB:
+            raise ValueError(f"convolve: axes=None needs inputs of the same ndim, got {nA} "
+                             f"and {nB}")
+        axes = (list(range(nA)), list(range(nB)))
+    convA, convB = [a % nA for a in axes[0]], [b % nB for b in axes[1]]
+    dotA, dotB = [a % nA for a in dot_axes[0]], [b % nB for b in dot_axes[1]]
+    if len(convA) != len(convB) or len(dotA) != len(dotB):
+        raise ValueError("convolve: axes and dot_axes must pair axes of A with axes of B")
+    keepA = [a for a in range(nA) if a not in convA + dotA]
+    keepB = [b for b in range(nB) if b not in convB + dotB]
+    shA, shB = anp.shape(A), anp.shape(B)
+    for a, b in zip(dotA, dotB):
+        if shA[a] != shB[b]:
+            raise ValueError(f"convolve: summed axes {a} of A and {b} of B differ in length "
+                             f"({shA[a]} vs {shB[b]})")
+    if mode == "valid":
+        longer = [shA[a] >= shB[b] for a, b in zip(convA, convB)]
+        if not (all(longer) or all(shA[a] <= shB[b] for a, b in zip(convA, convB))):
+            raise ValueError("convolve: in 'valid' mode one array must be at least as large "
+                             "as the other along every convolved axis")
+    # A as (keepA, 1 per keepB, dotA, convA); B as (1 per keepA, keepB, dotB flipped, convB)
+    Ar = anp.transpose(A, keepA + dotA + convA)
+    Ar = anp.reshape(Ar, [shA[a] for a in keepA] + [1] * len(keepB)
+                     + [shA[a] for a in dotA + convA])
+    Br = anp.transpose(B, keepB + dotB + convB)
+    if dotB:
+        Br = anp.flip(Br, tuple(range(len(keepB), len(keepB) + len(dotB))))
+    Br = anp.reshape(Br, [1] * len(keepA) + [shB[b] for b in keepB]
+                     + [shB[b] for b in dotB + convB])
+    full = _conv(Ar, Br, method=method)
+    index = [slice(None)] * (len(keepA) + len(keepB))
+    index += [shA[a] - 1 for a in dotA]
+    for a, b in zip(convA, convB):
+        n, m = shA[a], shB[b]
+        if mode == "full":
+            index.append(slice(None))
+        elif mode == "valid":
+            index.append(slice(min(n, m) - 1, max(n, m)))
+        else:
+            start = (m - 1) // 2
+            index.append(slice(start, start + n))
+    return full[tuple(index)]
 
 
 def _mode_method(args, kwargs):
@@ -59,19 +132,19 @@ def _convolve_vjp(argnums, ans, args, kwargs):
         out = []
         for k in argnums:
             other = in2 if k == 0 else in1
-            c = convolve(gfull, anp.flip(other), mode="valid", method=method)
+            c = _conv(gfull, anp.flip(other), mode="valid", method=method)
             out.append(cast_like(c, dtypes[k]))
         return tuple(out)
     return vjp
 
 
 def _convolve_jvp_0(g, ans, in1, in2, mode="full", method="auto"):
-    return convolve(g, in2, mode=mode, method=method)
+    return _conv(g, in2, mode=mode, method=method)
 
 
 def _convolve_jvp_1(g, ans, in1, in2, mode="full", method="auto"):
-    return convolve(in1, g, mode=mode, method=method)
+    return _conv(in1, g, mode=mode, method=method)
 
 
-defvjp_argnums(convolve, _convolve_vjp, save=(0, 1))
-defjvp(convolve, _convolve_jvp_0, _convolve_jvp_1)
+defvjp_argnums(_conv, _convolve_vjp, save=(0, 1))
+defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)

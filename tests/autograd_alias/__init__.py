@@ -19,6 +19,13 @@ SOURCE, TARGET = "autograd", "gradcy"
 # Tests of autograd 1.9.1 that fail under gradcy because gradcy does something autograd refuses
 # to do. node id (relative to autograd's tests/ folder) -> why gradcy is right.
 DELIBERATE = {
+    "test_fft.py::test_rfftn_odd_not_implemented":
+        "autograd raises NotImplementedError for the gradient of rfftn over an odd-length last "
+        "axis; gradcy differentiates it (check_grads passes inside the test's pytest.raises "
+        "block, which then reports DID NOT RAISE)",
+    "test_graphs.py::test_assignment_raises_error":
+        "autograd raises TypeError for A[1] = b on a traced array; gradcy differentiates "
+        "writes into arrays (check_grads passes inside the test's pytest.raises block)",
 }
 
 
@@ -82,15 +89,19 @@ _outcomes = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0,
 
 def pytest_collection_modifyitems(config, items):
     import pytest
-    seen = set()
+    seen, files = set(), set()
     for item in items:
         nodeid = item.nodeid.split("tests/", 1)[-1] if "tests/" in item.nodeid else item.nodeid
+        files.add(nodeid.split("::")[0])
         reason = DELIBERATE.get(nodeid)
         if reason is not None:
             seen.add(nodeid)
+            # the only failure allowed is pytest.raises reporting DID NOT RAISE: gradcy
+            # computed (and check_grads verified) what autograd refuses
             item.add_marker(pytest.mark.xfail(reason="deliberate difference: " + reason,
-                                              strict=True))
-    missing = set(DELIBERATE) - seen
+                                              strict=True, raises=pytest.fail.Exception))
+    # an entry whose test file was collected must match a test (catches renamed tests)
+    missing = {k for k in DELIBERATE if k.split("::")[0] in files} - seen
     if missing:
         raise pytest.UsageError(f"autograd_alias: deliberate-difference entries that match no "
                                 f"collected test: {sorted(missing)}")

@@ -1,0 +1,4 @@
+"""autograd.numpy.numpy_jvps's names. gradcy registers each primitive's forward-mode rules
+next to its reverse-mode rules (numpy_vjps and the modules it imports); importing this module
+registers nothing new."""
+from . import numpy_vjps  # noqa: F401
