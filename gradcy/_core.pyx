@@ -416,6 +416,15 @@ cdef class Primitive:
     def __doc__(self):
         return getattr(self.fun, "__doc__", None)
 
+    @property
+    def __signature__(self):
+        """The signature of the raw function (None when it has none, e.g. a ufunc)."""
+        import inspect
+        try:
+            return inspect.signature(self.fun)
+        except (TypeError, ValueError):
+            return None
+
     cdef tuple _saved_args(self, tuple args, bint reuse):
         """The arguments as the VJPs will see them: values they do not read replaced by their
         metadata. With reuse, `args` (which nothing else references) is filled in place."""

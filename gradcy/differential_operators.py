@@ -13,7 +13,7 @@ from . import _core
 from ._core import Box, Tape
 from ._core import grad_fast as _grad_fast
 from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
-from .wrap_util import wrap_nary_f
+from .wrap_util import unary_to_nary, wrap_nary_f
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
@@ -630,3 +630,18 @@ def make_ggnvp(f, g=None, f_argnum=0):
             return f_vjp(g_hvp(f_jvp(v)))
         return ggnvp
     return ggnvp_maker
+
+
+@unary_to_nary
+def make_jvp_reversemode(fun, x):
+    """make_jvp_reversemode(fun, argnum)(*args) -> jvp: jvp(v) is J v, computed with two
+    reverse passes (the VJP of the VJP, which is linear in its cotangent) instead of forward
+    mode."""
+    vjp, y = make_vjp(fun)(x)
+    vjp_vjp, _ = make_vjp(vjp)(_np.zeros_like(y) if not isinstance(y, float) else 0.0)
+    return vjp_vjp
+
+
+# autograd.differential_operators's other names
+from .builtins import tuple as atuple  # noqa: E402,F401
+from .vspace import vspace  # noqa: E402,F401

@@ -23,3 +23,9 @@ def add2d(x):
     """x with two trailing axes of length 1."""
     from .numpy_wrapper import expand_dims
     return expand_dims(expand_dims(x, -1), -1)
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from .._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())
