@@ -558,3 +558,99 @@ def test_const_graph_refuses_what_it_cannot_replay():
     f = const_graph(lambda x: gnp.sum(x * gnp.ones(3) + gnp.arange(3.0)))
     for x in (1.0, 2.5):
         assert f(x) == 3 * x + 3.0
+
+
+# =============================================================================
+# autograd's rule helpers, as views of gradcy's rules: the same numbers as autograd's own
+# =============================================================================
+def _views(backend):
+    import importlib
+    return types.SimpleNamespace(
+        vjps=importlib.import_module(f"{backend}.numpy.numpy_vjps"),
+        jvps=importlib.import_module(f"{backend}.numpy.numpy_jvps"),
+        fft=importlib.import_module(f"{backend}.numpy.fft"),
+        linalg=importlib.import_module(f"{backend}.numpy.linalg"),
+        np=importlib.import_module(f"{backend}.numpy"))
+
+
+def _rule_cases(V):
+    rs = _rs(20)
+    x, A, B = rs.randn(3, 4), rs.randn(3, 4), rs.randn(4, 5)
+    g34, g35 = rs.randn(3, 4), rs.randn(3, 5)
+    v = V.vjps
+    S = onp.dot(A, A.T) + 3 * onp.eye(3)
+    out = {
+        "grad_np_sum": v.grad_np_sum(onp.sum(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_mean": v.grad_np_mean(onp.mean(x, 1), x, axis=1)(rs.randn(3)),
+        "grad_np_var": v.grad_np_var(onp.var(x), x)(1.3),
+        "grad_np_std": v.grad_np_std(onp.std(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_prod": v.grad_np_prod(onp.prod(x, 1), x, axis=1)(rs.randn(3)),
+        "grad_chooser": v.grad_chooser(onp.max(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_cumsum": v.grad_np_cumsum(onp.cumsum(x, 1), x, axis=1)(g34),
+        "grad_transpose": v.grad_transpose(x.T, x)(g34.T),
+        "dot_vjp_0": v.dot_vjp_0(A @ B, A, B)(g35),
+        "dot_vjp_1": v.dot_vjp_1(A @ B, A, B)(g35),
+        "matmul_vjp_1": v.matmul_vjp_1(A @ B, A, B)(g35),
+        "tensordot_vjp_0": v.tensordot_vjp_0(onp.tensordot(A, B, 1), A, B, 1)(g35),
+        "dot_adjoint_0": v.dot_adjoint_0(B, g35, V.np.metadata(A), V.np.metadata(B)),
+        "dot_adjoint_1": v.dot_adjoint_1(A, g35, V.np.metadata(A), V.np.metadata(B)),
+        "tensordot_adjoint_0": v.tensordot_adjoint_0(B, g35, 1, 2, 2),
+        "tensordot_adjoint_1": v.tensordot_adjoint_1(A, g35, ([1], [0]), 2, 2),
+        "grad_concatenate_args": v.grad_concatenate_args(2, onp.concatenate([A, x]), (0, A, x),
+                                                          {})(
+            rs.randn(6, 4)),
+        "grad_einsum": v.grad_einsum(1, A @ B, ("ij,jk->ik", A, B), {})(g35),
+        "unbroadcast": v.unbroadcast(rs.randn(2, 3, 4), V.np.metadata(rs.randn(1, 4))),
+        "unbroadcast_f": v.unbroadcast_f(rs.randn(4), lambda g: 2.0 * g)(g34),
+        "balanced_eq": v.balanced_eq(onp.array([1.0, 2.0, 2.0]), 2.0, onp.array([0.0, 2.0, 1.0])),
+        "replace_zero": v.replace_zero(onp.array([0.0, 2.0]), 5.0),
+        "repeat_to_match_shape": v.repeat_to_match_shape(rs.randn(3, 1), (3, 4), float, 1,
+                                                         True)[0],
+        "match_complex": v.match_complex(1.0, onp.array([1.0 + 2j])),
+        "grad_sort": v.grad_sort(onp.sort(x[0]), x[0])(rs.randn(4)),
+        "fwd_grad_sort": V.jvps.fwd_grad_sort(rs.randn(4), onp.sort(x[0]), x[0]),
+        "forward_grad_np_var": V.jvps.forward_grad_np_var(g34, onp.var(x, 0), x, axis=0),
+        "fwd_grad_chooser": V.jvps.fwd_grad_chooser(g34, onp.max(x, 1), x, axis=1),
+        "grad_inv": V.linalg.grad_inv(onp.linalg.inv(S), S)(g34[:, :3]),
+        "grad_cholesky": V.linalg.grad_cholesky(onp.linalg.cholesky(S), S)(g34[:, :3]),
+        "norm_vjp": V.linalg.norm_vjp(onp.linalg.norm(x), x)(0.7),
+        "fft_grad": V.fft.fft_grad(V.fft.get_fft_args, V.fft.fft, onp.fft.fft(x), x)(
+            rs.randn(3, 4) + 1j * rs.randn(3, 4)),
+        "rfft_grad": V.fft.rfft_grad(V.fft.get_fft_args, V.fft.irfft, onp.fft.rfft(x), x)(
+            rs.randn(3, 3) + 1j * rs.randn(3, 3)),
+        "truncate_pad": V.fft.truncate_pad(x, (2, 6)),
+        "make_rfft_factors": V.fft.make_rfft_factors([1], (3, 3), [3, 3], [3, 4], None),
+        "get_fftn_args": V.fft.get_fftn_args(x, None, None)[0],
+    }
+    return out
+
+
+def test_rule_views_agree_with_autograds_helpers():
+    expected, actual = _rule_cases(_views("autograd")), _rule_cases(_views("gradcy"))
+    for name in expected:
+        assert_same(expected[name], actual[name], name)
+
+
+def test_scipy_rule_views_agree():
+    pytest.importorskip("scipy")
+    import importlib
+    rs = _rs(21)
+    x, a, b = rs.rand(4) * 0.8 + 0.1, rs.rand(4) + 1.0, rs.rand(4) + 1.5
+    xm, m = rs.randn(3), rs.randn(3)
+    for backend in ("autograd", "gradcy"):
+        st = importlib.import_module(f"{backend}.scipy.stats")
+        sig = importlib.import_module(f"{backend}.scipy.signal")
+        sp = importlib.import_module(f"{backend}.scipy.special")
+        mvn = importlib.import_module(f"{backend}.scipy.stats.multivariate_normal")
+        C = onp.eye(3) * 2.0
+        vals = [st.beta.grad_beta_logpdf_arg0(x, a, b), st.beta.grad_beta_logpdf_arg2(x, a, b),
+                st.gamma.grad_gamma_logpdf_arg1(x, a), st.t.grad_tlogpdf_x(x, a, 0.1, 1.3),
+                st.t.grad_tlogpdf_df(x, a, 0.1, 1.3), st.t.grad_tlogpdf_diff(x, a),
+                mvn.covgrad(xm, m, C), sig.compute_conv_size(5, 3, "valid"),
+                tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []), "full")[1]["out"]["conv"]),
+                sp.make_grad_logsumexp(onp.log(onp.sum(onp.exp(x))), x)(1.5),
+                sp.make_gammainc_vjp_arg1(1)(None, a, x)(onp.ones(4))]
+        if backend == "autograd":
+            expected = vals
+    for i, (e, g) in enumerate(zip(expected, vals)):
+        assert_same(e, g, f"scipy view {i}")
