@@ -21,7 +21,8 @@ from gradcy.test_util import check_grads
 RTOL = 1e-7
 ATOL = 1e-12
 
-COVERED = {"gradcy.numpy.make_diagonal", "gradcy.core.sparse_add"}
+COVERED = {"gradcy.numpy.make_diagonal", "gradcy.core.sparse_add",
+           "gradcy.scipy.signal.windows", "gradcy.scipy.signal.unwindows"}
 
 
 def _imports(backend):
@@ -345,6 +346,21 @@ def test_convolve_axes_dot_axes():
     pytest.importorskip("scipy")
     rs = _rs(11)
     run_both(general_convolve, rs.randn(3, 4, 2), rs.randn(3, 3, 3))
+
+
+def test_convolution_windows_rules():
+    pytest.importorskip("scipy")
+    import gradcy.scipy.signal as gss
+    x = _rs(22).randn(3, 5, 4)
+    W = gss._windows(x, (2, 3))
+    assert W.shape == (3, 4, 2, 2, 3)
+    onp.testing.assert_array_equal(W[1, 2, 1], x[1, 2:4, 1:4])
+    # each map is the other's adjoint: <W(x), G> == <x, U(G)>
+    G = _rs(23).randn(*W.shape)
+    onp.testing.assert_allclose(onp.sum(W * G), onp.sum(x * gss._unwindows(G, x.shape, (2, 3))))
+    check_grads(lambda x: gss._windows(x, (2, 3)), modes=["fwd", "rev"], order=2)(x)
+    check_grads(lambda G: gss._unwindows(G, x.shape, (2, 3)), modes=["fwd", "rev"],
+                order=2)(G)
 
 
 def test_make_diagonal_and_sparse_add_rules():

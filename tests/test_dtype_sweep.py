@@ -669,6 +669,10 @@ if HAVE_SCIPY:
         scalar=False)
     add("gradcy.scipy.signal.convolve", lambda x, K: gss.convolve(K((4,)), x), argnum=1,
         shape=(3,), scalar=False)
+    add("gradcy.scipy.signal.windows", lambda x, K: gss._windows(x, (2,)), shape=(2, 3),
+        scalar=False)
+    add("gradcy.scipy.signal.unwindows", lambda x, K: gss._unwindows(x, (2, 3), (2,)),
+        shape=(2, 2, 2), scalar=False)
     _T = onp.array([0.0, 0.3, 0.6])
     add("gradcy.scipy.integrate.odeint",
         lambda x, K: gsi.odeint(lambda y, t: -y, x, _T), label="", argnum=1, shape=(2,),

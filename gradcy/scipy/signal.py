@@ -6,6 +6,8 @@ Every mode's output is a window of the full convolution, so the cotangent of eac
 flipped along every axis. Complex inputs follow autograd's convention (convolution is
 bilinear: no conjugation).
 """
+import numpy as _onp
+
 from ..extend import defjvp, defvjp_argnums, primitive
 from ..numpy import numpy_wrapper as anp
 from ..numpy.vjp_util import cast_like
@@ -44,11 +46,10 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full", method="auto"):
 
 
 def _general_convolve(A, B, axes, dot_axes, mode, method):
-    """convolve with axes/dot_axes as one N-d convolution of rearranged views of A and B:
-    A's and B's kept axes face length-1 axes of the other (an outer product), the summed axes
-    face each other with B flipped (the middle output entry is the sum of products), then the
-    output is cut to the middle of the summed axes and to `mode` on the convolved ones. Made
-    of traced operations, so its derivatives are those of the plain convolution."""
+    """convolve with axes/dot_axes as a sum over the kernel's offsets of tensordots of shifted
+    windows of the (padded) signal with one kernel entry each (what a hand-written im2col
+    convolution does), so the heavy work is BLAS and every step is a traced operation whose
+    rules are known: the derivatives of any order follow."""
     if mode not in ("full", "valid", "same"):
         raise ValueError(f"convolve: mode must be 'full', 'valid' or 'same', got {mode!r}")
     nA, nB = anp.ndim(A), anp.ndim(B)
@@ -68,33 +69,66 @@ def _general_convolve(A, B, axes, dot_axes, mode, method):
         if shA[a] != shB[b]:
             raise ValueError(f"convolve: summed axes {a} of A and {b} of B differ in length "
                              f"({shA[a]} vs {shB[b]})")
-    if mode == "valid":
-        longer = [shA[a] >= shB[b] for a, b in zip(convA, convB)]
-        if not (all(longer) or all(shA[a] <= shB[b] for a, b in zip(convA, convB))):
-            raise ValueError("convolve: in 'valid' mode one array must be at least as large "
-                             "as the other along every convolved axis")
-    # A as (keepA, 1 per keepB, dotA, convA); B as (1 per keepA, keepB, dotB flipped, convB)
-    Ar = anp.transpose(A, keepA + dotA + convA)
-    Ar = anp.reshape(Ar, [shA[a] for a in keepA] + [1] * len(keepB)
-                     + [shA[a] for a in dotA + convA])
-    Br = anp.transpose(B, keepB + dotB + convB)
-    if dotB:
-        Br = anp.flip(Br, tuple(range(len(keepB), len(keepB) + len(dotB))))
-    Br = anp.reshape(Br, [1] * len(keepA) + [shB[b] for b in keepB]
-                     + [shB[b] for b in dotB + convB])
-    full = _conv(Ar, Br, method=method)
-    index = [slice(None)] * (len(keepA) + len(keepB))
-    index += [shA[a] - 1 for a in dotA]
-    for a, b in zip(convA, convB):
-        n, m = shA[a], shB[b]
-        if mode == "full":
-            index.append(slice(None))
-        elif mode == "valid":
-            index.append(slice(min(n, m) - 1, max(n, m)))
-        else:
-            start = (m - 1) // 2
-            index.append(slice(start, start + n))
-    return full[tuple(index)]
+    n = [shA[a] for a in convA]
+    m = [shB[b] for b in convB]
+    swap = mode == "valid" and not all(i >= j for i, j in zip(n, m))
+    if swap and not all(i <= j for i, j in zip(n, m)):
+        raise ValueError("convolve: in 'valid' mode one array must be at least as large as "
+                         "the other along every convolved axis")
+    # signal S = (keep, dot, conv) and kernel K = (keep, dot, conv); the longer one slides
+    S = anp.transpose(A, keepA + dotA + convA)
+    K = anp.transpose(B, keepB + dotB + convB)
+    if swap:
+        S, K, n, m = K, S, m, n
+    ks, kk, nd, nc = (len(keepB) if swap else len(keepA)), (len(keepA) if swap else len(keepB)), \
+        len(dotA), len(convA)
+    if mode != "valid":
+        S = anp.pad(S, [(0, 0)] * (ks + nd) + [(j - 1, j - 1) for j in m])
+    # windows: (keep, dot, output positions..., kernel offsets...), a view of S
+    W = _windows(S, tuple(m))
+    Kf = K[tuple([slice(None)] * (kk + nd) + [slice(None, None, -1)] * nc)]
+    w_axes = list(range(ks + nd + nc, ks + nd + 2 * nc))
+    total = anp.tensordot(W, Kf, axes=(list(range(ks, ks + nd)) + w_axes,
+                                       list(range(kk, kk + nd + nc))))
+    # total: (signal keep, conv, kernel keep) -> (A keep, B keep, conv)
+    conv_axes = list(range(ks, ks + nc))
+    s_keep, k_keep = list(range(ks)), list(range(ks + nc, ks + nc + kk))
+    total = anp.transpose(total, (k_keep + s_keep if swap else s_keep + k_keep) + conv_axes)
+    if mode == "same":
+        lead = [slice(None)] * (len(keepA) + len(keepB))
+        total = total[tuple(lead + [slice((j - 1) // 2, (j - 1) // 2 + i)
+                                    for i, j in zip(n, m)])]
+    return total
+
+
+def _windows_raw(S, m):
+    """The sliding windows of size m over the trailing len(m) axes of S: a read-only view of
+    shape S.shape[:-k] + (output positions...) + m."""
+    k = len(m)
+    return _onp.lib.stride_tricks.sliding_window_view(S, m, axis=tuple(range(-k, 0)))
+
+
+def _unwindows_raw(G, shape, m):
+    """The adjoint of _windows: an array of `shape` where each window of G adds into the
+    positions it was taken from."""
+    k = len(m)
+    out = _onp.zeros(shape, _onp.result_type(G))
+    lengths = G.shape[len(shape) - k:len(shape)]
+    for offset in _onp.ndindex(*m):
+        region = (Ellipsis,) + tuple(slice(w, w + L) for w, L in zip(offset, lengths))
+        out[region] += G[(Ellipsis,) + tuple(slice(None) for _ in lengths) + offset]
+    return out
+
+
+_windows = primitive(_windows_raw, "gradcy.scipy.signal.windows")
+_unwindows = primitive(_unwindows_raw, "gradcy.scipy.signal.unwindows")
+# two linear maps, each the other's adjoint
+defvjp_argnums(_windows, lambda argnums, ans, args, kwargs:
+               lambda g: (_unwindows(g, _onp.shape(args[0]), args[1]),), save=())
+defvjp_argnums(_unwindows, lambda argnums, ans, args, kwargs:
+               lambda g: (_windows(g, args[2]),), save=())
+defjvp(_windows, lambda g, ans, S, m: _windows(g, m))
+defjvp(_unwindows, lambda g, ans, G, shape, m: _unwindows(g, shape, m))
 
 
 def _mode_method(args, kwargs):
