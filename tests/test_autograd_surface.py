@@ -173,3 +173,34 @@ def test_signatures(modname, name):
     problems = _accepts(mine, params)
     assert not problems, f"{_target(modname)}.{name}{inspect.signature(mine)} vs autograd's " \
                          f"{[str(p) for p in params]}: {problems}"
+
+
+def test_alias_resolves_every_module_to_gradcys():
+    """tests/autograd_alias maps autograd.X to the gradcy.X module object (checked in a fresh
+    interpreter: this one has the real autograd loaded)."""
+    import os
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        "import sys, importlib, autograd_alias\n"
+        "autograd_alias.install()\n"
+        f"mods = {MODULES!r}\n"
+        "for m in mods:\n"
+        "    a = importlib.import_module(m)\n"
+        "    g = importlib.import_module('gradcy' + m[len('autograd'):])\n"
+        "    assert a is g, m\n"
+        "    assert g.__spec__.name == g.__name__, m\n"
+        "import autograd.numpy as np\n"
+        "from autograd import grad\n"
+        "assert grad(lambda x: np.sum(np.sin(x)))(1.0) == np.cos(1.0)\n"
+        "autograd_alias.check_no_real_autograd()\n"
+        "print('ok', len(mods))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=here), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", str(len(MODULES))]
+    # installing after the real autograd was imported is refused
+    late = subprocess.run([sys.executable, "-c", "import autograd, autograd_alias"],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=here),
+                          timeout=300)
+    assert late.returncode != 0 and "already imported" in late.stderr
