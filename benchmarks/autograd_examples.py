@@ -5,8 +5,9 @@ arrays it leaves in its namespace equal, and how long each took.
     python benchmarks/autograd_examples.py [--examples NAME ...] [--timeout S] [--sdist FILE]
 
 The examples come from autograd's sdist (pip download; or --sdist). Each runs as __main__ in
-a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, plt.pause not
-sleeping, and NumPy's global random state seeded (both backends alike). Examples that download MNIST get a synthetic
+a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, animation frames not
+rendered (plt.draw, plt.pause and draw_idle do nothing; savefig renders), and NumPy's global
+random state seeded (both backends alike). Examples that download MNIST get a synthetic
 stand-in of the same shapes and dtypes (MNIST_STANDIN below, --mnist-n training images); the
 others need no data beyond the files shipped in the sdist. Prints a table:
 example, runs unchanged under gradcy, equal to autograd's run, time under autograd / gradcy.
@@ -72,7 +73,12 @@ def worker(backend, path, outfile):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    plt.pause = lambda interval: None         # no sleeping between frames (both backends)
+    from matplotlib.backend_bases import FigureCanvasBase
+    # animation frames are not rendered (the examples redraw every iteration, which would
+    # time matplotlib rather than the differentiation); savefig still renders
+    plt.pause = lambda interval: None
+    plt.draw = lambda: None
+    FigureCanvasBase.draw_idle = lambda self, *args, **kwargs: None
     if backend == "gradcy":
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import autograd_alias
@@ -196,6 +202,7 @@ def main():
     ap.add_argument("--sdist", help="autograd-1.9.1.tar.gz (default: pip download)")
     ap.add_argument("--mnist-n", type=int, default=600, help="stand-in MNIST training images")
     ap.add_argument("--rtol", type=float, default=1e-6, help="'equal' tolerance")
+    ap.add_argument("--stdout-dir", help="save each run's printed output there")
     args = ap.parse_args()
     if args.worker:
         worker(*args.worker)
@@ -219,6 +226,12 @@ def main():
             a = run_one("autograd", name, examples_dir, standins, args.timeout)
             g = run_one("gradcy", name, examples_dir, standins, args.timeout)
             summary["total"] += 1
+            if args.stdout_dir:
+                os.makedirs(args.stdout_dir, exist_ok=True)
+                for backend, r in (("autograd", a), ("gradcy", g)):
+                    with open(os.path.join(args.stdout_dir, f"{name.replace('/', '_')}."
+                                           f"{backend}.txt"), "w") as f:
+                        f.write(r["stdout"])
             runs = "yes" if g["ok"] else f"no: {g['error']}"
             if g["ok"]:
                 summary["ran"] += 1
