@@ -200,8 +200,24 @@ def register_numpy_override(numpy_fn, gradcy_fn):
         _function_map[numpy_fn] = gradcy_fn
 
 
+cdef object _ndarray_array_ufunc = _np.ndarray.__array_ufunc__
+
+
+cdef bint _defers(object o):
+    """o is an array-like container of its own (xarray.DataArray, ...) that implements
+    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values)."""
+    cdef type t = type(o)
+    if t is Box or t is float or t is int or t is _np.ndarray or t is complex or t is bool:
+        return False
+    uf = getattr(t, "__array_ufunc__", None)
+    return uf is not None and uf is not _ndarray_array_ufunc and not issubclass(t, _np.ndarray)
+
+
 cdef object _binop(str name, object a, object b):
-    """Box operator `name` on (a, b): a registered primitive is dispatched directly."""
+    """Box operator `name` on (a, b): a registered primitive is dispatched directly; an
+    operand with an __array_ufunc__ of its own (not an ndarray) gets the operation instead."""
+    if (type(a) is not Box and _defers(a)) or (type(b) is not Box and _defers(b)):
+        return NotImplemented
     fn = _method(name)
     if type(fn) is Primitive:
         return (<Primitive>fn)._dispatch((a, b), None)
@@ -360,7 +376,17 @@ cdef class Primitive:
         self.out_arg = -1
 
     def __call__(self, *args, **kwargs):
-        return self._dispatch(args, kwargs)
+        try:
+            return self._dispatch(args, kwargs)
+        except TracerArrayConversionError:
+            # a list of traced values where the function takes an array (np.mean([a, b])):
+            # the operator layer's hook makes it one traced array, as NumPy would (asarray)
+            if _list_arg_hook is None:
+                raise
+            converted = _list_arg_hook(self, args)
+            if converted is None:
+                raise
+        return self._dispatch(converted, kwargs)
 
     cdef object _dispatch(self, tuple args, dict kwargs):
         """Run on plain values when no Box is among the positional arguments, else record."""
@@ -446,6 +472,15 @@ cdef class Primitive:
     def __doc__(self):
         return getattr(self.fun, "__doc__", None)
 
+    @property
+    def __signature__(self):
+        """The signature of the raw function (None when it has none, e.g. a ufunc)."""
+        import inspect
+        try:
+            return inspect.signature(self.fun)
+        except (TypeError, ValueError):
+            return None
+
     cdef tuple _saved_args(self, tuple args, bint reuse):
         """The arguments as the VJPs will see them: values they do not read replaced by their
         metadata. With reuse, `args` (which nothing else references) is filled in place."""
@@ -498,6 +533,8 @@ cdef class Primitive:
                         mixed = True
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(uargs, i, a)
+            # nested differentiation (mixed): the outer trace records the call; no list hook
+            # at this level (a failing list argument is converted by the outermost __call__)
             if not kwargs:
                 kwargs = None
                 ans = _run_body(self if mixed else self.fun, uargs, NULL)
@@ -519,13 +556,13 @@ cdef class Primitive:
                 if tangent is not None and not top.released:    # (an observer may release it)
                     top._set_cotangent(node, tangent)
                 return make_box(ans, top, node)
-            if not self.save_ans:
-                ans_s = _meta_of(ans)
+            if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
+                ans_s, sargs = ans, uargs
             else:
-                ans_s = ans
-            # the call may have kept the argument tuple (a Python function's *args): reuse it
-            # for the saved record only if this frame holds the sole reference
-            sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+                ans_s = ans if self.save_ans else _meta_of(ans)
+                # the call may have kept the argument tuple (a Python function's *args): reuse
+                # it for the saved record only if this frame holds the sole reference
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
             del uargs
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
@@ -586,6 +623,14 @@ cdef class Primitive:
 
 
 cdef object _tangent_fixer = None
+cdef object _list_arg_hook = None
+
+
+def set_list_arg_hook(fn):
+    """Install fn(prim, args) -> new args or None: called when a primitive's raw function
+    refused a traced value inside a list argument (TracerArrayConversionError)."""
+    global _list_arg_hook
+    _list_arg_hook = fn
 
 
 def set_tangent_fixer(fn):
@@ -706,6 +751,7 @@ cdef class Tape:
         self.sweeping = False
         self.forward = forward
         self.observer = None
+        self.keep_args = False
         self.owned = {}
         _live_tapes += 1
 
@@ -1417,6 +1463,7 @@ cdef class Tape:
         cdef Node* node = &self.nodes[i]
         return {
             "primitive": (<Primitive>node.prim).name if node.prim is not NULL else None,
+            "prim": <object>node.prim if node.prim is not NULL else None,
             "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
             "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
             "nconsumers": node.nconsumers,
