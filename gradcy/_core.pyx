@@ -452,7 +452,10 @@ cdef class Primitive:
                 node = top._append(self, refs, nrefs, None, (), None, 0)
                 if tangent is not None:
                     top._set_cotangent(node, _match_tangent(tangent, ans))
-                return make_box(ans, top, node)
+                box = make_box(ans, top, node)
+                if top.owned and cnp.PyArray_Check(ans):
+                    _note_if_view(top, node, ans, self is _write_primitive)
+                return box
             if not self.save_ans:
                 ans_s = _meta_of(ans)
             else:
@@ -470,11 +473,7 @@ cdef class Primitive:
                 PyMem_Free(refs)
         box = make_box(ans, top, node)
         if top.owned and cnp.PyArray_Check(ans):
-            root = _root_buffer(ans)
-            if root is not ans:
-                info = top.owned.get(PyLong_FromVoidPtr(<void*>root))
-                if info is not None:
-                    _owned_note(top, info, True, node, ans, -1)
+            _note_if_view(top, node, ans, self is _write_primitive)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -1910,6 +1909,7 @@ cdef class OwnedBuffer:
         self.views = {}
         self.view_hull = ()
         self.view_limit = 64
+        self.box = None
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it) covers; None: all of it."""
@@ -1922,6 +1922,20 @@ cdef class OwnedBuffer:
 
 
 from array import array as _array
+
+
+cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, bint is_write) except -1:
+    """Node `node`'s value `ans` (an ndarray): note it as a traced view when its memory belongs
+    to a buffer the tape owns (a later write over it makes it stale). A primitive that returns
+    its argument itself (real, squeeze of a float buffer) makes a view of all of it; only the
+    write primitive's output is the buffer's own new version."""
+    root = _root_buffer(ans)
+    if root is ans and is_write:
+        return 0
+    info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
+    if info is not None:
+        _owned_note(tape, info, True, node, ans, -1)
+    return 0
 
 
 cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
@@ -1975,6 +1989,11 @@ def write_into(buf, idx, value):
     """buf[idx] = value, in place; returns buf (the write primitive's function)."""
     buf[idx] = value
     return buf
+
+
+def is_basic_index(idx):
+    """Whether idx selects a view (ints, slices, None, Ellipsis only)."""
+    return _is_basic_index(idx)
 
 
 def setitem_fast(Box box, idx, value):

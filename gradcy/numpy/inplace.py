@@ -23,15 +23,28 @@ What stays correct under aliasing
   a saved view preserves a copy of that view (counted in the memory counters); a write that
   overlaps no saved region copies nothing.
 - A traced view of the buffer taken before a write that overlaps it becomes stale: using it
-  raises (NumPy would show it the new values while the graph records the old ones).
-- Writing through a view of a buffer (v = buf[0]; v[1] = x) raises: write into the buffer with
-  the full index instead. `buf[i] += x` works (Python writes it back through buf).
+  raises (NumPy would show it the new values while the graph records the old ones). A
+  primitive that returns the buffer itself (real, squeeze) counts as a view of all of it.
+- Writes through a view of a buffer (v = buf[0]; v[1] = x; v *= 2; for row in buf: row += 1)
+  go into the buffer, as in NumPy: the buffer's Box moves to the new version and the view
+  becomes a view of it. When the buffer's own Box is gone, only its views can see it: the write
+  gives the view new values and makes the views it overlaps stale.
+- Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
+  NumPy writes last; the others get no gradient.
+- Augmented assignment (a += b, a *= b, ...) on a traced array changes that array, as in
+  NumPy: every name bound to it sees the new value (the Box moves to it); Python and NumPy
+  scalars are immutable and are rebound. An array gradcy does not own (an input, another
+  operation's output) is never written: the Box moves to a new array. If that array is a view
+  of another array that anything else still references, NumPy would change that other array
+  too, which gradcy cannot: that raises (write v = v * 2, or create the array with gradcy.numpy).
+  A view taken earlier of an array gradcy does not own keeps the old values (it is not tracked).
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
 """
 import builtins as _builtins
 import sys
+import weakref as _weakref
 from array import array as _array
 
 import numpy as _np
@@ -139,10 +152,61 @@ def _site():
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def _register(tape, box):
+    """Make box's value (a fresh ndarray only box holds) a buffer the tape owns."""
+    info = OwnedBuffer(box._value, _site())
+    info.box = _weakref.ref(box)
+    tape.register_owned(box._value, info)
+    return info
+
+
 def own(tape, array):
     """Register a fresh array as a buffer of `tape`; returns its constant Box."""
-    tape.register_owned(array, OwnedBuffer(array, _site()))
-    return tape.new_constant(array)
+    box = tape.new_constant(array)
+    _register(tape, box)
+    return box
+
+
+# =============================================================================
+# Repeated positions: NumPy keeps the value it writes last
+# =============================================================================
+def _may_repeat(idx):
+    """Whether idx may select a position twice (it has an integer array of 2+ elements)."""
+    for i in (idx if type(idx) is tuple else (idx,)):
+        if i is None or i is Ellipsis or isinstance(i, (int, _np.integer, slice, bool,
+                                                         _np.bool_)):
+            continue
+        a = _np.asarray(_plain(i))
+        if a.dtype != bool and a.size > 1:
+            return True
+    return False
+
+
+def kept(idx, shape):
+    """For buf[idx] = v on a buffer of `shape`: None when every selected element lands, else
+    a boolean array of the selection's shape, True for the elements NumPy keeps (of those that
+    select one position, the one written last). O(selection): the labels array is allocated,
+    not filled."""
+    if not _may_repeat(idx):
+        return None
+    labels = _np.empty(shape, _np.intp)
+    ids = _np.arange(labels[idx].size, dtype=_np.intp).reshape(labels[idx].shape)
+    labels[idx] = ids
+    keep = labels[idx] == ids
+    return None if keep.all() else keep
+
+
+def _selected(g, idx):
+    """g[idx] as the cotangent of a value written at idx: zero where a later element of the
+    same write overwrote it."""
+    keep = kept(idx, _np.shape(g) if type(g) is not Box else g.shape)
+    if type(g) is Box:
+        gi = anp.getitem(g, idx)
+        return gi if keep is None else anp.where(keep, gi, 0.0)
+    gi = _np.array(g[idx], copy=True)
+    if keep is not None:
+        gi[~keep] = 0
+    return gi
 
 
 # =============================================================================
@@ -155,11 +219,11 @@ write.set_saved((1,))            # the index; buffer and value as metadata
 def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     _, idx, value = args
     if type(g) is Box:           # higher order: stay functional and traced
-        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
+        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(_selected(g, idx), value)
                 for a in argnums]
-    g_value = None
-    if 2 in argnums:
-        g_value = unbroadcast(_np.array(g[idx], copy=True), value)
+    if type(g) is not _np.ndarray:
+        g, g_owned = _np.array(g), True      # a 0-d buffer's cotangent may come as a scalar
+    g_value = unbroadcast(_selected(g, idx), value) if 2 in argnums else None
     if 0 in argnums:
         if not g_owned:
             g = g.copy()
@@ -174,42 +238,222 @@ defjvp(write,
        lambda g, ans, buf, idx, value: at_set(anp.zeros_like(ans), idx, g))
 
 
-def _box_setitem(box, idx, value):
-    tape = box._tape
+def _nested_check(tape, value):
     if type(value) is Box and value._tape is not tape and value._tape.trace_id > tape.trace_id:
         raise NotImplementedError(
             "gradcy: writing a value traced by an inner differentiation into a buffer of an "
             "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
-    if tape.forward or type(box._value) is Box or (type(value) is Box and value._tape is not tape):
-        # forward mode and nested differentiation: the functional form (a copy per write)
+
+
+def _box_setitem(box, idx, value):
+    tape = box._tape
+    _nested_check(tape, value)
+    if type(box._value) is Box or (type(value) is Box and value._tape is not tape):
+        # nested differentiation: the functional form (a copy per write)
         transfer_box(box, at_set(box, idx, value))
         return
     info = tape.owned_info(box._value)
-    if info is None or info.root is not box._value:
-        if info is not None:
-            raise TypeError(
-                f"gradcy: writing into a view of a {info.describe()}; write into the buffer "
-                f"itself with the full index (buf[i, j] = v rather than buf[i][j] = v)")
+    if info is not None and info.root is not box._value:
+        _write_view(box, info, idx, value)
+        return
+    if info is None:
+        _check_unshared(box, "item assignment")
         copied = anp.copy(box)                    # copy on the first write: inputs never change
-        own(tape, copied._value)
         transfer_box(box, copied)
-        info = tape.owned_info(box._value)
+        info = _register(tape, box)
     if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
-    # an advanced index (or a scalar slot): its region is a hull from the index itself
+    # an advanced index, a scalar slot or forward mode: its region is a hull from the index
     r = region(idx, box._value.shape)
     _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
     _after_write(tape, info, r)
 
 
+# =============================================================================
+# Writes through views of a buffer
+# =============================================================================
+def _root_index(view, root):
+    """How ndarray `view`, in C-contiguous `root`'s memory, is a basic index of root: (idx,
+    to_root, from_root) with root[idx] the same memory as view up to the order of its axes
+    and its length-1 axes; to_root(v) turns a traced value of view's shape into root[idx]'s
+    shape, from_root(s) turns root[idx] back into view's shape. None when view is no such
+    index (a reshape that merges axes, a broadcast, another buffer's memory)."""
+    item = root.itemsize
+    if not root.flags.c_contiguous or item == 0 or root.ndim == 0:
+        return (Ellipsis, lambda v: anp.reshape(v, ()), lambda s: anp.reshape(s, view.shape)) \
+            if root.ndim == 0 and view.size == 1 else None
+    off = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if off < 0 or off % item:
+        return None
+    off //= item
+    rstrides = [st // item for st in root.strides]
+    lo = []
+    for d, rs in enumerate(rstrides):
+        k = off // rs if rs else 0
+        lo.append(k)
+        off -= k * rs
+    axis_of, step_of = {}, {}           # view axis -> root axis, step
+    for k, (n, vs) in enumerate(zip(view.shape, view.strides)):
+        if n == 1:
+            continue
+        if vs % item or vs == 0:
+            return None
+        vs //= item
+        for d, rs in enumerate(rstrides):
+            if rs and vs % rs == 0 and abs(vs // rs) < root.shape[d]:
+                if d in axis_of.values():
+                    return None
+                axis_of[k], step_of[k] = d, vs // rs
+                break
+        else:
+            return None
+    idx = list(lo)
+    for k, d in axis_of.items():
+        q, n = step_of[k], view.shape[k]
+        stop = lo[d] + q * n
+        idx[d] = slice(lo[d], stop if stop >= 0 else None, q)
+    idx = tuple(idx)
+    try:
+        target = root[idx + (Ellipsis,)]        # an array even when idx is all ints
+    except IndexError:
+        return None
+    kept_axes = [k for k in range(view.ndim) if view.shape[k] != 1]
+    order = sorted(kept_axes, key=lambda k: axis_of[k])
+    perm = [kept_axes.index(k) for k in order]
+    squeezed = tuple(view.shape[k] for k in kept_axes)
+    identity_perm = perm == sorted(perm)
+    check = view.reshape(squeezed)
+    if not identity_perm:
+        check = check.transpose(perm)
+    if (check.shape != target.shape or check.__array_interface__["data"][0]
+            != target.__array_interface__["data"][0]
+            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
+                   if n > 1)):
+        return None
+    inverse = [perm.index(i) for i in range(len(perm))]
+
+    def to_root(v):
+        if _np.shape(v) != view.shape:
+            v = anp.broadcast_to(v, view.shape)
+        if squeezed != view.shape:
+            v = anp.reshape(v, squeezed)
+        return v if identity_perm else anp.transpose(v, perm)
+
+    def from_root(s):
+        if not identity_perm:
+            s = anp.transpose(s, inverse)
+        return s if squeezed == view.shape else anp.reshape(s, view.shape)
+    return idx, to_root, from_root
+
+
+def _sub_view_index(idx):
+    """A basic index that selects the same elements as idx but always returns a view."""
+    if type(idx) is not tuple:
+        idx = (idx,)
+    return idx if Ellipsis in idx else idx + (Ellipsis,)
+
+
+def _unmappable(view, info):
+    return TypeError(
+        f"gradcy: writing into a view {view.shape} of a {info.describe()} that is not a basic "
+        f"index of it (a reshape that merges axes, a broadcast, ...): write into the buffer with "
+        f"a basic index instead (buf[i, j] = v)")
+
+
+def _write_view(view, info, idx, value):
+    """view[idx] = value for a traced view of a buffer the tape owns: the write goes into the
+    buffer (whose Box moves to the new version) and `view` becomes a view of that version."""
+    tape = view._tape
+    v = view._value
+    if v.size == 0:
+        return
+    whole = _root_index(v, info.root)
+    if whole is None:
+        raise _unmappable(v, info)
+    ridx, _, from_root = whole
+    buf = info.box() if info.box is not None else None
+    if buf is None or buf._value is not info.root:
+        # the buffer's own Box is gone: only its views see its memory. The view gets the new
+        # values (a new array); the views it overlaps would see them in NumPy: they go stale
+        new = at_set(view, idx, value)
+        _after_write(tape, info, info.region_of(v))
+        transfer_box(view, new)
+        return
+    if idx is Ellipsis:
+        buf[ridx] = whole[1](value)
+    elif _core.is_basic_index(idx):
+        part = _root_index(v[_sub_view_index(idx)], info.root)
+        if part is None:
+            raise _unmappable(v, info)
+        buf[part[0]] = part[1](value)
+    else:                       # an advanced index: the view's new values, written whole
+        buf[ridx] = whole[1](at_set(view, idx, value))
+    transfer_box(view, from_root(anp.getitem(buf, ridx)))
+
+
+# =============================================================================
+# Augmented assignment: a += b, a *= b, ...
+# =============================================================================
+_IOP = {"true_divide": "divide", "mod": "remainder"}
+
+
+def _check_unshared(box, what):
+    """Raise when box's value, an ndarray gradcy does not own, is a view of an array that
+    something else still references: NumPy would change that array too, gradcy cannot. An
+    input is exempt: gradcy works on a copy of it and never changes the caller's array."""
+    base = getattr(box._value, "base", None)
+    if base is None or box._tape.node_info(box._node)["leaf"]:
+        return
+    if type(base) is _np.ndarray and sys.getrefcount(base) <= 3:
+        return                  # held by this view alone (and this frame): nobody sees it
+    raise ValueError(
+        f"gradcy: {what} on a traced array {box._value.shape} that is a view of another "
+        f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and gradcy "
+        f"writes only into arrays it created. Write the result to a new array (v = v * 2), or "
+        f"create the array with gradcy.numpy (zeros, empty, array, copy) so that writes "
+        f"through its views reach it.")
+
+
+def _inplace_result(result, value, op):
+    """NumPy's rules for `value op= other`: the result keeps value's shape and dtype (cast
+    with same_kind)."""
+    if _np.shape(result) != value.shape:
+        raise ValueError(f"gradcy: non-broadcastable output operand with shape {value.shape} "
+                         f"doesn't match the broadcast shape {_np.shape(result)} ({op} in place)")
+    rdtype = result.dtype
+    if rdtype != value.dtype:
+        if not _np.can_cast(rdtype, value.dtype, "same_kind"):
+            raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
+                            f"{value.dtype!r} with casting rule 'same_kind'")
+        result = anp.astype(result, value.dtype)
+    return result
+
+
 def _box_iop(box, op, other):
-    info = box._tape.owned_info(box._value) if type(box._value) is not Box else None
-    result = getattr(anp, {"true_divide": "divide", "mod": "remainder"}.get(op, op))(box, other)
-    if info is not None and info.root is box._value and not box._tape.forward:
-        _box_setitem(box, Ellipsis, result)       # in place, as NumPy does
-        return box
-    return result                                 # a new value (views write back via buf[i])
+    """box op= other, with NumPy's semantics (see the module docstring)."""
+    result = getattr(anp, _IOP.get(op, op))(box, other)
+    value = box._value
+    plain = value
+    while type(plain) is Box:
+        plain = plain._value
+    if type(plain) is not _np.ndarray:
+        return result            # Python and NumPy scalars are immutable: a new value
+    tape = box._tape
+    if result._tape is not tape:
+        return result            # traced by an inner differentiation: a new value
+    result = _inplace_result(result, plain, op)
+    if type(value) is _np.ndarray:
+        info = tape.owned_info(value)
+        if info is not None:
+            if info.root is value:
+                _box_setitem(box, Ellipsis, result)   # in place, as NumPy does
+            else:
+                _write_view(box, info, Ellipsis, result)
+            return box
+        _check_unshared(box, f"{op} in place")
+    transfer_box(box, result)
+    return box
 
 
 # =============================================================================
@@ -232,7 +476,7 @@ at_add = primitive(_at_add, "gradcy.numpy.at_add")
 defvjp_direct(at_set,
               lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
               None,
-              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
+              lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
               save=(1,))
 defjvp(at_set,
        lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
@@ -249,6 +493,31 @@ defjvp(at_add,
        lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
 
 
+def _at_apply(op, x, idx, v):
+    """x with x[i] = op(x[i], v_k) applied for every element k of the selection in turn: a
+    position selected twice gets both updates (JAX's .at semantics), in selection order."""
+    shape = _np.shape(x)
+    positions = _np.arange(_np.prod(shape, dtype=_np.intp)).reshape(shape)[idx]
+    flat = positions.reshape(-1)
+    order = _np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    starts = _np.ones(flat.size, bool)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    if starts.all():             # no position twice: one update
+        return at_set(x, idx, op(anp.getitem(x, idx), v))
+    # rank of each element among those that select its position: update round by round
+    counter = _np.arange(flat.size)
+    rank = _np.empty(flat.size, _np.intp)
+    rank[order] = counter - _np.maximum.accumulate(_np.where(starts, counter, 0))
+    values = anp.reshape(anp.broadcast_to(v, positions.shape), (-1,))
+    out = anp.reshape(x, (-1,))
+    for r in range(int(rank.max()) + 1):
+        sel = _np.flatnonzero(rank == r)
+        at = flat[sel]
+        out = at_set(out, at, op(anp.getitem(out, at), anp.getitem(values, sel)))
+    return anp.reshape(out, shape)
+
+
 class _AtIndex:
     __slots__ = ("x", "idx")
 
@@ -256,31 +525,37 @@ class _AtIndex:
         self.x, self.idx = x, idx
 
     def set(self, v):
-        """A copy of x with x[idx] = v."""
+        """A copy of x with x[idx] = v; a position selected twice keeps the value NumPy
+        writes last (as x[idx] = v does)."""
         return at_set(self.x, self.idx, v)
 
     def add(self, v):
-        """A copy of x with v added at idx (repeated indices accumulate)."""
+        """A copy of x with v added at idx; repeated positions accumulate (numpy.add.at)."""
         return at_add(self.x, self.idx, v)
 
     def subtract(self, v):
+        """A copy of x with v subtracted at idx; repeated positions accumulate."""
         return at_add(self.x, self.idx, -v)
 
     def multiply(self, v):
-        """A copy of x with x[idx] multiplied by v (unique indices)."""
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) * v)
+        """A copy of x with x[idx] multiplied by v; repeated positions accumulate."""
+        return _at_apply(anp.multiply, self.x, self.idx, v)
 
     def divide(self, v):
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) / v)
+        """A copy of x with x[idx] divided by v; repeated positions accumulate."""
+        return _at_apply(anp.divide, self.x, self.idx, v)
 
     def power(self, v):
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) ** v)
+        """A copy of x with x[idx] raised to v; repeated positions apply each power in turn."""
+        return _at_apply(anp.power, self.x, self.idx, v)
 
     def min(self, v):
-        return at_set(self.x, self.idx, anp.minimum(anp.getitem(self.x, self.idx), v))
+        """A copy of x with x[idx] = minimum(x[idx], v), over every v at a position."""
+        return _at_apply(anp.minimum, self.x, self.idx, v)
 
     def max(self, v):
-        return at_set(self.x, self.idx, anp.maximum(anp.getitem(self.x, self.idx), v))
+        """A copy of x with x[idx] = maximum(x[idx], v), over every v at a position."""
+        return _at_apply(anp.maximum, self.x, self.idx, v)
 
     def get(self):
         return anp.getitem(self.x, self.idx)
@@ -288,7 +563,11 @@ class _AtIndex:
 
 class at:
     """at(x)[idx].set(v): functional updates of plain or traced arrays, as x.at[idx] on
-    traced values (JAX's spelling). Each returns a new array; x is unchanged."""
+    traced values (JAX's spelling). Each returns a new array; x is unchanged.
+
+    Repeated positions in idx: .set keeps the value NumPy's x[idx] = v writes last; .add,
+    .subtract, .multiply, .divide, .power, .min and .max apply every update (JAX's semantics,
+    numpy.add.at for .add), unlike NumPy's x[idx] += v, which keeps one."""
 
     __slots__ = ("x",)
 
@@ -333,6 +612,16 @@ def _owning(name, make, traced=None):
     return constructor
 
 
+def _owned_copy(source, result):
+    """A traced copy of `source` made by the active differentiation: the tape owns it."""
+    if (type(result) is Box and result is not source and type(result._value) is _np.ndarray
+            and result._value.base is None and result._value is not _plain(source)):
+        tape = active_tape()
+        if tape is result._tape and not tape.released and tape.owned_info(result._value) is None:
+            _register(tape, result)
+    return result
+
+
 def install_constructors(g):
     """Put the owning constructors into namespace `g` (the gradcy.numpy package; the
     primitives of the same names stay in numpy_wrapper, where their rules are registered)."""
@@ -347,12 +636,14 @@ def install_constructors(g):
 
     def array(obj, *args, **kwargs):
         if type(obj) is Box or anp._contains_box(obj):
-            return plain_array(obj, *args, **kwargs)
+            return _owned_copy(obj, plain_array(obj, *args, **kwargs))
         return _owning("array", _np.array)(obj, *args, **kwargs)
 
     def copy(a, *args, **kwargs):
+        """numpy.copy; inside a differentiation the copy is a buffer the differentiation owns
+        (writes into it, and through its views, happen in place)."""
         if type(a) is Box:
-            return plain_copy(a, *args, **kwargs)
+            return _owned_copy(a, plain_copy(a, *args, **kwargs))
         return _owning("copy", _np.copy)(a, *args, **kwargs)
 
     array.__doc__ = plain_array.__doc__
