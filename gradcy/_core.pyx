@@ -453,7 +453,7 @@ cdef class Primitive:
                 if tangent is not None:
                     top._set_cotangent(node, _match_tangent(tangent, ans))
                 box = make_box(ans, top, node)
-                if top.owned and cnp.PyArray_Check(ans):
+                if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
                     _note_if_view(top, node, ans, self is _write_primitive)
                 return box
             if not self.save_ans:
@@ -472,7 +472,7 @@ cdef class Primitive:
             if refs is not inline_refs:
                 PyMem_Free(refs)
         box = make_box(ans, top, node)
-        if top.owned and cnp.PyArray_Check(ans):
+        if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
             _note_if_view(top, node, ans, self is _write_primitive)
         return box
 
@@ -1910,12 +1910,16 @@ cdef class OwnedBuffer:
         self.view_hull = ()
         self.view_limit = 64
         self.box = None
+        self.functional = False
+        self.versions = []
 
     def region_of(self, array):
-        """The region of the buffer that `array` (a view into it) covers; None: all of it."""
-        if array is self.root:
+        """The region of the buffer that `array` (a view into it, or into an earlier version
+        of it) covers; None: all of it."""
+        root = _root_buffer(array)
+        if array is root:
             return None
-        return _layout_region(array, self.root)
+        return _layout_region(array, root)
 
     def describe(self):
         return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
@@ -1925,10 +1929,15 @@ from array import array as _array
 
 
 cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, bint is_write) except -1:
-    """Node `node`'s value `ans` (an ndarray): note it as a traced view when its memory belongs
-    to a buffer the tape owns (a later write over it makes it stale). A primitive that returns
-    its argument itself (real, squeeze of a float buffer) makes a view of all of it; only the
-    write primitive's output is the buffer's own new version."""
+    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
+    traced view when its memory belongs to a buffer the tape owns (a later write over it makes
+    it stale). A primitive that returns its argument itself (real, squeeze of a float buffer)
+    makes a view of all of it; only the write primitive's output is the buffer's own new
+    version."""
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
     root = _root_buffer(ans)
     if root is ans and is_write:
         return 0
@@ -1944,7 +1953,8 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
     owned buffer."""
     cdef OwnedBuffer b = <OwnedBuffer?>info
     cdef Py_ssize_t n
-    r = None if array is b.root else _layout_region(array, b.root)
+    root = _root_buffer(array) if b.functional else b.root
+    r = None if array is root else _layout_region(array, root)
     if not view:
         b.saved.append(node)
         b.saved.append(position)
@@ -2023,7 +2033,8 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
                                or type((<Box>value)._value) is Box):
         return False
     found = tape.owned.get(PyLong_FromVoidPtr(<void*>buf))
-    if type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf:
+    if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
+            or (<OwnedBuffer>found).functional):
         return False
     if not _is_basic_index(idx):
         return False

@@ -152,12 +152,43 @@ def _site():
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _register(tape, box):
-    """Make box's value (a fresh ndarray only box holds) a buffer the tape owns."""
-    info = OwnedBuffer(box._value, _site())
+def _innermost(value):
+    while type(value) is Box:
+        value = value._value
+    return value
+
+
+def _nested(tape):
+    """Whether another differentiation is active around `tape` (this thread): it may hold the
+    memory of tape's buffers, so writes into them make new versions instead."""
+    stack = getattr(_core._active, "stack", None)
+    return stack is not None and len(stack) > 1
+
+
+def _register(tape, box, functional=False):
+    """Make box's value (a fresh ndarray only box holds, or an outer trace's value of one) a
+    buffer the tape owns. Functional: writes into it make a new version (nested
+    differentiation), its Box moving to each."""
+    info = OwnedBuffer(_innermost(box._value), _site())
     info.box = _weakref.ref(box)
-    tape.register_owned(box._value, info)
+    info.functional = functional or _nested(tape)
+    tape.register_owned(info.root, info)
     return info
+
+
+def _adopt(tape, info, box):
+    """After a functional write, box's new value is the buffer's current version. Earlier
+    versions stay registered while they live: views of them are views of the buffer."""
+    old, new = info.root, _innermost(box._value)
+    owned, key = tape.owned, id(old)
+
+    def forget(_, owned=owned, key=key, info=info):
+        if owned.get(key) is info:
+            del owned[key]
+    info.versions = [r for r in info.versions if r() is not None]
+    info.versions.append(_weakref.ref(old, forget))
+    info.root = new
+    tape.register_owned(new, info)
 
 
 def own(tape, array):
@@ -165,6 +196,15 @@ def own(tape, array):
     box = tape.new_constant(array)
     _register(tape, box)
     return box
+
+
+def _functional_write(tape, info, box, idx, value):
+    """box[idx] = value as a new version of the buffer (nested differentiation)."""
+    r = region(idx, _innermost(box._value).shape)
+    transfer_box(box, at_set(box, idx, value))
+    _adopt(tape, info, box)
+    info.functional = True
+    _after_write(tape, info, r)
 
 
 # =============================================================================
@@ -248,19 +288,25 @@ def _nested_check(tape, value):
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
-    if type(box._value) is Box or (type(value) is Box and value._tape is not tape):
-        # nested differentiation: the functional form (a copy per write)
-        transfer_box(box, at_set(box, idx, value))
+    plain = _innermost(box._value)
+    info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
+    if info is not None and plain is not info.root:
+        _write_view(box, info, plain, idx, value)
         return
-    info = tape.owned_info(box._value)
-    if info is not None and info.root is not box._value:
-        _write_view(box, info, idx, value)
-        return
+    nested = type(box._value) is Box or (type(value) is Box and (
+        value._tape is not tape or type(value._value) is Box))
     if info is None:
-        _check_unshared(box, "item assignment")
+        _check_unshared(box, plain, "item assignment")
+        if nested or _nested(tape):               # a new version: the copy on the first write
+            transfer_box(box, at_set(box, idx, value))
+            _register(tape, box, True)
+            return
         copied = anp.copy(box)                    # copy on the first write: inputs never change
         transfer_box(box, copied)
         info = _register(tape, box)
+    elif nested or info.functional:
+        _functional_write(tape, info, box, idx, value)
+        return
     if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
     # an advanced index, a scalar slot or forward mode: its region is a hull from the index
@@ -361,19 +407,20 @@ def _unmappable(view, info):
         f"a basic index instead (buf[i, j] = v)")
 
 
-def _write_view(view, info, idx, value):
-    """view[idx] = value for a traced view of a buffer the tape owns: the write goes into the
-    buffer (whose Box moves to the new version) and `view` becomes a view of that version."""
+def _write_view(view, info, v, idx, value):
+    """view[idx] = value for a traced view of a buffer the tape owns (v: its plain value): the
+    write goes into the buffer (whose Box moves to the new version) and `view` becomes a view
+    of that version."""
     tape = view._tape
-    v = view._value
     if v.size == 0:
         return
-    whole = _root_index(v, info.root)
+    root = _core.root_buffer(v)          # the buffer, or an earlier version (same layout)
+    whole = _root_index(v, root)
     if whole is None:
         raise _unmappable(v, info)
     ridx, _, from_root = whole
     buf = info.box() if info.box is not None else None
-    if buf is None or buf._value is not info.root:
+    if buf is None or _innermost(buf._value) is not info.root:
         # the buffer's own Box is gone: only its views see its memory. The view gets the new
         # values (a new array); the views it overlaps would see them in NumPy: they go stale
         new = at_set(view, idx, value)
@@ -383,7 +430,7 @@ def _write_view(view, info, idx, value):
     if idx is Ellipsis:
         buf[ridx] = whole[1](value)
     elif _core.is_basic_index(idx):
-        part = _root_index(v[_sub_view_index(idx)], info.root)
+        part = _root_index(v[_sub_view_index(idx)], root)
         if part is None:
             raise _unmappable(v, info)
         buf[part[0]] = part[1](value)
@@ -398,17 +445,25 @@ def _write_view(view, info, idx, value):
 _IOP = {"true_divide": "divide", "mod": "remainder"}
 
 
-def _check_unshared(box, what):
-    """Raise when box's value, an ndarray gradcy does not own, is a view of an array that
-    something else still references: NumPy would change that array too, gradcy cannot. An
-    input is exempt: gradcy works on a copy of it and never changes the caller's array."""
-    base = getattr(box._value, "base", None)
-    if base is None or box._tape.node_info(box._node)["leaf"]:
+def _base_refs(view):
+    base = view.base
+    return sys.getrefcount(base)
+
+
+_BASE_REFS = _base_refs(_np.ones(2)[:1])     # the count when the view alone holds its base
+
+
+def _check_unshared(box, plain, what):
+    """Raise when box's value (plain: its ndarray), an array gradcy does not own, is a view of
+    an array that something else still references: NumPy would change that array too, gradcy
+    cannot. An input is exempt: gradcy works on a copy of it and never changes the caller's
+    array."""
+    if getattr(plain, "base", None) is None or box._tape.node_info(box._node)["leaf"]:
         return
-    if type(base) is _np.ndarray and sys.getrefcount(base) <= 3:
-        return                  # held by this view alone (and this frame): nobody sees it
+    if type(plain.base) is _np.ndarray and _base_refs(plain) <= _BASE_REFS:
+        return                  # held by this view alone: nobody else sees it
     raise ValueError(
-        f"gradcy: {what} on a traced array {box._value.shape} that is a view of another "
+        f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
         f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and gradcy "
         f"writes only into arrays it created. Write the result to a new array (v = v * 2), or "
         f"create the array with gradcy.numpy (zeros, empty, array, copy) so that writes "
@@ -433,25 +488,21 @@ def _inplace_result(result, value, op):
 def _box_iop(box, op, other):
     """box op= other, with NumPy's semantics (see the module docstring)."""
     result = getattr(anp, _IOP.get(op, op))(box, other)
-    value = box._value
-    plain = value
-    while type(plain) is Box:
-        plain = plain._value
+    plain = _innermost(box._value)
     if type(plain) is not _np.ndarray:
         return result            # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
         return result            # traced by an inner differentiation: a new value
     result = _inplace_result(result, plain, op)
-    if type(value) is _np.ndarray:
-        info = tape.owned_info(value)
-        if info is not None:
-            if info.root is value:
-                _box_setitem(box, Ellipsis, result)   # in place, as NumPy does
-            else:
-                _write_view(box, info, Ellipsis, result)
-            return box
-        _check_unshared(box, f"{op} in place")
+    info = tape.owned_info(plain)
+    if info is not None:
+        if info.root is plain:
+            _box_setitem(box, Ellipsis, result)   # in place, as NumPy does
+        else:
+            _write_view(box, info, plain, Ellipsis, result)
+        return box
+    _check_unshared(box, plain, f"{op} in place")
     transfer_box(box, result)
     return box
 
@@ -614,10 +665,11 @@ def _owning(name, make, traced=None):
 
 def _owned_copy(source, result):
     """A traced copy of `source` made by the active differentiation: the tape owns it."""
-    if (type(result) is Box and result is not source and type(result._value) is _np.ndarray
-            and result._value.base is None and result._value is not _plain(source)):
+    plain = _innermost(result)
+    if (type(result) is Box and result is not source and type(plain) is _np.ndarray
+            and plain.base is None and plain is not _plain(source)):
         tape = active_tape()
-        if tape is result._tape and not tape.released and tape.owned_info(result._value) is None:
+        if tape is result._tape and not tape.released and tape.owned_info(plain) is None:
             _register(tape, result)
     return result
 
