@@ -146,7 +146,6 @@ cdef class OwnedBuffer:
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
     cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
     cdef public bint functional    # nested differentiation: writes make a new version (a copy)
-    cdef public list versions      # weak references to earlier versions still registered (functional)
 
 
 cdef class Box:

@@ -454,7 +454,7 @@ cdef class Primitive:
                     top._set_cotangent(node, _match_tangent(tangent, ans))
                 box = make_box(ans, top, node)
                 if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
-                    _note_if_view(top, node, ans, self is _write_primitive)
+                    _note_if_view(top, node, ans, args, self is _write_primitive)
                 return box
             if not self.save_ans:
                 ans_s = _meta_of(ans)
@@ -473,7 +473,7 @@ cdef class Primitive:
                 PyMem_Free(refs)
         box = make_box(ans, top, node)
         if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
-            _note_if_view(top, node, ans, self is _write_primitive)
+            _note_if_view(top, node, ans, args, self is _write_primitive)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -1911,7 +1911,6 @@ cdef class OwnedBuffer:
         self.view_limit = 64
         self.box = None
         self.functional = False
-        self.versions = []
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version
@@ -1928,19 +1927,30 @@ cdef class OwnedBuffer:
 from array import array as _array
 
 
-cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, bint is_write) except -1:
+cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
+                              bint is_write) except -1:
     """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
     traced view when its memory belongs to a buffer the tape owns (a later write over it makes
-    it stale). A primitive that returns its argument itself (real, squeeze of a float buffer)
-    makes a view of all of it; only the write primitive's output is the buffer's own new
-    version."""
+    it stale). A primitive that returns an argument's array itself (real or squeeze of a float
+    buffer) makes a view of all of it; only the write primitive's output is the buffer's own
+    new version."""
+    cdef Py_ssize_t i
     while type(ans) is Box:
         ans = (<Box>ans)._value
     if not cnp.PyArray_Check(ans):
         return 0
     root = _root_buffer(ans)
-    if root is ans and is_write:
-        return 0
+    if root is ans:
+        if is_write:
+            return 0
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if a is ans:
+                break
+        else:
+            return 0            # a new array
     info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
     if info is not None:
         _owned_note(tape, info, True, node, ans, -1)

@@ -176,17 +176,20 @@ def _register(tape, box, functional=False):
     return info
 
 
+_VERSIONS = {}        # id -> weak reference to an earlier version of a functional buffer
+
+
 def _adopt(tape, info, box):
     """After a functional write, box's new value is the buffer's current version. Earlier
     versions stay registered while they live: views of them are views of the buffer."""
     old, new = info.root, _innermost(box._value)
-    owned, key = tape.owned, id(old)
 
-    def forget(_, owned=owned, key=key, info=info):
+    def forget(ref, owned=tape.owned, key=id(old), info=info):
+        _VERSIONS.pop(id(ref), None)
         if owned.get(key) is info:
             del owned[key]
-    info.versions = [r for r in info.versions if r() is not None]
-    info.versions.append(_weakref.ref(old, forget))
+    ref = _weakref.ref(old, forget)
+    _VERSIONS[id(ref)] = ref
     info.root = new
     tape.register_owned(new, info)
 
