@@ -2011,6 +2011,44 @@ def write_into(buf, idx, value):
     return buf
 
 
+cdef inline int _tally(object x, object arr, list count, dict views) except -1:
+    if x is arr:
+        count[0] += 1
+    elif cnp.PyArray_Check(x) and cnp.PyArray_BASE(<cnp.ndarray>x) == <PyObject*>arr:
+        entry = views.get(id(x))
+        if entry is None:
+            views[id(x)] = [x, 1]
+        else:
+            entry[1] += 1
+    return 0
+
+
+def saved_holders(Tape tape, Py_ssize_t start, arr):
+    """The references to ndarray `arr` that the saved records of `tape`'s nodes start, start+1,
+    ... hold: (the number of saved slots holding arr itself, [[view, slots], ...] for the
+    saved arrays whose base is arr). A write that never touches arr's memory leaves those
+    records right; any other reference to arr sees what NumPy would change."""
+    cdef Py_ssize_t i, k
+    cdef Node* node
+    cdef list count = [0]
+    cdef dict views = {}
+    if tape.released:
+        return 0, []
+    for i in range(max(start, 0), tape.n_nodes):
+        node = &tape.nodes[i]
+        if node.saved_args is NULL:
+            continue
+        if node.saved_ans is not NULL:
+            _tally(<object>node.saved_ans, arr, count, views)
+        args = <tuple>node.saved_args
+        for k in range(PyTuple_GET_SIZE(args)):
+            _tally(<object>PyTuple_GET_ITEM(args, k), arr, count, views)
+        if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
+            for x in (<dict>node.saved_kwargs).values():
+                _tally(x, arr, count, views)
+    return count[0], list(views.values())
+
+
 def is_basic_index(idx):
     """Whether idx selects a view (ints, slices, None, Ellipsis only)."""
     return _is_basic_index(idx)

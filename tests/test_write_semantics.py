@@ -11,10 +11,12 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import grad, hessian, make_jvp, make_vjp
+from gradcy import _core, grad, hessian, make_jvp, make_vjp
 from gradcy.test_util import check_grads
 
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
+
+COVERED = {"gradcy.numpy.strided_view"}
 
 EPS = 1e-6
 
@@ -456,6 +458,44 @@ def test_augmented_op_on_a_view_of_an_array_gradcy_does_not_own_raises():
     check_program(unobserved, X2)
 
 
+def test_write_into_an_array_whose_views_exist_raises():
+    def view_taken_before(x):
+        a = np.sin(x)
+        c = a[:1]                                # NumPy: c sees the write below
+        a += 1.0
+        return np.sum(c)
+
+    def item_write(x):
+        a = np.sin(x)
+        c = a[1:]
+        a[1] = 2.0
+        return np.sum(c)
+
+    def same_array(x):
+        a = np.sin(x)
+        r = np.real(a)                           # NumPy returns a itself
+        a *= 2.0
+        return np.sum(r)
+
+    for f in (view_taken_before, item_write, same_array):
+        with pytest.raises(ValueError, match="memory another traced value shares"):
+            grad(f)(X2)
+        with pytest.raises(ValueError, match="memory another traced value shares"):
+            make_jvp(f)(X2)(onp.ones(2))
+
+    def read_then_write(x, m):
+        h = m.tanh(x)                            # tanh saves h; the slice read is saved too
+        out = h[0] * m.sin(h[1:])
+        h += 1.0                                 # nothing outside the tape sees h's memory
+        h *= h
+        del out
+        t = m.tanh(x)[1:]                        # a view whose base only tanh's record holds
+        t *= 3.0
+        return m.sum(h * W3[:2]) + m.sum(t)
+
+    check_program(read_then_write, X2)
+
+
 def test_copy_makes_a_buffer_whose_views_write_through():
     def prog(x, m):
         y = m.copy(m.sin(x))
@@ -535,3 +575,88 @@ def test_writes_through_a_view_of_a_0d_buffer():
         return buf * 2.0 + m.sum(w)
 
     check_program(prog, X2)
+
+
+def test_writes_through_reshaped_views():
+    def prog(x, m):
+        buf = m.zeros(6)
+        grid = buf.reshape(2, 3)                 # a view of all of it
+        grid[0] = x[:3]
+        grid *= x[3]
+        flat = grid[1].ravel()                   # the second row, through two views
+        flat += x[:3] * x[:3]
+        cube = m.zeros((2, 2, 2))
+        rows = cube.reshape(4, 2)[1:3]           # cube[0, 1] and cube[1, 0]: no basic index
+        rows -= m.reshape(x, (2, 2))
+        rows[1, 1] *= x[0]
+        return (m.sum(m.sin(buf) * onp.arange(1.0, 7.0)) + m.sum(cube * cube)
+                + m.sum(rows * onp.array([[1.0, 2.0], [3.0, 4.0]])))
+
+    check_program(prog, X4)
+
+    def stale(x):
+        cube = np.zeros((2, 2, 2))
+        rows = cube.reshape(4, 2)[1:3]
+        rows += x
+        cube[1, 0, 1] = 3.0                      # one of rows' elements
+        return np.sum(rows)
+
+    with pytest.raises(ValueError, match="written to after the view"):
+        grad(stale)(X2)
+
+
+def test_writes_into_read_only_views_raise_as_in_numpy():
+    def diag(x):
+        buf = np.zeros((2, 2))
+        d = np.diagonal(buf)
+        d += x
+        return np.sum(buf)
+
+    def broadcast(x):
+        b = np.broadcast_to(np.sin(x), (3, 2))
+        b[0] = 1.0
+        return np.sum(b)
+
+    for f in (diag, broadcast):
+        with pytest.raises(ValueError, match="read-only"):
+            grad(f)(X2)
+    with pytest.raises(ValueError, match="read-only"):
+        d = onp.diagonal(onp.zeros((2, 2)))
+        d += X2
+
+
+@pytest.mark.parametrize("buffer_dtype", [onp.float32, onp.float64])
+def test_gradients_keep_the_input_dtype(buffer_dtype):
+    def f(x):
+        buf = np.zeros((3, 2), dtype=buffer_dtype)
+        buf[[0, 0, 2]] = x[:3, None] * 2.0       # repeated row: the second value lands
+        v = buf[1:]
+        v += x[1:3, None]
+        for row in buf:
+            row *= x[0]
+        a = np.at(buf)[[1, 1], 0].multiply(x[:2])
+        return np.sum(a * a)
+
+    x = onp.array([0.7, -1.3, 0.4], dtype=onp.float32)
+    g = grad(f)(x)
+    assert type(g) is onp.ndarray and g.dtype == onp.float32 and g.shape == x.shape
+    t = _core.Tape()                             # the leaf's cotangent before any cast
+    try:
+        b = t.new_leaf(x)
+        _core.push_active(t)
+        try:
+            y = f(b)
+        finally:
+            _core.pop_active(t)
+        out = t.pin(y)
+        del y
+        raw = t.backward(out, onp.float32(1), True, [b._node])[0]
+    finally:
+        t.release()
+    assert raw.dtype == onp.float32
+    y, jv = make_jvp(f)(x)(onp.ones(3, onp.float32))
+    assert onp.result_type(jv) == onp.result_type(y) == buffer_dtype   # the output's dtype
+    g64 = grad(f)(x.astype(onp.float64))
+    onp.testing.assert_allclose(g, g64, rtol=1e-5)
+    if buffer_dtype == onp.float64:
+        onp.testing.assert_allclose(g64, _numeric_grad(f, x.astype(onp.float64)), rtol=1e-6)

@@ -13,10 +13,17 @@ region of the parent's slot, so a view has no slot of its own). One buffer-sized
 exists per buffer per backward pass. A written value that its op saved as output (tanh, exp)
 is read back from the slot, so it is not kept twice. Writes with a basic index are decided and
 recorded in the core (_core.setitem_fast); this module handles the rest (copy on the first
-write, advanced indices, forward mode and nested differentiation) and the bookkeeping hooks.
+write, advanced indices, forward mode, writes through views, augmented assignment, nested
+differentiation) and the bookkeeping hooks. Forward mode writes in place too (nothing is
+saved; views are tracked the same way).
 
-What stays correct under aliasing
----------------------------------
+Under nested differentiation (hessian, forward over reverse, a grad inside a grad) an outer
+trace may hold the buffer's memory, so a write makes a new version instead (a copy, .at[].set)
+and the buffer's Box moves to it; earlier versions stay registered while they live, so views of
+them are still views of the buffer.
+
+What follows NumPy, and what raises
+-----------------------------------
 - A write into an array the tape does not own (an input, the output of another operation)
   copies it first, once; the user's arrays never change.
 - Values saved for a backward pass keep the values they had when saved: a write that overlaps
@@ -27,17 +34,24 @@ What stays correct under aliasing
   primitive that returns the buffer itself (real, squeeze) counts as a view of all of it.
 - Writes through a view of a buffer (v = buf[0]; v[1] = x; v *= 2; for row in buf: row += 1)
   go into the buffer, as in NumPy: the buffer's Box moves to the new version and the view
-  becomes a view of it. When the buffer's own Box is gone, only its views can see it: the write
-  gives the view new values and makes the views it overlaps stale.
+  becomes a view of it; other views it overlaps go stale. When the buffer's own Box is gone,
+  only its views can see it: the view gets the new values, the views it overlaps go stale.
+  A view that is no basic index of the buffer (a reshape that merges axes) raises.
 - Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
-  NumPy writes last; the others get no gradient.
+  NumPy writes last (found by writing labels with the same index); the others get no
+  gradient. The functional x.at[idx]: .set keeps the same value; .add, .subtract, .multiply,
+  .divide, .power, .min and .max apply every update at a repeated position (JAX's semantics).
 - Augmented assignment (a += b, a *= b, ...) on a traced array changes that array, as in
-  NumPy: every name bound to it sees the new value (the Box moves to it); Python and NumPy
-  scalars are immutable and are rebound. An array gradcy does not own (an input, another
-  operation's output) is never written: the Box moves to a new array. If that array is a view
-  of another array that anything else still references, NumPy would change that other array
-  too, which gradcy cannot: that raises (write v = v * 2, or create the array with gradcy.numpy).
-  A view taken earlier of an array gradcy does not own keeps the old values (it is not tracked).
+  NumPy, with NumPy's shape and same_kind casting rules: every name bound to it sees the new
+  value (the Box moves to it). Python and NumPy scalars are immutable and are rebound, and so
+  is a value whose result is traced by an inner differentiation.
+- An array the tape does not own is never written: a += b and a[i] = v move its Box to a new
+  array. When something NumPy would show the change through still references its memory (a
+  traced view of it, the same array returned by real or squeeze, or, when it is a view, the
+  array it views) that raises; references held by the tape's saved records do not count (they
+  keep their values). An input is exempt (gradcy works on a copy; a view of an input taken
+  before a write into the input keeps the old values), and nested differentiation is not
+  checked. gradcy.numpy.copy of a traced value (and array of one) is a buffer the tape owns.
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
@@ -324,18 +338,111 @@ def _box_setitem(box, idx, value):
 # =============================================================================
 def _root_index(view, root):
     """How ndarray `view`, in C-contiguous `root`'s memory, is a basic index of root: (idx,
-    to_root, from_root) with root[idx] the same memory as view up to the order of its axes
-    and its length-1 axes; to_root(v) turns a traced value of view's shape into root[idx]'s
-    shape, from_root(s) turns root[idx] back into view's shape. None when view is no such
-    index (a reshape that merges axes, a broadcast, another buffer's memory)."""
-    item = root.itemsize
-    if not root.flags.c_contiguous or item == 0 or root.ndim == 0:
-        return (Ellipsis, lambda v: anp.reshape(v, ()), lambda s: anp.reshape(s, view.shape)) \
-            if root.ndim == 0 and view.size == 1 else None
+    to_root, from_root): root[idx] holds view's elements; to_root(v) turns a traced value of
+    view's shape (or one that broadcasts to it) into root[idx]'s shape, from_root(b) is the
+    view again, taken from b (the buffer's Box, or an array of root's layout). None when view
+    repeats elements (zero strides) or is not in root's memory."""
+    return _strided_index(view, root) or _block_index(view, root) or _element_index(view, root)
+
+
+def _offset(view, root):
+    """view's first element as a flat index into root, or None."""
     off = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    if off < 0 or off % item:
+    return off // root.itemsize if off >= 0 and root.itemsize and not off % root.itemsize \
+        else None
+
+
+def _shaped(v, shape):
+    return anp.broadcast_to(v, shape) if _np.shape(v) != shape else v
+
+
+def _element_index(view, root):
+    """_root_index for any other view without repeated elements (a reshape across rows): the
+    positions of its elements as index arrays; the view is taken again by its strides."""
+    off = _offset(view, root)
+    if (off is None or root.ndim == 0 or not root.flags.c_contiguous
+            or any(st == 0 or st % root.itemsize for st in view.strides)):
         return None
-    off //= item
+    idx = _positions(off, view.shape, view.strides, root.itemsize, root.shape)
+    if idx is None:
+        return None
+    return (idx, lambda v: _shaped(v, view.shape),
+            lambda b: strided_view(b, off, view.shape, view.strides))
+
+
+def _positions(off, shape, strides, itemsize, root_shape):
+    """The index arrays of the elements of the view with flat offset `off`, `shape` and byte
+    `strides` into a C-contiguous array of root_shape; None when one lies outside it."""
+    pos = _np.full(shape, off, _np.intp)
+    for k, (n, st) in enumerate(zip(shape, strides)):
+        pos += (_np.arange(n) * (st // itemsize)).reshape((n,) + (1,) * (len(shape) - k - 1))
+    if pos.size and (pos.min() < 0 or pos.max() >= _np.prod(root_shape, dtype=_np.intp)):
+        return None
+    return _np.unravel_index(pos, root_shape)
+
+
+def _strided_view(buf, off, shape, strides):
+    """The view of C-contiguous ndarray buf that starts at flat element `off` with `shape` and
+    byte `strides`."""
+    return _np.ndarray(shape, buf.dtype, buffer=buf, offset=off * buf.itemsize, strides=strides)
+
+
+def _scatter_view(g, ans, buf, off, shape, strides):
+    """The cotangent of strided_view(buf, ...) for its cotangent g: g at its elements."""
+    idx = _positions(off, shape, strides, _np.dtype(buf.dtype).itemsize, buf.shape)
+    if type(g) is Box:
+        return at_set(_np.zeros(buf.shape, g.dtype), idx, g)
+    out = _np.zeros(buf.shape, _np.result_type(g))
+    out[idx] = g
+    return out
+
+
+strided_view = primitive(_strided_view, "gradcy.numpy.strided_view")
+defvjp_direct(strided_view, _scatter_view, None, None, None, save=(1, 2, 3))
+defjvp(strided_view,
+       lambda g, ans, buf, off, shape, strides: anp.getitem(
+           g, _positions(off, shape, strides, buf.itemsize, buf.shape)),
+       None, None, None)
+
+
+def _block_index(view, root):
+    """_root_index for a C-ordered run of root's memory that is a basic index of root (a
+    reshape of whole rows, buf.reshape(2, 3) or buf[1].ravel())."""
+    off = _offset(view, root)
+    if off is None or not (view.flags.c_contiguous and root.flags.c_contiguous):
+        return None
+    shape, size, idx = root.shape, view.size, None
+    if root.ndim == 0:
+        idx = Ellipsis if size == 1 else None
+    for d in range(root.ndim):
+        inner = int(_np.prod(shape[d + 1:], dtype=_np.intp))
+        if off % inner or size % inner:
+            continue
+        a, n = (off // inner) % shape[d], size // inner
+        if a + n <= shape[d]:
+            outer = _np.unravel_index(off // (inner * shape[d]), shape[:d])
+            idx = tuple(int(i) for i in outer) + (slice(a, a + n),)
+            break
+    if idx is None:
+        return None
+    target = root[idx + (Ellipsis,) if idx is not Ellipsis else Ellipsis]
+    check = view.reshape(target.shape)
+    if (check.__array_interface__["data"][0] != target.__array_interface__["data"][0]
+            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
+                   if n > 1)):
+        return None
+    return (idx,
+            lambda v: anp.reshape(_shaped(v, view.shape), target.shape),
+            lambda b: anp.reshape(anp.getitem(b, idx), view.shape))
+
+
+def _strided_index(view, root):
+    """_root_index for a view whose every axis steps along one axis of root (slices, ints,
+    new axes, transposes)."""
+    item = root.itemsize
+    off = _offset(view, root)
+    if not root.flags.c_contiguous or off is None or root.ndim == 0:
+        return None
     rstrides = [st // item for st in root.strides]
     lo = []
     for d, rs in enumerate(rstrides):
@@ -383,13 +490,13 @@ def _root_index(view, root):
     inverse = [perm.index(i) for i in range(len(perm))]
 
     def to_root(v):
-        if _np.shape(v) != view.shape:
-            v = anp.broadcast_to(v, view.shape)
+        v = _shaped(v, view.shape)
         if squeezed != view.shape:
             v = anp.reshape(v, squeezed)
         return v if identity_perm else anp.transpose(v, perm)
 
-    def from_root(s):
+    def from_root(b):
+        s = anp.getitem(b, idx)
         if not identity_perm:
             s = anp.transpose(s, inverse)
         return s if squeezed == view.shape else anp.reshape(s, view.shape)
@@ -405,9 +512,9 @@ def _sub_view_index(idx):
 
 def _unmappable(view, info):
     return TypeError(
-        f"gradcy: writing into a view {view.shape} of a {info.describe()} that is not a basic "
-        f"index of it (a reshape that merges axes, a broadcast, ...): write into the buffer with "
-        f"a basic index instead (buf[i, j] = v)")
+        f"gradcy: writing into a view {view.shape} of a {info.describe()} whose elements "
+        f"repeat (zero strides) or lie outside it: write into the buffer itself instead "
+        f"(buf[i, j] = v)")
 
 
 def _write_view(view, info, v, idx, value):
@@ -415,6 +522,7 @@ def _write_view(view, info, v, idx, value):
     write goes into the buffer (whose Box moves to the new version) and `view` becomes a view
     of that version."""
     tape = view._tape
+    _check_writeable(v)
     if v.size == 0:
         return
     root = _core.root_buffer(v)          # the buffer, or an earlier version (same layout)
@@ -439,7 +547,7 @@ def _write_view(view, info, v, idx, value):
         buf[part[0]] = part[1](value)
     else:                       # an advanced index: the view's new values, written whole
         buf[ridx] = whole[1](at_set(view, idx, value))
-    transfer_box(view, from_root(anp.getitem(buf, ridx)))
+    transfer_box(view, from_root(buf))
 
 
 # =============================================================================
@@ -448,23 +556,74 @@ def _write_view(view, info, v, idx, value):
 _IOP = {"true_divide": "divide", "mod": "remainder"}
 
 
-def _base_refs(view):
-    base = view.base
-    return sys.getrefcount(base)
+def _refs(a):
+    return sys.getrefcount(a)
 
 
-_BASE_REFS = _base_refs(_np.ones(2)[:1])     # the count when the view alone holds its base
+def _others(tape, start, arr, probe, own_view=None):
+    """The references to `arr` beyond those of `probe` (a new array the caller holds the way
+    it holds arr) and those the tape's saved records (of nodes start, ...) hold. `own_view`:
+    a view of arr whose reference the probe stands for already."""
+    extra = _refs(arr) - _refs(probe)
+    if extra <= 0:
+        return 0
+    direct, views = _core.saved_holders(tape, start, arr)
+    extra -= direct
+    for entry in [[_np.empty(0), 0]]:
+        alone = _refs(entry[0])                  # a view held by the saved records only
+    for entry in views:
+        if entry[0] is own_view:
+            continue
+        extra -= 1                               # the saved view's reference to its base
+        if _refs(entry[0]) - entry[1] > alone:
+            return 1                             # ... and something else holds that view
+    return extra
+
+
+def _check_writeable(plain):
+    if not plain.flags.writeable:
+        raise ValueError(f"gradcy: assignment destination is read-only (a traced array "
+                         f"{plain.shape} NumPy made read-only: diagonal, broadcast_to, ...), "
+                         f"as in NumPy; copy it first (gradcy.numpy.copy)")
 
 
 def _check_unshared(box, plain, what):
-    """Raise when box's value (plain: its ndarray), an array gradcy does not own, is a view of
-    an array that something else still references: NumPy would change that array too, gradcy
-    cannot. An input is exempt: gradcy works on a copy of it and never changes the caller's
-    array."""
-    if getattr(plain, "base", None) is None or box._tape.node_info(box._node)["leaf"]:
+    """Raise when NumPy would show a write into box's array (plain: its ndarray, which gradcy
+    does not own; the caller holds it in one local) through another object: a traced view of
+    it or the same array as another traced value, or, when it is a view itself, the array it
+    views held by anything else. References held by the tape's saved records do not count:
+    gradcy never writes into this memory, so they keep their values. An input is exempt:
+    gradcy works on a copy and never changes the caller's array (views of an input taken before
+    a write into it keep the old values). Nested differentiation is not checked."""
+    if type(box._value) is not _np.ndarray:
         return
-    if type(plain.base) is _np.ndarray and _base_refs(plain) <= _BASE_REFS:
-        return                  # held by this view alone: nobody else sees it
+    tape = box._tape
+    node = tape.node_info(box._node)
+    leaf, start = node["leaf"], _builtins.min([box._node] + list(node["parents"]))
+    del node                                     # (its saved record may hold plain)
+    if leaf:
+        return
+    _check_writeable(plain)
+    probe = _np.empty(0)
+    holders = [probe, probe]                     # as box._value and the caller's local hold plain
+    if _others(tape, start, plain, probe) > 0:
+        raise ValueError(
+            f"gradcy: {what} on a traced array {plain.shape} whose memory another traced value "
+            f"shares (a view of it taken before, or the same array returned by real, squeeze, "
+            f"...): NumPy would change that value too, and gradcy writes only into arrays it "
+            f"created. Take the view after the write, write the result to a new array "
+            f"(a = a + b), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
+            f"that writes reach its views.")
+    del holders
+    base = plain.base
+    if base is None:
+        return
+    if type(base) is _np.ndarray:
+        probe = _np.empty(1)
+        view = probe[:]                          # as plain holds its base
+        if _others(tape, start, base, probe, plain) <= 0:
+            return
+        del view
     raise ValueError(
         f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
         f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and gradcy "
