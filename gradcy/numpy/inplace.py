@@ -253,10 +253,21 @@ def kept(idx, shape):
     return None if keep.all() else keep
 
 
+def _landing(idx, shape, value):
+    """The value to record for buf[idx] = value: when idx repeats a position, the elements
+    NumPy overwrites are zeroed (they never land, so the write's VJP gives them no gradient;
+    the stored result is the same)."""
+    keep = kept(idx, shape)
+    if keep is None:
+        return value
+    zero = _np.zeros((), value.dtype if type(value) is Box else _np.result_type(value))
+    return anp.where(keep, value, zero)
+
+
 def _selected(g, idx):
     """g[idx] as the cotangent of a value written at idx: zero where a later element of the
     same write overwrote it."""
-    keep = kept(idx, _np.shape(g) if type(g) is not Box else g.shape)
+    keep = None if _core.is_basic_index(idx) else kept(idx, g.shape)
     if type(g) is Box:
         gi = anp.getitem(g, idx)
         return gi if keep is None else anp.where(keep, gi, 0.0)
@@ -276,15 +287,21 @@ write.set_saved((1,))            # the index; buffer and value as metadata
 def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     _, idx, value = args
     if type(g) is Box:           # higher order: stay functional and traced
-        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(_selected(g, idx), value)
+        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
                 for a in argnums]
-    if type(g) is not _np.ndarray:
-        g, g_owned = _np.array(g), True      # a 0-d buffer's cotangent may come as a scalar
-    g_value = unbroadcast(_selected(g, idx), value) if 2 in argnums else None
-    if 0 in argnums:
-        if not g_owned:
-            g = g.copy()
-        g[idx] = 0               # O(slot): the rest of the buffer's cotangent passes through
+    g_value = None
+    try:
+        if 2 in argnums:         # (a value with repeated positions was masked when recorded)
+            g_value = unbroadcast(_np.array(g[idx], copy=True), value)
+        if 0 in argnums:
+            if not g_owned:
+                g = g.copy()
+            g[idx] = 0           # O(slot): the rest of the buffer's cotangent passes through
+    except TypeError:
+        if type(g) is _np.ndarray:
+            raise
+        # a 0-d buffer's cotangent may come as a scalar
+        return _write_vjp(argnums, _np.array(g), True, ans, args, kwargs)
     return [g if a == 0 else g_value for a in argnums]
 
 
@@ -327,6 +344,7 @@ def _box_setitem(box, idx, value):
     if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
     # an advanced index, a scalar slot or forward mode: its region is a hull from the index
+    value = _landing(idx, box._value.shape, value)
     r = region(idx, box._value.shape)
     _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
