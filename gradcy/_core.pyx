@@ -2011,42 +2011,82 @@ def write_into(buf, idx, value):
     return buf
 
 
-cdef inline int _tally(object x, object arr, list count, dict views) except -1:
-    if x is arr:
-        count[0] += 1
-    elif cnp.PyArray_Check(x) and cnp.PyArray_BASE(<cnp.ndarray>x) == <PyObject*>arr:
-        entry = views.get(id(x))
-        if entry is None:
-            views[id(x)] = [x, 1]
-        else:
-            entry[1] += 1
-    return 0
-
-
-def saved_holders(Tape tape, Py_ssize_t start, arr):
-    """The references to ndarray `arr` that the saved records of `tape`'s nodes start, start+1,
-    ... hold: (the number of saved slots holding arr itself, [[view, slots], ...] for the
-    saved arrays whose base is arr). A write that never touches arr's memory leaves those
-    records right; any other reference to arr sees what NumPy would change."""
+cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra,
+                       object own_view) except -1:
+    """Whether, of the `extra` references to ndarray `arr` beyond the expected ones, some are
+    held by something other than the saved records of nodes start, ... (directly, or through
+    a saved array whose base is arr and that nothing else holds). `own_view`: a view of arr
+    whose reference is among the expected ones."""
     cdef Py_ssize_t i, k
     cdef Node* node
-    cdef list count = [0]
     cdef dict views = {}
-    if tape.released:
-        return 0, []
     for i in range(max(start, 0), tape.n_nodes):
         node = &tape.nodes[i]
         if node.saved_args is NULL:
             continue
-        if node.saved_ans is not NULL:
-            _tally(<object>node.saved_ans, arr, count, views)
-        args = <tuple>node.saved_args
-        for k in range(PyTuple_GET_SIZE(args)):
-            _tally(<object>PyTuple_GET_ITEM(args, k), arr, count, views)
+        items = [<object>node.saved_ans] if node.saved_ans is not NULL else []
+        items.extend(<tuple>node.saved_args)
         if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
-            for x in (<dict>node.saved_kwargs).values():
-                _tally(x, arr, count, views)
-    return count[0], list(views.values())
+            items.extend((<dict>node.saved_kwargs).values())
+        for x in items:
+            if x is arr:
+                extra -= 1
+            elif (cnp.PyArray_Check(x) and x is not own_view
+                    and cnp.PyArray_BASE(<cnp.ndarray>x) == <PyObject*>arr):
+                entry = views.get(id(x))
+                if entry is None:
+                    views[id(x)] = [x, 1]
+                else:
+                    entry[1] += 1
+        del items
+    x = None
+    for entry in views.values():
+        extra -= 1                           # the saved view's own reference to arr
+        x = entry[0]
+        # its holders: its saved slots, the entry, this local (and `x` left over: none)
+        if Py_REFCNT(<PyObject*>x) > <Py_ssize_t>entry[1] + 2:
+            return True
+    return extra > 0
+
+
+def untracked_sharers(Box box, Py_ssize_t caller_refs):
+    """For a write into box's value, an ndarray the tape does not own (gradcy moves the Box to
+    a new array instead): 1 when something other than the tape's saved records references
+    that array (a traced view of it, another traced value of the same array), 2 when it is a
+    view of an array something other than the saved records references, 3 when NumPy made it
+    read-only, else 0. NumPy would show the write through those; saved records keep their
+    values. 0 for an input (a leaf), a non-array and a nested value. `caller_refs`: the
+    references the caller's frames hold."""
+    cdef Tape tape = box._tape
+    cdef Node* node
+    cdef Py_ssize_t start, k, p
+    cdef PyObject* b
+    if (tape.released or box._node < 0 or box._node >= tape.n_nodes
+            or not cnp.PyArray_CheckExact(box._value)):
+        return 0
+    node = &tape.nodes[box._node]
+    if node.flags & NODE_LEAF:
+        return 0
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
+        return 3
+    start = box._node
+    for k in range(node.nparents):
+        p = tape.parents[node.parent_start + k].node
+        if p < start:
+            start = p
+    v = box._value                       # holders expected: box, this local, the caller's
+    if Py_REFCNT(<PyObject*>v) > 2 + caller_refs and _unexplained(
+            tape, start, v, Py_REFCNT(<PyObject*>v) - 2 - caller_refs, None):
+        return 1
+    b = cnp.PyArray_BASE(<cnp.ndarray>v)
+    if b is NULL:
+        return 0
+    base = <object>b                     # holders expected: v's base pointer, this local
+    if not cnp.PyArray_Check(base):
+        return 2
+    if Py_REFCNT(b) > 2 and _unexplained(tape, start, base, Py_REFCNT(b) - 2, v):
+        return 2
+    return 0
 
 
 def is_basic_index(idx):

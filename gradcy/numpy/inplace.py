@@ -330,7 +330,7 @@ def _box_setitem(box, idx, value):
     nested = type(box._value) is Box or (type(value) is Box and (
         value._tape is not tape or type(value._value) is Box))
     if info is None:
-        _check_unshared(box, plain, "item assignment")
+        _check_unshared(box, plain, "item assignment")    # (plain: one local here)
         if nested or _nested(tape):               # a new version: the copy on the first write
             transfer_box(box, at_set(box, idx, value))
             _register(tape, box, True)
@@ -574,30 +574,6 @@ def _write_view(view, info, v, idx, value):
 _IOP = {"true_divide": "divide", "mod": "remainder"}
 
 
-def _refs(a):
-    return sys.getrefcount(a)
-
-
-def _others(tape, start, arr, probe, own_view=None):
-    """The references to `arr` beyond those of `probe` (a new array the caller holds the way
-    it holds arr) and those the tape's saved records (of nodes start, ...) hold. `own_view`:
-    a view of arr whose reference the probe stands for already."""
-    extra = _refs(arr) - _refs(probe)
-    if extra <= 0:
-        return 0
-    direct, views = _core.saved_holders(tape, start, arr)
-    extra -= direct
-    for entry in [[_np.empty(0), 0]]:
-        alone = _refs(entry[0])                  # a view held by the saved records only
-    for entry in views:
-        if entry[0] is own_view:
-            continue
-        extra -= 1                               # the saved view's reference to its base
-        if _refs(entry[0]) - entry[1] > alone:
-            return 1                             # ... and something else holds that view
-    return extra
-
-
 def _check_writeable(plain):
     if not plain.flags.writeable:
         raise ValueError(f"gradcy: assignment destination is read-only (a traced array "
@@ -605,26 +581,17 @@ def _check_writeable(plain):
                          f"as in NumPy; copy it first (gradcy.numpy.copy)")
 
 
-def _check_unshared(box, plain, what):
+def _check_unshared(box, plain, what, caller_refs=1):
     """Raise when NumPy would show a write into box's array (plain: its ndarray, which gradcy
-    does not own; the caller holds it in one local) through another object: a traced view of
-    it or the same array as another traced value, or, when it is a view itself, the array it
-    views held by anything else. References held by the tape's saved records do not count:
-    gradcy never writes into this memory, so they keep their values. An input is exempt:
-    gradcy works on a copy and never changes the caller's array (views of an input taken before
-    a write into it keep the old values). Nested differentiation is not checked."""
-    if type(box._value) is not _np.ndarray:
-        return
-    tape = box._tape
-    node = tape.node_info(box._node)
-    leaf, start = node["leaf"], _builtins.min([box._node] + list(node["parents"]))
-    del node                                     # (its saved record may hold plain)
-    if leaf:
-        return
-    _check_writeable(plain)
-    probe = _np.empty(0)
-    holders = [probe, probe]                     # as box._value and the caller's local hold plain
-    if _others(tape, start, plain, probe) > 0:
+    does not own; the caller's frames hold caller_refs references to it besides this argument)
+    through another object: a traced view of it or the same array as another traced value, or,
+    when it is a view itself, the array it views held by anything else; or when NumPy made it
+    read-only. References held by the tape's saved records do not count: gradcy never writes
+    into this memory, so they keep their values. An input is exempt: gradcy works on a copy
+    and never changes the caller's array (views of an input taken before a write into it keep
+    the old values). Nested differentiation is not checked."""
+    shared = _core.untracked_sharers(box, caller_refs + 1)
+    if shared == 1:
         raise ValueError(
             f"gradcy: {what} on a traced array {plain.shape} whose memory another traced value "
             f"shares (a view of it taken before, or the same array returned by real, squeeze, "
@@ -632,31 +599,28 @@ def _check_unshared(box, plain, what):
             f"created. Take the view after the write, write the result to a new array "
             f"(a = a + b), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
             f"that writes reach its views.")
-    del holders
-    base = plain.base
-    if base is None:
-        return
-    if type(base) is _np.ndarray:
-        probe = _np.empty(1)
-        view = probe[:]                          # as plain holds its base
-        if _others(tape, start, base, probe, plain) <= 0:
-            return
-        del view
-    raise ValueError(
-        f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
-        f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and gradcy "
-        f"writes only into arrays it created. Write the result to a new array (v = v * 2), or "
-        f"create the array with gradcy.numpy (zeros, empty, array, copy) so that writes "
-        f"through its views reach it.")
+    if shared == 2:
+        raise ValueError(
+            f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
+            f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and "
+            f"gradcy writes only into arrays it created. Write the result to a new array "
+            f"(v = v * 2), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
+            f"that writes through its views reach it.")
+    if shared == 3:
+        _check_writeable(plain)
 
 
 def _inplace_result(result, value, op):
     """NumPy's rules for `value op= other`: the result keeps value's shape and dtype (cast
     with same_kind)."""
-    if _np.shape(result) != value.shape:
-        raise ValueError(f"gradcy: non-broadcastable output operand with shape {value.shape} "
-                         f"doesn't match the broadcast shape {_np.shape(result)} ({op} in place)")
-    rdtype = result.dtype
+    r = _innermost(result)
+    if type(r) is not _np.ndarray or r.shape != value.shape:
+        shape = _np.shape(r)
+        if shape != value.shape:
+            raise ValueError(f"gradcy: non-broadcastable output operand with shape "
+                             f"{value.shape} doesn't match the broadcast shape {shape} ({op} "
+                             f"in place)")
+    rdtype = _np.result_type(r) if type(r) is not _np.ndarray else r.dtype
     if rdtype != value.dtype:
         if not _np.can_cast(rdtype, value.dtype, "same_kind"):
             raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
@@ -665,16 +629,27 @@ def _inplace_result(result, value, op):
     return result
 
 
+_IOP_FN = {}
+
+
 def _box_iop(box, op, other):
     """box op= other, with NumPy's semantics (see the module docstring)."""
-    result = getattr(anp, _IOP.get(op, op))(box, other)
-    plain = _innermost(box._value)
+    entry = _IOP_FN.get(op)
+    if entry is None:
+        entry = _IOP_FN[op] = (getattr(anp, _IOP.get(op, op)), f"{op} in place")
+    result = entry[0](box, other)
+    plain = box._value
     if type(plain) is not _np.ndarray:
-        return result            # Python and NumPy scalars are immutable: a new value
+        plain = _innermost(plain)
+        if type(plain) is not _np.ndarray:
+            return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
         return result            # traced by an inner differentiation: a new value
-    result = _inplace_result(result, plain, op)
+    r = result._value
+    if type(r) is not _np.ndarray or r.shape != plain.shape or r.dtype != plain.dtype:
+        result = _inplace_result(result, plain, op)
+    del r
     info = tape.owned_info(plain)
     if info is not None:
         if info.root is plain:
@@ -682,7 +657,7 @@ def _box_iop(box, op, other):
         else:
             _write_view(box, info, plain, Ellipsis, result)
         return box
-    _check_unshared(box, plain, f"{op} in place")
+    _check_unshared(box, plain, entry[1])
     transfer_box(box, result)
     return box
 
