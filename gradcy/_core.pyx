@@ -2089,6 +2089,24 @@ def untracked_sharers(Box box, Py_ssize_t caller_refs):
     return 0
 
 
+def view_index(Box view, Box buf):
+    """idx when `view` is buf[idx] for a basic index, taken by the getitem primitive from buf's
+    current version (the common view, written through cheaply); else None."""
+    cdef Tape tape = view._tape
+    cdef Node* node
+    if (tape is not buf._tape or tape.released or view._node < 0 or view._node >= tape.n_nodes
+            or buf._node < 0):
+        return None
+    node = &tape.nodes[view._node]
+    if (node.prim is NULL or not (<Primitive>node.prim).basic_view or node.nparents != 1
+            or node.saved_args is NULL or node.flags & NODE_STALE
+            or tape.parents[node.parent_start].node != buf._node
+            or PyTuple_GET_SIZE(<tuple>node.saved_args) < 2):
+        return None
+    idx = (<tuple>node.saved_args)[1]
+    return idx if _is_basic_index(idx) else None
+
+
 def is_basic_index(idx):
     """Whether idx selects a view (ints, slices, None, Ellipsis only)."""
     return _is_basic_index(idx)
@@ -2104,6 +2122,24 @@ cdef inline bint _hull_overlaps(object hull, object r) except -1:
     if type(hull) is tuple and PyTuple_GET_SIZE(hull) == 0:
         return False
     return regions_overlap(hull, r)
+
+
+cdef bint _is_view_of_slot(Box value, object slot, Tape tape) except -1:
+    """value (traced on tape, not stale) is an array with exactly slot's memory and layout."""
+    cdef int d
+    v = value._value
+    if (not cnp.PyArray_CheckExact(v)
+            or cnp.PyArray_DATA(<cnp.ndarray>v) != cnp.PyArray_DATA(<cnp.ndarray>slot)
+            or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>v, <cnp.ndarray>slot)
+            or cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.PyArray_TYPE(<cnp.ndarray>slot)
+            or value._node < 0 or value._node >= tape.n_nodes
+            or tape.nodes[value._node].flags & NODE_STALE):
+        return False
+    for d in range(cnp.PyArray_NDIM(<cnp.ndarray>v)):
+        if (cnp.PyArray_DIMS(<cnp.ndarray>v)[d] > 1 and cnp.PyArray_STRIDES(<cnp.ndarray>v)[d]
+                != cnp.PyArray_STRIDES(<cnp.ndarray>slot)[d]):
+            return False
+    return True
 
 
 cdef bint _setitem_fast(Box box, object idx, object value) except -1:
@@ -2129,6 +2165,9 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
     slot = buf[idx]
     if not cnp.PyArray_CheckExact(slot) or cnp.PyArray_BASE(<cnp.ndarray>slot) is NULL:
         return False
+    if type(value) is Box and _is_view_of_slot((<Box>value), slot, tape):
+        return True             # buf[i] += v wrote through the view buf[i]: writing it back
+                                # stores the values already there
     info = <OwnedBuffer>found
     r = _layout_region(slot, buf)
     if _hull_overlaps(info.saved_hull, r):

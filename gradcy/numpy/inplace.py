@@ -543,12 +543,18 @@ def _write_view(view, info, v, idx, value):
     _check_writeable(v)
     if v.size == 0:
         return
+    buf = info.box() if info.box is not None else None
+    if idx is Ellipsis and buf is not None:
+        vidx = _core.view_index(view, buf)
+        if vidx is not None:         # view = buf[vidx], of buf as it is: the common case
+            buf[vidx] = value
+            transfer_box(view, anp.getitem(buf, vidx))
+            return
     root = _core.root_buffer(v)          # the buffer, or an earlier version (same layout)
     whole = _root_index(v, root)
     if whole is None:
         raise _unmappable(v, info)
     ridx, _, from_root = whole
-    buf = info.box() if info.box is not None else None
     if buf is None or _innermost(buf._value) is not info.root:
         # the buffer's own Box is gone: only its views see its memory. The view gets the new
         # values (a new array); the views it overlaps would see them in NumPy: they go stale
