@@ -660,3 +660,24 @@ def test_gradients_keep_the_input_dtype(buffer_dtype):
     onp.testing.assert_allclose(g, g64, rtol=1e-5)
     if buffer_dtype == onp.float64:
         onp.testing.assert_allclose(g64, _numeric_grad(f, x.astype(onp.float64)), rtol=1e-6)
+
+
+def test_augmented_assignment_of_a_slot_records_one_write():
+    # buf[i] += v: the view buf[i] writes through to the buffer, and Python's write-back of
+    # that view over its own slot stores nothing (one write node, not two)
+    t = _core.Tape()
+    try:
+        x = t.new_leaf(onp.array([0.5, 1.5]))
+        _core.push_active(t)
+        try:
+            buf = np.zeros((3, 2))
+            for i in range(3):
+                buf[i] += x * float(i + 1)
+            names = [t.node_info(k)["primitive"] for k in range(len(t))]
+        finally:
+            _core.pop_active(t)
+        assert names.count("gradcy.numpy.setitem") == 3
+        onp.testing.assert_allclose(buf._value, [[0.5, 1.5], [1.0, 3.0], [1.5, 4.5]])
+        del buf, x
+    finally:
+        t.release()
