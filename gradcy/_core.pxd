@@ -149,12 +149,15 @@ cdef class OwnedBuffer:
     cdef public dict views         # node -> region of traced views of it
     cdef public object view_hull   # hull of the view regions
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
+    cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
+    cdef public bint functional    # nested differentiation: writes make a new version (a copy)
 
 
 cdef class Box:
     cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
     cdef readonly Tape _tape       # the tape that recorded it
     cdef readonly Py_ssize_t _node # its node index in the tape's arena
+    cdef object __weakref__        # an owned buffer's info refers to its Box weakly
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node)

@@ -355,6 +355,8 @@ add("at_add", lambda x, K: inplace.at_add(x, [0, 2, 2], K((3,))), shape=(4,), sc
 add("at_add", lambda x, K: inplace.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
 add("at_set", lambda x, K: inplace.at_set(x, [0, 2], K((2,))), shape=(4,), scalar=False)
 add("at_set", lambda x, K: inplace.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
+add("strided_view", lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
+    shape=(4,), scalar=False)
 add("gradcy.differential_operators.pack_outputs",
     lambda x, K: pack_outputs(x, K((2,)))[0], label="")
 
