@@ -16,6 +16,10 @@ from . import numpy  # noqa: F401  (registers the operators of traced values)
 from . import memory  # noqa: F401
 from . import builtins, misc  # noqa: F401
 from .vspace import vspace  # noqa: F401
+# autograd's module paths (core, tracer, wrap_util, util, test_util, scipy) and its top-level
+# primitive (with autograd's deprecated prim.defvjp/defgrad methods)
+from . import core, scipy, test_util, tracer, util, wrap_util  # noqa: F401,E402
+from .core import primitive  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -68,6 +68,8 @@ cdef class Primitive:
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
     cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
     cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
+    cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
+                                      # deprecated prim.defvjp / defgrad methods)
 
     cdef object _dispatch(self, tuple args, dict kwargs)
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
@@ -109,6 +111,7 @@ cdef class Tape:
     cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
     cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
+    cdef public bint keep_args     # save every argument and the output in full (graph recording)
     cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
@@ -146,12 +149,15 @@ cdef class OwnedBuffer:
     cdef public dict views         # node -> region of traced views of it
     cdef public object view_hull   # hull of the view regions
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
+    cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
+    cdef public bint functional    # nested differentiation: writes make a new version (a copy)
 
 
 cdef class Box:
     cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
     cdef readonly Tape _tape       # the tape that recorded it
     cdef readonly Py_ssize_t _node # its node index in the tape's arena
+    cdef object __weakref__        # an owned buffer's info refers to its Box weakly
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node)

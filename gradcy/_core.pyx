@@ -200,8 +200,24 @@ def register_numpy_override(numpy_fn, gradcy_fn):
         _function_map[numpy_fn] = gradcy_fn
 
 
+cdef object _ndarray_array_ufunc = _np.ndarray.__array_ufunc__
+
+
+cdef bint _defers(object o):
+    """o is an array-like container of its own (xarray.DataArray, ...) that implements
+    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values)."""
+    cdef type t = type(o)
+    if t is Box or t is float or t is int or t is _np.ndarray or t is complex or t is bool:
+        return False
+    uf = getattr(t, "__array_ufunc__", None)
+    return uf is not None and uf is not _ndarray_array_ufunc and not issubclass(t, _np.ndarray)
+
+
 cdef object _binop(str name, object a, object b):
-    """Box operator `name` on (a, b): a registered primitive is dispatched directly."""
+    """Box operator `name` on (a, b): a registered primitive is dispatched directly; an
+    operand with an __array_ufunc__ of its own (not an ndarray) gets the operation instead."""
+    if (type(a) is not Box and _defers(a)) or (type(b) is not Box and _defers(b)):
+        return NotImplemented
     fn = _method(name)
     if type(fn) is Primitive:
         return (<Primitive>fn)._dispatch((a, b), None)
@@ -360,7 +376,17 @@ cdef class Primitive:
         self.out_arg = -1
 
     def __call__(self, *args, **kwargs):
-        return self._dispatch(args, kwargs)
+        try:
+            return self._dispatch(args, kwargs)
+        except TracerArrayConversionError:
+            # a list of traced values where the function takes an array (np.mean([a, b])):
+            # the operator layer's hook makes it one traced array, as NumPy would (asarray)
+            if _list_arg_hook is None:
+                raise
+            converted = _list_arg_hook(self, args)
+            if converted is None:
+                raise
+        return self._dispatch(converted, kwargs)
 
     cdef object _dispatch(self, tuple args, dict kwargs):
         """Run on plain values when no Box is among the positional arguments, else record."""
@@ -446,6 +472,15 @@ cdef class Primitive:
     def __doc__(self):
         return getattr(self.fun, "__doc__", None)
 
+    @property
+    def __signature__(self):
+        """The signature of the raw function (None when it has none, e.g. a ufunc)."""
+        import inspect
+        try:
+            return inspect.signature(self.fun)
+        except (TypeError, ValueError):
+            return None
+
     cdef tuple _saved_args(self, tuple args, bint reuse):
         """The arguments as the VJPs will see them: values they do not read replaced by their
         metadata. With reuse, `args` (which nothing else references) is filled in place."""
@@ -498,6 +533,8 @@ cdef class Primitive:
                         mixed = True
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(uargs, i, a)
+            # nested differentiation (mixed): the outer trace records the call; no list hook
+            # at this level (a failing list argument is converted by the outermost __call__)
             if not kwargs:
                 kwargs = None
                 ans = _run_body(self if mixed else self.fun, uargs, NULL)
@@ -518,14 +555,17 @@ cdef class Primitive:
                 node = top._append(self, refs, nrefs, None, (), None, 0)
                 if tangent is not None and not top.released:    # (an observer may release it)
                     top._set_cotangent(node, tangent)
-                return make_box(ans, top, node)
-            if not self.save_ans:
-                ans_s = _meta_of(ans)
+                box = make_box(ans, top, node)
+                if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
+                    _note_if_view(top, node, ans, args, self is _write_primitive)
+                return box
+            if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
+                ans_s, sargs = ans, uargs
             else:
-                ans_s = ans
-            # the call may have kept the argument tuple (a Python function's *args): reuse it
-            # for the saved record only if this frame holds the sole reference
-            sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+                ans_s = ans if self.save_ans else _meta_of(ans)
+                # the call may have kept the argument tuple (a Python function's *args): reuse
+                # it for the saved record only if this frame holds the sole reference
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
             del uargs
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
@@ -537,12 +577,8 @@ cdef class Primitive:
             if refs is not inline_refs:
                 PyMem_Free(refs)
         box = make_box(ans, top, node)
-        if top.owned and cnp.PyArray_Check(ans):
-            root = _root_buffer(ans)
-            if root is not ans:
-                info = top.owned.get(PyLong_FromVoidPtr(<void*>root))
-                if info is not None:
-                    _owned_note(top, info, True, node, ans, -1)
+        if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
+            _note_if_view(top, node, ans, args, self is _write_primitive)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -586,6 +622,14 @@ cdef class Primitive:
 
 
 cdef object _tangent_fixer = None
+cdef object _list_arg_hook = None
+
+
+def set_list_arg_hook(fn):
+    """Install fn(prim, args) -> new args or None: called when a primitive's raw function
+    refused a traced value inside a list argument (TracerArrayConversionError)."""
+    global _list_arg_hook
+    _list_arg_hook = fn
 
 
 def set_tangent_fixer(fn):
@@ -706,6 +750,7 @@ cdef class Tape:
         self.sweeping = False
         self.forward = forward
         self.observer = None
+        self.keep_args = False
         self.owned = {}
         _live_tapes += 1
 
@@ -1417,6 +1462,7 @@ cdef class Tape:
         cdef Node* node = &self.nodes[i]
         return {
             "primitive": (<Primitive>node.prim).name if node.prim is not NULL else None,
+            "prim": <object>node.prim if node.prim is not NULL else None,
             "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
             "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
             "nconsumers": node.nconsumers,
@@ -2132,12 +2178,16 @@ cdef class OwnedBuffer:
         self.views = {}
         self.view_hull = ()
         self.view_limit = 64
+        self.box = None
+        self.functional = False
 
     def region_of(self, array):
-        """The region of the buffer that `array` (a view into it) covers; None: all of it."""
-        if array is self.root:
+        """The region of the buffer that `array` (a view into it, or into an earlier version
+        of it) covers; None: all of it."""
+        root = _root_buffer(array)
+        if array is root:
             return None
-        return _layout_region(array, self.root)
+        return _layout_region(array, root)
 
     def describe(self):
         return f"buffer {self.root.shape} {self.root.dtype} created at {self.site}"
@@ -2146,13 +2196,44 @@ cdef class OwnedBuffer:
 from array import array as _array
 
 
+cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
+                              bint is_write) except -1:
+    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
+    traced view when its memory belongs to a buffer the tape owns (a later write over it makes
+    it stale). A primitive that returns an argument's array itself (real or squeeze of a float
+    buffer) makes a view of all of it; only the write primitive's output is the buffer's own
+    new version."""
+    cdef Py_ssize_t i
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
+    root = _root_buffer(ans)
+    if root is ans:
+        if is_write:
+            return 0
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if a is ans:
+                break
+        else:
+            return 0            # a new array
+    info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
+    if info is not None:
+        _owned_note(tape, info, True, node, ans, -1)
+    return 0
+
+
 cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
                      Py_ssize_t position) except -1:
     """Record a saved array (view=False) or a new traced view (view=True) that lives in an
     owned buffer."""
     cdef OwnedBuffer b = <OwnedBuffer?>info
     cdef Py_ssize_t n
-    r = None if array is b.root else _layout_region(array, b.root)
+    root = _root_buffer(array) if b.functional else b.root
+    r = None if array is root else _layout_region(array, root)
     if not view:
         b.saved.append(node)
         b.saved.append(position)
@@ -2199,6 +2280,107 @@ def write_into(buf, idx, value):
     return buf
 
 
+cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra,
+                       object own_view) except -1:
+    """Whether, of the `extra` references to ndarray `arr` beyond the expected ones, some are
+    held by something other than the saved records of nodes start, ... (directly, or through
+    a saved array whose base is arr and that nothing else holds). `own_view`: a view of arr
+    whose reference is among the expected ones."""
+    cdef Py_ssize_t i, k
+    cdef Node* node
+    cdef dict views = {}
+    for i in range(max(start, 0), tape.n_nodes):
+        node = &tape.nodes[i]
+        if node.saved_args is NULL:
+            continue
+        items = [<object>node.saved_ans] if node.saved_ans is not NULL else []
+        items.extend(<tuple>node.saved_args)
+        if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
+            items.extend((<dict>node.saved_kwargs).values())
+        for x in items:
+            if x is arr:
+                extra -= 1
+            elif (cnp.PyArray_Check(x) and x is not own_view
+                    and cnp.PyArray_BASE(<cnp.ndarray>x) == <PyObject*>arr):
+                entry = views.get(id(x))
+                if entry is None:
+                    views[id(x)] = [x, 1]
+                else:
+                    entry[1] += 1
+        del items
+    x = None
+    for entry in views.values():
+        extra -= 1                           # the saved view's own reference to arr
+        x = entry[0]
+        # its holders: its saved slots, the entry, this local (and `x` left over: none)
+        if Py_REFCNT(<PyObject*>x) > <Py_ssize_t>entry[1] + 2:
+            return True
+    return extra > 0
+
+
+def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
+    """For a write into box's value, an ndarray the tape does not own (gradcy moves the Box to
+    a new array instead): 1 when something other than the tape's saved records references
+    that array (a traced view of it, another traced value of the same array), 2 when it is a
+    view of an array something other than the saved records references, 3 when NumPy made it
+    read-only, else 0. NumPy would show the write through those; saved records keep their
+    values. 0 for an input (a leaf), a non-array and a nested value. `caller_refs`: the
+    references the caller's frames hold."""
+    cdef Tape tape = box._tape
+    cdef Node* node
+    cdef Py_ssize_t start, k, p
+    cdef PyObject* b
+    if (tape.released or box._node < 0 or box._node >= tape.n_nodes
+            or not cnp.PyArray_CheckExact(box._value)):
+        return 0
+    node = &tape.nodes[box._node]
+    if node.flags & NODE_LEAF:
+        return 0
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
+        return 3
+    start = box._node
+    for k in range(node.nparents):
+        p = tape.parents[node.parent_start + k].node
+        if p < start:
+            start = p
+    v = box._value                       # holders expected: box, this local, the caller's
+    if Py_REFCNT(<PyObject*>v) > 2 + caller_refs and _unexplained(
+            tape, start, v, Py_REFCNT(<PyObject*>v) - 2 - caller_refs, None):
+        return 1
+    b = cnp.PyArray_BASE(<cnp.ndarray>v)
+    if b is NULL:
+        return 0
+    base = <object>b                     # holders expected: v's base pointer, this local
+    if not cnp.PyArray_Check(base):
+        return 2
+    if Py_REFCNT(b) > 2 and _unexplained(tape, start, base, Py_REFCNT(b) - 2, v):
+        return 2
+    return 0
+
+
+def view_index(Box view not None, Box buf not None):
+    """idx when `view` is buf[idx] for a basic index, taken by the getitem primitive from buf's
+    current version (the common view, written through cheaply); else None."""
+    cdef Tape tape = view._tape
+    cdef Node* node
+    if (tape is not buf._tape or tape.released or view._node < 0 or view._node >= tape.n_nodes
+            or buf._node < 0):
+        return None
+    node = &tape.nodes[view._node]
+    if (node.prim is NULL or not (<Primitive>node.prim).basic_view or node.nparents != 1
+            or node.saved_args is NULL or node.flags & NODE_STALE
+            or tape.parents[node.parent_start].node != buf._node
+            or PyTuple_GET_SIZE(<tuple>node.saved_args) < 2):
+        return None
+    idx = (<tuple>node.saved_args)[1]
+    return idx if _is_basic_index(idx) else None
+
+
+def is_basic_index(idx):
+    """Whether idx selects a view (ints, slices, None, Ellipsis only)."""
+    return _is_basic_index(idx)
+
+
 def setitem_fast(Box box not None, idx, value):
     """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
     caller must (nothing was done)."""
@@ -2209,6 +2391,24 @@ cdef inline bint _hull_overlaps(object hull, object r) except -1:
     if type(hull) is tuple and PyTuple_GET_SIZE(hull) == 0:
         return False
     return regions_overlap(hull, r)
+
+
+cdef bint _is_view_of_slot(Box value, object slot, Tape tape) except -1:
+    """value (traced on tape, not stale) is an array with exactly slot's memory and layout."""
+    cdef int d
+    v = value._value
+    if (not cnp.PyArray_CheckExact(v)
+            or cnp.PyArray_DATA(<cnp.ndarray>v) != cnp.PyArray_DATA(<cnp.ndarray>slot)
+            or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>v, <cnp.ndarray>slot)
+            or cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.PyArray_TYPE(<cnp.ndarray>slot)
+            or value._node < 0 or value._node >= tape.n_nodes
+            or tape.nodes[value._node].flags & NODE_STALE):
+        return False
+    for d in range(cnp.PyArray_NDIM(<cnp.ndarray>v)):
+        if (cnp.PyArray_DIMS(<cnp.ndarray>v)[d] > 1 and cnp.PyArray_STRIDES(<cnp.ndarray>v)[d]
+                != cnp.PyArray_STRIDES(<cnp.ndarray>slot)[d]):
+            return False
+    return True
 
 
 cdef bint _setitem_fast(Box box, object idx, object value) except -1:
@@ -2226,13 +2426,17 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
                                or type((<Box>value)._value) is Box):
         return False
     found = tape.owned.get(PyLong_FromVoidPtr(<void*>buf))
-    if type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf:
+    if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
+            or (<OwnedBuffer>found).functional):
         return False
     if not _is_basic_index(idx):
         return False
     slot = buf[idx]
     if not cnp.PyArray_CheckExact(slot) or cnp.PyArray_BASE(<cnp.ndarray>slot) is NULL:
         return False
+    if type(value) is Box and _is_view_of_slot((<Box>value), slot, tape):
+        return True             # buf[i] += v wrote through the view buf[i]: writing it back
+                                # stores the values already there
     info = <OwnedBuffer>found
     r = _layout_region(slot, buf)
     if _hull_overlaps(info.saved_hull, r):

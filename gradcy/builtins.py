@@ -78,3 +78,72 @@ class dict(_dict, metaclass=_ContainerMeta):
         if args and _type(args[0]) is Box:
             args = (_elements(args[0]),) + args[1:]
         return _dict(*args, **kwargs)
+
+
+# =============================================================================
+# autograd.builtins's other names. gradcy does not trace containers (their elements are
+# traced), so the sequence operations are plain functions that work on traced elements, and
+# their rules below are the index bookkeeping autograd's have.
+# =============================================================================
+from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum  # noqa: E402,F401
+from .registry import notrace_primitive, primitive  # noqa: E402,F401
+from .util import subvals  # noqa: E402,F401
+from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,  # noqa: E402,F401
+                     SequenceVSpace, SparseObject, TupleVSpace, VSpace, vspace)
+
+SequenceBox = DictBox = Box
+TupleMeta = ListMeta = DictMeta = _ContainerMeta
+
+
+def container_untake(x, idx, vs):
+    """The element of the container space vs that is x at idx (an index or a slice) and zero
+    elsewhere, as a SparseObject."""
+    def mut_add(A):
+        A = _list(A) if not _isinstance(A, _dict) else _dict(A)
+        if _isinstance(idx, slice):
+            for k, v in zip(range(*idx.indices(len(A))), x):
+                A[k] = A[k] + v
+        else:
+            A[idx] = A[idx] + x
+        return vs.seq_type(A) if hasattr(vs, "seq_type") and vs.seq_type is not _list else A
+    return SparseObject(vs, mut_add)
+
+
+def sequence_extend_right(seq, *elts):
+    """seq followed by elts (same sequence type)."""
+    return seq + _type(seq)(elts)
+
+
+def sequence_extend_left(seq, *elts):
+    """elts followed by seq (same sequence type)."""
+    return _type(seq)(elts) + seq
+
+
+def grad_sequence_extend_right(argnum, ans, args, kwargs):
+    seq = args[0]
+    return lambda g: g[:len(seq)] if argnum == 0 else g[len(seq) + argnum - 1]
+
+
+def grad_sequence_extend_left(argnum, ans, args, kwargs):
+    n = len(args) - 1
+    return lambda g: g[n:] if argnum == 0 else g[argnum - 1]
+
+
+def make_sequence(seq_type, *args):
+    """seq_type(args)."""
+    return seq_type(args)
+
+
+def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
+    """The tangent of make_sequence for a tangent g of element argnum - 1."""
+    return container_untake(g, argnum - 1, vspace(ans))
+
+
+def __getattr__(name):
+    # gradcy.numpy's container_take, without importing gradcy.numpy before it is ready
+    if name in ("container_take", "grad_container_take"):
+        from .numpy import numpy_wrapper
+        from ._autograd_rules import vjp_maker
+        take = numpy_wrapper.container_take
+        return take if name == "container_take" else vjp_maker(take, 0)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,6 +19,7 @@ from . import _core
 from ._core import Box, Tape
 from ._core import grad_fast as _grad_fast
 from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
+from .wrap_util import unary_to_nary, wrap_nary_f
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
@@ -341,6 +342,10 @@ def _check_scalar_output(ans, fname):
     value = ans
     while type(value) is Box:
         value = value._value
+    if isinstance(value, (bool, _np.bool_)) or (
+            isinstance(value, _np.ndarray) and value.dtype.kind == "b"):
+        raise TypeError(f"{fname}: the function returned a boolean ({value!r}), which has no "
+                        f"gradient; {fname} needs a floating-point scalar output")
     if _np.size(value) != 1:
         raise TypeError(f"{fname}: the function returned an array of shape {_np.shape(value)}; "
                         f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
@@ -388,7 +393,7 @@ def _vjp_of_ones(vjp, ans, fname):
 def make_vjp(fun, argnum=0):
     """make_vjp(fun, argnum)(*args) -> (vjp, ans). vjp(g) may be called many times; the tape
     lives until vjp is released or dropped."""
-    @wraps(fun)
+    @wrap_nary_f(fun, make_vjp, argnum)
     def vjp_maker(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
         return vjp, ans
@@ -397,7 +402,7 @@ def make_vjp(fun, argnum=0):
 
 def value_and_grad(fun, argnum=0):
     """value_and_grad(fun, argnum)(*args) -> (fun(*args), gradient)."""
-    @wraps(fun)
+    @wrap_nary_f(fun, value_and_grad, argnum)
     def value_and_grad_fun(*args, **kwargs):
         out = _grad_fast(fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad,
                          _match_input)
@@ -409,9 +414,12 @@ def value_and_grad(fun, argnum=0):
 
 
 def grad(fun, argnum=0):
-    """The gradient of scalar-valued fun with respect to argument argnum (an int, or a tuple of
-    ints for a tuple of gradients). The gradient has the type, dtype and shape of the argument."""
-    @wraps(fun)
+    """
+    Returns a function which computes the gradient of scalar-valued `fun` with respect to
+    positional argument number `argnum` (an int, or a tuple of ints for a tuple of gradients).
+    The returned function takes the same arguments as `fun`. The gradient has the type, dtype
+    and shape of the argument."""
+    @wrap_nary_f(fun, grad, argnum)
     def gradfun(*args, **kwargs):
         # plain float arrays in, a real scalar out: the whole call runs in _core
         g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad, _match_input)
@@ -424,7 +432,7 @@ def grad(fun, argnum=0):
 
 def grad_and_aux(fun, argnum=0):
     """fun returns (output, aux); returns (gradient of output, aux)."""
-    @wraps(fun)
+    @wrap_nary_f(fun, grad_and_aux, argnum)
     def grad_and_aux_fun(*args, **kwargs):
         aux_box = []
 
@@ -452,7 +460,7 @@ def _strip(obj, tape):
 def elementwise_grad(fun, argnum=0):
     """The vector-Jacobian product with a vector of ones: the elementwise derivative of an
     elementwise function."""
-    @wraps(fun)
+    @wrap_nary_f(fun, elementwise_grad, argnum)
     def gradfun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
         return _vjp_of_ones(vjp, ans, "elementwise_grad")
@@ -461,7 +469,7 @@ def elementwise_grad(fun, argnum=0):
 
 def holomorphic_grad(fun, argnum=0):
     """The complex derivative of a holomorphic scalar function of a complex argument."""
-    @wraps(fun)
+    @wrap_nary_f(fun, holomorphic_grad, argnum)
     def gradfun(*args, **kwargs):
         x = args[argnum]
         if not _np.iscomplexobj(x._value if type(x) is Box else x):
@@ -483,7 +491,7 @@ def vector_jacobian_product(fun, argnum=0):
 
 def jacobian(fun, argnum=0):
     """The Jacobian of fun with respect to argument argnum, shaped out.shape + in.shape."""
-    @wraps(fun)
+    @wrap_nary_f(fun, jacobian, argnum)
     def jacobian_fun(*args, **kwargs):
         from . import numpy as gnp
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
@@ -636,7 +644,7 @@ def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
 def deriv(fun, argnum=0):
     """The derivative of fun along a tangent of ones: for elementwise functions, the
     elementwise derivative (forward mode)."""
-    @wraps(fun)
+    @wrap_nary_f(fun, deriv, argnum)
     def deriv_fun(*args, **kwargs):
         x = args[argnum]
         ones = _ones_like(x._value if type(x) is Box else x)
@@ -673,3 +681,18 @@ def make_ggnvp(f, g=None, f_argnum=0):
             return f_vjp(g_hvp(f_jvp(v)))
         return ggnvp
     return ggnvp_maker
+
+
+@unary_to_nary
+def make_jvp_reversemode(fun, x):
+    """make_jvp_reversemode(fun, argnum)(*args) -> jvp: jvp(v) is J v, computed with two
+    reverse passes (the VJP of the VJP, which is linear in its cotangent) instead of forward
+    mode."""
+    vjp, y = make_vjp(fun)(x)
+    vjp_vjp, _ = make_vjp(vjp)(_np.zeros_like(y) if not isinstance(y, float) else 0.0)
+    return vjp_vjp
+
+
+# autograd.differential_operators's other names
+from .builtins import tuple as atuple  # noqa: E402,F401
+from .vspace import vspace  # noqa: E402,F401

@@ -93,11 +93,18 @@ def defvjp_argnum(prim, vjpmaker, save=None):
 
 def defjvp(prim, *jvpfuns, argnums=None):
     """Register forward-mode rules, one per argument: `jvp(g, ans, *args, **kwargs)` returns
-    the output tangent caused by tangent g of that argument. `None` means zero."""
+    the output tangent caused by tangent g of that argument. `None` means zero; "same" means
+    the function itself with g in place of that argument (it is linear in the argument)."""
     _check_prim(prim, "defjvp")
     argnums = range(len(jvpfuns)) if argnums is None else argnums
     for argnum, jvp in zip(argnums, jvpfuns):
+        if isinstance(jvp, str) and jvp == "same":
+            jvp = _same_jvp(prim, argnum)
         prim.jvpmakers[argnum] = jvp
+
+
+def _same_jvp(prim, argnum):
+    return lambda g, ans, *args, **kwargs: prim(*subval(args, argnum, g), **kwargs)
 
 
 def defjvp_argnums(prim, jvpmaker):

@@ -1,20 +1,25 @@
-"""Numerical checks of derivatives, with the semantics of autograd's test_util.
+"""Numerical checks of derivatives, with the API of autograd's test_util.
 
-check_grads(f, modes=("fwd", "rev"), order=2)(*args) compares, along random directions, the VJP of f
-with central differences of f (float64), recursively to `order`, and checks that every gradient
-has the type, dtype and shape of its input.
+check_grads(f, argnum=0, modes=("fwd", "rev"), order=2)(*args) compares, along random
+directions, the JVP and VJP of f with respect to argument argnum with central differences of f
+(float64), recursively to `order`, and checks that every derivative has the type, dtype and
+shape of what it is the derivative of.
 """
 import itertools
 
 import numpy as _np
 
+from .core import vspace  # noqa: F401  (autograd.test_util has it)
 from .differential_operators import _match_input, make_jvp, make_vjp, tree_flatten
+from .wrap_util import get_name, unary_to_nary  # noqa: F401
 
 EPS = 1e-6
 RTOL = 1e-5
 ATOL = 1e-6
 
-__all__ = ["check_grads", "check_vjp", "check_jvp", "scalar_close", "combo_check", "check_equivalent"]
+__all__ = ["check_grads", "check_vjp", "check_jvp", "scalar_close", "combo_check",
+           "check_equivalent", "make_numerical_jvp"]
+TOL = ATOL
 
 
 def _leaves(x):
@@ -72,9 +77,14 @@ def _covector(x):
     return unflatten([_np.conj(leaf) if _np.iscomplexobj(leaf) else leaf for leaf in leaves])
 
 
+def _name(f):
+    return getattr(f, "__name__", repr(f))
+
+
 def check_vjp(f, x, rs=None):
     """One random-projection check of the VJP of f at x against central differences:
-    <v, conj(vjp(conj(u)))> must equal <u, (f(x + eps v/2) - f(x - eps v/2)) / eps>."""
+    <v, conj(vjp(conj(u)))> must equal <u, (f(x + eps v/2) - f(x - eps v/2)) / eps>; and the
+    cotangent has the type, dtype and shape of x."""
     rs = rs or _np.random.RandomState(0)
     vjp, y = make_vjp(f)(x)
     try:
@@ -83,39 +93,62 @@ def check_vjp(f, x, rs=None):
         vjp_u = vjp(_covector(u))
     finally:
         vjp.release()
-    name = getattr(f, "__name__", repr(f))
+    name = _name(f)
     _check_like(vjp_u, x, f"VJP of {name}")
     analytic = _vdot(v, _covector(vjp_u))
     numeric = (_vdot(u, f(_axpy(EPS / 2, v, x))) - _vdot(u, f(_axpy(-EPS / 2, v, x)))) / EPS
     assert scalar_close(numeric, analytic), (
-        f"VJP check of {name} failed:\n"
+        f"Derivative (VJP) check of {name} failed at {x!r}:\n"
         f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}")
 
 
-def check_grads(f, modes=("fwd", "rev"), order=2):
-    """check_grads(f, modes, order)(*args): VJPs of f with respect to all positional arguments,
-    checked against central differences, and the VJPs' own VJPs up to `order`."""
+def check_jvp(f, x, rs=None):
+    """The JVP of f at x along a random tangent equals central differences of f; the tangent
+    has the type, dtype and shape of the output."""
+    rs = rs or _np.random.RandomState(0)
+    v = _random_like(x, rs)
+    y, jv = make_jvp(f)(x)(v)
+    name = _name(f)
+    _check_like(jv, y, f"JVP of {name}")
+    numeric = _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x)))
+    u = _random_like(y, rs)
+    analytic_p = _vdot(u, jv)
+    numeric_p = _vdot(u, numeric) / EPS
+    assert scalar_close(numeric_p, analytic_p), (
+        f"Derivative (JVP) check of {name} failed at {x!r}:\n"
+        f"  analytic (JVP) = {analytic_p!r}\n  numeric (central differences) = {numeric_p!r}")
+
+
+@unary_to_nary
+def check_grads(f, x, modes=("fwd", "rev"), order=2):
+    """check_grads(f, argnum=0, modes=("fwd", "rev"), order=2)(*args): the derivatives of f
+    with respect to argument argnum (an int, or a tuple of ints) at args, in forward mode
+    (JVP) and reverse mode (VJP), checked against central differences along random
+    directions; then, to `order`, the derivatives of those derivatives (the JVP and VJP as
+    functions of the point and the direction, named jvp_<f> and vjp_<f>). Every derivative
+    must also have the type, dtype and shape of what it is the derivative of."""
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     for m in modes:
         if m not in ("rev", "fwd"):
             raise ValueError(f"check_grads: unknown mode {m!r}; use 'rev' and/or 'fwd'")
-
-    def checker(*args):
-        rs = _np.random.RandomState(0)
-
-        def f_of_args(packed):
-            return f(*packed)
-        _check(f_of_args, tuple(args), modes, order, rs)
-    return checker
+    _check(f, x, modes, order, _np.random.RandomState(0))
 
 
 def _check(f, x, modes, order, rs):
+    name = _name(f)
+    if "fwd" in modes:
+        check_jvp(f, x, rs)
+        if order > 1:
+            def jvp_of(packed):
+                xx, vv = packed
+                return make_jvp(f)(xx)(vv)[1]
+            jvp_of.__name__ = f"jvp_{name}"
+            _check(jvp_of, (x, _random_like(x, rs)), modes, order - 1, rs)
     if "rev" in modes:
         check_vjp(f, x, rs)
         if order > 1:
             vjp, y = make_vjp(f)(x)
             vjp.release()
-            u = _random_like(y, rs)
 
             def vjp_of(packed):
                 xx, uu = packed
@@ -124,51 +157,40 @@ def _check(f, x, modes, order, rs):
                     return vjp_inner(uu)
                 finally:
                     vjp_inner.release()
-            _check(vjp_of, (x, u), modes, order - 1, rs)
-    if "fwd" in modes:
-        check_jvp(f, x, rs)
-        if order > 1:
-            v = _random_like(x, rs)
-
-            def jvp_of(packed):
-                xx, vv = packed
-                return make_jvp(f)(xx)(vv)[1]
-            _check(jvp_of, (x, v), modes, order - 1, rs)
-
-
-def check_jvp(f, x, rs=None):
-    """The JVP of f at x along a random tangent equals central differences of f."""
-    rs = rs or _np.random.RandomState(0)
-    v = _random_like(x, rs)
-    y, jv = make_jvp(f)(x)(v)
-    name = getattr(f, "__name__", repr(f))
-    _check_like(jv, y, f"JVP of {name}")
-    numeric = _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x)))
-    u = _random_like(y, rs)
-    analytic_p = _vdot(u, jv)
-    numeric_p = _vdot(u, numeric) / EPS
-    assert scalar_close(numeric_p, analytic_p), (
-        f"JVP check of {name} failed:\n"
-        f"  analytic (JVP) = {analytic_p!r}\n  numeric (central differences) = {numeric_p!r}")
+            vjp_of.__name__ = f"vjp_{name}"
+            _check(vjp_of, (x, _random_like(y, rs)), modes, order - 1, rs)
 
 
 def combo_check(fun, *args, **kwargs):
-    """combo_check(fun, argnums, modes, order)(*arg_options, **kwarg_options): check_grads over
-    the product of the given argument values."""
-    modes = kwargs.pop("modes", ("fwd", "rev"))
-    order = kwargs.pop("order", 2)
-
+    """combo_check(fun, argnum=0, modes=..., order=...)(*arg_options, **kwarg_options):
+    check_grads(fun, argnum, ...) at every combination of the given argument values (each
+    positional argument and each keyword argument is given as a list of values)."""
     def checker(*arg_options, **kwarg_options):
-        kw_keys = list(kwarg_options)
-        for vals in itertools.product(*arg_options, *kwarg_options.values()):
-            a, kw = vals[:len(arg_options)], dict(zip(kw_keys, vals[len(arg_options):]))
-            check_grads(lambda *xs: fun(*xs, **kw), modes=modes, order=order)(*a)
+        kw_items = [[(k, v) for v in vs] for k, vs in kwarg_options.items()]
+        for a in itertools.product(*arg_options):
+            for kw in itertools.product(*kw_items):
+                check_grads(fun, *args, **kwargs)(*a, **dict(kw))
     return checker
 
 
 def check_equivalent(x, y):
-    """x and y have the same structure and equal values (to numerical tolerance)."""
+    """x and y are in the same vector space (structure, shapes, dtypes) and have equal values
+    (to numerical tolerance)."""
+    x_vs, y_vs = vspace(x), vspace(y)
+    assert x_vs == y_vs, f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}"
     lx, ly = _leaves(x), _leaves(y)
     assert len(lx) == len(ly), f"different structures: {x!r} vs {y!r}"
     for a, b in zip(lx, ly):
-        assert _np.allclose(a, b, rtol=RTOL, atol=ATOL), f"{a!r} != {b!r}"
+        assert _np.allclose(a, b, rtol=RTOL, atol=ATOL), f"Value mismatch:\nx: {a!r}\ny: {b!r}"
+
+
+def make_numerical_jvp(f, x):
+    """jvp(v): the central difference (f(x + v eps/2) - f(x - v eps/2)) / eps."""
+    def jvp(v):
+        return _scale(1.0 / EPS, _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x))))
+    return jvp
+
+
+def _scale(a, x):
+    leaves, unflatten = tree_flatten(x)
+    return unflatten([_match_input(_np.asarray(leaf) * a, leaf) for leaf in leaves])

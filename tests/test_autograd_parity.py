@@ -3,9 +3,9 @@ style, against a namespace `L` of imports (L.np, L.grad, L.adam, ...). It runs o
 autograd's modules and once with gradcy's (only the imports differ), and the values and
 gradients must agree to rtol 1e-7.
 
-Operators a program needs that gradcy lacks make that case fail with gradcy's MissingVJPError;
-a case waiting for such an operator is marked xfail(raises=MissingVJPError), so it runs (and
-must agree with autograd) as soon as the operator lands.
+The second half checks what autograd programs reach beyond the operators: autograd's module
+paths (core, tracer, wrap_util, misc.tracers), list arguments, r_/c_, the generalized convolve,
+const_graph's replay, and the registry views.
 """
 import importlib
 import types
@@ -13,12 +13,16 @@ import types
 import numpy as onp
 import pytest
 
-from gradcy import MissingVJPError
+import gradcy
+import gradcy.numpy as gnp
+from counters import _counters_back_to_zero  # noqa: F401  (counters back to zero)
+from gradcy.test_util import check_grads
 
 RTOL = 1e-7
 ATOL = 1e-12
 
-COVERED = set()     # no primitives registered here
+COVERED = {"gradcy.numpy.make_diagonal", "gradcy.core.sparse_add",
+           "gradcy.scipy.signal.windows", "gradcy.scipy.signal.unwindows"}
 
 
 def _imports(backend):
@@ -284,8 +288,6 @@ def test_rnn_loss():
     run_both(rnn_loss, rs.randn(T, d_in), rs.randn(T, d_out), params)
 
 
-@pytest.mark.xfail(raises=MissingVJPError, strict=False,
-                   reason="gradcy.numpy.linalg (solve, slogdet, cholesky) has no VJPs yet")
 def test_gp_marginal_likelihood():
     rs = _rs(6)
     X = rs.randn(12, 2)
@@ -308,3 +310,363 @@ def test_where_clip_indexing_concatenate():
 
 def test_builtin_containers_and_flatten():
     run_both(builtin_containers, _rs(9).randn(5))
+
+
+# =============================================================================
+# Beyond the operators: list arguments, r_/c_, convolve's generalization, where
+# =============================================================================
+def lists_and_index_tricks(L, x, s):
+    np = L.np
+
+    def f(x, s):
+        a = np.mean([s, 2.0 * s, x[0]]) + np.std([s, x[1]]) + np.var([x[0], s, 1.0])
+        b = np.linalg.norm([s, x[2], 3.0]) + np.sum(np.append([s, 1.0], x))
+        c = np.sum(np.r_[x, s * x, 1.0] ** 2) + np.sum(np.c_[x, np.sin(x)] ** 3)
+        d = np.sum(np.make_diagonal(np.outer(x, x), 0, -1, -2) * 1.5)
+        return a + b + c + d
+    return f(x, s), L.grad(f, (0, 1))(x, s)
+
+
+def test_lists_r_c_make_diagonal():
+    run_both(lists_and_index_tricks, _rs(10).randn(3), 0.7)
+
+
+def general_convolve(L, A, B):
+    import importlib
+    conv = importlib.import_module(f"{L.backend}.scipy.signal").convolve
+
+    def f(A, B):
+        out = conv(A, B, axes=([1], [1]), dot_axes=([0], [2]), mode="same")
+        out2 = conv(A[0, :, 0], B[0, :, 0], mode="valid")
+        return L.np.sum(out ** 2) + L.np.sum(out2 * 3.0)
+    return f(A, B), L.grad(f, (0, 1))(A, B)
+
+
+def test_convolve_axes_dot_axes():
+    pytest.importorskip("scipy")
+    rs = _rs(11)
+    run_both(general_convolve, rs.randn(3, 4, 2), rs.randn(3, 3, 3))
+
+
+def test_convolution_windows_rules():
+    pytest.importorskip("scipy")
+    import gradcy.scipy.signal as gss
+    x = _rs(22).randn(3, 5, 4)
+    W = gss._windows(x, (2, 3))
+    assert W.shape == (3, 4, 2, 2, 3)
+    onp.testing.assert_array_equal(W[1, 2, 1], x[1, 2:4, 1:4])
+    # each map is the other's adjoint: <W(x), G> == <x, U(G)>
+    G = _rs(23).randn(*W.shape)
+    onp.testing.assert_allclose(onp.sum(W * G), onp.sum(x * gss._unwindows(G, x.shape, (2, 3))))
+    check_grads(lambda x: gss._windows(x, (2, 3)), modes=["fwd", "rev"], order=2)(x)
+    check_grads(lambda G: gss._unwindows(G, x.shape, (2, 3)), modes=["fwd", "rev"],
+                order=2)(G)
+
+
+def test_make_diagonal_and_sparse_add_rules():
+    D = _rs(12).randn(2, 3)
+    out = gnp.make_diagonal(D, 0, -1, -2)
+    onp.testing.assert_array_equal(out, onp.stack([onp.diag(d) for d in D]))
+    check_grads(lambda D: gnp.make_diagonal(D, 0, -1, -2), modes=["fwd", "rev"], order=2)(D)
+    with pytest.raises(NotImplementedError, match="axis1=-1"):
+        gnp.make_diagonal(D)
+    from gradcy.core import sparse_add
+    from gradcy.vspace import SparseObject, vspace
+    x = _rs(13).randn(4)
+
+    def f(x, y):       # x + (a sparse object that adds y to element 1)
+        return sparse_add(vspace(x), x, SparseObject(vspace(x), lambda d: d + 0.0))
+    check_grads(f, modes=["fwd", "rev"], order=2)(x, 0.0)
+
+
+def test_where_keeps_python_values_and_takes_keywords():
+    assert gnp.where(True, 1, 2) == 1 and type(gnp.where(True, 1, 2)) is int
+    assert gnp.where([True, False], [1, 2], [3, 4]) == [1, 4]
+    a, b = onp.array([1.0, 2.0]), onp.array([3.0, 4.0])
+    onp.testing.assert_array_equal(gnp.where(condition=[True, False], x=a, y=b), [1.0, 4.0])
+    onp.testing.assert_array_equal(gnp.where([True, False], a, y=b), [1.0, 4.0])
+    assert type(gnp.where(onp.array(True), 1, 2)) is onp.ndarray
+
+
+def test_integer_types_of_traced_values_are_constants():
+    def f(W):
+        rows = gnp.int64(W[:, -1])
+        assert isinstance(rows, onp.ndarray) and rows.dtype == onp.int64
+        return gnp.sum(W[rows] ** 2)
+    W = onp.array([[1.0, 2.0, 1.0], [3.0, 4.0, 0.0]])
+    expected = onp.zeros_like(W)
+    expected[1] += 2 * W[1]
+    expected[0] += 2 * W[0]
+    onp.testing.assert_allclose(gradcy.grad(f)(W), expected)
+    assert isinstance(onp.int64(3), gnp.int64) and gnp.int64(2.7) == 2
+    assert gnp.zeros(2, gnp.int64).dtype == onp.int64
+
+
+def test_bool_output_has_no_gradient():
+    with pytest.raises(TypeError, match="boolean"):
+        gradcy.grad(lambda x: gnp.allclose(x, x * 3.0 / 3.0))(onp.ones(3))
+
+
+# =============================================================================
+# autograd's modules: wrap_util, test_util, core, tracer
+# =============================================================================
+def test_unary_to_nary_and_names():
+    from gradcy.wrap_util import unary_to_nary
+
+    @unary_to_nary
+    def double_at(fun, x, scale=2.0):
+        return scale * fun(x)
+    f = double_at(lambda a, b: a * b, argnum=1, scale=3.0)
+    assert f(2.0, 5.0) == 30.0
+    g = double_at(lambda a, b: a + b, (0, 1))
+    assert g(1.0, 2.0) == 6.0
+
+    def foo(x):
+        return x
+    assert gradcy.grad(foo, 1).__name__ == "grad_of_foo_wrt_argnum_1"
+    assert gradcy.grad.__doc__.lstrip().startswith("Returns a function which")
+
+
+def test_check_grads_argnum_and_messages():
+    from gradcy.extend import defvjp, primitive
+
+    @primitive
+    def foo(x):
+        return x * 2.0
+    defvjp(foo, lambda ans, x: lambda g: g * 2.001)
+    with pytest.raises(AssertionError, match=r"\(VJP\) check of foo failed"):
+        check_grads(foo, modes=["rev"])(1.0)
+    # argnum: the string argument is not differentiated
+    check_grads(lambda s, x: gnp.sum(gnp.einsum(s, x, x)), argnum=1)("ij,ij->", onp.ones((2, 2)))
+    with pytest.raises(AssertionError, match=r"\(JVP\) check of jvp_bar failed"):
+        @primitive
+        def bar(x):
+            return x * 2.0
+        gradcy.extend.defjvp(bar, lambda g, ans, x: baz(g) * 2.0)
+
+        @primitive
+        def baz(x):
+            return x
+        gradcy.extend.defjvp(baz, lambda g, ans, x: g * 1.001)
+        check_grads(bar, modes=["fwd"])(1.0)
+
+
+def test_core_make_vjp_make_jvp_are_unary():
+    from gradcy import core
+    vjp, ans = core.make_vjp(gnp.sin, 0.3)
+    assert ans == onp.sin(0.3) and vjp(1.0) == onp.cos(0.3)
+    vjp.release()
+    assert core.make_jvp(gnp.sin, 0.3)(2.0) == (onp.sin(0.3), 2.0 * onp.cos(0.3))
+
+
+def test_primitive_vjps_view_pop_and_restore():
+    from gradcy.core import primitive_jvps, primitive_vjps
+    x = _rs(14).randn(3)
+    before = gradcy.grad(lambda x: gnp.sum(gnp.tanh(x)))(x)
+    rules = primitive_vjps.pop(gnp.tanh)
+    assert gnp.tanh not in primitive_vjps
+    with pytest.raises(gradcy.MissingVJPError):
+        gradcy.grad(lambda x: gnp.sum(gnp.tanh(x)))(x)
+    primitive_vjps[gnp.tanh] = rules
+    onp.testing.assert_array_equal(gradcy.grad(lambda x: gnp.sum(gnp.tanh(x)))(x), before)
+    # the view evaluates the registered rule as autograd's vjp maker does
+    ans = onp.tanh(x)
+    (g,) = primitive_vjps[gnp.tanh]((0,), ans, (x,), {})(onp.ones(3))
+    onp.testing.assert_allclose(g, before)
+    assert primitive_jvps[gnp.tanh]((0,), (onp.ones(3),), ans, (x,), {}).shape == (3,)
+    assert gnp.iscomplex not in primitive_vjps     # not differentiable: no entry
+    # a new rule in autograd's form (argnums, ans, args, kwargs) -> vjp(g) -> cotangents
+    from gradcy.extend import primitive
+    twice = primitive(lambda x: 2.0 * x)
+    primitive_vjps[twice] = lambda argnums, ans, args, kwargs: lambda g: (2.0 * g for _ in argnums)
+    assert gradcy.grad(twice)(1.5) == 2.0
+
+
+def test_deprecated_primitive_methods():
+    from gradcy.core import primitive
+    mul = primitive(lambda x, y: x * y)
+    with pytest.warns(DeprecationWarning):
+        mul.defgrad(lambda ans, x, y: lambda g: y * g)
+    with pytest.warns(DeprecationWarning):
+        mul.defvjp(lambda g, ans, vs, gvs, x, y: x * g, argnum=1)
+    assert gradcy.grad(mul, (0, 1))(2.0, 3.0) == (3.0, 2.0)
+
+
+def test_tracer_nodes_and_python_evaluators():
+    from gradcy.core import JVPNode, VJPNode, backward_pass
+    from gradcy.tracer import Node, trace
+
+    class Recorder(Node):
+        def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
+            self.name, self.parents, self.argnums = fun.__name__, parents, parent_argnums
+            self.value = value
+            LOG.append(self)
+
+        def initialize_root(self):
+            self.name, self.parents = "x", []
+    LOG = []
+    root = Recorder.new_root()
+    value, end = trace(root, lambda x: gnp.sin(x + x) * 3.0, 0.4)
+    assert value == onp.sin(0.8) * 3.0
+    assert [n.name for n in LOG] == ["add", "sin", "multiply"]
+    assert LOG[0].parents == (root, root) and LOG[0].argnums == (0, 1)
+    assert end is LOG[-1] and LOG[1].parents == (LOG[0],)
+    # autograd's Python evaluators over gradcy's rules
+    f = lambda x: gnp.sum(gnp.tanh(x) * x)          # noqa: E731
+    x = _rs(15).randn(4)
+    _, end = trace(VJPNode.new_root(), f, x)
+    onp.testing.assert_allclose(backward_pass(1.0, end), gradcy.grad(f)(x))
+    v = _rs(16).randn(4)
+    _, end = trace(JVPNode.new_root(v), f, x)
+    onp.testing.assert_allclose(end.g, gradcy.make_jvp(f)(x)(v)[1])
+    with pytest.warns(UserWarning, match="independent"):
+        assert trace(root, lambda x: 1.0, 0.4) == (1.0, None)
+
+
+# =============================================================================
+# const_graph: record once, replay
+# =============================================================================
+def test_const_graph_replays_without_calling_the_function():
+    from gradcy.misc import const_graph
+    calls = []
+
+    def foo(x, y):
+        calls.append(None)
+        return gradcy.grad(lambda x: gnp.sum(gnp.sin(x) * y + x ** 2))(x * y)
+    fast = const_graph(foo)
+    rs = _rs(17)
+    for k in range(4):
+        x, y = rs.randn(3), rs.randn(3)
+        onp.testing.assert_allclose(fast(x, y), foo(x, y), rtol=1e-13)
+    assert len(calls) == 4 + 1          # foo itself 4 times, fast only at the first call
+    assert gradcy.memory.stats()["live_tapes"] == 0
+
+
+def test_const_graph_of_a_gradient_matches_the_chain():
+    from gradcy.misc import const_graph
+
+    def chain(x):
+        for _ in range(50):
+            x = gnp.sin(x) * 1.0001 + 0.01 * x
+        return gnp.sum(x)
+    g = gradcy.grad(chain)
+    fast = const_graph(g)
+    for x in (onp.array([0.1, 0.5, 0.9]), onp.array([-0.3, 0.2, 1.4])):
+        onp.testing.assert_allclose(fast(x), g(x), rtol=1e-13)
+
+
+def test_const_graph_refuses_what_it_cannot_replay():
+    from gradcy.misc import const_graph
+    with pytest.raises(ValueError, match="independent"):
+        const_graph(lambda x: 3.0)(1.0)
+
+    def writes(x):
+        buf = gnp.zeros(3)
+        buf[1] = x
+        buf[2] += 2.0 * x
+        return gnp.sum(buf ** 2)
+    # writes into arrays, recorded directly or inside a gradient: refused, not replayed wrong
+    for f in (const_graph(writes), const_graph(lambda x: gradcy.grad(writes)(x) * x)):
+        for _ in range(2):       # a failed recording leaves the function recordable
+            with pytest.raises(NotImplementedError, match="writes into an array"):
+                f(2.0)
+    # constants made by constructors during the recording are replayed as constants
+    f = const_graph(lambda x: gnp.sum(x * gnp.ones(3) + gnp.arange(3.0)))
+    for x in (1.0, 2.5):
+        assert f(x) == 3 * x + 3.0
+
+
+# =============================================================================
+# autograd's rule helpers, as views of gradcy's rules: the same numbers as autograd's own
+# =============================================================================
+def _views(backend):
+    import importlib
+    return types.SimpleNamespace(
+        vjps=importlib.import_module(f"{backend}.numpy.numpy_vjps"),
+        jvps=importlib.import_module(f"{backend}.numpy.numpy_jvps"),
+        fft=importlib.import_module(f"{backend}.numpy.fft"),
+        linalg=importlib.import_module(f"{backend}.numpy.linalg"),
+        np=importlib.import_module(f"{backend}.numpy"))
+
+
+def _rule_cases(V):
+    rs = _rs(20)
+    x, A, B = rs.randn(3, 4), rs.randn(3, 4), rs.randn(4, 5)
+    g34, g35 = rs.randn(3, 4), rs.randn(3, 5)
+    v = V.vjps
+    S = onp.dot(A, A.T) + 3 * onp.eye(3)
+    out = {
+        "grad_np_sum": v.grad_np_sum(onp.sum(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_mean": v.grad_np_mean(onp.mean(x, 1), x, axis=1)(rs.randn(3)),
+        "grad_np_var": v.grad_np_var(onp.var(x), x)(1.3),
+        "grad_np_std": v.grad_np_std(onp.std(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_prod": v.grad_np_prod(onp.prod(x, 1), x, axis=1)(rs.randn(3)),
+        "grad_chooser": v.grad_chooser(onp.max(x, 0), x, axis=0)(rs.randn(4)),
+        "grad_np_cumsum": v.grad_np_cumsum(onp.cumsum(x, 1), x, axis=1)(g34),
+        "grad_transpose": v.grad_transpose(x.T, x)(g34.T),
+        "dot_vjp_0": v.dot_vjp_0(A @ B, A, B)(g35),
+        "dot_vjp_1": v.dot_vjp_1(A @ B, A, B)(g35),
+        "matmul_vjp_1": v.matmul_vjp_1(A @ B, A, B)(g35),
+        "tensordot_vjp_0": v.tensordot_vjp_0(onp.tensordot(A, B, 1), A, B, 1)(g35),
+        "dot_adjoint_0": v.dot_adjoint_0(B, g35, V.np.metadata(A), V.np.metadata(B)),
+        "dot_adjoint_1": v.dot_adjoint_1(A, g35, V.np.metadata(A), V.np.metadata(B)),
+        "tensordot_adjoint_0": v.tensordot_adjoint_0(B, g35, 1, 2, 2),
+        "tensordot_adjoint_1": v.tensordot_adjoint_1(A, g35, ([1], [0]), 2, 2),
+        "grad_concatenate_args": v.grad_concatenate_args(2, onp.concatenate([A, x]), (0, A, x),
+                                                          {})(
+            rs.randn(6, 4)),
+        "grad_einsum": v.grad_einsum(1, A @ B, ("ij,jk->ik", A, B), {})(g35),
+        "unbroadcast": v.unbroadcast(rs.randn(2, 3, 4), V.np.metadata(rs.randn(1, 4))),
+        "unbroadcast_f": v.unbroadcast_f(rs.randn(4), lambda g: 2.0 * g)(g34),
+        "balanced_eq": v.balanced_eq(onp.array([1.0, 2.0, 2.0]), 2.0, onp.array([0.0, 2.0, 1.0])),
+        "replace_zero": v.replace_zero(onp.array([0.0, 2.0]), 5.0),
+        "repeat_to_match_shape": v.repeat_to_match_shape(rs.randn(3, 1), (3, 4), float, 1,
+                                                         True)[0],
+        "match_complex": v.match_complex(1.0, onp.array([1.0 + 2j])),
+        "grad_sort": v.grad_sort(onp.sort(x[0]), x[0])(rs.randn(4)),
+        "fwd_grad_sort": V.jvps.fwd_grad_sort(rs.randn(4), onp.sort(x[0]), x[0]),
+        "forward_grad_np_var": V.jvps.forward_grad_np_var(g34, onp.var(x, 0), x, axis=0),
+        "fwd_grad_chooser": V.jvps.fwd_grad_chooser(g34, onp.max(x, 1), x, axis=1),
+        "grad_inv": V.linalg.grad_inv(onp.linalg.inv(S), S)(g34[:, :3]),
+        "grad_cholesky": V.linalg.grad_cholesky(onp.linalg.cholesky(S), S)(g34[:, :3]),
+        "norm_vjp": V.linalg.norm_vjp(onp.linalg.norm(x), x)(0.7),
+        "fft_grad": V.fft.fft_grad(V.fft.get_fft_args, V.fft.fft, onp.fft.fft(x), x)(
+            rs.randn(3, 4) + 1j * rs.randn(3, 4)),
+        "rfft_grad": V.fft.rfft_grad(V.fft.get_fft_args, V.fft.irfft, onp.fft.rfft(x), x)(
+            rs.randn(3, 3) + 1j * rs.randn(3, 3)),
+        "truncate_pad": V.fft.truncate_pad(x, (2, 6)),
+        "make_rfft_factors": V.fft.make_rfft_factors([1], (3, 3), [3, 3], [3, 4], None),
+        "get_fftn_args": V.fft.get_fftn_args(x, None, None)[0],
+    }
+    return out
+
+
+def test_rule_views_agree_with_autograds_helpers():
+    expected, actual = _rule_cases(_views("autograd")), _rule_cases(_views("gradcy"))
+    for name in expected:
+        assert_same(expected[name], actual[name], name)
+
+
+def test_scipy_rule_views_agree():
+    pytest.importorskip("scipy")
+    import importlib
+    rs = _rs(21)
+    x, a, b = rs.rand(4) * 0.8 + 0.1, rs.rand(4) + 1.0, rs.rand(4) + 1.5
+    xm, m = rs.randn(3), rs.randn(3)
+    for backend in ("autograd", "gradcy"):
+        st = importlib.import_module(f"{backend}.scipy.stats")
+        sig = importlib.import_module(f"{backend}.scipy.signal")
+        sp = importlib.import_module(f"{backend}.scipy.special")
+        mvn = importlib.import_module(f"{backend}.scipy.stats.multivariate_normal")
+        C = onp.eye(3) * 2.0
+        vals = [st.beta.grad_beta_logpdf_arg0(x, a, b), st.beta.grad_beta_logpdf_arg2(x, a, b),
+                st.gamma.grad_gamma_logpdf_arg1(x, a), st.t.grad_tlogpdf_x(x, a, 0.1, 1.3),
+                st.t.grad_tlogpdf_df(x, a, 0.1, 1.3), st.t.grad_tlogpdf_diff(x, a),
+                mvn.covgrad(xm, m, C), sig.compute_conv_size(5, 3, "valid"),
+                tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []), "full")[1]["out"]["conv"]),
+                sp.make_grad_logsumexp(onp.log(onp.sum(onp.exp(x))), x)(1.5),
+                sp.make_gammainc_vjp_arg1(1)(None, a, x)(onp.ones(4))]
+        if backend == "autograd":
+            expected = vals
+    for i, (e, g) in enumerate(zip(expected, vals)):
+        assert_same(e, g, f"scipy view {i}")

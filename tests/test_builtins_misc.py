@@ -384,7 +384,7 @@ def test_fixed_point_with_container_parameters():
     # a tuple built with gradcy.builtins, as autograd programs do
     check_grads(lambda A, c: fixed_point(lambda p: _coupled_iter({"A": p[0], "c": p[1]}),
                                          gtuple((A, c)), onp.zeros(3), distance, 1e-13),
-                modes=["rev"], order=1)(params["A"], params["c"])
+                (0, 1), modes=["rev"], order=1)(params["A"], params["c"])
 
 
 def test_fixed_point_float32_keeps_dtype():

@@ -315,6 +315,7 @@ add("pad", lambda x, K: gnp.pad(x, ((1, 0), (0, 2))), scalar=False)
 add("diag", lambda x, K: gnp.diag(x), shape=(3,), scalar=False)
 add("diag", lambda x, K: gnp.diag(x, 1), label=":2d", shape=(3, 3), scalar=False)
 add("diagonal", lambda x, K: gnp.diagonal(x), shape=(3, 3), scalar=False)
+add("make_diagonal", lambda x, K: gnp.make_diagonal(x, 0, -1, -2), shape=(2, 3), scalar=False)
 add("tril", lambda x, K: gnp.tril(x), shape=(3, 3), scalar=False)
 add("triu", lambda x, K: gnp.triu(x, 1), shape=(3, 3), scalar=False)
 add("take", lambda x, K: gnp.take(x, [0, 2, 2]), scalar=False)
@@ -354,6 +355,8 @@ add("at_add", lambda x, K: inplace.at_add(x, [0, 2, 2], K((3,))), shape=(4,), sc
 add("at_add", lambda x, K: inplace.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
 add("at_set", lambda x, K: inplace.at_set(x, [0, 2], K((2,))), shape=(4,), scalar=False)
 add("at_set", lambda x, K: inplace.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
+add("strided_view", lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
+    shape=(4,), scalar=False)
 add("gradcy.differential_operators.pack_outputs",
     lambda x, K: pack_outputs(x, K((2,)))[0], label="")
 
@@ -681,6 +684,10 @@ if HAVE_SCIPY:
         scalar=False)
     add("gradcy.scipy.signal.convolve", lambda x, K: gss.convolve(K((4,)), x), argnum=1,
         shape=(3,), scalar=False)
+    add("gradcy.scipy.signal.windows", lambda x, K: gss._windows(x, (2,)), shape=(2, 3),
+        scalar=False)
+    add("gradcy.scipy.signal.unwindows", lambda x, K: gss._unwindows(x, (2, 3), (2,)),
+        shape=(2, 2, 2), scalar=False)
     _T = onp.array([0.0, 0.3, 0.6])
     add("gradcy.scipy.integrate.odeint",
         lambda x, K: gsi.odeint(lambda y, t: -y, x, _T), label="", argnum=1, shape=(2,),
@@ -690,7 +697,10 @@ if HAVE_SCIPY:
         label=":args", argnum=3, shape=(2,), scalar=True, dtypes=REAL)
 
 # Primitives with a VJP that the sweep does not build, and why.
-SKIPPED = {}
+SKIPPED = {
+    "gradcy.core.sparse_add": "autograd.core's sum of a dense value and a SparseObject (not an "
+                              "array): identity rules, checked in test_autograd_parity.py",
+}
 # Primitives whose differentiable arguments are not all swept one by one, and why.
 ARGS_SAMPLED = {
     "gradcy.numpy.meshgrid": "one rule for its 32 argument positions; positions 0 and 1 swept",

@@ -55,7 +55,7 @@ def test_memory_network_matches_concatenation_and_numerics(data):
         g_inplace = grad(loss_inplace, argnum)(W, x, 6)
         g_concat = grad(loss_concat, argnum)(W, x, 6)
         onp.testing.assert_allclose(g_inplace, g_concat, rtol=1e-12, atol=1e-14)
-    check_grads(lambda W, x: loss_inplace(W, x, 4), modes=("rev",), order=1)(W, x)
+    check_grads(lambda W, x: loss_inplace(W, x, 4), (0, 1), modes=("rev",), order=1)(W, x)
     assert _zero_live()
 
 
@@ -141,7 +141,7 @@ def test_preserved_copy_is_counted_and_disjoint_writes_copy_nothing():
     assert counts["overlap"] == 100 * 8 - 200 * 8
 
 
-def test_stale_view_raises_and_writes_through_views_raise():
+def test_stale_view_raises_and_writes_through_views_reach_the_buffer():
     x = onp.array([1.0, 2.0, 3.0])
 
     def stale(x):
@@ -153,13 +153,13 @@ def test_stale_view_raises_and_writes_through_views_raise():
     with pytest.raises(ValueError, match="written to after the view"):
         grad(stale)(x)
 
-    def through_view(x):
-        buf = np.zeros((2, 3))
-        buf[0][1] = x[0]
-        return np.sum(buf)
+    def through_view(x, m=np):
+        buf = m.zeros((2, 3))
+        buf[0][1] = x[0] * 3.0                    # as in NumPy: buf[0, 1] changes
+        return m.sum(buf * buf)
 
-    with pytest.raises(TypeError, match="view of a buffer"):
-        grad(through_view)(x)
+    onp.testing.assert_allclose(grad(through_view)(x), [18.0, 0.0, 0.0])
+    assert through_view(x) == through_view(x, onp) == 9.0
     assert _zero_live()
 
 
@@ -224,13 +224,13 @@ def test_functional_at_updates():
     x = onp.array([0.1, 0.2, 0.3, 0.4])
     v = onp.array([1.5, -0.5])
     idx = onp.array([1, 1])
-    check_grads(lambda x, v: np.at(x)[1:3].set(v) ** 2, modes=("fwd", "rev"), order=2)(x, v)
-    check_grads(lambda x, v: np.at(x)[idx].add(v) ** 2, modes=("fwd", "rev"), order=2)(x, v)
+    check_grads(lambda x, v: np.at(x)[1:3].set(v) ** 2, (0, 1), modes=("fwd", "rev"), order=2)(x, v)
+    check_grads(lambda x, v: np.at(x)[idx].add(v) ** 2, (0, 1), modes=("fwd", "rev"), order=2)(x, v)
 
     def f(x, v):
         return np.sum(np.at(x)[:2].multiply(v) + np.at(x)[2:].set(v * v))
 
-    check_grads(f, modes=("fwd", "rev"), order=2)(x, v)
+    check_grads(f, (0, 1), modes=("fwd", "rev"), order=2)(x, v)
     out = np.at(x)[idx].add(v)
     onp.testing.assert_allclose(out, [0.1, 1.2, 0.3, 0.4])
     onp.testing.assert_array_equal(x, [0.1, 0.2, 0.3, 0.4])   # unchanged

@@ -71,7 +71,7 @@ def flat(parts):
 
 
 def cg(fun, *args, order=2, modes=FWD_REV):
-    check_grads(fun, modes=modes, order=order)(*args)
+    check_grads(fun, tuple(range(len(args))), modes=modes, order=order)(*args)
 
 
 def saved(fun, *args, argnum=0):

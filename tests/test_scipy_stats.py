@@ -9,6 +9,7 @@ import gradcy.numpy as np
 import gradcy.numpy.linalg as la
 import gradcy.scipy.stats as st
 from gradcy import grad, make_jvp
+from gradcy.test_util import check_grads
 from gradcy._core import ArrayMeta, MissingJVPError, MissingVJPError, Primitive, Tape
 from vjp_harness import check, rand
 
@@ -266,9 +267,19 @@ def test_parameters_without_rules_raise(fun, args, argnum):
         make_jvp(fun, argnum)(*args)(onp.ones_like(args[argnum]))
 
 
-def test_mvn_allow_singular_has_no_derivatives():
+def test_mvn_allow_singular():
+    # a singular covariance: the density lives on its range, and is constant along its null
+    # space; the derivatives in x and mean use the pseudo-inverse, the one in cov is undefined
+    cov = onp.diag([1.0, 2.0, 0.0])
+    x, m = onp.array([0.3, -0.2, 0.0]), onp.array([0.1, 0.4, 0.0])
+    zero = onp.zeros(1)       # x and m vary along the range only (off it the density is 0)
+    check_grads(lambda x2, m2: mvn.logpdf(np.concatenate([x2, zero]), np.concatenate([m2, zero]),
+                                          cov, True), (0, 1), modes=["rev", "fwd"],
+                order=1)(x[:2], m[:2])
+    expected = -onp.linalg.pinv(cov) @ (x - m)
+    onp.testing.assert_allclose(grad(lambda x: mvn.logpdf(x, m, cov, True))(x), expected)
     with pytest.raises(NotImplementedError, match="allow_singular"):
-        grad(lambda x: mvn.logpdf(x, None, _COV, True))(rand(3))
+        grad(lambda c: mvn.logpdf(x, m, c, True))(cov + onp.eye(3))
 
 
 def test_mvn_entropy_does_not_depend_on_the_mean():

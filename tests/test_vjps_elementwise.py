@@ -120,13 +120,13 @@ def check_all(fun, *args):
                 return vjp(uu)
             finally:
                 vjp.release()
-        check_grads(vjp_i, modes=MODES, order=1)(*args, u)
+        check_grads(vjp_i, tuple(range(len(args) + 1)), modes=MODES, order=1)(*args, u)
         v = rs.randn(*onp.shape(a)) if isinstance(a, onp.ndarray) else float(rs.randn())
 
         def jvp_i(*args_v, i=i):
             *aa, vv = args_v
             return make_jvp(fun, argnum=i)(*aa)(vv)[1]
-        check_grads(jvp_i, modes=MODES, order=1)(*args, v)
+        check_grads(jvp_i, tuple(range(len(args) + 1)), modes=MODES, order=1)(*args, v)
     check_raw_dtypes(fun, *args)
     check_raw_tangent_dtypes(fun, *args)
 

@@ -692,7 +692,7 @@ def test_every_vjp_has_a_jvp(prim):
 
 
 def _fwd(fun, *args, order=2):
-    check_grads(fun, modes=("fwd",), order=order)(*args)
+    check_grads(fun, tuple(range(len(args))), modes=("fwd",), order=order)(*args)
 
 
 def test_pad_forward_only_modes():

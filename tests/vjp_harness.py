@@ -36,7 +36,7 @@ def _is_float_array(a):
 def check(fun, *args, order=2, dtypes=True, modes=("fwd", "rev")):
     """Numerical check of every derivative of fun(*args) (forward and reverse mode) plus the
     float32 dtype contract."""
-    check_grads(fun, modes=modes, order=order)(*args)
+    check_grads(fun, tuple(range(len(args))), modes=modes, order=order)(*args)
     if dtypes:
         for dt in DTYPES_CHECKED:
             check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])

@@ -100,3 +100,9 @@ def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
 defvjp_argnums(_fixed_point, _fixed_point_vjp, save=("ans",))
 defjvp_argnums(_fixed_point, _fixed_point_jvp)
 _ensure_saved(8)
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from .._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

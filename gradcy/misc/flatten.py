@@ -119,3 +119,9 @@ def flatten_func(func, example):
     def flat_func(v, *args):
         return flatten(func(unflatten(v), *args))[0]
     return flat_func, unflatten, flat_example
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from .._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

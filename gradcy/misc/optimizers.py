@@ -6,9 +6,9 @@ callback(x, i, g) called before each update, and the optimizer's hyperparameters
 the final parameters in the structure of x0. The updates are written with gradcy.numpy, so an
 optimizer run can itself be differentiated (meta-optimization).
 """
-from functools import wraps
 
 from .. import numpy as np
+from ..wrap_util import wraps
 from .flatten import flatten
 
 __all__ = ["unflatten_optimizer", "sgd", "rmsprop", "adam"]

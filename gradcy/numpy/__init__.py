@@ -2,6 +2,8 @@
 
 Every function here runs NumPy directly when no traced value is among its arguments.
 """
+import numpy as _np
+
 from . import numpy_wrapper
 from .numpy_wrapper import *  # noqa: F401,F403
 from .numpy_wrapper import __all__ as _wrapper_all
@@ -13,5 +15,9 @@ from . import inplace  # noqa: E402  (writes into arrays; constructors that own 
 from .inplace import at  # noqa: E402,F401
 
 inplace.install_constructors(globals())
+
+from . import numpy_boxes, numpy_jvps, numpy_vspaces  # noqa: E402,F401  (autograd's modules)
+
+__version__ = _np.__version__
 
 __all__ = list(_wrapper_all) + ["linalg", "fft", "random", "at"]

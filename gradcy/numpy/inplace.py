@@ -13,25 +13,52 @@ region of the parent's slot, so a view has no slot of its own). One buffer-sized
 exists per buffer per backward pass. A written value that its op saved as output (tanh, exp)
 is read back from the slot, so it is not kept twice. Writes with a basic index are decided and
 recorded in the core (_core.setitem_fast); this module handles the rest (copy on the first
-write, advanced indices, forward mode and nested differentiation) and the bookkeeping hooks.
+write, advanced indices, forward mode, writes through views, augmented assignment, nested
+differentiation) and the bookkeeping hooks. Forward mode writes in place too (nothing is
+saved; views are tracked the same way).
 
-What stays correct under aliasing
----------------------------------
+Under nested differentiation (hessian, forward over reverse, a grad inside a grad) an outer
+trace may hold the buffer's memory, so a write makes a new version instead (a copy, .at[].set)
+and the buffer's Box moves to it; earlier versions stay registered while they live, so views of
+them are still views of the buffer.
+
+What follows NumPy, and what raises
+-----------------------------------
 - A write into an array the tape does not own (an input, the output of another operation)
   copies it first, once; the user's arrays never change.
 - Values saved for a backward pass keep the values they had when saved: a write that overlaps
   a saved view preserves a copy of that view (counted in the memory counters); a write that
   overlaps no saved region copies nothing.
 - A traced view of the buffer taken before a write that overlaps it becomes stale: using it
-  raises (NumPy would show it the new values while the graph records the old ones).
-- Writing through a view of a buffer (v = buf[0]; v[1] = x) raises: write into the buffer with
-  the full index instead. `buf[i] += x` works (Python writes it back through buf).
+  raises (NumPy would show it the new values while the graph records the old ones). A
+  primitive that returns the buffer itself (real, squeeze) counts as a view of all of it.
+- Writes through a view of a buffer (v = buf[0]; v[1] = x; v *= 2; for row in buf: row += 1)
+  go into the buffer, as in NumPy: the buffer's Box moves to the new version and the view
+  becomes a view of it; other views it overlaps go stale. When the buffer's own Box is gone,
+  only its views can see it: the view gets the new values, the views it overlaps go stale.
+  A view that is no basic index of the buffer (a reshape that merges axes) raises.
+- Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
+  NumPy writes last (found by writing labels with the same index); the others get no
+  gradient. The functional x.at[idx]: .set keeps the same value; .add, .subtract, .multiply,
+  .divide, .power, .min and .max apply every update at a repeated position (JAX's semantics).
+- Augmented assignment (a += b, a *= b, ...) on a traced array changes that array, as in
+  NumPy, with NumPy's shape and same_kind casting rules: every name bound to it sees the new
+  value (the Box moves to it). Python and NumPy scalars are immutable and are rebound, and so
+  is a value whose result is traced by an inner differentiation.
+- An array the tape does not own is never written: a += b and a[i] = v move its Box to a new
+  array. When something NumPy would show the change through still references its memory (a
+  traced view of it, the same array returned by real or squeeze, or, when it is a view, the
+  array it views) that raises; references held by the tape's saved records do not count (they
+  keep their values). An input is exempt (gradcy works on a copy; a view of an input taken
+  before a write into the input keeps the old values), and nested differentiation is not
+  checked. gradcy.numpy.copy of a traced value (and array of one) is a buffer the tape owns.
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
 """
 import builtins as _builtins
 import sys
+import weakref as _weakref
 from array import array as _array
 
 import numpy as _np
@@ -139,10 +166,115 @@ def _site():
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
+def _innermost(value):
+    while type(value) is Box:
+        value = value._value
+    return value
+
+
+def _nested(tape):
+    """Whether another differentiation is active around `tape` (this thread): it may hold the
+    memory of tape's buffers, so writes into them make new versions instead."""
+    stack = getattr(_core._active, "stack", None)
+    return stack is not None and len(stack) > 1
+
+
+def _register(tape, box, functional=False):
+    """Make box's value (a fresh ndarray only box holds, or an outer trace's value of one) a
+    buffer the tape owns. Functional: writes into it make a new version (nested
+    differentiation), its Box moving to each."""
+    info = OwnedBuffer(_innermost(box._value), _site())
+    info.box = _weakref.ref(box)
+    info.functional = functional or _nested(tape)
+    tape.register_owned(info.root, info)
+    return info
+
+
+_VERSIONS = {}        # id -> weak reference to an earlier version of a functional buffer
+
+
+def _adopt(tape, info, box):
+    """After a functional write, box's new value is the buffer's current version. Earlier
+    versions stay registered while they live: views of them are views of the buffer."""
+    old, new = info.root, _innermost(box._value)
+
+    def forget(ref, owned=tape.owned, key=id(old), info=info):
+        _VERSIONS.pop(id(ref), None)
+        if owned.get(key) is info:
+            del owned[key]
+    ref = _weakref.ref(old, forget)
+    _VERSIONS[id(ref)] = ref
+    info.root = new
+    tape.register_owned(new, info)
+
+
 def own(tape, array):
     """Register a fresh array as a buffer of `tape`; returns its constant Box."""
-    tape.register_owned(array, OwnedBuffer(array, _site()))
-    return tape.new_constant(array)
+    box = tape.new_constant(array)
+    _register(tape, box)
+    return box
+
+
+def _functional_write(tape, info, box, idx, value):
+    """box[idx] = value as a new version of the buffer (nested differentiation)."""
+    r = region(idx, _innermost(box._value).shape)
+    transfer_box(box, at_set(box, idx, value))
+    _adopt(tape, info, box)
+    info.functional = True
+    _after_write(tape, info, r)
+
+
+# =============================================================================
+# Repeated positions: NumPy keeps the value it writes last
+# =============================================================================
+def _may_repeat(idx):
+    """Whether idx may select a position twice (it has an integer array of 2+ elements)."""
+    for i in (idx if type(idx) is tuple else (idx,)):
+        if i is None or i is Ellipsis or isinstance(i, (int, _np.integer, slice, bool,
+                                                         _np.bool_)):
+            continue
+        a = _np.asarray(_plain(i))
+        if a.dtype != bool and a.size > 1:
+            return True
+    return False
+
+
+def kept(idx, shape):
+    """For buf[idx] = v on a buffer of `shape`: None when every selected element lands, else
+    a boolean array of the selection's shape, True for the elements NumPy keeps (of those that
+    select one position, the one written last). O(selection): the labels array is allocated,
+    not filled."""
+    if not _may_repeat(idx):
+        return None
+    labels = _np.empty(shape, _np.intp)
+    ids = _np.arange(labels[idx].size, dtype=_np.intp).reshape(labels[idx].shape)
+    labels[idx] = ids
+    keep = labels[idx] == ids
+    return None if keep.all() else keep
+
+
+def _landing(idx, shape, value):
+    """The value to record for buf[idx] = value: when idx repeats a position, the elements
+    NumPy overwrites are zeroed (they never land, so the write's VJP gives them no gradient;
+    the stored result is the same)."""
+    keep = kept(idx, shape)
+    if keep is None:
+        return value
+    zero = _np.zeros((), value.dtype if type(value) is Box else _np.result_type(value))
+    return anp.where(keep, value, zero)
+
+
+def _selected(g, idx):
+    """g[idx] as the cotangent of a value written at idx: zero where a later element of the
+    same write overwrote it."""
+    keep = None if _core.is_basic_index(idx) else kept(idx, g.shape)
+    if type(g) is Box:
+        gi = anp.getitem(g, idx)
+        return gi if keep is None else anp.where(keep, gi, 0.0)
+    gi = _np.array(g[idx], copy=True)
+    if keep is not None:
+        gi[~keep] = 0
+    return gi
 
 
 # =============================================================================
@@ -158,12 +290,18 @@ def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
         return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
                 for a in argnums]
     g_value = None
-    if 2 in argnums:
-        g_value = unbroadcast(_np.array(g[idx], copy=True), value)
-    if 0 in argnums:
-        if not g_owned:
-            g = g.copy()
-        g[idx] = 0               # O(slot): the rest of the buffer's cotangent passes through
+    try:
+        if 2 in argnums:         # (a value with repeated positions was masked when recorded)
+            g_value = unbroadcast(_np.array(g[idx], copy=True), value)
+        if 0 in argnums:
+            if not g_owned:
+                g = g.copy()
+            g[idx] = 0           # O(slot): the rest of the buffer's cotangent passes through
+    except TypeError:
+        if type(g) is _np.ndarray:
+            raise
+        # a 0-d buffer's cotangent may come as a scalar
+        return _write_vjp(argnums, _np.array(g), True, ans, args, kwargs)
     return [g if a == 0 else g_value for a in argnums]
 
 
@@ -197,7 +335,7 @@ def _refuse_order_dependent_write(buf, idx, value):
     """Under a NumPy whose buf[advanced idx] = value reads elements of value it has already
     written (NumPy 1.x), raise when value is memory of an element that idx writes: the result
     then depends on NumPy's write order, which gradcy does not follow."""
-    buf, value = _plain(buf), _plain(value)
+    buf, value = _innermost(buf), _innermost(value)
     if (type(buf) is not _np.ndarray or type(value) is not _np.ndarray
             or region(idx, buf.shape) is not None or not _np.may_share_memory(buf, value)):
         return                   # a basic index (NumPy copies), or no memory in common
@@ -211,44 +349,362 @@ def _refuse_order_dependent_write(buf, idx, value):
         f"gradcy does not follow. Write a copy: buf[idx] = value.copy()")
 
 
-def _box_setitem(box, idx, value):
-    tape = box._tape
+def _nested_check(tape, value):
     if type(value) is Box and value._tape is not tape and value._tape.trace_id > tape.trace_id:
         raise NotImplementedError(
             "gradcy: writing a value traced by an inner differentiation into a buffer of an "
             "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
+
+
+def _box_setitem(box, idx, value):
+    tape = box._tape
+    _nested_check(tape, value)
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
-    if tape.forward or type(box._value) is Box or (type(value) is Box and value._tape is not tape):
-        # forward mode and nested differentiation: the functional form (a copy per write)
-        transfer_box(box, at_set(box, idx, value))
+    plain = _innermost(box._value)
+    info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
+    if info is not None and plain is not info.root:
+        _write_view(box, info, plain, idx, value)
         return
-    info = tape.owned_info(box._value)
-    if info is None or info.root is not box._value:
-        if info is not None:
-            raise TypeError(
-                f"gradcy: writing into a view of a {info.describe()}; write into the buffer "
-                f"itself with the full index (buf[i, j] = v rather than buf[i][j] = v)")
+    nested = type(box._value) is Box or (type(value) is Box and (
+        value._tape is not tape or type(value._value) is Box))
+    if info is None:
+        _check_unshared(box, plain, "item assignment")    # (plain: one local here)
+        if nested or _nested(tape):               # a new version: the copy on the first write
+            transfer_box(box, at_set(box, idx, value))
+            _register(tape, box, True)
+            return
         copied = anp.copy(box)                    # copy on the first write: inputs never change
-        own(tape, copied._value)
         transfer_box(box, copied)
-        info = tape.owned_info(box._value)
+        info = _register(tape, box)
+    elif nested or info.functional:
+        _functional_write(tape, info, box, idx, value)
+        return
     if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
         return
-    # an advanced index (or a scalar slot): its region is a hull from the index itself
+    # an advanced index, a scalar slot or forward mode: its region is a hull from the index
+    value = _landing(idx, box._value.shape, value)
     r = region(idx, box._value.shape)
     _before_write(tape, info, r)
     transfer_box(box, write(box, idx, value))
     _after_write(tape, info, r)
 
 
+# =============================================================================
+# Writes through views of a buffer
+# =============================================================================
+def _root_index(view, root):
+    """How ndarray `view`, in C-contiguous `root`'s memory, is a basic index of root: (idx,
+    to_root, from_root): root[idx] holds view's elements; to_root(v) turns a traced value of
+    view's shape (or one that broadcasts to it) into root[idx]'s shape, from_root(b) is the
+    view again, taken from b (the buffer's Box, or an array of root's layout). None when view
+    repeats elements (zero strides) or is not in root's memory."""
+    return _strided_index(view, root) or _block_index(view, root) or _element_index(view, root)
+
+
+def _offset(view, root):
+    """view's first element as a flat index into root, or None."""
+    off = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return off // root.itemsize if off >= 0 and root.itemsize and not off % root.itemsize \
+        else None
+
+
+def _shaped(v, shape):
+    return anp.broadcast_to(v, shape) if _np.shape(v) != shape else v
+
+
+def _element_index(view, root):
+    """_root_index for any other view without repeated elements (a reshape across rows): the
+    positions of its elements as index arrays; the view is taken again by its strides."""
+    off = _offset(view, root)
+    if (off is None or root.ndim == 0 or not root.flags.c_contiguous
+            or any(st == 0 or st % root.itemsize for st in view.strides)):
+        return None
+    idx = _positions(off, view.shape, view.strides, root.itemsize, root.shape)
+    if idx is None:
+        return None
+    return (idx, lambda v: _shaped(v, view.shape),
+            lambda b: strided_view(b, off, view.shape, view.strides))
+
+
+def _positions(off, shape, strides, itemsize, root_shape):
+    """The index arrays of the elements of the view with flat offset `off`, `shape` and byte
+    `strides` into a C-contiguous array of root_shape; None when one lies outside it."""
+    pos = _np.full(shape, off, _np.intp)
+    for k, (n, st) in enumerate(zip(shape, strides)):
+        pos += (_np.arange(n) * (st // itemsize)).reshape((n,) + (1,) * (len(shape) - k - 1))
+    if pos.size and (pos.min() < 0 or pos.max() >= _np.prod(root_shape, dtype=_np.intp)):
+        return None
+    return _np.unravel_index(pos, root_shape)
+
+
+def _strided_view(buf, off, shape, strides):
+    """The view of C-contiguous ndarray buf that starts at flat element `off` with `shape` and
+    byte `strides`."""
+    return _np.ndarray(shape, buf.dtype, buffer=buf, offset=off * buf.itemsize, strides=strides)
+
+
+def _scatter_view(g, ans, buf, off, shape, strides):
+    """The cotangent of strided_view(buf, ...) for its cotangent g: g at its elements."""
+    idx = _positions(off, shape, strides, _np.dtype(buf.dtype).itemsize, buf.shape)
+    if type(g) is Box:
+        return at_set(_np.zeros(buf.shape, g.dtype), idx, g)
+    out = _np.zeros(buf.shape, _np.result_type(g))
+    out[idx] = g
+    return out
+
+
+strided_view = primitive(_strided_view, "gradcy.numpy.strided_view")
+defvjp_direct(strided_view, _scatter_view, None, None, None, save=(1, 2, 3))
+defjvp(strided_view,
+       lambda g, ans, buf, off, shape, strides: anp.getitem(
+           g, _positions(off, shape, strides, buf.itemsize, buf.shape)),
+       None, None, None)
+
+
+def _block_index(view, root):
+    """_root_index for a C-ordered run of root's memory that is a basic index of root (a
+    reshape of whole rows, buf.reshape(2, 3) or buf[1].ravel())."""
+    off = _offset(view, root)
+    if off is None or not (view.flags.c_contiguous and root.flags.c_contiguous):
+        return None
+    shape, size, idx = root.shape, view.size, None
+    if root.ndim == 0:
+        idx = Ellipsis if size == 1 else None
+    for d in range(root.ndim):
+        inner = int(_np.prod(shape[d + 1:], dtype=_np.intp))
+        if off % inner or size % inner:
+            continue
+        a, n = (off // inner) % shape[d], size // inner
+        if a + n <= shape[d]:
+            outer = _np.unravel_index(off // (inner * shape[d]), shape[:d])
+            idx = tuple(int(i) for i in outer) + (slice(a, a + n),)
+            break
+    if idx is None:
+        return None
+    target = root[idx + (Ellipsis,) if idx is not Ellipsis else Ellipsis]
+    check = view.reshape(target.shape)
+    if (check.__array_interface__["data"][0] != target.__array_interface__["data"][0]
+            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
+                   if n > 1)):
+        return None
+    return (idx,
+            lambda v: anp.reshape(_shaped(v, view.shape), target.shape),
+            lambda b: anp.reshape(anp.getitem(b, idx), view.shape))
+
+
+def _strided_index(view, root):
+    """_root_index for a view whose every axis steps along one axis of root (slices, ints,
+    new axes, transposes)."""
+    item = root.itemsize
+    off = _offset(view, root)
+    if not root.flags.c_contiguous or off is None or root.ndim == 0:
+        return None
+    rstrides = [st // item for st in root.strides]
+    lo = []
+    for d, rs in enumerate(rstrides):
+        k = off // rs if rs else 0
+        lo.append(k)
+        off -= k * rs
+    axis_of, step_of = {}, {}           # view axis -> root axis, step
+    for k, (n, vs) in enumerate(zip(view.shape, view.strides)):
+        if n == 1:
+            continue
+        if vs % item or vs == 0:
+            return None
+        vs //= item
+        for d, rs in enumerate(rstrides):
+            if rs and vs % rs == 0 and abs(vs // rs) < root.shape[d]:
+                if d in axis_of.values():
+                    return None
+                axis_of[k], step_of[k] = d, vs // rs
+                break
+        else:
+            return None
+    idx = list(lo)
+    for k, d in axis_of.items():
+        q, n = step_of[k], view.shape[k]
+        stop = lo[d] + q * n
+        idx[d] = slice(lo[d], stop if stop >= 0 else None, q)
+    idx = tuple(idx)
+    try:
+        target = root[idx + (Ellipsis,)]        # an array even when idx is all ints
+    except IndexError:
+        return None
+    kept_axes = [k for k in range(view.ndim) if view.shape[k] != 1]
+    order = sorted(kept_axes, key=lambda k: axis_of[k])
+    perm = [kept_axes.index(k) for k in order]
+    squeezed = tuple(view.shape[k] for k in kept_axes)
+    identity_perm = perm == sorted(perm)
+    check = view.reshape(squeezed)
+    if not identity_perm:
+        check = check.transpose(perm)
+    if (check.shape != target.shape or check.__array_interface__["data"][0]
+            != target.__array_interface__["data"][0]
+            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
+                   if n > 1)):
+        return None
+    inverse = [perm.index(i) for i in range(len(perm))]
+
+    def to_root(v):
+        v = _shaped(v, view.shape)
+        if squeezed != view.shape:
+            v = anp.reshape(v, squeezed)
+        return v if identity_perm else anp.transpose(v, perm)
+
+    def from_root(b):
+        s = anp.getitem(b, idx)
+        if not identity_perm:
+            s = anp.transpose(s, inverse)
+        return s if squeezed == view.shape else anp.reshape(s, view.shape)
+    return idx, to_root, from_root
+
+
+def _sub_view_index(idx):
+    """A basic index that selects the same elements as idx but always returns a view."""
+    if type(idx) is not tuple:
+        idx = (idx,)
+    return idx if Ellipsis in idx else idx + (Ellipsis,)
+
+
+def _unmappable(view, info):
+    return TypeError(
+        f"gradcy: writing into a view {view.shape} of a {info.describe()} whose elements "
+        f"repeat (zero strides) or lie outside it: write into the buffer itself instead "
+        f"(buf[i, j] = v)")
+
+
+def _write_view(view, info, v, idx, value):
+    """view[idx] = value for a traced view of a buffer the tape owns (v: its plain value): the
+    write goes into the buffer (whose Box moves to the new version) and `view` becomes a view
+    of that version."""
+    tape = view._tape
+    _check_writeable(v)
+    if v.size == 0:
+        return
+    buf = info.box() if info.box is not None else None
+    if idx is Ellipsis and buf is not None:
+        vidx = _core.view_index(view, buf)
+        if vidx is not None:         # view = buf[vidx], of buf as it is: the common case
+            buf[vidx] = value
+            transfer_box(view, anp.getitem(buf, vidx))
+            return
+    root = _core.root_buffer(v)          # the buffer, or an earlier version (same layout)
+    whole = _root_index(v, root)
+    if whole is None:
+        raise _unmappable(v, info)
+    ridx, _, from_root = whole
+    if buf is None or _innermost(buf._value) is not info.root:
+        # the buffer's own Box is gone: only its views see its memory. The view gets the new
+        # values (a new array); the views it overlaps would see them in NumPy: they go stale
+        new = at_set(view, idx, value)
+        _after_write(tape, info, info.region_of(v))
+        transfer_box(view, new)
+        return
+    if idx is Ellipsis:
+        buf[ridx] = whole[1](value)
+    elif _core.is_basic_index(idx):
+        part = _root_index(v[_sub_view_index(idx)], root)
+        if part is None:
+            raise _unmappable(v, info)
+        buf[part[0]] = part[1](value)
+    else:                       # an advanced index: the view's new values, written whole
+        buf[ridx] = whole[1](at_set(view, idx, value))
+    transfer_box(view, from_root(buf))
+
+
+# =============================================================================
+# Augmented assignment: a += b, a *= b, ...
+# =============================================================================
+_IOP = {"true_divide": "divide", "mod": "remainder"}
+
+
+def _check_writeable(plain):
+    if not plain.flags.writeable:
+        raise ValueError(f"gradcy: assignment destination is read-only (a traced array "
+                         f"{plain.shape} NumPy made read-only: diagonal, broadcast_to, ...), "
+                         f"as in NumPy; copy it first (gradcy.numpy.copy)")
+
+
+def _check_unshared(box, plain, what, caller_refs=1):
+    """Raise when NumPy would show a write into box's array (plain: its ndarray, which gradcy
+    does not own; the caller's frames hold caller_refs references to it besides this argument)
+    through another object: a traced view of it or the same array as another traced value, or,
+    when it is a view itself, the array it views held by anything else; or when NumPy made it
+    read-only. References held by the tape's saved records do not count: gradcy never writes
+    into this memory, so they keep their values. An input is exempt: gradcy works on a copy
+    and never changes the caller's array (views of an input taken before a write into it keep
+    the old values). Nested differentiation is not checked."""
+    shared = _core.untracked_sharers(box, caller_refs + 1)
+    if shared == 1:
+        raise ValueError(
+            f"gradcy: {what} on a traced array {plain.shape} whose memory another traced value "
+            f"shares (a view of it taken before, or the same array returned by real, squeeze, "
+            f"...): NumPy would change that value too, and gradcy writes only into arrays it "
+            f"created. Take the view after the write, write the result to a new array "
+            f"(a = a + b), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
+            f"that writes reach its views.")
+    if shared == 2:
+        raise ValueError(
+            f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
+            f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and "
+            f"gradcy writes only into arrays it created. Write the result to a new array "
+            f"(v = v * 2), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
+            f"that writes through its views reach it.")
+    if shared == 3:
+        _check_writeable(plain)
+
+
+def _inplace_result(result, value, op):
+    """NumPy's rules for `value op= other`: the result keeps value's shape and dtype (cast
+    with same_kind)."""
+    r = _innermost(result)
+    if type(r) is not _np.ndarray or r.shape != value.shape:
+        shape = _np.shape(r)
+        if shape != value.shape:
+            raise ValueError(f"gradcy: non-broadcastable output operand with shape "
+                             f"{value.shape} doesn't match the broadcast shape {shape} ({op} "
+                             f"in place)")
+    rdtype = _np.result_type(r) if type(r) is not _np.ndarray else r.dtype
+    if rdtype != value.dtype:
+        if not _np.can_cast(rdtype, value.dtype, "same_kind"):
+            raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
+                            f"{value.dtype!r} with casting rule 'same_kind'")
+        result = anp.astype(result, value.dtype)
+    return result
+
+
+_IOP_FN = {}
+
+
 def _box_iop(box, op, other):
-    info = box._tape.owned_info(box._value) if type(box._value) is not Box else None
-    result = getattr(anp, {"true_divide": "divide", "mod": "remainder"}.get(op, op))(box, other)
-    if info is not None and info.root is box._value and not box._tape.forward:
-        _box_setitem(box, Ellipsis, result)       # in place, as NumPy does
+    """box op= other, with NumPy's semantics (see the module docstring)."""
+    entry = _IOP_FN.get(op)
+    if entry is None:
+        entry = _IOP_FN[op] = (getattr(anp, _IOP.get(op, op)), f"{op} in place")
+    result = entry[0](box, other)
+    plain = box._value
+    if type(plain) is not _np.ndarray:
+        plain = _innermost(plain)
+        if type(plain) is not _np.ndarray:
+            return result        # Python and NumPy scalars are immutable: a new value
+    tape = box._tape
+    if result._tape is not tape:
+        return result            # traced by an inner differentiation: a new value
+    r = result._value
+    if type(r) is not _np.ndarray or r.shape != plain.shape or r.dtype != plain.dtype:
+        result = _inplace_result(result, plain, op)
+    del r
+    info = tape.owned_info(plain)
+    if info is not None:
+        if info.root is plain:
+            _box_setitem(box, Ellipsis, result)   # in place, as NumPy does
+        else:
+            _write_view(box, info, plain, Ellipsis, result)
         return box
-    return result                                 # a new value (views write back via buf[i])
+    _check_unshared(box, plain, entry[1])
+    transfer_box(box, result)
+    return box
 
 
 # =============================================================================
@@ -271,7 +727,7 @@ at_add = primitive(_at_add, "gradcy.numpy.at_add")
 defvjp_direct(at_set,
               lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
               None,
-              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
+              lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
               save=(1,))
 defjvp(at_set,
        lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
@@ -288,6 +744,31 @@ defjvp(at_add,
        lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
 
 
+def _at_apply(op, x, idx, v):
+    """x with x[i] = op(x[i], v_k) applied for every element k of the selection in turn: a
+    position selected twice gets both updates (JAX's .at semantics), in selection order."""
+    shape = _np.shape(x)
+    positions = _np.arange(_np.prod(shape, dtype=_np.intp)).reshape(shape)[idx]
+    flat = positions.reshape(-1)
+    order = _np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    starts = _np.ones(flat.size, bool)
+    starts[1:] = ordered[1:] != ordered[:-1]
+    if starts.all():             # no position twice: one update
+        return at_set(x, idx, op(anp.getitem(x, idx), v))
+    # rank of each element among those that select its position: update round by round
+    counter = _np.arange(flat.size)
+    rank = _np.empty(flat.size, _np.intp)
+    rank[order] = counter - _np.maximum.accumulate(_np.where(starts, counter, 0))
+    values = anp.reshape(anp.broadcast_to(v, positions.shape), (-1,))
+    out = anp.reshape(x, (-1,))
+    for r in range(int(rank.max()) + 1):
+        sel = _np.flatnonzero(rank == r)
+        at = flat[sel]
+        out = at_set(out, at, op(anp.getitem(out, at), anp.getitem(values, sel)))
+    return anp.reshape(out, shape)
+
+
 class _AtIndex:
     __slots__ = ("x", "idx")
 
@@ -295,31 +776,37 @@ class _AtIndex:
         self.x, self.idx = x, idx
 
     def set(self, v):
-        """A copy of x with x[idx] = v."""
+        """A copy of x with x[idx] = v; a position selected twice keeps the value NumPy
+        writes last (as x[idx] = v does)."""
         return at_set(self.x, self.idx, v)
 
     def add(self, v):
-        """A copy of x with v added at idx (repeated indices accumulate)."""
+        """A copy of x with v added at idx; repeated positions accumulate (numpy.add.at)."""
         return at_add(self.x, self.idx, v)
 
     def subtract(self, v):
+        """A copy of x with v subtracted at idx; repeated positions accumulate."""
         return at_add(self.x, self.idx, -v)
 
     def multiply(self, v):
-        """A copy of x with x[idx] multiplied by v (unique indices)."""
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) * v)
+        """A copy of x with x[idx] multiplied by v; repeated positions accumulate."""
+        return _at_apply(anp.multiply, self.x, self.idx, v)
 
     def divide(self, v):
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) / v)
+        """A copy of x with x[idx] divided by v; repeated positions accumulate."""
+        return _at_apply(anp.divide, self.x, self.idx, v)
 
     def power(self, v):
-        return at_set(self.x, self.idx, anp.getitem(self.x, self.idx) ** v)
+        """A copy of x with x[idx] raised to v; repeated positions apply each power in turn."""
+        return _at_apply(anp.power, self.x, self.idx, v)
 
     def min(self, v):
-        return at_set(self.x, self.idx, anp.minimum(anp.getitem(self.x, self.idx), v))
+        """A copy of x with x[idx] = minimum(x[idx], v), over every v at a position."""
+        return _at_apply(anp.minimum, self.x, self.idx, v)
 
     def max(self, v):
-        return at_set(self.x, self.idx, anp.maximum(anp.getitem(self.x, self.idx), v))
+        """A copy of x with x[idx] = maximum(x[idx], v), over every v at a position."""
+        return _at_apply(anp.maximum, self.x, self.idx, v)
 
     def get(self):
         return anp.getitem(self.x, self.idx)
@@ -327,7 +814,11 @@ class _AtIndex:
 
 class at:
     """at(x)[idx].set(v): functional updates of plain or traced arrays, as x.at[idx] on
-    traced values (JAX's spelling). Each returns a new array; x is unchanged."""
+    traced values (JAX's spelling). Each returns a new array; x is unchanged.
+
+    Repeated positions in idx: .set keeps the value NumPy's x[idx] = v writes last; .add,
+    .subtract, .multiply, .divide, .power, .min and .max apply every update (JAX's semantics,
+    numpy.add.at for .add), unlike NumPy's x[idx] += v, which keeps one."""
 
     __slots__ = ("x",)
 
@@ -372,6 +863,17 @@ def _owning(name, make, traced=None):
     return constructor
 
 
+def _owned_copy(source, result):
+    """A traced copy of `source` made by the active differentiation: the tape owns it."""
+    plain = _innermost(result)
+    if (type(result) is Box and result is not source and type(plain) is _np.ndarray
+            and plain.base is None and plain is not _plain(source)):
+        tape = active_tape()
+        if tape is result._tape and not tape.released and tape.owned_info(plain) is None:
+            _register(tape, result)
+    return result
+
+
 def install_constructors(g):
     """Put the owning constructors into namespace `g` (the gradcy.numpy package; the
     primitives of the same names stay in numpy_wrapper, where their rules are registered)."""
@@ -386,12 +888,14 @@ def install_constructors(g):
 
     def array(obj, *args, **kwargs):
         if type(obj) is Box or anp._contains_box(obj):
-            return plain_array(obj, *args, **kwargs)
+            return _owned_copy(obj, plain_array(obj, *args, **kwargs))
         return _owning("array", _np.array)(obj, *args, **kwargs)
 
     def copy(a, *args, **kwargs):
+        """numpy.copy; inside a differentiation the copy is a buffer the differentiation owns
+        (writes into it, and through its views, happen in place)."""
         if type(a) is Box:
-            return plain_copy(a, *args, **kwargs)
+            return _owned_copy(a, plain_copy(a, *args, **kwargs))
         return _owning("copy", _np.copy)(a, *args, **kwargs)
 
     array.__doc__ = plain_array.__doc__

@@ -11,3 +11,9 @@ Conventions (every table follows them):
 from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
 from . import fft_vjps, linalg_vjps  # noqa: F401
 from . import vjps_more  # noqa: F401
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from .._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

@@ -101,9 +101,11 @@ def _einsum(*operands, out=None, optimize=False, **kwargs):
 _FAST_IMPL = {"sum": _sum, "einsum": _einsum}
 
 
-def wrap_namespace(src, dst, prefix):
-    """Fill `dst` with the names of the module dict `src`: functions as primitives, everything
-    else unchanged."""
+def wrap_namespace(src, dst, prefix=None):
+    """Fill `dst` with the names of the module dict `src`: functions as primitives named
+    `prefix.name` (default: dst's __name__), everything else unchanged."""
+    if prefix is None:
+        prefix = dst.get("__name__", "gradcy")
     for name, obj in src.items():
         if name.startswith("_"):
             continue
@@ -693,6 +695,8 @@ def _register_methods():
 
 _register_methods()
 
+# r_, c_, integer types, make_diagonal and autograd.numpy's helpers
+from .extras import *  # noqa: E402,F401,F403
+
 __all__ = [name for name in globals() if not name.startswith("_")
-           and name not in ("types", "Box", "register_box_method", "register_numpy_override",
-                            "notrace_primitive", "primitive", "wrap_namespace")]
+           and name not in ("types", "register_box_method", "register_numpy_override")]

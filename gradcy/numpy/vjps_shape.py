@@ -166,8 +166,9 @@ defvjp(anp.ravel, _ravel_vjp, save=())
 defvjp(anp.transpose, _transpose_vjp, save=(1,))
 if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
     defvjp(anp.permute_dims, _transpose_vjp, save=(1,))
-defvjp(anp.swapaxes, lambda ans, x, a1, a2: lambda g: anp.swapaxes(g, a1, a2), save=())
-defvjp(anp.moveaxis, lambda ans, x, src, dst: lambda g: anp.moveaxis(g, dst, src), save=())
+defvjp(anp.swapaxes, lambda ans, x, axis1, axis2: lambda g: anp.swapaxes(g, axis1, axis2), save=())
+defvjp(anp.moveaxis, lambda ans, x, source, destination:
+       lambda g: anp.moveaxis(g, destination, source), save=())
 defvjp(anp.rollaxis, _rollaxis_vjp, save=())
 if hasattr(anp, "matrix_transpose"):
     defvjp(anp.matrix_transpose, lambda ans, x: lambda g: anp.swapaxes(g, -1, -2), save=())

@@ -225,3 +225,9 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
 
 defvjp_argnums(_odeint_p, _odeint_vjp, save=("ans", 2) + tuple(range(3, 3 + _MAX_ARGS)))
 defjvp_argnums(_odeint_p, _odeint_jvp)
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from .._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

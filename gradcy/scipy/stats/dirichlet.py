@@ -11,7 +11,7 @@ from .. import _import_scipy
 
 _dirichlet = _import_scipy("scipy.stats").dirichlet
 
-from ...extend import defjvp, defvjp_direct, primitive  # noqa: E402
+from ...extend import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
 from ...numpy import numpy_wrapper as anp  # noqa: E402
 from ...numpy.vjp_util import unbroadcast  # noqa: E402
 from ..special import digamma  # noqa: E402
@@ -31,6 +31,8 @@ def logpdf(x, alpha):
 
 pdf = primitive(pdf, _P + ".pdf")
 logpdf = primitive(logpdf, _P + ".logpdf")
+# random draws are constants to differentiation
+rvs = notrace_primitive(_dirichlet.rvs, _P + ".rvs")
 
 
 def _full(x, alpha):
@@ -96,3 +98,9 @@ defvjp_direct(pdf,
 defjvp(pdf,
        lambda t, ans, x, alpha: ans * _jvp_x(t, ans, x, alpha),
        lambda t, ans, x, alpha: ans * _jvp_alpha(t, ans, x, alpha))
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from ..._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

@@ -73,18 +73,20 @@ def _cov_cotangent(G, cov, d):
 
 def _check(allow_singular):
     if allow_singular:
-        raise NotImplementedError(f"{_P}: no derivatives with allow_singular=True (the density "
-                                  f"is not differentiable at a singular covariance)")
+        raise NotImplementedError(f"{_P}: no derivative with respect to cov with "
+                                  f"allow_singular=True (the density is not differentiable at "
+                                  f"a singular covariance)")
 
 
 def _parts(x, mean, cov, allow_singular):
-    """(d, the points as an (n, d) array minus the mean, precision matrix J, S = (x - mean) J)."""
-    _check(allow_singular)
+    """(d, the points as an (n, d) array minus the mean, precision matrix J, S = (x - mean) J).
+    With allow_singular, J is the pseudo-inverse: the density lives on the range of cov, and
+    its derivatives along that range are the usual ones with J = pinv(cov)."""
     d = _dim(mean, cov)
     r = anp.reshape(x, (-1, d))
     if mean is not None:
         r = r - anp.reshape(mean, (d,))
-    J = _la.inv(_cov_matrix(cov, d))
+    J = (_la.pinv if allow_singular else _la.inv)(_cov_matrix(cov, d))
     return d, r, J, anp.matmul(r, J)
 
 
@@ -102,6 +104,7 @@ def _vjp_mean(w, x, mean, cov, allow_singular):
 
 
 def _vjp_cov(w, x, mean, cov, allow_singular):
+    _check(allow_singular)
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     ws = anp.reshape(w, (-1, 1)) * s
     G = 0.5 * (anp.matmul(anp.transpose(s), ws) - anp.sum(w) * J)
@@ -119,6 +122,7 @@ def _jvp_mean(t, ans, x, mean, cov, allow_singular):
 
 
 def _jvp_cov(t, ans, x, mean, cov, allow_singular):
+    _check(allow_singular)
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     T = _cov_matrix(t, d)
     out = 0.5 * (anp.sum(anp.matmul(s, T) * s, axis=1) - anp.sum(J * T))
@@ -164,3 +168,9 @@ def _entropy_jvp_cov(t, ans, mean=None, cov=1):
 
 defvjp_direct(entropy, None, _entropy_vjp_cov, save=(1,))
 defjvp(entropy, None, _entropy_jvp_cov)
+
+
+# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
+from ..._autograd_rules import export as _export  # noqa: E402
+
+_export(globals())

@@ -1,0 +1,683 @@
+"""Writes follow NumPy's semantics (issue 10, items 1, 2 and 12).
+
+Each program is written once, prog(x, m), and run with m = numpy (the reference: plain arrays,
+NumPy's own semantics) and with m = gradcy.numpy: the values must agree, and gradcy's reverse
+gradient and forward JVPs must equal central differences of the NumPy program; the second
+derivatives (reverse over reverse, forward over reverse, forward over forward) must equal
+central differences of the first. Programs NumPy runs but gradcy cannot represent raise a
+clear error instead. The engine's counters are back to zero after each test (counters.py).
+"""
+import numpy as onp
+import pytest
+
+import gradcy.numpy as np
+from gradcy import _core, grad, hessian, make_jvp, make_vjp
+from gradcy.test_util import check_grads
+
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
+
+COVERED = {"gradcy.numpy.strided_view"}
+
+EPS = 1e-6
+
+
+def _numeric_grad(f, x):
+    """Central differences of scalar f at float64 array x."""
+    g = onp.zeros_like(x)
+    for i in range(x.size):
+        e = onp.zeros_like(x)
+        e.flat[i] = EPS
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * EPS)
+    return g
+
+
+def check_program(prog, x, order=2):
+    """prog(x, m) against NumPy: value, reverse gradient, forward JVPs along every axis, and
+    (order 2) the Hessian from reverse over reverse, forward over reverse and forward over
+    forward, against central differences."""
+    def ref(x):
+        return prog(onp.array(x, copy=True), onp)
+
+    def traced(x):
+        return prog(x, np)
+
+    x_before = x.copy()
+    expected = ref(x)
+    numeric = _numeric_grad(ref, x)
+    vjp, value = make_vjp(traced)(x)
+    try:
+        g = vjp(1.0)
+    finally:
+        vjp.release()
+    onp.testing.assert_allclose(value, expected, rtol=1e-12, atol=1e-12)
+    onp.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+    onp.testing.assert_allclose(grad(traced)(x), numeric, rtol=1e-6, atol=1e-8)
+    for i in range(x.size):
+        e = onp.zeros_like(x)
+        e.flat[i] = 1.0
+        y, jv = make_jvp(traced)(x)(e)
+        onp.testing.assert_allclose(y, expected, rtol=1e-12, atol=1e-12)
+        onp.testing.assert_allclose(jv, numeric.flat[i], rtol=1e-6, atol=1e-8)
+    onp.testing.assert_array_equal(x, x_before)         # the caller's array never changes
+    if order < 2:
+        return
+    gradient = grad(traced)
+    h_numeric = onp.stack([_numeric_grad(lambda z, i=i: gradient(z).flat[i], x).ravel()
+                           for i in range(x.size)])
+    h = hessian(traced)(x).reshape(x.size, x.size)
+    onp.testing.assert_allclose(h, h_numeric, rtol=1e-5, atol=1e-6)
+    for i in range(x.size):
+        e = onp.zeros_like(x)
+        e.flat[i] = 1.0
+        _, hv = make_jvp(gradient)(x)(e)                 # forward over reverse
+        onp.testing.assert_allclose(hv.ravel(), h_numeric[:, i], rtol=1e-5, atol=1e-6)
+    check_grads(traced, modes=("fwd",), order=2)(x)      # forward over forward
+
+
+W3 = onp.array([1.0, 2.0, 3.0])
+X2 = onp.array([0.7, -1.3])
+X4 = onp.array([0.7, -1.3, 0.4, 1.1])
+
+
+# =============================================================================
+# 1. Repeated positions in advanced-index writes: NumPy keeps the value written last
+# =============================================================================
+def test_issue_example_repeated_index_set_keeps_the_last_value():
+    def f(x, m):
+        buf = m.zeros(3)
+        buf[[0, 0]] = x
+        return m.sum(buf * W3)
+
+    onp.testing.assert_allclose(grad(lambda x: f(x, np))(X2), [0.0, 1.0])
+    check_program(lambda x, m: m.sum(m.sin(_set_repeated(x, m)) * W3), X2)
+
+
+def _set_repeated(x, m):
+    buf = m.zeros(3)
+    buf[[0, 0]] = x
+    return buf
+
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/="])
+def test_augmented_assignment_with_repeated_index_does_not_accumulate(op):
+    def prog(x, m):
+        buf = m.ones(3) * 1.5
+        buf[2] = x[1]
+        buf[0] = x[0]
+        v = m.cos(x)
+        if op == "+=":
+            buf[[0, 2, 0]] += v[:3]
+        elif op == "-=":
+            buf[[0, 2, 0]] -= v[:3]
+        elif op == "*=":
+            buf[[0, 2, 0]] *= v[:3]
+        else:
+            buf[[0, 2, 0]] /= v[:3] + 2.0
+        return m.sum(buf * buf * W3)
+
+    check_program(prog, onp.array([0.7, -1.3, 0.4]))
+
+
+def test_repeated_index_value_read_from_the_buffer_itself():
+    # the issue's buf[[1, 1]] = buf[...]: the value is a view of the buffer being written
+    def prog(x, m):
+        buf = m.zeros(3)
+        buf[:2] = x
+        buf[[1, 1]] = buf[:2]                    # buf[1] = old buf[1]
+        buf[[2, 2, 0]] = buf[[0, 1, 1]] * 2.0    # buf[2] = 2 buf[1], buf[0] = 2 buf[1]
+        return m.sum(m.sin(buf) * W3)
+
+    check_program(prog, X2)
+
+
+def test_repeated_rows_of_a_2d_index_array_with_a_broadcast_value():
+    def prog(x, m):
+        buf = m.zeros((3, 2))
+        rows = onp.array([[0, 2], [2, 0]])       # selection (2, 2, 2): rows 0 and 2 twice
+        buf[rows] = m.reshape(x, (2, 1, 2)) * onp.array([[1.0], [3.0]])
+        return m.sum(m.sin(buf) * onp.arange(1.0, 7.0).reshape(3, 2))
+
+    check_program(prog, X4)
+
+
+def test_repeated_positions_of_a_tuple_of_index_arrays():
+    def prog(x, m):
+        buf = m.ones((2, 3))
+        buf[[0, 1, 0, 0], [2, 2, 2, 1]] = x      # (0, 2) three times
+        buf[[1, 1], [0, 0]] += x[:2] * 3.0
+        return m.sum(buf * buf * onp.arange(1.0, 7.0).reshape(2, 3))
+
+    check_program(prog, X4)
+
+
+def test_repeated_index_with_a_broadcast_scalar_value():
+    def prog(x, m):
+        buf = m.zeros(4)
+        buf[[0, 0, 3]] = x[0] * x[1]             # one scalar broadcast to three slots
+        buf[[1, 1]] = x[1:3]
+        return m.sum(m.exp(buf) * onp.arange(1.0, 5.0))
+
+    check_program(prog, onp.array([0.7, -1.3, 0.4]))
+
+
+def test_negative_indices_that_alias_positive_ones():
+    def prog(x, m):
+        buf = m.zeros(3)
+        buf[[0, -3]] = x                         # -3 is 0: x[1] lands
+        buf[[-1, 2]] += x * 2.0                  # one update of buf[2]
+        return m.sum(m.sin(buf) * W3)
+
+    check_program(prog, X2)
+
+
+def test_boolean_masks_select_each_position_once():
+    mask = onp.array([True, False, True, True])
+
+    def prog(x, m):
+        buf = m.ones(4)
+        buf[mask] = x[:3]
+        buf[mask] *= x[1:]
+        buf[~mask] += x[0]
+        return m.sum(buf * buf * onp.arange(1.0, 5.0))
+
+    check_program(prog, X4)
+
+
+def test_advanced_indices_mixed_with_slices():
+    def prog(x, m):
+        buf = m.zeros((3, 4))
+        buf[[0, 0], 1:3] = m.reshape(x, (2, 2))  # row 0 twice: the second row of x lands
+        buf[1:, [3, 3, 0]] = x[:3]               # column 3 twice in each row
+        buf[[2, 2], ...] += x[2]
+        return m.sum(m.sin(buf) * onp.arange(1.0, 13.0).reshape(3, 4))
+
+    check_program(prog, X4)
+
+
+def test_repeated_index_write_into_an_input_is_copied_first():
+    def prog(x, m):
+        x[[0, 0, 2]] = x[[1, 2, 3]] * 3.0        # x[0] = 3 x[2], x[2] = 3 x[3]
+        return m.sum(x * x * onp.arange(1.0, 5.0))
+
+    check_program(prog, X4)
+
+
+# =============================================================================
+# The functional .at[]: set keeps NumPy's last value, the others accumulate (JAX)
+# =============================================================================
+AT_CASES = {
+    "set": lambda a, idx, v: _np_set(a, idx, v),
+    "add": lambda a, idx, v: _ufunc_at(onp.add, a, idx, v),
+    "subtract": lambda a, idx, v: _ufunc_at(onp.subtract, a, idx, v),
+    "multiply": lambda a, idx, v: _ufunc_at(onp.multiply, a, idx, v),
+    "divide": lambda a, idx, v: _ufunc_at(onp.divide, a, idx, v),
+    "power": lambda a, idx, v: _ufunc_at(onp.power, a, idx, v),
+    "min": lambda a, idx, v: _ufunc_at(onp.minimum, a, idx, v),
+    "max": lambda a, idx, v: _ufunc_at(onp.maximum, a, idx, v),
+}
+
+
+def _np_set(a, idx, v):
+    out = a.copy()
+    out[idx] = v
+    return out
+
+
+def _ufunc_at(ufunc, a, idx, v):
+    out = a.copy()
+    ufunc.at(out, idx, v)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(AT_CASES))
+@pytest.mark.parametrize("idx", [[1, 3, 1, 1], ([0, 1, 0], [2, 2, 2]), [-4, 0]],
+                         ids=["1d", "tuple", "negative"])
+def test_at_updates_with_repeated_positions(name, idx):
+    shape = (2, 3) if type(idx) is tuple else (4,)
+    base = onp.linspace(0.8, 1.6, 6 if type(idx) is tuple else 4).reshape(shape)
+
+    def prog(x, m):
+        a = base * m.exp(x[0] * 0.3)             # traced, and > 0 for power
+        v = 1.1 + 0.2 * m.sin(x[1:]) if name != "power" else 0.9 + 0.1 * x[1:]
+        if m is onp:
+            out = AT_CASES[name](a, tuple(idx) if type(idx) is tuple else idx, v[:_n(idx)])
+        else:
+            out = getattr(np.at(a)[tuple(idx) if type(idx) is tuple else idx], name)(v[:_n(idx)])
+        return m.sum(out * out * onp.arange(1.0, 1.0 + out.size).reshape(shape))
+
+    check_program(prog, onp.array([0.2, 0.5, -0.3, 0.8, 0.1]))
+
+
+def _n(idx):
+    return len(idx[0]) if type(idx) is tuple else len(idx)
+
+
+def test_at_leaves_its_argument_unchanged_and_runs_on_plain_arrays():
+    a = onp.array([1.0, 2.0, 3.0])
+    onp.testing.assert_array_equal(np.at(a)[[0, 0]].multiply(onp.array([2.0, 5.0])),
+                                   [10.0, 2.0, 3.0])
+    onp.testing.assert_array_equal(np.at(a)[[0, 0]].set(onp.array([2.0, 5.0])), [5.0, 2.0, 3.0])
+    onp.testing.assert_array_equal(np.at(a)[[2, 2]].max(onp.array([7.0, 4.0])), [1.0, 2.0, 7.0])
+    onp.testing.assert_array_equal(a, [1.0, 2.0, 3.0])
+
+
+# =============================================================================
+# 2. Augmented operators and writes on views change the array they view
+# =============================================================================
+def test_issue_example_augmented_op_on_a_view_changes_the_buffer():
+    def prog(x, m):
+        buf = m.zeros(3)
+        buf[:] = x
+        v = buf[:2]
+        v *= 10.0
+        return m.sum(m.sin(buf) * W3) + m.sum(v * v)
+
+    check_program(prog, onp.array([0.07, -0.13, 0.4]))
+
+
+def test_augmented_op_on_each_row_while_iterating():
+    def prog(x, m):
+        buf = m.zeros((3, 2))
+        buf[:, 0] = x[:3]
+        for row in buf:
+            row += x[3]
+            row *= x[:2]
+        return m.sum(m.sin(buf) * onp.arange(1.0, 7.0).reshape(3, 2))
+
+    check_program(prog, X4)
+
+
+def test_item_writes_through_views():
+    def prog(x, m):
+        buf = m.zeros((3, 3))
+        a = buf[1:]
+        a[0] += x[0]                             # buf[1] += x[0] (all of row 1)
+        a[1, 2] = x[1] * x[2]                    # buf[2, 2]
+        a[:, [0, 0]] = x[2:4]                    # column 0, rows 1 and 2: x[3] lands
+        b = a[0]
+        b[1] -= x[3]                             # a view of a view: buf[1, 1] (a goes stale)
+        return m.sum(m.sin(buf) * onp.arange(1.0, 10.0).reshape(3, 3)) + m.sum(b * buf[2])
+
+    check_program(prog, X4)
+
+
+def test_writes_through_transposed_strided_and_reversed_views():
+    def prog(x, m):
+        buf = m.ones((2, 4))
+        t = buf.T                                # (4, 2), axes swapped
+        t[1] = x[:2]                             # buf[:, 1]
+        t *= 1.5
+        s = buf[:, ::-2]                         # columns 3 and 1, reversed
+        s += m.reshape(x, (2, 2))
+        buf[0, ::3] *= x[2:]
+        e = buf[:, None, 2]                      # a new axis: (2, 1)
+        e -= x[3]
+        return m.sum(m.sin(buf) * onp.arange(1.0, 9.0).reshape(2, 4))
+
+    check_program(prog, X4)
+
+
+def test_view_of_a_buffer_whose_box_is_gone():
+    def prog(x, m):
+        first = m.zeros(4)[1:3]                  # nothing else holds the buffer
+        first += x[:2]
+        first *= x[2]
+        rows = list(m.zeros((2, 2)))             # the iteration's buffer is gone too
+        rows[0] += x[3]
+        rows[1][1] = x[0]
+        return m.sum(m.sin(first)) + m.sum(rows[0] * rows[1] + rows[1])
+
+    check_program(prog, X4)
+
+
+def test_other_views_of_a_region_written_through_a_view_go_stale():
+    x = onp.array([0.5, 1.5])
+
+    def f(x):
+        buf = np.zeros(4)
+        a = buf[:3]
+        b = buf[2:]                              # overlaps a at buf[2]
+        c = buf[3:]                              # does not
+        a += x[0]
+        return np.sum(c) + np.sum(b)             # NumPy: b sees the write; gradcy raises
+
+    with pytest.raises(ValueError, match="written to after the view"):
+        grad(f)(x)
+    with pytest.raises(ValueError, match="written to after the view"):
+        make_jvp(f)(x)(onp.ones(2))
+
+    def g(x):
+        buf = np.zeros(4)
+        a, c = buf[:3], buf[3:]
+        del buf                                  # the buffer's Box is gone: a write through a
+        a += x[0]                                # view still reaches its other views
+        return np.sum(c) + np.sum(a)
+
+    onp.testing.assert_allclose(grad(g)(x), [3.0, 0.0])
+
+
+def test_aliases_of_a_traced_array_see_an_augmented_op():
+    def prog(x, m):
+        a = m.sin(x)
+        b = a                                    # the same array
+        a += 1.0
+        a *= x
+        c = m.tanh(x[:2] * 3.0)
+        d = c
+        c /= 2.0
+        return m.sum(b * b * W3[:2]) + m.sum(d * W3[1:])
+
+    check_program(prog, X2)
+
+
+def test_augmented_ops_keep_numpy_shape_and_dtype_rules():
+    def f(x):
+        a = np.sin(x)
+        a += np.ones((2, 2))                     # would need a bigger array
+        return np.sum(a)
+
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        grad(f)(X2)
+    with pytest.raises(ValueError):              # NumPy raises too
+        a = onp.sin(X2)
+        a += onp.ones((2, 2))
+
+    def g(x):
+        a = np.sin(x).astype(onp.float32)
+        a += x                                   # float64 into float32: stays float32
+        assert a.dtype == onp.float32
+        buf = np.zeros(2, dtype=onp.float32)
+        buf += x * 2.0
+        assert buf.dtype == onp.float32
+        return np.sum(a * buf)
+
+    gx = grad(g)(X2)
+    ref = onp.sin(X2).astype(onp.float32) + X2.astype(onp.float32)
+    onp.testing.assert_allclose(g(X2), onp.sum(ref * (X2 * 2.0).astype(onp.float32)), rtol=1e-6)
+    onp.testing.assert_allclose(gx, (onp.cos(X2) + 1) * 2 * X2 + ref * 2.0, rtol=1e-5)
+
+    def h(x):
+        a = np.sin(x)
+        a += 1j * x                              # complex into float: NumPy refuses
+        return np.sum(a)
+
+    with pytest.raises(TypeError, match="same_kind"):
+        grad(h)(X2)
+
+
+def test_scalars_are_rebound():
+    def prog(x, m):
+        s = m.sum(x)                             # a NumPy scalar: immutable
+        t = s
+        s += 1.0
+        u = x[0] * 1.0
+        u *= x[1]
+        return s * t + u
+
+    check_program(prog, X2)
+
+
+def test_augmented_op_on_an_input_leaves_the_callers_array_alone():
+    def prog(x, m):
+        x += 1.0                                 # gradcy works on a new array
+        x *= x
+        return m.sum(x * W3[:2])
+
+    check_program(prog, X2)
+
+
+def test_augmented_op_on_a_view_of_an_array_gradcy_does_not_own_raises():
+    def through_input(x):
+        v = x[:1]
+        v *= 2.0                                 # NumPy would change x (and the caller's array)
+        return np.sum(x)
+
+    def through_output(x):
+        y = np.sin(x)
+        v = y[1:]
+        v += 1.0                                 # NumPy would change y
+        return np.sum(y)
+
+    def row_of_output(x):
+        y = np.outer(x, x)
+        for row in y:
+            row[0] = 1.0                         # NumPy would change y
+        return np.sum(y)
+
+    for f in (through_input, through_output, row_of_output):
+        with pytest.raises(ValueError, match="view of another array"):
+            grad(f)(X2)
+        with pytest.raises(ValueError, match="view of another array"):
+            make_jvp(f)(X2)(onp.ones(2))
+
+    def unobserved(x, m):
+        v = m.sin(x)[1:]                         # nothing else holds sin's output
+        v += 1.0
+        return m.sum(v * v)
+
+    check_program(unobserved, X2)
+
+
+def test_write_into_an_array_whose_views_exist_raises():
+    def view_taken_before(x):
+        a = np.sin(x)
+        c = a[:1]                                # NumPy: c sees the write below
+        a += 1.0
+        return np.sum(c)
+
+    def item_write(x):
+        a = np.sin(x)
+        c = a[1:]
+        a[1] = 2.0
+        return np.sum(c)
+
+    def same_array(x):
+        a = np.sin(x)
+        r = np.real(a)                           # NumPy returns a itself
+        a *= 2.0
+        return np.sum(r)
+
+    for f in (view_taken_before, item_write, same_array):
+        with pytest.raises(ValueError, match="memory another traced value shares"):
+            grad(f)(X2)
+        with pytest.raises(ValueError, match="memory another traced value shares"):
+            make_jvp(f)(X2)(onp.ones(2))
+
+    def read_then_write(x, m):
+        h = m.tanh(x)                            # tanh saves h; the slice read is saved too
+        out = h[0] * m.sin(h[1:])
+        h += 1.0                                 # nothing outside the tape sees h's memory
+        h *= h
+        del out
+        t = m.tanh(x)[1:]                        # a view whose base only tanh's record holds
+        t *= 3.0
+        return m.sum(h * W3[:2]) + m.sum(t)
+
+    check_program(read_then_write, X2)
+
+
+def test_copy_makes_a_buffer_whose_views_write_through():
+    def prog(x, m):
+        y = m.copy(m.sin(x))
+        v = y[1:]
+        v *= 3.0
+        return m.sum(y * y * W3[:2])
+
+    check_program(prog, X2)
+
+
+def test_a_primitive_returning_the_buffer_itself_is_a_view_of_all_of_it():
+    x = onp.array([0.5, 1.5])
+
+    def f(x):
+        buf = np.zeros(2)
+        r = np.real(buf)                         # NumPy returns buf itself
+        buf[0] = x[0]
+        return np.sum(r)
+
+    with pytest.raises(ValueError, match="written to after the view"):
+        grad(f)(x)
+
+
+def test_forward_mode_views_see_writes_or_raise():
+    def prog(x, m):
+        buf = m.zeros(3)
+        buf[:] = x[:3]
+        v = buf[1:]
+        buf[0] = x[3]                            # does not touch v
+        v[0] = m.sin(buf[0])                     # writes through: buf[1]
+        return m.sum(buf * W3) + m.sum(v * v)
+
+    check_program(prog, X4)
+
+    def stale(x):
+        buf = np.zeros(3)
+        buf[:] = x[:3]
+        v = buf[:2]
+        buf[1] = 5.0
+        return np.sum(v)
+
+    with pytest.raises(ValueError, match="written to after the view"):
+        make_jvp(stale)(X4)(onp.ones(4))
+
+
+# =============================================================================
+# 3. 0-d buffers
+# =============================================================================
+def test_two_writes_into_a_0d_buffer():
+    def prog(x, m):
+        buf = m.zeros(())
+        buf[...] = x[0]
+        buf[...] = buf * x[1]
+        return buf * 1.0
+
+    check_program(prog, X2)
+
+    def prog2(x, m):
+        buf = m.zeros(())
+        buf[()] = x[0]
+        buf[()] = m.sin(buf) * x[1]
+        buf += x[0]
+        buf *= buf
+        return m.sum(buf)
+
+    check_program(prog2, X2)
+
+
+def test_writes_through_a_view_of_a_0d_buffer():
+    def prog(x, m):
+        buf = m.zeros(())
+        v = buf[...]                             # a 0-d view of it
+        v += x[0]
+        v *= x[1]
+        w = buf[None]                            # shape (1,)
+        w[0] -= x[0] * x[0]
+        return buf * 2.0 + m.sum(w)
+
+    check_program(prog, X2)
+
+
+def test_writes_through_reshaped_views():
+    def prog(x, m):
+        buf = m.zeros(6)
+        grid = buf.reshape(2, 3)                 # a view of all of it
+        grid[0] = x[:3]
+        grid *= x[3]
+        flat = grid[1].ravel()                   # the second row, through two views
+        flat += x[:3] * x[:3]
+        cube = m.zeros((2, 2, 2))
+        rows = cube.reshape(4, 2)[1:3]           # cube[0, 1] and cube[1, 0]: no basic index
+        rows -= m.reshape(x, (2, 2))
+        rows[1, 1] *= x[0]
+        return (m.sum(m.sin(buf) * onp.arange(1.0, 7.0)) + m.sum(cube * cube)
+                + m.sum(rows * onp.array([[1.0, 2.0], [3.0, 4.0]])))
+
+    check_program(prog, X4)
+
+    def stale(x):
+        cube = np.zeros((2, 2, 2))
+        rows = cube.reshape(4, 2)[1:3]
+        rows += x
+        cube[1, 0, 1] = 3.0                      # one of rows' elements
+        return np.sum(rows)
+
+    with pytest.raises(ValueError, match="written to after the view"):
+        grad(stale)(X2)
+
+
+def test_writes_into_read_only_views_raise_as_in_numpy():
+    def diag(x):
+        buf = np.zeros((2, 2))
+        d = np.diagonal(buf)
+        d += x
+        return np.sum(buf)
+
+    def broadcast(x):
+        b = np.broadcast_to(np.sin(x), (3, 2))
+        b[0] = 1.0
+        return np.sum(b)
+
+    for f in (diag, broadcast):
+        with pytest.raises(ValueError, match="read-only"):
+            grad(f)(X2)
+    with pytest.raises(ValueError, match="read-only"):
+        d = onp.diagonal(onp.zeros((2, 2)))
+        d += X2
+
+
+@pytest.mark.parametrize("buffer_dtype", [onp.float32, onp.float64])
+def test_gradients_keep_the_input_dtype(buffer_dtype):
+    def f(x):
+        buf = np.zeros((3, 2), dtype=buffer_dtype)
+        buf[[0, 0, 2]] = x[:3, None] * 2.0       # repeated row: the second value lands
+        v = buf[1:]
+        v += x[1:3, None]
+        for row in buf:
+            row *= x[0]
+        a = np.at(buf)[[1, 1], 0].multiply(x[:2])
+        return np.sum(a * a)
+
+    x = onp.array([0.7, -1.3, 0.4], dtype=onp.float32)
+    g = grad(f)(x)
+    assert type(g) is onp.ndarray and g.dtype == onp.float32 and g.shape == x.shape
+    t = _core.Tape()                             # the leaf's cotangent before any cast
+    try:
+        b = t.new_leaf(x)
+        _core.push_active(t)
+        try:
+            y = f(b)
+        finally:
+            _core.pop_active(t)
+        out = t.pin(y)
+        del y
+        raw = t.backward(out, onp.float32(1), True, [b._node])[0]
+    finally:
+        t.release()
+    assert raw.dtype == onp.float32
+    y, jv = make_jvp(f)(x)(onp.ones(3, onp.float32))
+    assert onp.result_type(jv) == onp.result_type(y) == buffer_dtype   # the output's dtype
+    g64 = grad(f)(x.astype(onp.float64))
+    onp.testing.assert_allclose(g, g64, rtol=1e-5)
+    if buffer_dtype == onp.float64:
+        onp.testing.assert_allclose(g64, _numeric_grad(f, x.astype(onp.float64)), rtol=1e-6)
+
+
+def test_augmented_assignment_of_a_slot_records_one_write():
+    # buf[i] += v: the view buf[i] writes through to the buffer, and Python's write-back of
+    # that view over its own slot stores nothing (one write node, not two)
+    t = _core.Tape()
+    try:
+        x = t.new_leaf(onp.array([0.5, 1.5]))
+        _core.push_active(t)
+        try:
+            buf = np.zeros((3, 2))
+            for i in range(3):
+                buf[i] += x * float(i + 1)
+            names = [t.node_info(k)["primitive"] for k in range(len(t))]
+        finally:
+            _core.pop_active(t)
+        assert names.count("gradcy.numpy.setitem") == 3
+        onp.testing.assert_allclose(buf._value, [[0.5, 1.5], [1.0, 3.0], [1.5, 4.5]])
+        del buf, x
+    finally:
+        t.release()
