@@ -2184,6 +2184,9 @@ cdef class OwnedBuffer:
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version
         of it) covers; None: all of it."""
+        if not cnp.PyArray_Check(array):
+            raise TypeError(f"OwnedBuffer.region_of: expected an ndarray, got "
+                            f"{type(array).__name__}")
         root = _root_buffer(array)
         if array is root:
             return None

@@ -167,10 +167,19 @@ def metadata(A):
     return _np.shape(A), _np.ndim(A), _np.result_type(A), _np.iscomplexobj(A)
 
 
-@notrace_primitive
 def parse_einsum_input(*args):
-    """numpy's parse of einsum's arguments: (input subscripts, output subscripts, operands)."""
-    return _parse_einsum_input(args)
+    """numpy's parse of einsum's arguments: (input subscripts, output subscripts, operands).
+    Traced operands come back as they were given (their gradient still flows); the
+    subscripts are strings."""
+    plain = []
+    for a in args:
+        while type(a) is Box:
+            a = a._value
+        plain.append(a)
+    in_subs, out_subs, operands = _parse_einsum_input(tuple(plain))
+    given = args[1:] if isinstance(plain[0], str) else args[0::2][:len(operands)]
+    operands = [g if type(g) is Box else o for g, o in zip(given, operands)]
+    return in_subs, out_subs, operands
 
 
 def wrap_if_boxes_inside(raw_array, slow_op_name=None):

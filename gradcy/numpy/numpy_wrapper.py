@@ -697,6 +697,7 @@ _register_methods()
 
 # r_, c_, integer types, make_diagonal and autograd.numpy's helpers
 from .extras import *  # noqa: E402,F401,F403
+where_ = where      # extras' where (the one with VJPs) replaced the wrapped one: out=/where= use it
 
 __all__ = [name for name in globals() if not name.startswith("_")
            and name not in ("types", "register_box_method", "register_numpy_override")]
