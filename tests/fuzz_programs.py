@@ -81,6 +81,10 @@ def _documented():
         (ValueError, "written to after the view was taken"),        # stale view (inplace.py)
         (TypeError, "writing into a view of a"),                     # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
+        # a write into an array gradcy does not own while NumPy would show it elsewhere
+        (ValueError, "whose memory another traced value shares"),
+        (ValueError, "that is a view of another array"),
+        (ValueError, "assignment destination is read-only"),
         (_core.MissingVJPError, ""),
         (_core.MissingJVPError, ""),
     )
