@@ -83,6 +83,10 @@ def _documented():
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order
         (NotImplementedError, "so the result depends on its write order"),
+        # a write into an array gradcy does not own while NumPy would show it elsewhere
+        (ValueError, "whose memory another traced value shares"),
+        (ValueError, "that is a view of another array"),
+        (ValueError, "assignment destination is read-only"),
         (_core.MissingVJPError, ""),
         (_core.MissingJVPError, ""),
     )

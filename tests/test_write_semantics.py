@@ -202,6 +202,25 @@ def test_repeated_index_write_into_an_input_is_copied_first():
     check_program(prog, X4)
 
 
+@pytest.mark.parametrize("idx", [(slice(1, None),), (Ellipsis, None), (None,)])
+def test_augmented_op_on_an_index_of_an_input_writes_the_input(idx):
+    def prog(x, m):
+        x[idx] *= 1.5 + m.sin(x[idx])            # t = x[idx]; t *= ...; x[idx] = t
+        x[idx] += 2.0 * x[idx]
+        return m.sum(x * x * onp.arange(1.0, 5.0))
+
+    check_program(prog, X4)
+
+
+def test_explicit_iop_call_on_a_temporary_view_of_an_input_raises():
+    def f(x):
+        x[1:].__iadd__(1.0)                      # NumPy changes x; nothing writes it back
+        return np.sum(x)
+
+    with pytest.raises(ValueError, match="that is a view of another array"):
+        grad(f)(onp.arange(4.0))
+
+
 # =============================================================================
 # The functional .at[]: set keeps NumPy's last value, the others accumulate (JAX)
 # =============================================================================

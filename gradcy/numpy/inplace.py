@@ -57,6 +57,7 @@ Regions are per-dimension index ranges of the buffer (steps and advanced indices
 conservative hull), so checks are cheap and never miss an overlap.
 """
 import builtins as _builtins
+import dis as _dis
 import sys
 import weakref as _weakref
 from array import array as _array
@@ -702,9 +703,33 @@ def _box_iop(box, op, other):
         else:
             _write_view(box, info, plain, Ellipsis, result)
         return box
+    if _temporary_target(box):
+        return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
     _check_unshared(box, plain, entry[1])
     transfer_box(box, result)
     return box
+
+
+_BINARY_OP = _dis.opmap.get("BINARY_OP")
+_INPLACE_ARG = 13 if sys.version_info >= (3, 11) else None    # NB_INPLACE_ADD: BINARY_OP's
+                                                                # in-place arguments start here
+
+
+def _temporary_target(box):
+    """Whether box (not a buffer the tape owns) is the target of an augmented assignment that
+    only the interpreter's stack holds: the temporary t of x[idx] op= v (t = x[idx];
+    t = t.__iop__(v); x[idx] = t) or of obj.a op= v. Python writes the result back, and that
+    write records it (copying an input on the first write, checking sharers otherwise), so the
+    result can be a new value. Holders: the caller's stack, our caller's argument, this
+    argument, getrefcount's. The caller's instruction must be an augmented operator (not an
+    explicit t.__iadd__(v) call, which writes nothing back)."""
+    if sys.getrefcount(box) > 4:
+        return False
+    frame = sys._getframe(2)     # _box_iop is called from Box.__iop__ (C, no frame)
+    code, i = frame.f_code.co_code, frame.f_lasti
+    if _INPLACE_ARG is not None:
+        return code[i] == _BINARY_OP and code[i + 1] >= _INPLACE_ARG
+    return _dis.opname[code[i]].startswith("INPLACE_")
 
 
 # =============================================================================
