@@ -313,7 +313,6 @@ def _plain(a):
 
 
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
-where_ = globals()["where"]
 _nan_to_num = globals()["nan_to_num"]
 _nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
 set_out_hook(_out_call)
@@ -697,6 +696,7 @@ _register_methods()
 
 # r_, c_, integer types, make_diagonal and autograd.numpy's helpers
 from .extras import *  # noqa: E402,F401,F403
+where_ = where                   # extras' where replaces the wrapped one: the one with the VJPs
 
 __all__ = [name for name in globals() if not name.startswith("_")
            and name not in ("types", "register_box_method", "register_numpy_override")]
