@@ -627,6 +627,22 @@ def _check_writeable(plain):
                          f"as in NumPy; copy it first (gradcy.numpy.copy)")
 
 
+def _refs_in_callee(x):
+    return sys.getrefcount(x)
+
+
+def _call_refs():
+    """The references a Python-to-Python call adds to an object it passes as an argument:
+    the callee's parameter, and on Python 3.10 also the caller's evaluation stack until the
+    call returns (3.11+ moves the argument into the callee's frame). Measured once, by the
+    call pattern _check_unshared's callers use, on an object nothing else holds."""
+    probe = object()
+    return _refs_in_callee(probe) - sys.getrefcount(probe)
+
+
+_CALL_REFS = _call_refs()
+
+
 def _check_unshared(box, plain, what, caller_refs=1):
     """Raise when NumPy would show a write into box's array (plain: its ndarray, which gradcy
     does not own; the caller's frames hold caller_refs references to it besides this argument)
@@ -636,7 +652,7 @@ def _check_unshared(box, plain, what, caller_refs=1):
     into this memory, so they keep their values. An input is exempt: gradcy works on a copy
     and never changes the caller's array (views of an input taken before a write into it keep
     the old values). Nested differentiation is not checked."""
-    shared = _core.untracked_sharers(box, caller_refs + 1)
+    shared = _core.untracked_sharers(box, caller_refs + _CALL_REFS)
     if shared == 1:
         raise ValueError(
             f"gradcy: {what} on a traced array {plain.shape} whose memory another traced value "

@@ -313,7 +313,6 @@ def _plain(a):
 
 
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
-where_ = globals()["where"]
 _nan_to_num = globals()["nan_to_num"]
 _nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
 set_out_hook(_out_call)
