@@ -7,7 +7,7 @@ arrays it leaves in its namespace equal, and how long each took.
 The examples come from autograd's sdist (pip download; or --sdist). Each runs as __main__ in
 a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, animation frames not
 rendered (plt.draw, plt.pause and draw_idle do nothing; savefig renders), and NumPy's global
-random state seeded (both backends alike). Examples that download MNIST get a synthetic
+random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that download MNIST get a synthetic
 stand-in of the same shapes and dtypes (MNIST_STANDIN below, --mnist-n training images); the
 others need no data beyond the files shipped in the sdist. Prints a table:
 example, runs unchanged under gradcy, equal to autograd's run, time under autograd / gradcy.
@@ -92,6 +92,12 @@ def worker(backend, path, outfile):
     import numpy
     numpy.random.seed(0)                       # examples that draw unseeded: the same draws
     random.seed(0)
+
+    class RandomState(numpy.random.RandomState):   # RandomState() unseeded: seed 0
+        def __init__(self, seed=0):
+            super().__init__(seed)
+    for m in ("numpy.random", "autograd.numpy.random"):
+        sys.modules[m].RandomState = RandomState
     buf = io.StringIO()
     result = {"ok": False, "error": None, "stdout": "", "seconds": None, "arrays": {}}
     t0 = time.perf_counter()
