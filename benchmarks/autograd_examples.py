@@ -177,7 +177,8 @@ def compare(a, b, rtol):
     for pat in VOLATILE:
         ta, tb = pat.sub("<id>", ta), pat.sub("<id>", tb)
     worst = 0.0
-    words_a, words_b = _NUM.sub("#", ta), _NUM.sub("#", tb)
+    # the words between the numbers (number widths may differ: padding is not compared)
+    words_a, words_b = (re.sub(r"\s+", " ", _NUM.sub("#", t)) for t in (ta, tb))
     na = [float(x) for x in _NUM.findall(ta)]
     nb = [float(x) for x in _NUM.findall(tb)]
     if words_a != words_b:
