@@ -198,13 +198,34 @@ def _differentiated_leaves(args, argnum, fname):
     """(leaves, unflatten) of the differentiated argument(s), after checking every leaf is a
     float or complex value (the error names the offending argument)."""
     multi = type(argnum) is tuple or type(argnum) is list
-    x = tuple([args[i] for i in argnum]) if multi else args[argnum]
+    try:
+        x = tuple([args[i] for i in argnum]) if multi else args[argnum]
+    except (IndexError, TypeError):
+        _check_argnum(args, argnum, fname)
+        raise
     leaves, unflatten = tree_flatten(x)
     if not all([_is_float_leaf(leaf) for leaf in leaves]):
         for i in (argnum if multi else (argnum,)):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
     return leaves, unflatten
+
+
+def _check_argnum(args, argnum, fname, besides=""):
+    """Raise an error naming argnum and the number of positional arguments unless every
+    entry of argnum (an int, or a tuple/list of ints) indexes one of args (`besides`: what
+    else the call was given, for the error)."""
+    n = len(args)
+    multi = type(argnum) is tuple or type(argnum) is list
+    for i in (argnum if multi else (argnum,)):
+        if isinstance(i, bool) or not isinstance(i, (int, _np.integer)):
+            raise TypeError(f"{fname}: argnum must be an int or a tuple of ints, got "
+                            f"{argnum!r}; to differentiate by name use grad_named")
+        if not -n <= i < n:
+            raise IndexError(f"{fname}: argnum={argnum!r} but the function was called with {n} "
+                             f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
+                             f"counts positional arguments from 0 (arguments passed by "
+                             f"keyword are not differentiated)")
 
 
 def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
@@ -471,6 +492,7 @@ def holomorphic_grad(fun, argnum=0):
     """The complex derivative of a holomorphic scalar function of a complex argument."""
     @wrap_nary_f(fun, holomorphic_grad, argnum)
     def gradfun(*args, **kwargs):
+        _check_argnum(args, argnum, "holomorphic_grad")
         x = args[argnum]
         if not _np.iscomplexobj(x._value if type(x) is Box else x):
             raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
@@ -484,6 +506,7 @@ def vector_jacobian_product(fun, argnum=0):
     """vjp_fun(*args, v): the VJP of fun at args with cotangent v."""
     def vector_dot_grad(*args, **kwargs):
         args, vector = args[:-1], args[-1]
+        _check_argnum(args, argnum, "vector_jacobian_product", " besides the vector")
         vjp, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
         return vjp(vector)
     return vector_dot_grad
@@ -523,7 +546,13 @@ def jacobian(fun, argnum=0):
 
 def hessian(fun, argnum=0):
     """The Hessian: the Jacobian of the gradient."""
-    return jacobian(jacobian(fun, argnum), argnum)
+    hess = jacobian(jacobian(fun, argnum), argnum)
+
+    @wraps(fun)
+    def hessian_fun(*args, **kwargs):
+        _check_argnum(args, argnum, "hessian")
+        return hess(*args, **kwargs)
+    return hessian_fun
 
 
 def hessian_tensor_product(fun, argnum=0):
@@ -534,7 +563,12 @@ def hessian_tensor_product(fun, argnum=0):
         from . import numpy as gnp
         args, vector = args[:-1], args[-1]
         return gnp.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
-    return grad(vector_dot_grad, argnum)
+    hvp = grad(vector_dot_grad, argnum)
+
+    def hessian_tensor_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "hessian_tensor_product", " besides the vector")
+        return hvp(*args, **kwargs)
+    return hessian_tensor_product_fun
 
 
 hessian_vector_product = hessian_tensor_product
@@ -546,7 +580,12 @@ def tensor_jacobian_product(fun, argnum=0):
         from . import numpy as gnp
         args, vector = args[:-1], args[-1]
         return gnp.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
-    return jacobian(vector_dot_fun, argnum)
+    tjp = jacobian(vector_dot_fun, argnum)
+
+    def tensor_jacobian_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "tensor_jacobian_product", " besides the vector")
+        return tjp(*args, **kwargs)
+    return tensor_jacobian_product_fun
 
 
 def grad_named(fun, argname):
@@ -646,6 +685,7 @@ def deriv(fun, argnum=0):
     elementwise derivative (forward mode)."""
     @wrap_nary_f(fun, deriv, argnum)
     def deriv_fun(*args, **kwargs):
+        _check_argnum(args, argnum, "deriv")
         x = args[argnum]
         ones = _ones_like(x._value if type(x) is Box else x)
         if isinstance(x, _np.ndarray):
@@ -658,6 +698,7 @@ def make_hvp(fun, argnum=0):
     """make_hvp(fun, argnum)(*args) -> (hvp, gradient): hvp(v) is the Hessian of scalar fun at
     args times v, reusing one traced gradient computation for every v."""
     def hvp_maker(*args, **kwargs):
+        _check_argnum(args, argnum, "make_hvp")
         return make_vjp(grad(fun, argnum), argnum)(*args, **kwargs)
     return hvp_maker
 
@@ -672,6 +713,7 @@ def make_ggnvp(f, g=None, f_argnum=0):
             return 0.5 * gnp.sum(y ** 2, axis=-1)
 
     def ggnvp_maker(*args, **kwargs):
+        _check_argnum(args, f_argnum, "make_ggnvp")
         f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
         g_hvp, grad_g_x = make_vjp(grad(g))(f_x)
         # the JVP of f as the VJP of its (linear) VJP, taken at zero
