@@ -96,9 +96,20 @@ def _env_label(machine, env, envs):
         return ""
     machines = {m for m, _ in envs}
     parts = [machine] if len(machines) > 1 else []
-    if len({e for _, e in envs}) > 1:
-        parts.append(env)
+    names = {e for _, e in envs}
+    if len(names) > 1:
+        short = {_short_env(e) for e in names}
+        parts.append(_short_env(env) if len(short) == len(names) else env)
     return "[" + " ".join(parts) + "]"
+
+
+def _short_env(env):
+    """asv's environment name without its paths, requirements and variables: 'existing',
+    'virtualenv-py3.11', ..."""
+    parts = env.split("-")
+    if len(parts) > 1 and re.fullmatch(r"py\d+(\.\d+)*", parts[1]):
+        return f"{parts[0]}-{parts[1]}"
+    return parts[0]
 
 
 # =============================================================================
@@ -136,7 +147,10 @@ def plot_benchmark(name, meta, commits, lines, path):
     import matplotlib.pyplot as plt
     values = [v for line in lines.values() for v in line.values() if v is not None]
     factor, unit = _scale(meta.get("unit", ""), values)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    longest = max((len(label) for label in lines), default=0)
+    ncol = math.ceil(len(lines) / 18)              # legend columns of at most 18 entries
+    legend_width = max(0.0, longest * 0.065 + 0.6) * ncol
+    fig, ax = plt.subplots(figsize=(6.5 + legend_width, 4.2))
     xs = range(len(commits))
     styles = _styles(list(lines))
     for label, line in lines.items():         # in asv's parameter order
@@ -156,7 +170,8 @@ def plot_benchmark(name, meta, commits, lines, path):
     ax.set_title(f"{name} ({meta.get('type', '?')})", fontsize=9)
     ax.grid(alpha=0.3)
     if len(lines) > 1 or next(iter(lines), "value") != "value":
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+                  ncol=ncol)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

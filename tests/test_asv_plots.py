@@ -103,3 +103,17 @@ def test_draws_pngs_and_an_offline_index(tmp_path):
 def test_missing_results_is_an_error(tmp_path, capsys):
     assert asv_plots.main([str(tmp_path / "nothing"), str(tmp_path / "out")]) == 1
     assert "benchmarks.json not found" in capsys.readouterr().err
+
+
+def test_environments_are_told_apart_by_short_names(tmp_path):
+    results = write_results(tmp_path)
+    other = json.loads((results / "box" / "bbbbbbbb-existing-py.json").read_text())
+    other["env_name"] = "virtualenv-py3.11-Cython-numpy-OMP_NUM_THREADS1"
+    other["results"] = {"bench_a.Chain.time_grad": [[0.003, 0.002], [["'gradcy'", "'hand'"]]]}
+    (results / "box" / "bbbbbbbb-virtualenv.json").write_text(json.dumps(other))
+    _, commits, series = asv_plots.read_results(results)
+    assert len(commits) == 2
+    assert series["bench_a.Chain.time_grad"]["impl=gradcy [virtualenv-py3.11]"] == {
+        "bbbbbbbb22222222": 0.003}
+    assert series["bench_a.Chain.time_grad"]["impl=gradcy [existing]"] == {
+        "aaaaaaaa11111111": 0.004, "bbbbbbbb22222222": 0.002}
