@@ -2,9 +2,10 @@
 
 - Each page of docs/ (Markdown and reStructuredText) runs as one doctest: its `>>>` examples
   in order, in one namespace, with the outputs shown on the page.
-- Each public name of the documented modules (their __all__) runs its docstring's examples,
-  and must have an example: in its docstring (a numpydoc Examples section) or, for names whose
-  docstrings live in modules other files own, right under its entry in the API reference.
+- The docstrings of the documented modules and of their public names (their __all__) run
+  their examples; every public name must have one, in its docstring (a numpydoc Examples
+  section) or, for names whose docstrings live in files other engineers own, right under its
+  entry in the API reference.
 - Every public name has an entry (an autodoc directive) in the API reference, docs/api/.
 """
 import doctest
@@ -137,6 +138,14 @@ def test_docstring_examples_run(path, obj):
     if not tests:
         pytest.skip(f"{path}: its examples are on its API reference page (run above)")
     for test in tests:
+        _run(test)
+
+
+@pytest.mark.parametrize("modname", DOCUMENTED_MODULES)
+def test_module_docstring_examples_run(modname):
+    mod = importlib.import_module(modname)
+    for test in doctest.DocTestFinder(recurse=False).find(mod, modname,
+                                                          globs={"__name__": "__docs__"}):
         _run(test)
 
 
