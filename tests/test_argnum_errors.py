@@ -13,6 +13,9 @@ from gradcy import (deriv, elementwise_grad, grad, grad_and_aux, hessian,
                     make_ggnvp, make_hvp, make_jvp, make_vjp, tensor_jacobian_product,
                     value_and_grad, vector_jacobian_product)
 
+from gradcy.differential_operators import make_jvp_reversemode
+from gradcy.test_util import check_grads
+
 from counters import _counters_back_to_zero  # noqa: F401
 
 
@@ -44,6 +47,10 @@ OPERATORS = [
     (hessian_vector_product, "hessian_tensor_product", f2, (onp.ones(3),)),
     (tensor_jacobian_product, "tensor_jacobian_product", f2, (1.0,)),
     (lambda fun, argnum: make_ggnvp(fun, f_argnum=argnum), "make_ggnvp", f2, ()),
+    # autograd's operators built with gradcy.wrap_util.unary_to_nary
+    (make_jvp_reversemode, "make_jvp_reversemode", f2, ()),
+    (lambda fun, argnum: check_grads(fun, argnum, modes=["rev"], order=1), "check_grads", f2,
+     ()),
 ]
 IDS = [name if op is not hessian_vector_product else "hessian_vector_product"
        for op, name, _, _ in OPERATORS]

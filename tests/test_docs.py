@@ -23,7 +23,7 @@ DOCUMENTED_MODULES = ["gradcy", "gradcy.extend", "gradcy.memory", "gradcy.misc",
                       "gradcy.misc.optimizers", "gradcy.test_util", "gradcy.builtins"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 FENCE = re.compile(r"^\s*(```|~~~)")
-DIRECTIVE = re.compile(r"^\.\. (auto\w+|currentmodule|py:\w+)::\s*(\S+)")
+DIRECTIVE = re.compile(r"^\.\. (auto\w+|currentmodule|py:\w+)::\s*([\w.]+)")
 
 
 def _pages():
