@@ -1,7 +1,22 @@
-"""gradcy: reverse-mode automatic differentiation for NumPy code.
+"""gradcy: automatic differentiation of NumPy code (reverse and forward mode).
 
-    import gradcy.numpy as np
-    from gradcy import grad
+Write a function with ``gradcy.numpy`` in place of ``numpy`` and differentiate it:
+
+>>> import gradcy.numpy as np
+>>> from gradcy import grad
+>>> def loss(w, x):
+...     return np.sum(np.tanh(x @ w) ** 2)
+>>> w, x = np.ones(3) * 0.1, np.eye(3)
+>>> print(grad(loss)(w, x))
+[0.19735584 0.19735584 0.19735584]
+
+The differential operators (``grad``, ``value_and_grad``, ``jacobian``, ``hessian``,
+``make_vjp``, ``make_jvp``, ``checkpoint``, ...) take autograd's arguments; ``argnum``
+chooses the argument(s) to differentiate. Subpackages: ``gradcy.numpy`` and
+``gradcy.scipy`` (the operations), ``gradcy.extend`` (new primitives and their derivative
+rules), ``gradcy.memory`` (counters and memory profiles), ``gradcy.misc`` (flatten,
+optimizers, fixed points), ``gradcy.test_util`` (numerical checks of derivatives),
+``gradcy.builtins`` (containers and type queries on traced values).
 """
 from . import _core
 from ._core import (EscapedValueError, MissingJVPError, MissingVJPError,

@@ -22,19 +22,58 @@ _tuple, _list, _dict, _type, _isinstance = _b.tuple, _b.list, _b.dict, _b.type, 
 
 
 def getval(x):
-    """The plain value under any number of tracing levels."""
+    """The plain value of ``x`` under any number of tracing levels (``x`` itself if it is not
+    traced). Derivatives do not flow through the result.
+
+    Examples
+    --------
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import getval
+    >>> def f(x):
+    ...     print(type(getval(x)).__name__, getval(x))
+    ...     return x * 3.0
+    >>> grad(f)(2.0)
+    float 2.0
+    3.0
+    """
     while _type(x) is Box:
         x = x._value
     return x
 
 
 def isinstance(obj, classinfo):
-    """isinstance(obj, classinfo) of the plain value of obj."""
+    """``isinstance`` of the plain value of ``obj``: a traced array is an ``ndarray``, a traced
+    float a ``float``.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import isinstance
+    >>> def f(x):
+    ...     return np.sum(x ** 2) if isinstance(x, np.ndarray) else x ** 2
+    >>> print(grad(f)(onp.array([1.0, 2.0])), grad(f)(3.0))
+    [2. 4.] 6.0
+    """
     return _isinstance(getval(obj), classinfo)
 
 
 def type(obj):
-    """The type of the plain value of obj (one-argument form only)."""
+    """The type of the plain value of ``obj`` (the one-argument form of ``type``).
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import type
+    >>> seen = []
+    >>> def f(x):
+    ...     seen.append(type(x))
+    ...     return x * 2.0
+    >>> print(grad(f)(onp.float32(1.0)), seen)
+    2.0 [<class 'numpy.float32'>]
+    """
     return _type(getval(obj))
 
 
@@ -55,7 +94,25 @@ class _ContainerMeta(_type):
 
 
 class tuple(_tuple, metaclass=_ContainerMeta):
-    """tuple(xs): a plain tuple of the elements of xs (which may be traced)."""
+    """``tuple(xs)``: a plain tuple of the elements of ``xs``, which may be a traced value
+    holding a tuple (e.g. the result of ``gradcy.numpy.linalg.eigh``).
+
+    ``isinstance(v, gradcy.builtins.tuple)`` holds for plain tuples and for traced values
+    holding one.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import tuple
+    >>> def f(a):
+    ...     w, v = tuple(np.linalg.eigh(a))      # eigenvalues, eigenvectors
+    ...     return np.sum(w)                     # the trace
+    >>> print(grad(f)(onp.diag([1.0, 2.0])))
+    [[1. 0.]
+     [0. 1.]]
+    """
     _plain = _tuple
 
     def __new__(cls, xs=()):
@@ -63,7 +120,26 @@ class tuple(_tuple, metaclass=_ContainerMeta):
 
 
 class list(_list, metaclass=_ContainerMeta):
-    """list(xs): a plain list of the elements of xs (which may be traced)."""
+    """``list(xs)``: a plain list of the elements of ``xs``, which may be a traced value
+    holding a sequence.
+
+    ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and for traced values
+    holding one.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import list
+    >>> def f(a):
+    ...     parts = list(np.linalg.eigh(a))
+    ...     parts[0] = parts[0] ** 2
+    ...     return np.sum(parts[0])              # the sum of squared eigenvalues
+    >>> print(grad(f)(onp.diag([1.0, 2.0])))
+    [[2. 0.]
+     [0. 4.]]
+    """
     _plain = _list
 
     def __new__(cls, xs=()):
@@ -71,7 +147,21 @@ class list(_list, metaclass=_ContainerMeta):
 
 
 class dict(_dict, metaclass=_ContainerMeta):
-    """dict(...): a plain dict (same arguments as the builtin); values may be traced."""
+    """``dict(...)``: a plain dict, with the arguments of the builtin; its values may be
+    traced.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.builtins import dict
+    >>> def f(x):
+    ...     d = dict(a=x, b=2.0 * x)
+    ...     return np.sum(d["a"] * d["b"])
+    >>> print(grad(f)(onp.array([1.0, 2.0])))
+    [4. 8.]
+    """
     _plain = _dict
 
     def __new__(cls, *args, **kwargs):

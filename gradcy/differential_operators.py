@@ -151,10 +151,13 @@ def _match_input(g, x):
 # The VJP of one traced call
 # =============================================================================
 class VJP:
-    """The vector-Jacobian product of a traced call: `vjp(g)` returns the cotangent of the
-    differentiated argument. Holds the call's tape until it is released (release(), or when
-    this object is dropped). With consume=True it can be called once and frees every saved
-    buffer as soon as the backward pass no longer needs it."""
+    """The vector-Jacobian product of one traced call, as returned by `gradcy.make_vjp`.
+
+    ``vjp(g)`` returns the cotangent of the differentiated argument(s) for a cotangent ``g``
+    of the output (same structure as the output). The object holds the call's tape, and with
+    it every buffer saved for the backward pass, until `release` is called or the object is
+    dropped.
+    """
 
     __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname",
                  "_packed")
@@ -188,7 +191,9 @@ class VJP:
         return self._unflatten([_match_input(c, x) for c, x in zip(cots, self._inputs)])
 
     def release(self):
-        """Free the tape now (idempotent)."""
+        """Free the tape and the buffers it saved now (idempotent); later calls raise
+        `gradcy.EscapedValueError`.
+        """
         tape, self._tape = self._tape, None
         if tape is not None:
             tape.release()
@@ -198,13 +203,34 @@ def _differentiated_leaves(args, argnum, fname):
     """(leaves, unflatten) of the differentiated argument(s), after checking every leaf is a
     float or complex value (the error names the offending argument)."""
     multi = type(argnum) is tuple or type(argnum) is list
-    x = tuple([args[i] for i in argnum]) if multi else args[argnum]
+    try:
+        x = tuple([args[i] for i in argnum]) if multi else args[argnum]
+    except (IndexError, TypeError):
+        _check_argnum(args, argnum, fname)
+        raise
     leaves, unflatten = tree_flatten(x)
     if not all([_is_float_leaf(leaf) for leaf in leaves]):
         for i in (argnum if multi else (argnum,)):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
     return leaves, unflatten
+
+
+def _check_argnum(args, argnum, fname, besides=""):
+    """Raise an error naming argnum and the number of positional arguments unless every
+    entry of argnum (an int, or a tuple/list of ints) indexes one of args (`besides`: what
+    else the call was given, for the error)."""
+    n = len(args)
+    multi = type(argnum) is tuple or type(argnum) is list
+    for i in (argnum if multi else (argnum,)):
+        if isinstance(i, bool) or not isinstance(i, (int, _np.integer)):
+            raise TypeError(f"{fname}: argnum must be an int or a tuple of ints, got "
+                            f"{argnum!r}; to differentiate by name use grad_named")
+        if not -n <= i < n:
+            raise IndexError(f"{fname}: argnum={argnum!r} but the function was called with {n} "
+                             f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
+                             f"counts positional arguments from 0 (arguments passed by "
+                             f"keyword are not differentiated)")
 
 
 def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
@@ -391,8 +417,40 @@ def _vjp_of_ones(vjp, ans, fname):
 # Operators
 # =============================================================================
 def make_vjp(fun, argnum=0):
-    """make_vjp(fun, argnum)(*args) -> (vjp, ans). vjp(g) may be called many times; the tape
-    lives until vjp is released or dropped."""
+    """A function returning the vector-Jacobian product (VJP) function of ``fun`` and its value.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to differentiate; its output may be an array or a tuple/list/dict of
+        arrays.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``vjp_maker(*args, **kwargs) -> (vjp, ans)``: ``ans`` is ``fun(*args, **kwargs)`` and
+        ``vjp(g)`` the cotangent of ``args[argnum]`` for a cotangent ``g`` shaped like ``ans``
+        (``g`` contracted with the Jacobian). ``vjp`` may be called many times; it holds the
+        recorded tape until ``vjp.release()`` is called or ``vjp`` is dropped.
+
+    See Also
+    --------
+    vector_jacobian_product : the same for one cotangent, without keeping the tape.
+    make_jvp : the forward-mode counterpart.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_vjp
+    >>> vjp, ans = make_vjp(np.sin)(np.array([0.0, 1.0]))
+    >>> print(vjp(np.array([1.0, 2.0])))          # cos(x) * g
+    [1.         1.08060461]
+    >>> print(vjp(np.array([1.0, 0.0])))          # called again on the same tape
+    [1. 0.]
+    >>> vjp.release()
+    """
     @wrap_nary_f(fun, make_vjp, argnum)
     def vjp_maker(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
@@ -401,7 +459,36 @@ def make_vjp(fun, argnum=0):
 
 
 def value_and_grad(fun, argnum=0):
-    """value_and_grad(fun, argnum)(*args) -> (fun(*args), gradient)."""
+    """A function returning both the value and the gradient of a scalar-valued function.
+
+    Cheaper than calling ``fun`` and `grad` separately: the value comes from the forward pass
+    of the gradient computation.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``value_and_grad_fun(*args, **kwargs) -> (fun(*args, **kwargs), gradient)``, the
+        gradient as `grad` gives it.
+
+    See Also
+    --------
+    grad, grad_and_aux
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import value_and_grad
+    >>> loss, g = value_and_grad(lambda w: np.sum(w ** 2))(np.array([1.0, -2.0]))
+    >>> print(loss, g)
+    5.0 [ 2. -4.]
+    """
     @wrap_nary_f(fun, value_and_grad, argnum)
     def value_and_grad_fun(*args, **kwargs):
         out = _grad_fast(fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad,
@@ -414,11 +501,58 @@ def value_and_grad(fun, argnum=0):
 
 
 def grad(fun, argnum=0):
+    """Returns a function which computes the gradient of a scalar-valued function.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of one or more positional arguments returning a real scalar (a Python float,
+        or a NumPy scalar or array of size 1), written with ``gradcy.numpy`` (plain NumPy
+        functions called on traced values are routed to gradcy too).
+    argnum : int or tuple of int, optional
+        The positional argument to differentiate with respect to (default 0). With a tuple of
+        ints the gradient is a tuple, one entry per listed argument.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs)``: the gradient of ``fun`` at ``args`` with respect to
+        ``args[argnum]``. It has the type, dtype and shape of that argument: a Python float
+        for a float, a float32 array for a float32 array, a tuple/list/dict of gradients for a
+        tuple/list/dict argument.
+
+    Raises
+    ------
+    TypeError
+        If ``fun`` returns an array of more than one element or a complex value (use
+        `elementwise_grad`, `jacobian`, `make_vjp` or `holomorphic_grad`), or if the
+        differentiated argument holds integers (pass floats).
+    IndexError
+        If ``argnum`` is not the position of one of the arguments.
+
+    See Also
+    --------
+    value_and_grad : the value and the gradient in one pass.
+    elementwise_grad, jacobian, make_vjp : functions with array outputs.
+    grad_named : the gradient with respect to an argument given by name.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> def f(x, y):
+    ...     return np.sum(np.sin(x) * y)
+    >>> x, y = np.array([0.0, 1.0]), np.array([2.0, 3.0])
+    >>> print(grad(f)(x, y))                      # cos(x) * y
+    [2.         1.62090692]
+    >>> gx, gy = grad(f, argnum=(0, 1))(x, y)
+    >>> print(gy)                                 # sin(x)
+    [0.         0.84147098]
+    >>> grad(lambda t: t ** 3)(2.0)               # a float in, a float out
+    12.0
+    >>> grad(grad(lambda t: t ** 3))(2.0)         # gradients of gradients
+    12.0
     """
-    Returns a function which computes the gradient of scalar-valued `fun` with respect to
-    positional argument number `argnum` (an int, or a tuple of ints for a tuple of gradients).
-    The returned function takes the same arguments as `fun`. The gradient has the type, dtype
-    and shape of the argument."""
     @wrap_nary_f(fun, grad, argnum)
     def gradfun(*args, **kwargs):
         # plain float arrays in, a real scalar out: the whole call runs in _core
@@ -431,7 +565,33 @@ def grad(fun, argnum=0):
 
 
 def grad_and_aux(fun, argnum=0):
-    """fun returns (output, aux); returns (gradient of output, aux)."""
+    """The gradient of a function that also returns an auxiliary value.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a pair ``(output, aux)``: ``output`` a real scalar, ``aux``
+        anything (it is not differentiated).
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``grad_and_aux_fun(*args, **kwargs) -> (gradient of output, aux)``, with ``aux`` as
+        plain (untraced) values.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad_and_aux
+    >>> def f(x):
+    ...     y = np.tanh(x)
+    ...     return np.sum(y), y                  # (output, auxiliary value)
+    >>> g, aux = grad_and_aux(f)(np.zeros(2))
+    >>> print(g, aux)
+    [1. 1.] [0. 0.]
+    """
     @wrap_nary_f(fun, grad_and_aux, argnum)
     def grad_and_aux_fun(*args, **kwargs):
         aux_box = []
@@ -458,8 +618,36 @@ def _strip(obj, tape):
 
 
 def elementwise_grad(fun, argnum=0):
-    """The vector-Jacobian product with a vector of ones: the elementwise derivative of an
-    elementwise function."""
+    """The derivative of an elementwise function, element by element.
+
+    It is the vector-Jacobian product with a cotangent of ones: for a function whose output
+    element ``i`` depends only on input element ``i``, element ``i`` of the result is the
+    derivative of output ``i`` with respect to input ``i``. For other functions it is the
+    gradient of the sum of the outputs.
+
+    Parameters
+    ----------
+    fun : callable
+        A function with a floating-point (array) output.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs)``, shaped like ``args[argnum]``.
+
+    See Also
+    --------
+    deriv : the same in forward mode (cheaper for elementwise functions of large arrays).
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import elementwise_grad
+    >>> print(elementwise_grad(np.tanh)(np.array([0.0, 1.0])))   # 1 - tanh(x)**2
+    [1.         0.41997434]
+    """
     @wrap_nary_f(fun, elementwise_grad, argnum)
     def gradfun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
@@ -468,9 +656,35 @@ def elementwise_grad(fun, argnum=0):
 
 
 def holomorphic_grad(fun, argnum=0):
-    """The complex derivative of a holomorphic scalar function of a complex argument."""
+    """The complex derivative of a holomorphic function.
+
+    Parameters
+    ----------
+    fun : callable
+        A holomorphic (complex-differentiable) function of a complex argument.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0); it must be
+        complex.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs)``: ``d fun / d z`` at ``args``, complex.
+
+    Raises
+    ------
+    TypeError
+        If the argument is not complex.
+
+    Examples
+    --------
+    >>> from gradcy import holomorphic_grad
+    >>> holomorphic_grad(lambda z: z ** 2)(1.0 + 2.0j)    # 2 z
+    (2+4j)
+    """
     @wrap_nary_f(fun, holomorphic_grad, argnum)
     def gradfun(*args, **kwargs):
+        _check_argnum(args, argnum, "holomorphic_grad")
         x = args[argnum]
         if not _np.iscomplexobj(x._value if type(x) is Box else x):
             raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
@@ -481,16 +695,72 @@ def holomorphic_grad(fun, argnum=0):
 
 
 def vector_jacobian_product(fun, argnum=0):
-    """vjp_fun(*args, v): the VJP of fun at args with cotangent v."""
+    """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to differentiate.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``vjp_fun(*args, v)``: the cotangent of ``args[argnum]`` for the cotangent ``v`` of
+        ``fun(*args)`` (the last positional argument is the vector, not an argument of
+        ``fun``).
+
+    See Also
+    --------
+    make_vjp : keeps the tape to apply the VJP to many cotangents.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import vector_jacobian_product
+    >>> vjp_fun = vector_jacobian_product(np.sin)
+    >>> print(vjp_fun(np.array([0.0, 1.0]), np.array([1.0, 2.0])))   # cos(x) * v
+    [1.         1.08060461]
+    """
     def vector_dot_grad(*args, **kwargs):
         args, vector = args[:-1], args[-1]
+        _check_argnum(args, argnum, "vector_jacobian_product", " besides the vector")
         vjp, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
         return vjp(vector)
     return vector_dot_grad
 
 
 def jacobian(fun, argnum=0):
-    """The Jacobian of fun with respect to argument argnum, shaped out.shape + in.shape."""
+    """The Jacobian of ``fun``, by one reverse pass per output element.
+
+    Parameters
+    ----------
+    fun : callable
+        A function with a floating-point (array) output.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``jacobian_fun(*args, **kwargs)``: an array of shape ``out.shape + x.shape`` where
+        ``out = fun(*args)`` and ``x = args[argnum]``; element ``[i, j]`` is
+        ``d out[i] / d x[j]``.
+
+    See Also
+    --------
+    hessian, make_vjp, make_jvp
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import jacobian
+    >>> print(jacobian(np.cumsum)(np.array([1.0, 2.0, 3.0])))
+    [[1. 0. 0.]
+     [1. 1. 0.]
+     [1. 1. 1.]]
+    """
     @wrap_nary_f(fun, jacobian, argnum)
     def jacobian_fun(*args, **kwargs):
         from . import numpy as gnp
@@ -522,42 +792,176 @@ def jacobian(fun, argnum=0):
 
 
 def hessian(fun, argnum=0):
-    """The Hessian: the Jacobian of the gradient."""
-    return jacobian(jacobian(fun, argnum), argnum)
+    """The Hessian of a scalar-valued function: the Jacobian of its gradient.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``hessian_fun(*args, **kwargs)``: an array of shape ``x.shape + x.shape`` for
+        ``x = args[argnum]``.
+
+    See Also
+    --------
+    hessian_tensor_product, make_hvp : Hessian-vector products without forming the Hessian.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import hessian
+    >>> print(hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0])))
+    [[4. 2.]
+     [2. 0.]]
+    """
+    hess = jacobian(jacobian(fun, argnum), argnum)
+
+    @wraps(fun)
+    def hessian_fun(*args, **kwargs):
+        _check_argnum(args, argnum, "hessian")
+        return hess(*args, **kwargs)
+    return hessian_fun
 
 
 def hessian_tensor_product(fun, argnum=0):
-    """hvp(*args, v): the Hessian of scalar fun contracted with a tensor v of the input's shape."""
+    """The Hessian of a scalar-valued function contracted with a tensor, without forming the
+    Hessian (``hessian_vector_product`` is the same function).
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``hvp(*args, v)``: ``H v``, the Hessian at ``args`` with respect to ``args[argnum]``
+        contracted with ``v`` (shaped like that argument) over all its axes. The last
+        positional argument is ``v``.
+
+    See Also
+    --------
+    make_hvp : reuses one traced gradient for many vectors.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import hessian_vector_product
+    >>> hvp = hessian_vector_product(lambda x: x[0] ** 2 * x[1])
+    >>> print(hvp(np.array([1.0, 2.0]), np.array([1.0, 0.0])))     # first column of H
+    [4. 2.]
+    """
     fun_grad = grad(fun, argnum)
 
     def vector_dot_grad(*args, **kwargs):
         from . import numpy as gnp
         args, vector = args[:-1], args[-1]
         return gnp.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
-    return grad(vector_dot_grad, argnum)
+    hvp = grad(vector_dot_grad, argnum)
+
+    def hessian_tensor_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "hessian_tensor_product", " besides the vector")
+        return hvp(*args, **kwargs)
+    return hessian_tensor_product_fun
 
 
 hessian_vector_product = hessian_tensor_product
 
 
 def tensor_jacobian_product(fun, argnum=0):
-    """tjp(*args, v): v contracted with the Jacobian of fun (a VJP for arbitrary shapes)."""
+    """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
+
+    Parameters
+    ----------
+    fun : callable
+        A function with a floating-point (array) output.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``tjp(*args, v)``: ``v`` (shaped like the output) contracted with the Jacobian over the
+        output's axes, shaped like ``args[argnum]``. The last positional argument is ``v``.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import tensor_jacobian_product
+    >>> tjp = tensor_jacobian_product(np.cumsum)
+    >>> print(tjp(np.array([1.0, 2.0, 3.0]), np.ones(3)))
+    [3. 2. 1.]
+    """
     def vector_dot_fun(*args, **kwargs):
         from . import numpy as gnp
         args, vector = args[:-1], args[-1]
         return gnp.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
-    return jacobian(vector_dot_fun, argnum)
+    tjp = jacobian(vector_dot_fun, argnum)
+
+    def tensor_jacobian_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "tensor_jacobian_product", " besides the vector")
+        return tjp(*args, **kwargs)
+    return tensor_jacobian_product_fun
 
 
 def grad_named(fun, argname):
-    """The gradient with respect to a named argument."""
+    """The gradient with respect to an argument given by its parameter name.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argname : str
+        The name of the parameter of ``fun`` to differentiate with respect to. The argument
+        must still be passed positionally.
+
+    Returns
+    -------
+    callable
+        ``grad(fun, argnum)`` for the position of ``argname`` in ``fun``'s signature.
+
+    Examples
+    --------
+    >>> from gradcy import grad_named
+    >>> def f(x, y):
+    ...     return x * y ** 2
+    >>> grad_named(f, "y")(3.0, 2.0)
+    12.0
+    """
     import inspect
     arg_index = list(inspect.signature(fun).parameters).index(argname)
     return grad(fun, arg_index)
 
 
 def multigrad_dict(fun):
-    """Gradients with respect to every argument, as a dict keyed by parameter name."""
+    """The gradients with respect to every argument, as a dict keyed by parameter name.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs) -> {name: gradient}`` for every argument given (by
+        position or by keyword).
+
+    Examples
+    --------
+    >>> from gradcy import multigrad_dict
+    >>> def f(x, y):
+    ...     return x * y ** 2
+    >>> multigrad_dict(f)(3.0, 2.0)
+    {'x': 4.0, 'y': 12.0}
+    """
     import inspect
     sig = inspect.signature(fun)
 
@@ -574,9 +978,39 @@ def multigrad_dict(fun):
 
 
 def checkpoint(fun):
-    """fun as one node that stores only its inputs: its intermediate values are recomputed
-    during the backward pass instead of held from the forward pass (memory for time). In
-    forward mode the tangent is computed by running fun once more on a forward-mode tape."""
+    """``fun`` as one recorded operation that recomputes its insides during the backward pass.
+
+    A checkpointed call saves only its inputs; its intermediate values are computed again
+    when the backward pass reaches it, instead of being held from the forward pass: memory
+    traded for time. Use it on the blocks of a long chain (the layers of a network, the steps
+    of a simulation) to hold one block's intermediates at a time.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of positional arguments (any of which may be traced) returning a value or
+        a tuple/list/dict of values.
+
+    Returns
+    -------
+    callable
+        A function computing what ``fun`` computes, differentiable in reverse and forward
+        mode and to any order.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import checkpoint, grad
+    >>> def block(x):
+    ...     for _ in range(10):
+    ...         x = np.tanh(x)
+    ...     return x
+    >>> cblock = checkpoint(block)
+    >>> x = np.linspace(-1.0, 1.0, 4)
+    >>> g = grad(lambda x: np.sum(cblock(cblock(x))))(x)
+    >>> bool(np.allclose(g, grad(lambda x: np.sum(block(block(x))))(x)))
+    True
+    """
     def vjp_argnums(argnums, ans, args, kwargs):
         def vjp(g):
             inner, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
@@ -599,9 +1033,37 @@ def checkpoint(fun):
 # Forward mode
 # =============================================================================
 def make_jvp(fun, argnum=0):
-    """make_jvp(fun, argnum)(*args) -> jvp, where jvp(v) returns (fun(*args), J v): the output
-    and its tangent for tangent v of argument argnum. Each jvp call runs fun once on a
-    forward-mode tape, which saves nothing for a backward pass."""
+    """A function returning the Jacobian-vector product (forward mode) of ``fun``.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to differentiate.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``jvp_maker(*args, **kwargs) -> jvp``, where ``jvp(v)`` returns
+        ``(fun(*args), J v)``: the output and its tangent for the tangent ``v`` of
+        ``args[argnum]`` (``v`` has that argument's structure). Each ``jvp`` call runs ``fun``
+        once, saving nothing for a backward pass.
+
+    See Also
+    --------
+    make_vjp : the reverse-mode counterpart.
+    deriv : the tangent for ``v`` of ones.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_jvp
+    >>> jvp = make_jvp(np.sin)(np.array([0.0, 1.0]))
+    >>> ans, tangent = jvp(np.array([1.0, 1.0]))
+    >>> print(tangent)                            # cos(x) * v
+    [1.         0.54030231]
+    """
     def jvp_maker(*args, **kwargs):
         leaves, unflatten = _differentiated_leaves(args, argnum, "make_jvp")
 
@@ -642,10 +1104,36 @@ def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
 
 
 def deriv(fun, argnum=0):
-    """The derivative of fun along a tangent of ones: for elementwise functions, the
-    elementwise derivative (forward mode)."""
+    """The derivative along a tangent of ones (forward mode).
+
+    For an elementwise function this is the elementwise derivative (as `elementwise_grad`,
+    computed in forward mode); for a function of a scalar, its derivative, of any output
+    shape.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to differentiate.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``deriv_fun(*args, **kwargs)``: the tangent of the output, shaped like the output.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import deriv
+    >>> print(deriv(np.tanh)(np.array([0.0, 1.0])))
+    [1.         0.41997434]
+    >>> print(deriv(lambda t: np.array([1.0, 2.0]) * t ** 2)(3.0))   # d/dt of a curve
+    [ 6. 12.]
+    """
     @wrap_nary_f(fun, deriv, argnum)
     def deriv_fun(*args, **kwargs):
+        _check_argnum(args, argnum, "deriv")
         x = args[argnum]
         ones = _ones_like(x._value if type(x) is Box else x)
         if isinstance(x, _np.ndarray):
@@ -655,23 +1143,78 @@ def deriv(fun, argnum=0):
 
 
 def make_hvp(fun, argnum=0):
-    """make_hvp(fun, argnum)(*args) -> (hvp, gradient): hvp(v) is the Hessian of scalar fun at
-    args times v, reusing one traced gradient computation for every v."""
+    """A function returning Hessian-vector products of ``fun`` at a point, and the gradient there.
+
+    The gradient is traced once; each product is one backward pass through it.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``hvp_maker(*args, **kwargs) -> (hvp, gradient)``: ``hvp(v)`` is the Hessian at
+        ``args`` times ``v``. ``hvp`` holds its tape until ``hvp.release()`` or until it is
+        dropped.
+
+    See Also
+    --------
+    hessian_vector_product : one product per call.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_hvp
+    >>> hvp, g = make_hvp(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
+    >>> print(g, hvp(np.array([1.0, 0.0])), hvp(np.array([0.0, 1.0])))
+    [4. 1.] [4. 2.] [2. 0.]
+    >>> hvp.release()
+    """
     def hvp_maker(*args, **kwargs):
+        _check_argnum(args, argnum, "make_hvp")
         return make_vjp(grad(fun, argnum), argnum)(*args, **kwargs)
     return hvp_maker
 
 
 def make_ggnvp(f, g=None, f_argnum=0):
-    """make_ggnvp(f, g, f_argnum)(*args) -> ggnvp: the generalized Gauss-Newton product
-    J_f^T H_g J_f v of scalar g composed with f (g defaults to half the squared norm over the
-    last axis)."""
+    """Generalized Gauss-Newton products of ``g`` composed with ``f``.
+
+    Parameters
+    ----------
+    f : callable
+        The inner function (for example a model's predictions as a function of its
+        parameters).
+    g : callable, optional
+        A scalar function of ``f``'s output (for example a loss). Default: half the squared
+        norm over the last axis, ``0.5 * sum(y ** 2, axis=-1)``.
+    f_argnum : int, optional
+        The positional argument of ``f`` to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``ggnvp_maker(*args, **kwargs) -> ggnvp``: ``ggnvp(v)`` is ``J^T H J v``, with ``J``
+        the Jacobian of ``f`` at ``args`` and ``H`` the Hessian of ``g`` at ``f(*args)``.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_ggnvp
+    >>> ggnvp = make_ggnvp(np.sin)(np.array([0.0, 1.0]))      # J = diag(cos x), H = I
+    >>> print(ggnvp(np.array([1.0, 1.0])))                     # cos(x)**2 * v
+    [1.         0.29192658]
+    """
     if g is None:
         def g(y):
             from . import numpy as gnp
             return 0.5 * gnp.sum(y ** 2, axis=-1)
 
     def ggnvp_maker(*args, **kwargs):
+        _check_argnum(args, f_argnum, "make_ggnvp")
         f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
         g_hvp, grad_g_x = make_vjp(grad(g))(f_x)
         # the JVP of f as the VJP of its (linear) VJP, taken at zero

@@ -22,13 +22,46 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def stats():
-    """{'live_tapes', 'live_nodes', 'saved_bytes', 'cotangent_bytes', 'peak_saved_bytes',
-    'peak_bytes'}: the engine's counts over all tapes of the process."""
+    """The engine's memory counters, over all tapes of the process.
+
+    Returns
+    -------
+    dict
+        ``live_tapes`` and ``live_nodes``: differentiations and recorded operations alive now;
+        ``saved_bytes``: the bytes of the buffers tapes hold for backward passes (each buffer
+        counted once); ``cotangent_bytes``: the bytes of gradients in flight;
+        ``peak_saved_bytes`` and ``peak_bytes`` (saved + cotangent): their maxima since the
+        start or the last `reset_peak`.
+
+    Examples
+    --------
+    >>> import gradcy.memory
+    >>> s = gradcy.memory.stats()
+    >>> sorted(s)
+    ['cotangent_bytes', 'live_nodes', 'live_tapes', 'peak_bytes', 'peak_saved_bytes', 'saved_bytes']
+    >>> s["live_tapes"], s["saved_bytes"]        # nothing is held between differentiations
+    (0, 0)
+    """
     return _core.stats()
 
 
 def reset_peak():
-    """Restart the peak counters from what is held now."""
+    """Restart the peak counters of `stats` from what is held now.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.memory
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> gradcy.memory.reset_peak()
+    >>> g = grad(lambda x: np.sum(np.sin(x)))(onp.ones(1000))
+    >>> gradcy.memory.stats()["peak_saved_bytes"]       # sin saved its 8000-byte input
+    8000
+    >>> gradcy.memory.reset_peak()
+    >>> gradcy.memory.stats()["peak_saved_bytes"]
+    0
+    """
     _core.reset_peak()
 
 
@@ -43,12 +76,38 @@ def _user_line():
 
 
 class MemoryProfile:
-    """The timeline of one differentiation: one row per node event.
+    """The memory timeline of one differentiation, as returned by `profile`.
 
-    events: list of (step, phase, node, op, saved_bytes, cotangent_bytes, traced_bytes) where
-    phase is 'forward' (a node was recorded), 'backward' (a VJP ran) or 'release' (a saved
-    record was freed: dead, unreachable or consumed), and traced_bytes is tracemalloc's current
-    count (0 when tracemalloc was not tracing)."""
+    Attributes
+    ----------
+    gradient
+        The gradient computed.
+    value
+        The function's value.
+    elapsed : float
+        Seconds the differentiation took (with the profiling).
+    events : list of tuple
+        One row per event, ``(step, phase, node, op, saved_bytes, cotangent_bytes,
+        traced_bytes)``: ``phase`` is ``'forward'`` (an operation was recorded),
+        ``'backward'`` (a VJP ran or a saved record was freed during the backward pass) or
+        ``'release'`` (a saved record was freed earlier: dead or unreachable values);
+        ``traced_bytes`` is tracemalloc's count (0 when tracemalloc is not tracing).
+    peak_bytes : int
+        The largest saved + cotangent bytes, at event ``peak_step``.
+    peak_sites : dict
+        ``(op, 'file:line') -> bytes`` held at the peak by the operations recorded there.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.memory
+    >>> import gradcy.numpy as np
+    >>> prof = gradcy.memory.profile(lambda x: np.sum(np.tanh(x) ** 2))(onp.ones(1000))
+    >>> [e[1] for e in prof.events][:3]
+    ['forward', 'forward', 'forward']
+    >>> prof.peak_bytes >= 16000                  # tanh and the square each saved 8000 bytes
+    True
+    """
 
     def __init__(self):
         self.events = []
@@ -88,14 +147,44 @@ class MemoryProfile:
             self.peak_sites = {k: v for k, v in self._by_site.items() if v}
 
     def top_site(self):
-        """(op, 'file:line', bytes) holding the most saved bytes at the peak."""
+        """The operation and source line holding the most saved bytes at the peak.
+
+        Returns
+        -------
+        tuple or None
+            ``(op, 'file:line', bytes)``, or None if nothing was saved.
+
+        Examples
+        --------
+        >>> import numpy as onp
+        >>> import gradcy.memory
+        >>> import gradcy.numpy as np
+        >>> def f(x):
+        ...     y = np.dot(x, x)
+        ...     return np.sum(np.sin(y))
+        >>> op, line, nbytes = gradcy.memory.profile(f)(onp.ones((100, 100))).top_site()
+        >>> op, nbytes                                # dot saved both 80000-byte operands once
+        ('gradcy.numpy.dot', 80000)
+        """
         if not self.peak_sites:
             return None
         (op, line), nbytes = max(self.peak_sites.items(), key=lambda kv: kv[1])
         return op, line, nbytes
 
     def summary(self):
-        """A few lines: peak, where it happened, and what held the most then."""
+        """A few lines of text: the peak, when it happened and what held the most then.
+
+        Examples
+        --------
+        >>> import numpy as onp
+        >>> import gradcy.memory
+        >>> import gradcy.numpy as np
+        >>> prof = gradcy.memory.profile(lambda x: np.sum(np.tanh(np.dot(x, x))))(onp.eye(100))
+        >>> print(prof.summary())
+        gradcy memory profile: 3 nodes recorded, ... events, ... ms
+        peak saved + cotangent bytes: ... MiB at event ... (...)
+        most held at the peak: gradcy.numpy... at ...
+        """
         n_fwd = sum(1 for e in self.events if e[1] == "forward")
         lines = [f"gradcy memory profile: {n_fwd} nodes recorded, {len(self.events)} events, "
                  f"{self.elapsed * 1e3:.1f} ms",
@@ -108,9 +197,41 @@ class MemoryProfile:
 
     def plot(self, path, baseline=None, baseline_args=(), baseline_label="hand-written NumPy",
              title=None):
-        """Draw the timeline to a PNG at `path` (needs matplotlib). With `baseline` (a function
-        computing the same gradient by hand), its tracemalloc timeline is drawn beside it, both
-        against the fraction of their run time."""
+        """Draw the timeline to a PNG file (needs matplotlib).
+
+        Parameters
+        ----------
+        path : str
+            The file to write.
+        baseline : callable, optional
+            A function computing the same gradient by hand (plain NumPy); its tracemalloc
+            timeline (`trace_memory`) is drawn beside gradcy's, both against the fraction of their
+            run.
+        baseline_args : tuple, optional
+            The arguments of ``baseline``.
+        baseline_label : str, optional
+            Its legend entry.
+        title : str, optional
+            The plot's title.
+
+        Returns
+        -------
+        str
+            ``path``.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import numpy as onp
+        >>> import gradcy.memory
+        >>> import gradcy.numpy as np
+        >>> prof = gradcy.memory.profile(lambda x: np.sum(np.sin(x) ** 2))(onp.ones(1000))
+        >>> by_hand = lambda x: 2 * onp.sin(x) * onp.cos(x)
+        >>> path = prof.plot(os.path.join(tempfile.mkdtemp(), "timeline.png"),
+        ...                  baseline=by_hand, baseline_args=(onp.ones(1000),))
+        >>> os.path.getsize(path) > 0
+        True
+        """
         try:
             import matplotlib
             matplotlib.use("Agg")
@@ -150,9 +271,34 @@ def _mb(n):
 
 
 def profile(fun, argnum=0):
-    """profile(fun, argnum)(*args) -> MemoryProfile of computing grad(fun, argnum)(*args); the
-    gradient is in .gradient and fun's value in .value. Traces memory with tracemalloc too if
-    it is running."""
+    """Compute a gradient and record a memory timeline of it.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar, as for `gradcy.grad`.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``profiled(*args, **kwargs) -> MemoryProfile`` of computing
+        ``grad(fun, argnum)(*args, **kwargs)``; the gradient is in its ``gradient`` attribute
+        and ``fun``'s value in ``value``. If tracemalloc is running, its counts are recorded
+        too.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.memory
+    >>> import gradcy.numpy as np
+    >>> prof = gradcy.memory.profile(lambda x: np.sum(np.sin(x)))(onp.zeros(3))
+    >>> print(prof.gradient, prof.value)
+    [1. 1. 1.] 0.0
+    >>> prof.top_site()[0]
+    'gradcy.numpy.sin'
+    """
     def profiled(*args, **kwargs):
         prof = MemoryProfile()
         start = time.perf_counter()
@@ -167,8 +313,27 @@ def profile(fun, argnum=0):
 
 
 def trace_memory(fn, *args, **kwargs):
-    """tracemalloc's current traced bytes (relative to the start) sampled at every C function
-    call fn makes (every NumPy call): the memory timeline of plain NumPy code."""
+    """The memory timeline of plain Python/NumPy code, by tracemalloc.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to run, with ``*args`` and ``**kwargs``.
+
+    Returns
+    -------
+    list of int
+        tracemalloc's traced bytes, relative to the start, sampled after every call ``fn``
+        makes into C (every NumPy call).
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.memory
+    >>> samples = gradcy.memory.trace_memory(lambda n: onp.ones(n).sum(), 10 ** 6)
+    >>> max(samples) >= 8 * 10 ** 6               # the 8 MB array of ones
+    True
+    """
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()

@@ -17,36 +17,150 @@ def _qualname(fun):
 
 
 def primitive(fun, name=None):
-    """Wrap `fun` so that calls on traced values are recorded as one node.
+    """Make ``fun`` a primitive: a function gradcy records as one operation.
 
-    Register its derivatives with defvjp (reverse mode) and defjvp (forward mode)."""
+    gradcy does not look inside a primitive: it runs ``fun`` on plain values and needs its
+    derivatives to be registered, with `defvjp` (reverse mode) and `defjvp` (forward mode).
+    Calls without a traced value among the positional arguments run ``fun`` directly.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of arrays and scalars (it receives plain NumPy values, never traced ones).
+    name : str, optional
+        The name errors and memory profiles use; default ``module.function``.
+
+    Returns
+    -------
+    Primitive
+        The wrapped function (``fun`` itself if it already is one).
+
+    See Also
+    --------
+    defvjp, defjvp, notrace_primitive
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, defvjp
+    >>> @primitive
+    ... def logsumexp(x):
+    ...     m = onp.max(x)
+    ...     return m + onp.log(onp.sum(onp.exp(x - m)))
+    >>> defvjp(logsumexp, lambda ans, x: lambda g: g * onp.exp(x - ans))
+    >>> print(grad(logsumexp)(onp.array([0.0, onp.log(3.0)])))
+    [0.25 0.75]
+    """
     if isinstance(fun, Primitive):
         return fun
     return Primitive(fun, name or _qualname(fun))
 
 
 def notrace_primitive(fun, name=None):
-    """Wrap `fun` so that it runs on the plain values of traced arguments and records nothing
-    (its output is a constant: argmax, floor, comparisons, shape queries...)."""
+    """Make ``fun`` a primitive whose output is a constant: it runs on the plain values of traced
+    arguments and records nothing.
+
+    For functions whose result has no derivative to follow (argmax, floor, comparisons, shape
+    or sign queries): the gradient does not flow through them.
+
+    Parameters
+    ----------
+    fun : callable
+        The function.
+    name : str, optional
+        The name errors and profiles use.
+
+    Returns
+    -------
+    Primitive
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.extend import notrace_primitive
+    >>> @notrace_primitive
+    ... def count_positive(x):
+    ...     return float(onp.sum(x > 0))
+    >>> f = lambda x: np.sum(x) * count_positive(x)
+    >>> print(grad(f)(onp.array([1.0, -1.0, 2.0])))
+    [2. 2. 2.]
+    """
     p = primitive(fun, name)
     p.traced = False
     return p
 
 
 def nondifferentiable(*prims):
-    """Mark already-wrapped primitives as non-differentiable: traced values pass through them
-    unrecorded."""
+    """Mark already-wrapped primitives as having constant outputs: traced values pass through
+    them unrecorded (as for `notrace_primitive`).
+
+    Parameters
+    ----------
+    *prims : Primitive
+        Functions wrapped by `primitive`.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, nondifferentiable
+    >>> rounded = primitive(onp.round, "rounded")
+    >>> nondifferentiable(rounded)
+    >>> print(grad(lambda x: np.sum(rounded(x) * x))(onp.array([0.4, 1.6])))
+    [0. 2.]
+    """
     for p in prims:
         p.traced = False
 
 
 def defvjp(prim, *vjpmakers, argnums=None, save=None):
-    """Register reverse-mode rules, one per argument: `maker(ans, *args, **kwargs)` returns
-    `vjp(g)`, the cotangent of that argument. `None` as a maker means a zero cotangent.
+    """Register the reverse-mode rules of a primitive, one per argument.
 
-    save: what the makers read, an iterable of 'ans' and argument positions ('args' for all).
-    Values not listed reach the makers as ArrayMeta (shape, dtype, type only), so the tape never
-    holds their buffers. Default: everything is saved."""
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    *vjpmakers : callable or None
+        One per argument, in order (or for the positions in ``argnums``):
+        ``maker(ans, *args, **kwargs)`` is called in the forward pass with the output and the
+        arguments of the call, and returns ``vjp(g)``, which maps the output's cotangent ``g``
+        to that argument's cotangent (shaped like the argument; it may be broadcast to it).
+        ``None`` means a zero cotangent. An argument without a rule raises
+        `gradcy.MissingVJPError` when a gradient reaches it.
+    argnums : sequence of int, optional
+        The argument positions of the makers (default ``0, 1, ...``).
+    save : iterable of {'ans', 'args', int}, optional
+        What the makers read: ``'ans'``, argument positions, or ``'args'`` for all arguments.
+        Values not listed reach the makers as `gradcy.extend.ArrayMeta` (shape, dtype and
+        type only), so the tape never holds their buffers. Default: everything is saved.
+
+    See Also
+    --------
+    defvjp_direct, defvjp_argnum, defvjp_argnums, defjvp
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, defvjp
+    >>> @primitive
+    ... def scaled(x, c):
+    ...     return c * x
+    >>> defvjp(scaled, lambda ans, x, c: lambda g: g * c, save=(1,))   # reads c only
+    >>> x = onp.array([1.0, 2.0])
+    >>> print(grad(lambda x: np.sum(scaled(x, 3.0)))(x))
+    [3. 3.]
+    >>> grad(lambda c: np.sum(scaled(x, c)))(3.0)            # no rule for argument 1
+    Traceback (most recent call last):
+    ...
+    gradcy...MissingVJPError: ...no VJP for argument 1...
+    """
     _check_prim(prim, "defvjp")
     argnums = range(len(vjpmakers)) if argnums is None else argnums
     for argnum, maker in zip(argnums, vjpmakers):
@@ -55,9 +169,34 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None):
 
 
 def defvjp_direct(prim, *rules, argnums=None, save=None):
-    """Like defvjp, with rules called directly at backward time: `rule(g, ans, *args,
-    **kwargs)` returns the cotangent of that argument. No closure is built per node, so this
-    is the cheaper form for small arrays; gradcy.numpy uses it for its hottest primitives."""
+    """Register reverse-mode rules called directly in the backward pass.
+
+    Like `defvjp`, but a rule takes the cotangent with the values of the call:
+    ``rule(g, ans, *args, **kwargs)`` returns the cotangent of its argument. No closure is
+    built per recorded call, which makes this the cheaper form for small arrays.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    *rules : callable or None
+        One per argument (``None``: zero cotangent).
+    argnums : sequence of int, optional
+        The argument positions of the rules (default ``0, 1, ...``).
+    save : iterable of {'ans', 'args', int}, optional
+        As in `defvjp`.
+
+    Examples
+    --------
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, defvjp_direct
+    >>> @primitive
+    ... def double(x):
+    ...     return 2 * x
+    >>> defvjp_direct(double, lambda g, ans, x: 2 * g, save=())
+    >>> grad(lambda x: double(x) ** 2)(3.0)
+    24.0
+    """
     _check_prim(prim, "defvjp_direct")
     if not prim.direct:
         prim.vjpmakers = {a: _as_direct(m) for a, m in prim.vjpmakers.items()}
@@ -75,16 +214,61 @@ def _as_direct(maker):
 
 
 def defvjp_argnums(prim, vjpmaker, save=None):
-    """Register one rule for every argument: `vjpmaker(argnums, ans, args, kwargs)` returns
-    `vjp(g)`, which returns a tuple with one cotangent per entry of argnums."""
+    """Register one reverse-mode rule for all the arguments of a primitive.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    vjpmaker : callable
+        ``vjpmaker(argnums, ans, args, kwargs)`` returns ``vjp(g)``, which returns a tuple
+        with one cotangent per entry of ``argnums`` (the positions being differentiated).
+    save : iterable of {'ans', 'args', int}, optional
+        As in `defvjp`.
+
+    Examples
+    --------
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, defvjp_argnums
+    >>> @primitive
+    ... def mul(x, y):
+    ...     return x * y
+    >>> def mul_vjp(argnums, ans, args, kwargs):
+    ...     x, y = args
+    ...     return lambda g: tuple(g * (y if i == 0 else x) for i in argnums)
+    >>> defvjp_argnums(mul, mul_vjp)
+    >>> grad(mul, argnum=(0, 1))(2.0, 5.0)
+    (5.0, 2.0)
+    """
     _check_prim(prim, "defvjp_argnums")
     prim.vjp_argnums = vjpmaker
     prim.set_saved(save)
 
 
 def defvjp_argnum(prim, vjpmaker, save=None):
-    """Register one rule for every argument: `vjpmaker(argnum, ans, args, kwargs)` returns
-    `vjp(g)` for that single argument."""
+    """Register one reverse-mode rule for all the arguments, called once per argument.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    vjpmaker : callable
+        ``vjpmaker(argnum, ans, args, kwargs)`` returns ``vjp(g)``, the cotangent of the
+        argument at position ``argnum``.
+    save : iterable of {'ans', 'args', int}, optional
+        As in `defvjp`.
+
+    Examples
+    --------
+    >>> from gradcy import grad
+    >>> from gradcy.extend import primitive, defvjp_argnum
+    >>> @primitive
+    ... def mul(x, y):
+    ...     return x * y
+    >>> defvjp_argnum(mul, lambda argnum, ans, args, kwargs: lambda g: g * args[1 - argnum])
+    >>> grad(mul, argnum=(0, 1))(2.0, 5.0)
+    (5.0, 2.0)
+    """
     def vjp_argnums(argnums, ans, args, kwargs):
         vjps = [vjpmaker(argnum, ans, args, kwargs) for argnum in argnums]
         return lambda g: tuple(vjp(g) for vjp in vjps)
@@ -92,9 +276,36 @@ def defvjp_argnum(prim, vjpmaker, save=None):
 
 
 def defjvp(prim, *jvpfuns, argnums=None):
-    """Register forward-mode rules, one per argument: `jvp(g, ans, *args, **kwargs)` returns
-    the output tangent caused by tangent g of that argument. `None` means zero; "same" means
-    the function itself with g in place of that argument (it is linear in the argument)."""
+    """Register the forward-mode rules of a primitive, one per argument.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    *jvpfuns : callable or None
+        One per argument, in order (or for the positions in ``argnums``):
+        ``jvp(g, ans, *args, **kwargs)`` returns the tangent of the output caused by the
+        tangent ``g`` of that argument. ``None`` means a zero tangent; ``"same"`` means
+        the function itself with ``g`` in place of that argument (for a function linear in
+        that argument).
+    argnums : sequence of int, optional
+        The argument positions of the rules (default ``0, 1, ...``).
+
+    See Also
+    --------
+    defvjp, defjvp_argnum, defjvp_argnums
+
+    Examples
+    --------
+    >>> from gradcy import deriv
+    >>> from gradcy.extend import primitive, defjvp
+    >>> @primitive
+    ... def cube(x):
+    ...     return x ** 3
+    >>> defjvp(cube, lambda g, ans, x: 3 * x ** 2 * g)
+    >>> deriv(cube)(2.0)
+    12.0
+    """
     _check_prim(prim, "defjvp")
     argnums = range(len(jvpfuns)) if argnums is None else argnums
     for argnum, jvp in zip(argnums, jvpfuns):
@@ -108,14 +319,55 @@ def _same_jvp(prim, argnum):
 
 
 def defjvp_argnums(prim, jvpmaker):
-    """Register one forward rule for all arguments: `jvpmaker(argnums, gs, ans, args, kwargs)`
-    returns the output tangent for tangents gs of the arguments argnums."""
+    """Register one forward-mode rule for all the arguments of a primitive.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    jvpmaker : callable
+        ``jvpmaker(argnums, gs, ans, args, kwargs)`` returns the output tangent for the
+        tangents ``gs`` of the arguments at positions ``argnums``.
+
+    Examples
+    --------
+    >>> from gradcy import make_jvp
+    >>> from gradcy.extend import primitive, defjvp_argnums
+    >>> @primitive
+    ... def mul(x, y):
+    ...     return x * y
+    >>> defjvp_argnums(mul, lambda argnums, gs, ans, args, kwargs:
+    ...                sum(g * args[1 - i] for i, g in zip(argnums, gs)))
+    >>> make_jvp(mul, argnum=(0, 1))(2.0, 5.0)((1.0, 1.0))       # (x y, y dx + x dy)
+    (10.0, 7.0)
+    """
     _check_prim(prim, "defjvp_argnums")
     prim.jvp_argnums = jvpmaker
 
 
 def defjvp_argnum(prim, jvpmaker):
-    """Register one forward rule for all arguments: `jvpmaker(argnum, g, ans, args, kwargs)`."""
+    """Register one forward-mode rule for all the arguments, called once per argument.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+    jvpmaker : callable
+        ``jvpmaker(argnum, g, ans, args, kwargs)`` returns the output tangent caused by the
+        tangent ``g`` of the argument at position ``argnum``; the tangents of several
+        arguments are summed.
+
+    Examples
+    --------
+    >>> from gradcy import make_jvp
+    >>> from gradcy.extend import primitive, defjvp_argnum
+    >>> @primitive
+    ... def mul(x, y):
+    ...     return x * y
+    >>> defjvp_argnum(mul, lambda argnum, g, ans, args, kwargs: g * args[1 - argnum])
+    >>> make_jvp(mul, argnum=(0, 1))(2.0, 5.0)((1.0, 1.0))
+    (10.0, 7.0)
+    """
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         total = None
         for argnum, g in zip(argnums, gs):
@@ -126,15 +378,45 @@ def defjvp_argnum(prim, jvpmaker):
 
 
 def subval(x, i, v):
-    """The tuple x with element i replaced by v."""
+    """The tuple ``x`` with element ``i`` replaced by ``v`` (a helper for rules).
+
+    Examples
+    --------
+    >>> from gradcy.extend import subval
+    >>> subval((1, 2, 3), 1, "b")
+    (1, 'b', 3)
+    """
     x = list(x)
     x[i] = v
     return tuple(x)
 
 
 def def_linear(prim):
-    """Register the rules of a function linear in each argument: the VJP/JVP of argument k is
-    the function itself with the cotangent (tangent) in place of argument k."""
+    """Register the rules of a primitive that is linear in each of its arguments and whose
+    Jacobian with respect to each is symmetric (elementwise products and their like).
+
+    The VJP and the JVP of argument ``k`` are then the function itself with the cotangent
+    (tangent) in place of argument ``k``.
+
+    Parameters
+    ----------
+    prim : Primitive
+        A function wrapped by `primitive`.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy import grad, make_jvp
+    >>> from gradcy.extend import primitive, def_linear
+    >>> @primitive
+    ... def times(x, c):
+    ...     return x * c
+    >>> def_linear(times)
+    >>> grad(lambda c: times(3.0, c) ** 2)(2.0)            # d/dc (3 c)**2 = 18 c
+    36.0
+    >>> make_jvp(times)(onp.array([1.0, 2.0]), 3.0)(onp.ones(2))[1]
+    array([3., 3.])
+    """
     _check_prim(prim, "def_linear")
     defvjp_argnum(prim, lambda argnum, ans, args, kwargs:
                   lambda g: prim(*subval(args, argnum, g), **kwargs), save=("args",))

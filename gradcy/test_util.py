@@ -56,6 +56,15 @@ def _axpy(a, x, y):
 
 
 def scalar_close(a, b):
+    """Whether two numbers agree to the checks' tolerance: absolute difference below ``ATOL``
+    or relative difference below ``RTOL``.
+
+    Examples
+    --------
+    >>> from gradcy.test_util import scalar_close
+    >>> scalar_close(1.0, 1.0 + 1e-9), scalar_close(1.0, 1.1)
+    (True, False)
+    """
     return abs(a - b) < ATOL or abs(a - b) / max(abs(a), abs(b)) < RTOL
 
 
@@ -82,9 +91,34 @@ def _name(f):
 
 
 def check_vjp(f, x, rs=None):
-    """One random-projection check of the VJP of f at x against central differences:
-    <v, conj(vjp(conj(u)))> must equal <u, (f(x + eps v/2) - f(x - eps v/2)) / eps>; and the
-    cotangent has the type, dtype and shape of x."""
+    """Check the VJP of ``f`` at ``x`` against central differences, along one random direction.
+
+    For random ``u`` (shaped like the output) and ``v`` (shaped like ``x``), the inner
+    product ``<v, vjp(u)>`` must equal ``<u, (f(x + eps v/2) - f(x - eps v/2)) / eps>``
+    (complex values paired by autograd's convention), and the cotangent must have the type,
+    dtype and shape of ``x``.
+
+    Parameters
+    ----------
+    f : callable
+        A function of one value (an array, scalar, or tuple/list/dict of these).
+    x : value
+        The point.
+    rs : numpy.random.RandomState, optional
+        The source of the random directions (default: seeded with 0).
+
+    Raises
+    ------
+    AssertionError
+        Naming the function, with the analytic and numeric values.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy.test_util import check_vjp
+    >>> check_vjp(np.sin, onp.array([0.1, 0.5]))          # passes silently
+    """
     rs = rs or _np.random.RandomState(0)
     vjp, y = make_vjp(f)(x)
     try:
@@ -103,8 +137,30 @@ def check_vjp(f, x, rs=None):
 
 
 def check_jvp(f, x, rs=None):
-    """The JVP of f at x along a random tangent equals central differences of f; the tangent
-    has the type, dtype and shape of the output."""
+    """Check the JVP of ``f`` at ``x`` against central differences, along one random direction;
+    the tangent must have the type, dtype and shape of the output.
+
+    Parameters
+    ----------
+    f : callable
+        A function of one value.
+    x : value
+        The point.
+    rs : numpy.random.RandomState, optional
+        The source of the random directions (default: seeded with 0).
+
+    Raises
+    ------
+    AssertionError
+        Naming the function, with the analytic and numeric values.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy.test_util import check_jvp
+    >>> check_jvp(np.sin, onp.array([0.1, 0.5]))          # passes silently
+    """
     rs = rs or _np.random.RandomState(0)
     v = _random_like(x, rs)
     y, jv = make_jvp(f)(x)(v)
@@ -121,12 +177,48 @@ def check_jvp(f, x, rs=None):
 
 @unary_to_nary
 def check_grads(f, x, modes=("fwd", "rev"), order=2):
-    """check_grads(f, argnum=0, modes=("fwd", "rev"), order=2)(*args): the derivatives of f
-    with respect to argument argnum (an int, or a tuple of ints) at args, in forward mode
-    (JVP) and reverse mode (VJP), checked against central differences along random
-    directions; then, to `order`, the derivatives of those derivatives (the JVP and VJP as
-    functions of the point and the direction, named jvp_<f> and vjp_<f>). Every derivative
-    must also have the type, dtype and shape of what it is the derivative of."""
+    """Check the derivatives of ``f`` against central differences (float64), in reverse and/or
+    forward mode, to a given order.
+
+    Each mode is checked with `check_vjp` / `check_jvp` along random directions; with
+    ``order > 1`` the VJP (JVP), as a function of the point and the direction, is checked in
+    turn, down to ``order``. Use it on the rules registered with `gradcy.extend.defvjp` and
+    `gradcy.extend.defjvp`.
+
+    Parameters
+    ----------
+    f : callable
+        The function to check.
+    argnum : int or tuple of int, optional
+        The positional argument(s) of ``f`` to differentiate with respect to (default 0).
+    modes : str or sequence of {'fwd', 'rev'}, optional
+        The modes to check (default both).
+    order : int, optional
+        The highest order of derivatives checked (default 2).
+
+    Returns
+    -------
+    callable
+        ``checker(*args, **kwargs)``: runs the checks at ``args``; returns None, or raises
+        AssertionError naming the function.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy.extend import primitive, defvjp
+    >>> from gradcy.test_util import check_grads
+    >>> check_grads(np.tanh, modes=["fwd", "rev"], order=2)(onp.array([0.1, 0.5]))
+    >>> check_grads(np.arctan2, argnum=(0, 1))(onp.array([0.1, 0.5]), onp.array([1.0, 2.0]))
+    >>> @primitive
+    ... def my_sin(x):
+    ...     return onp.sin(x)
+    >>> defvjp(my_sin, lambda ans, x: lambda g: g * onp.sin(x))     # wrong: should be cos
+    >>> check_grads(my_sin, modes=["rev"], order=1)(onp.array([0.1, 0.5]))
+    Traceback (most recent call last):
+    ...
+    AssertionError: ...check of ...failed...
+    """
     modes = (modes,) if isinstance(modes, str) else tuple(modes)
     for m in modes:
         if m not in ("rev", "fwd"):
@@ -162,9 +254,29 @@ def _check(f, x, modes, order, rs):
 
 
 def combo_check(fun, *args, **kwargs):
-    """combo_check(fun, argnum=0, modes=..., order=...)(*arg_options, **kwarg_options):
-    check_grads(fun, argnum, ...) at every combination of the given argument values (each
-    positional argument and each keyword argument is given as a list of values)."""
+    """`check_grads` at every combination of the given argument values.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to check.
+    *args, **kwargs
+        Passed on to `check_grads` (``argnum``, ``modes``, ``order``).
+
+    Returns
+    -------
+    callable
+        ``checker(*arg_options, **kwarg_options)``: each positional argument and each keyword
+        argument of ``fun`` is given as a list of values; ``fun`` is checked at every
+        combination (keyword arguments are passed to ``fun``, not differentiated).
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy.test_util import combo_check
+    >>> combo_check(np.sum, modes=["rev"], order=1)([onp.ones((2, 3))], axis=[None, 0, 1])
+    """
     def checker(*arg_options, **kwarg_options):
         kw_items = [[(k, v) for v in vs] for k, vs in kwarg_options.items()]
         for a in itertools.product(*arg_options):
@@ -174,8 +286,19 @@ def combo_check(fun, *args, **kwargs):
 
 
 def check_equivalent(x, y):
-    """x and y are in the same vector space (structure, shapes, dtypes) and have equal values
-    (to numerical tolerance)."""
+    """Assert that ``x`` and ``y`` have the same structure and equal values (to the checks'
+    tolerance).
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy.test_util import check_equivalent
+    >>> check_equivalent((onp.ones(2), 1.0), (onp.ones(2), 1.0 + 1e-9))
+    >>> check_equivalent(onp.ones(2), onp.zeros(2))
+    Traceback (most recent call last):
+    ...
+    AssertionError: ...
+    """
     x_vs, y_vs = vspace(x), vspace(y)
     assert x_vs == y_vs, f"VSpace mismatch:\nx: {x_vs}\ny: {y_vs}"
     lx, ly = _leaves(x), _leaves(y)
@@ -185,7 +308,23 @@ def check_equivalent(x, y):
 
 
 def make_numerical_jvp(f, x):
-    """jvp(v): the central difference (f(x + v eps/2) - f(x - v eps/2)) / eps."""
+    """The central-difference approximation of the JVP of ``f`` at ``x``.
+
+    Returns
+    -------
+    callable
+        ``jvp(v)``: ``(f(x + eps v/2) - f(x - eps v/2)) / eps``, with the structure of ``f``'s
+        output.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy.test_util import make_numerical_jvp
+    >>> jvp = make_numerical_jvp(np.sin, onp.array([0.0, 1.0]))
+    >>> print(onp.round(jvp(onp.ones(2)), 6))                # cos(x)
+    [1.       0.540302]
+    """
     def jvp(v):
         return _scale(1.0 / EPS, _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x))))
     return jvp

@@ -60,7 +60,12 @@ def unary_to_nary(unary_operator):
             def unary_f(x):
                 subargs = subvals(args, zip(argnum, x) if multi else [(argnum, x)])
                 return fun(*subargs, **kwargs)
-            x = tuple(args[i] for i in argnum) if multi else args[argnum]
+            try:
+                x = tuple(args[i] for i in argnum) if multi else args[argnum]
+            except IndexError:
+                from .differential_operators import _check_argnum
+                _check_argnum(args, argnum, get_name(unary_operator))
+                raise
             return unary_operator(unary_f, x, *nary_op_args, **nary_op_kwargs)
         return nary_f
     return nary_operator

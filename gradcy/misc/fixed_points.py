@@ -40,7 +40,41 @@ def _ensure_saved(n):
 
 
 def fixed_point(f, a, x0, distance, tol):
-    """Iterate x <- f(a)(x) from x0 until distance(x, x_previous) <= tol; return x."""
+    """The fixed point of ``f(a)``, differentiable with respect to ``a``.
+
+    Iterates ``x <- f(a)(x)`` from ``x0`` until ``distance(x, x_previous) <= tol``. The
+    iterations are not recorded: the derivatives come from the implicit function theorem at
+    the fixed point, themselves computed as fixed points, so they are differentiable in turn
+    (any order, forward and reverse mode).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(a)`` returns the function to iterate, ``x -> x_next``.
+    a : array, scalar, or tuple/list/dict of these
+        The parameters, differentiated.
+    x0 : array or scalar
+        The starting point (not differentiated).
+    distance : callable
+        ``distance(x_new, x_old)``, a float.
+    tol : float
+        The stopping tolerance.
+
+    Returns
+    -------
+    The fixed point ``x``.
+
+    Examples
+    --------
+    >>> from gradcy import grad
+    >>> from gradcy.misc import fixed_point
+    >>> def newton_sqrt(a):
+    ...     return lambda x: 0.5 * (x + a / x)
+    >>> def sqrt(a):
+    ...     return fixed_point(newton_sqrt, a, 1.0, lambda x, y: abs(x - y), 1e-10)
+    >>> print(round(sqrt(2.0), 8), round(grad(sqrt)(2.0), 8))     # d sqrt(a)/da = 1/(2 sqrt(a))
+    1.41421356 0.35355339
+    """
     leaves, unflatten = tree_flatten(a)
     _ensure_saved(len(leaves))
     return _fixed_point(x0, f, distance, tol, unflatten, *leaves)

@@ -80,9 +80,35 @@ def _build(spec, vec, pos):
 
 
 def flatten(value):
-    """(1-D array of every leaf of value, raveled in order, unflatten). unflatten(v) rebuilds
-    the structure from a vector v of the same length: each leaf a (possibly 0-d) array with
-    its original shape and dtype."""
+    """Flatten nested containers of arrays and scalars into one 1-D array.
+
+    Parameters
+    ----------
+    value : array, scalar, or tuple/list/dict of these (nested)
+        Dict entries are taken in sorted key order, so two dicts with the same keys flatten
+        alike whatever their insertion order.
+
+    Returns
+    -------
+    vector : ndarray
+        Every leaf raveled, in order, concatenated (traced if a leaf is traced).
+    unflatten : callable
+        ``unflatten(v)`` rebuilds the structure from a vector ``v`` of the same length: each
+        leaf an array (0-d for scalars) with its original shape and dtype. Both directions are
+        differentiable.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy.misc import flatten
+    >>> params = {"W": onp.ones((2, 2)), "b": onp.zeros(2)}
+    >>> vec, unflatten = flatten(params)
+    >>> print(vec)
+    [1. 1. 1. 1. 0. 0.]
+    >>> print(unflatten(2 * vec)["W"])
+    [[2. 2.]
+     [2. 2.]]
+    """
     leaves = []
     spec = _walk(value, leaves)
     size = sum(_leaf_sizes(spec))
@@ -112,8 +138,34 @@ def _leaf_sizes(spec):
 
 
 def flatten_func(func, example):
-    """(flat_func, unflatten, flat_example): flat_func(v, *args) is func on unflatten(v) with
-    its output flattened."""
+    """A function of nested containers as a function of one flat vector.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(value, *args)`` of a nested container ``value``.
+    example : nested container
+        A value with the structure ``func`` takes.
+
+    Returns
+    -------
+    flat_func : callable
+        ``flat_func(v, *args)`` is ``func(unflatten(v), *args)`` with its output flattened.
+    unflatten : callable
+        The inverse of flattening ``example``.
+    flat_example : ndarray
+        ``example`` flattened.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy.misc import flatten_func
+    >>> def f(p):
+    ...     return {"y": p["a"] * p["b"]}
+    >>> flat_f, unflatten, x0 = flatten_func(f, {"a": onp.ones(2), "b": 3.0})
+    >>> print(x0, flat_f(x0))
+    [1. 1. 3.] [3. 3.]
+    """
     flat_example, unflatten = flatten(example)
 
     def flat_func(v, *args):

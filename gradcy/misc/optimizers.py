@@ -15,7 +15,32 @@ __all__ = ["unflatten_optimizer", "sgd", "rmsprop", "adam"]
 
 
 def unflatten_optimizer(optimize):
-    """Lift an optimizer over flat 1-D vectors to nested containers of arrays."""
+    """Lift an optimizer over flat 1-D vectors to parameters in nested containers.
+
+    Parameters
+    ----------
+    optimize : callable
+        ``optimize(grad, x, callback, *args, **kwargs)`` over 1-D arrays.
+
+    Returns
+    -------
+    callable
+        The same optimizer taking ``x0`` (and giving ``grad`` and ``callback`` values) in any
+        nesting of tuples/lists/dicts of arrays and scalars.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> from gradcy.misc.optimizers import unflatten_optimizer
+    >>> @unflatten_optimizer
+    ... def descend(grad, x, callback=None, num_iters=100, step_size=0.1):
+    ...     for i in range(num_iters):
+    ...         x = x - step_size * grad(x, i)
+    ...     return x
+    >>> out = descend(lambda p, i: {"a": 2 * (p["a"] - 3.0)}, {"a": onp.zeros(2)})
+    >>> print(onp.round(out["a"], 3))
+    [3. 3.]
+    """
     @wraps(optimize)
     def nested(grad, x0, callback=None, *args, **kwargs):
         flat_x0, unflatten = flatten(x0)
@@ -33,7 +58,40 @@ def unflatten_optimizer(optimize):
 
 @unflatten_optimizer
 def sgd(grad, x, callback=None, num_iters=200, step_size=0.1, mass=0.9):
-    """Stochastic gradient descent with momentum: v <- mass v - (1 - mass) g; x <- x + step v."""
+    """Stochastic gradient descent with momentum.
+
+    The update is ``v <- mass * v - (1 - mass) * g; x <- x + step_size * v``.
+
+    Parameters
+    ----------
+    grad : callable
+        ``grad(x, i)``: the gradient at parameters ``x`` on iteration ``i``.
+    x0 : array, or tuple/list/dict of arrays and scalars
+        The initial parameters.
+    callback : callable, optional
+        ``callback(x, i, g)``, called before each update.
+    num_iters : int, optional
+        The number of updates.
+    step_size : float, optional
+        The learning rate.
+    mass : float, optional
+        The momentum.
+
+    Returns
+    -------
+    The final parameters, in the structure of ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.misc.optimizers import sgd
+    >>> target = onp.array([1.0, -2.0])
+    >>> objective = lambda x, i: np.sum((x - target) ** 2)
+    >>> print(onp.round(sgd(grad(objective), onp.zeros(2), num_iters=200), 3))
+    [ 1. -2.]
+    """
     velocity = np.zeros(len(x))
     for i in range(num_iters):
         g = grad(x, i)
@@ -46,7 +104,41 @@ def sgd(grad, x, callback=None, num_iters=200, step_size=0.1, mass=0.9):
 
 @unflatten_optimizer
 def rmsprop(grad, x, callback=None, num_iters=100, step_size=0.1, gamma=0.9, eps=10**-8):
-    """RMSProp: steps scaled by a running root-mean-square of the gradient (started at ones)."""
+    """RMSProp: steps scaled by a running root mean square of the gradient.
+
+    Parameters
+    ----------
+    grad : callable
+        ``grad(x, i)``: the gradient at parameters ``x`` on iteration ``i``.
+    x0 : array, or tuple/list/dict of arrays and scalars
+        The initial parameters.
+    callback : callable, optional
+        ``callback(x, i, g)``, called before each update.
+    num_iters : int, optional
+        The number of updates.
+    step_size : float, optional
+        The learning rate.
+    gamma : float, optional
+        The decay of the running mean of squared gradients (started at ones).
+    eps : float, optional
+        Added to the root mean square.
+
+    Returns
+    -------
+    The final parameters, in the structure of ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.misc.optimizers import rmsprop
+    >>> target = onp.array([1.0, -2.0])
+    >>> objective = lambda x, i: np.sum((x - target) ** 2)
+    >>> x = rmsprop(grad(objective), onp.zeros(2), step_size=0.01, num_iters=500)
+    >>> print(onp.round(x, 2))
+    [ 1. -2.]
+    """
     avg_sq_grad = np.ones(len(x))
     for i in range(num_iters):
         g = grad(x, i)
@@ -59,7 +151,42 @@ def rmsprop(grad, x, callback=None, num_iters=100, step_size=0.1, gamma=0.9, eps
 
 @unflatten_optimizer
 def adam(grad, x, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.999, eps=10**-8):
-    """Adam (Kingma and Ba, 2015): bias-corrected running moments of the gradient."""
+    """Adam (Kingma and Ba, 2015): steps from bias-corrected running moments of the gradient.
+
+    Parameters
+    ----------
+    grad : callable
+        ``grad(x, i)``: the gradient at parameters ``x`` on iteration ``i``.
+    x0 : array, or tuple/list/dict of arrays and scalars
+        The initial parameters.
+    callback : callable, optional
+        ``callback(x, i, g)``, called before each update.
+    num_iters : int, optional
+        The number of updates.
+    step_size : float, optional
+        The learning rate.
+    b1, b2 : float, optional
+        The decays of the first and second moment estimates.
+    eps : float, optional
+        Added to the root of the second moment.
+
+    Returns
+    -------
+    The final parameters, in the structure of ``x0``.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.misc.optimizers import adam
+    >>> target = {"w": onp.array([1.0, -2.0]), "b": 0.5}
+    >>> def objective(p, i):
+    ...     return np.sum((p["w"] - target["w"]) ** 2) + (p["b"] - target["b"]) ** 2
+    >>> p = adam(grad(objective), {"w": onp.zeros(2), "b": 0.0}, step_size=0.1, num_iters=300)
+    >>> print(onp.round(p["w"], 3), onp.round(p["b"], 3))
+    [ 1. -2.] 0.5
+    """
     m = np.zeros(len(x))
     v = np.zeros(len(x))
     for i in range(num_iters):

@@ -140,8 +140,43 @@ def const_graph_unary(fun):
 
 
 def const_graph(fun, *args, **kwargs):
-    """fun with args and kwargs bound (functools.partial), recorded at the first call and
-    replayed on the positional arguments of later calls."""
+    """Record ``fun``'s operations at the first call and replay them on later calls.
+
+    The first call runs ``fun`` on a recording tape and keeps the straight-line program of its
+    primitive calls that depend on the arguments; later calls run that program on their
+    arguments as plain NumPy calls, without tracing or dispatch. As in autograd, Python control
+    flow is frozen at the first call: branches taken, loop counts, random draws and every value
+    that does not depend on the arguments are the first call's. A function that writes into
+    arrays (``buf[i] = v``) cannot be replayed and raises.
+
+    Parameters
+    ----------
+    fun : callable
+        The function; it may compute a gradient (``const_graph(grad(loss))`` records the
+        forward and the backward pass).
+    *args, **kwargs
+        Bound to ``fun`` first (as ``functools.partial``).
+
+    Returns
+    -------
+    callable
+        ``fast_fun(*xs)``: ``fun(*args, *xs, **kwargs)``, recorded at its first call.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> from gradcy.misc import const_graph
+    >>> def loss(x):
+    ...     return np.sum(np.tanh(x) ** 2)
+    >>> fast_grad = const_graph(grad(loss))
+    >>> print(fast_grad(onp.array([0.0, 1.0])))               # recorded
+    [0.         0.63970001]
+    >>> y = onp.array([1.0, 2.0])
+    >>> bool(np.allclose(fast_grad(y), grad(loss)(y)))          # replayed
+    True
+    """
     partial_fun = partial(fun, *args, **kwargs)
     cached = const_graph_unary(lambda xs: partial_fun(*xs))
 
