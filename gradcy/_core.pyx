@@ -537,9 +537,12 @@ cdef class Primitive:
             # at this level (a failing list argument is converted by the outermost __call__)
             if not kwargs:
                 kwargs = None
-                ans = _run_body(self if mixed else self.fun, uargs, NULL)
+            if mixed:       # the outer trace records it (its own _record runs the body)
+                ans = self._dispatch(uargs, kwargs)
+            elif kwargs is None:
+                ans = _run_body(self.fun, uargs, NULL)
             else:
-                ans = _run_body(self if mixed else self.fun, uargs, <PyObject*>kwargs)
+                ans = _run_body(self.fun, uargs, <PyObject*>kwargs)
             if not self.traced:
                 return ans
             # the function ran Python code: the tape may have been released or started its

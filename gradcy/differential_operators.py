@@ -501,7 +501,8 @@ def value_and_grad(fun, argnum=0):
 
 
 def grad(fun, argnum=0):
-    """Returns a function which computes the gradient of a scalar-valued function.
+    """
+    Returns a function which computes the gradient of a scalar-valued function.
 
     Parameters
     ----------
