@@ -142,7 +142,11 @@ class _Guard:
         self.phase = phase
 
     def stop(self):
+        # checked here too, so a run shorter than one poll period is still judged
+        breach = self._breach()
         self.phase = None
+        if breach is not None:
+            self._report(breach)
 
     def _breach(self):
         phase = self.phase
@@ -163,17 +167,20 @@ class _Guard:
         while True:
             time.sleep(self.poll)
             breach = self._breach()
-            if breach is None:
-                continue
-            phase, reason = breach
-            if phase == "tracemalloc" and self.partial is not None:
-                res = dict(self.partial)
-                res["notes"] = list(res["notes"]) + [f"tracemalloc peak not measured: {reason}"]
-            else:
-                res = dict(self.out, status="n/a", reason=reason)
-            sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
-            sys.stdout.flush()
-            os._exit(0)
+            if breach is not None:
+                self._report(breach)
+
+    def _report(self, breach):
+        """Write the result of a run stopped by `breach` and exit the process."""
+        phase, reason = breach
+        if phase == "tracemalloc" and self.partial is not None:
+            res = dict(self.partial)
+            res["notes"] = list(res["notes"]) + [f"tracemalloc peak not measured: {reason}"]
+        else:
+            res = dict(self.out, status="n/a", reason=reason)
+        sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def _check_memnet_hand(data, p):
