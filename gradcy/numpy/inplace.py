@@ -739,7 +739,9 @@ def _temporary_target(box):
     result can be a new value. Holders: the caller's stack, our caller's argument, this
     argument, getrefcount's. The caller's instruction must be an augmented operator (not an
     explicit t.__iadd__(v) call, which writes nothing back)."""
-    if sys.getrefcount(box) > 4:
+    # 4 holders where a call moves its argument (3.11+); one more where the caller's stack
+    # keeps it through the call (3.10): _CALL_REFS measures that
+    if sys.getrefcount(box) > 4 + (_CALL_REFS - 1):
         return False
     frame = sys._getframe(2)     # _box_iop is called from Box.__iop__ (C, no frame)
     code, i = frame.f_code.co_code, frame.f_lasti
