@@ -118,6 +118,7 @@ cdef extern from *:
     Py_ssize_t* gradcy_running_bodies_ptr() noexcept
 
 import threading as _threading
+from types import MethodType as _MethodType
 _active = _threading.local()
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
 
@@ -184,6 +185,42 @@ cdef dict _EMPTY = {}           # the kwargs of a call that had none (never muta
 cdef dict _box_methods = {}      # name -> callable(box, *args, **kw): Box operators and methods
 cdef dict _ufunc_map = {}        # numpy ufunc -> gradcy function (for __array_ufunc__)
 cdef dict _function_map = {}     # numpy function -> gradcy function (for __array_function__)
+
+
+# Box subclasses for value types of the user's own (Box.register): value type -> subclass,
+# and the subclass -> itself (a value of an outer differentiation traced again)
+cdef dict _box_type_of = {}
+cdef set _box_types = set()
+cdef Py_ssize_t _n_box_subtypes = 0    # 0 until a subclass is registered: exact-type checks suffice
+
+
+cdef inline bint _is_box(object a) noexcept:
+    """a is a Box or an instance of a registered Box subclass (the exact check first)."""
+    return type(a) is Box or (_n_box_subtypes != 0 and isinstance(a, Box))
+
+
+cdef int _register_box_type(object cls, object value_type) except -1:
+    global _n_box_subtypes
+    if not isinstance(value_type, type):
+        raise TypeError(f"{getattr(cls, '__name__', cls)}.register: value_type must be a class "
+                        f"(the type of the values to trace), got {value_type!r}")
+    if cls is Box:
+        return 0            # Box is the default for every type
+    if not (isinstance(cls, type) and issubclass(cls, Box)):
+        raise TypeError(f"register: {cls!r} is not a subclass of gradcy's Box")
+    if issubclass(value_type, (_np.ndarray, _np.generic, float, complex, int, tuple, list, dict,
+                               Box)):
+        raise TypeError(
+            f"{cls.__name__}.register({value_type.__name__}): gradcy traces "
+            f"{value_type.__name__} values with its own Box, which a subclass cannot replace; "
+            f"register Box subclasses for value types of your own (a class of yours with a "
+            f"VSpace registered for it)")
+    _box_type_of[value_type] = cls
+    _box_type_of[cls] = cls
+    if cls not in _box_types:
+        _box_types.add(cls)
+        _n_box_subtypes += 1
+    return 0
 
 
 def register_box_method(str name, fn):
@@ -396,7 +433,7 @@ cdef class Primitive:
         cdef bint mixed = False
         for i in range(n):
             a = <object>PyTuple_GET_ITEM(args, i)
-            if type(a) is Box:
+            if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
                     _raise_escaped(self.name, i)
@@ -418,7 +455,7 @@ cdef class Primitive:
                 n > self.out_arg or "out" in kwargs or "copy" in kwargs):
             return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
         for v in kwargs.values():
-            if type(v) is Box:
+            if _is_box(v):
                 _raise_keyword_box(self.name, kwargs)
         if top is None:
             return _run_body(self.fun, args, <PyObject*>kwargs)
@@ -463,6 +500,11 @@ cdef class Primitive:
 
     def __repr__(self):
         return f"<gradcy primitive {self.name}>"
+
+    def __get__(self, obj, objtype):
+        """A primitive that is a class attribute binds to instances as a function would
+        (``class F: __call__ = primitive(...)``: ``f(x)`` calls it with ``(f, x)``)."""
+        return self if obj is None else _MethodType(self, obj)
 
     @property
     def __name__(self):
@@ -522,14 +564,14 @@ cdef class Primitive:
             uargs = PyTuple_New(n)
             for i in range(n):
                 a = <object>PyTuple_GET_ITEM(args, i)
-                if type(a) is Box and (<Box>a)._tape is top:
+                if _is_box(a) and (<Box>a)._tape is top:
                     if top.nodes[(<Box>a)._node].flags & NODE_STALE:
                         _raise_stale(self.name, i)
                     refs[nrefs].node = (<Box>a)._node
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
                     a = (<Box>a)._value
-                    if type(a) is Box:      # nested differentiation: an outer trace's value
+                    if _is_box(a):          # nested differentiation: an outer trace's value
                         mixed = True
                 Py_INCREF(a)
                 PyTuple_SET_ITEM(uargs, i, a)
@@ -656,7 +698,7 @@ cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:
-    keys = [k for k, v in kwargs.items() if type(v) is Box]
+    keys = [k for k, v in kwargs.items() if isinstance(v, Box)]
     raise TypeError(f"{name}: traced value passed as keyword argument {keys[0]!r}; gradcy traces "
                     f"positional arguments only. Pass it positionally.")
 
@@ -1568,14 +1610,27 @@ cdef object _add_cotangents(object a, object b):
 # =============================================================================
 # The traced value
 # =============================================================================
-@cython.freelist(64)
-@cython.final
+@cython.freelist(64)   # (Cython uses the free list for exact Boxes only, not subclasses)
 @cython.no_gc   # a Box refers to its tape and a plain value; neither refers back to Boxes of it
 cdef class Box:
     """A value traced by a differentiation. Behaves like the ndarray it wraps: every operation
-    on it is a gradcy primitive. `_value` is the plain value (not traced)."""
+    on it is a gradcy primitive. `_value` is the plain value (not traced).
+
+    Values of a type of your own get a Box subclass of your own (as in autograd):
+    ``class MyBox(Box, MyType): ...; MyBox.register(MyType)`` makes every traced value whose
+    plain value is exactly a MyType a MyBox (primitives see through it like through a Box);
+    register a VSpace for MyType too (``MyVSpace.register(MyType)``)."""
 
     __array_priority__ = 1000.0
+    types = _box_types               # Box and its registered subclasses (autograd's Box.types)
+    type_mappings = _box_type_of     # value type -> Box subclass (autograd's Box.type_mappings)
+
+    @classmethod
+    def register(cls, value_type):
+        """Make the traced values whose plain value is exactly of type `value_type` instances
+        of this Box subclass. Box.register(t) (Box itself) changes nothing: Box is the default
+        for every type."""
+        _register_box_type(cls, value_type)
 
     def __cinit__(self):
         # a Box made by anything but make_box (Box.__new__ from Python) is a value of a
@@ -1816,12 +1871,19 @@ cdef void _raise_pow_mod(a, b, mod) except *:
 # for a plain array d as "setting an array element with a sequence".
 (<PyTypeObject*>Box).tp_as_sequence.sq_item = NULL
 PyType_Modified(<PyTypeObject*>Box)
+_box_types.add(Box)
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node):
     """The Box of node `node` of `tape`. Invariant of every Box: its tape is released, or its
     node is in the tape's arena (so a check of `released` guards every arena access)."""
-    cdef Box b = Box.__new__(Box)
+    cdef Box b
+    cdef PyObject* sub
+    if _n_box_subtypes and not cnp.PyArray_CheckExact(value):
+        sub = PyDict_GetItem(_box_type_of, type(value))
+        b = Box.__new__(Box) if sub is NULL else (<object>sub).__new__(<object>sub)
+    else:
+        b = Box.__new__(Box)
     b._value = value
     b._tape = tape
     b._node = node

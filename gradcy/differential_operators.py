@@ -86,9 +86,11 @@ def _is_float_leaf(x):
 
 
 def _check_leaf(x, fname, argnum):
-    value = x._value if type(x) is Box else x
-    while type(value) is Box:
+    value = x._value if isinstance(x, Box) else x
+    while isinstance(value, Box):
         value = value._value
+    if type(value) in _box_subclass_types():
+        return          # a type of the user's own, with a Box subclass and a VSpace
     if isinstance(value, (bool, _np.bool_)) or (
             isinstance(value, (int, _np.integer)) and not isinstance(value, bool)):
         raise TypeError(f"{fname}: argument {argnum} is an integer ({type(value).__name__}); "
@@ -104,6 +106,12 @@ def _check_leaf(x, fname, argnum):
                         f"float, complex, numpy array, or tuple/list/dict of these.")
 
 
+def _box_subclass_types():
+    """The value types registered with a Box subclass (Box.register) that have a VSpace."""
+    from .vspace import VSpace
+    return [t for t in Box.type_mappings if t in VSpace.mappings]
+
+
 def _zeros_like(x):
     if type(x) is Box:
         return _np.zeros(x.shape, x.dtype)
@@ -111,6 +119,8 @@ def _zeros_like(x):
         return _np.zeros(x.shape, x.dtype)
     if isinstance(x, _np.generic):
         return x.dtype.type(0)
+    if type(x) in _box_subclass_types():
+        return vspace(x).zeros()
     return type(x)(0)
 
 

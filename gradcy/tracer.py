@@ -142,25 +142,29 @@ def trace(start_node, fun, x):
 # Queries on traced values
 # =============================================================================
 def isbox(x):
-    """x is a traced value."""
-    return type(x) is Box
+    """x is a traced value (a Box, or an instance of a registered Box subclass)."""
+    return type(x) is Box or isinstance(x, Box)
 
 
 def getval(x):
     """The plain value under any number of tracing levels."""
-    while type(x) is Box:
+    while isinstance(x, Box):
         x = x._value
     return x
 
 
-box_types = {Box}
+box_types = Box.types       # Box and the subclasses registered with Box.register (one set)
 
 
 class _BoxTypeMappings(dict):
-    """value type -> the type of its traced values: Box, for every type gradcy can trace."""
+    """value type -> the type of its traced values: the Box subclass registered for it
+    (Box.register), else Box, for every type gradcy can trace."""
 
     def __missing__(self, value_type):
         from .vspace import VSpace
+        sub = Box.type_mappings.get(value_type)
+        if sub is not None:
+            return sub
         if value_type is Box or value_type in VSpace.mappings or issubclass(
                 value_type, (_np.ndarray, _np.inexact, tuple, list, dict)):
             return Box

@@ -36,8 +36,8 @@ def vspace(value):
     maker = VSpace.mappings.get(type(value))
     if maker is not None:
         return maker(value)
-    if type(value) is Box:
-        return vspace(_getval(value))
+    if isinstance(value, Box):           # (a registered Box subclass too)
+        return vspace(value._value)
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return NamedTupleVSpace(value)
     for base, maker in _BASE_MAKERS:
