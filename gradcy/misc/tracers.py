@@ -25,11 +25,18 @@ __all__ = ["const_graph", "const_graph_unary", "full_graph", "ConstGraphNode", "
            "Node", "trace", "toposort", "subvals", "wraps"]
 
 
+# programs longer than this are interpreted step by step instead of compiled (the compiled
+# function's code grows with the program: ~1 KB per step)
+_MAX_COMPILED_STEPS = 100_000
+
+
 class _Program:
     """A recorded straight-line program: steps (fun, args, links, kwargs, slot, drops), where
     links are (argument position, slot of its value) and drops are slots freed after the
-    step; the inputs fill slots 0..n_inputs-1."""
-    __slots__ = ("steps", "n_inputs", "n_slots", "out", "unflatten_in")
+    step; the inputs fill slots 0..n_inputs-1. `run(*inputs)` executes it: a Python function
+    compiled from the steps (one line `r3 = f1(r0, k2)` per step, as a hand-written program
+    would be), or the step interpreter for very long programs."""
+    __slots__ = ("steps", "n_inputs", "n_slots", "out", "run")
 
     def __call__(self, x):
         from ..differential_operators import tree_flatten
@@ -37,7 +44,10 @@ class _Program:
         if len(leaves) != self.n_inputs:
             raise ValueError(f"const_graph: recorded with {self.n_inputs} input values, called "
                              f"with {len(leaves)}")
-        vals = leaves + [None] * (self.n_slots - self.n_inputs)
+        return self.run(*leaves)
+
+    def _interpret(self, *leaves):
+        vals = list(leaves) + [None] * (self.n_slots - self.n_inputs)
         for fun, args, links, kwargs, slot, drops in self.steps:
             a = list(args)
             for pos, s in links:
@@ -46,6 +56,42 @@ class _Program:
             for s in drops:
                 vals[s] = None
         return vals[self.out]
+
+    def _compile(self):
+        """The program as one Python function of the inputs. Functions and constants are its
+        globals (never written into the source); values live in local registers, each freed
+        (reused or deleted) at the step that reads it last, as the interpreter frees slots."""
+        ns, names = {}, {}
+
+        def ref(obj):
+            name = names.get(id(obj))
+            if name is None:
+                name = names[id(obj)] = f"k{len(names)}"
+                ns[name] = obj
+            return name
+        reg = {s: f"a{s}" for s in range(self.n_inputs)}
+        free, n_regs = [], 0
+        lines = [f"def run({''.join(f'a{s}, ' for s in range(self.n_inputs))}):"]
+        for fun, args, links, kwargs, slot, drops in self.steps:
+            exprs = [ref(a) for a in args]
+            for pos, s in links:
+                exprs[pos] = reg[s]
+            if kwargs:
+                exprs.append(f"**{ref(kwargs)}")
+            freed = [reg.pop(s) for s in drops]
+            free.extend(freed)
+            if free:
+                out = free.pop()
+            else:
+                out, n_regs = f"r{n_regs}", n_regs + 1
+            lines.append(f" {out} = {ref(fun)}({', '.join(exprs)})")
+            dead = [r for r in freed if r != out]
+            if dead:
+                lines.append(f" del {', '.join(dead)}")
+            reg[slot] = out
+        lines.append(f" return {reg[self.out]}")
+        exec(compile("\n".join(lines), "<const_graph replay>", "exec"), ns)
+        return ns["run"]
 
 
 def _record(fun, x):
@@ -121,6 +167,7 @@ def _program(tape, out_node, slot_of, n_inputs):
     prog.n_inputs = n_inputs
     prog.n_slots = len(slot_of)
     prog.out = slot_of[out_node]
+    prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
     return prog
 
 
