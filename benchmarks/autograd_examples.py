@@ -3,14 +3,19 @@ alias of tests/autograd_alias), side by side: does each run, are its printed num
 arrays it leaves in its namespace equal, and how long each took.
 
     python benchmarks/autograd_examples.py [--examples NAME ...] [--timeout S] [--sdist FILE]
+                                           [--max-iters N]
 
 The examples come from autograd's sdist (pip download; or --sdist). Each runs as __main__ in
 a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, animation frames not
 rendered (plt.draw, plt.pause and draw_idle do nothing; savefig renders), and NumPy's global
 random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that download MNIST get a synthetic
 stand-in of the same shapes and dtypes (MNIST_STANDIN below, --mnist-n training images); the
-others need no data beyond the files shipped in the sdist. Prints a table:
-example, runs unchanged under gradcy, equal to autograd's run, time under autograd / gradcy.
+others need no data beyond the files shipped in the sdist. --max-iters N (for the long
+examples: deep_gaussian_process, fluidsim, gplvm, ode_net, mixture_variational_inference) caps
+every scipy.optimize.minimize at N iterations and every autograd.misc.optimizers run (adam,
+sgd, rmsprop) at N steps, under both libraries alike; the examples' code is unchanged.
+Prints a table: example, runs unchanged under gradcy, equal to autograd's run, time under
+autograd / gradcy.
 """
 import argparse
 import os
@@ -65,7 +70,30 @@ def _numeric_leaves(obj, prefix, out, depth=0):
             _numeric_leaves(v, f"{prefix}[{k!r}]", out, depth + 1)
 
 
-def worker(backend, path, outfile):
+def _cap_iterations(max_iters):
+    """Cap scipy.optimize.minimize's maxiter and the optimizers' num_iters at max_iters (the
+    examples import them after this runs, so they get the capped versions)."""
+    import functools
+
+    import scipy.optimize
+    minimize = scipy.optimize.minimize
+
+    @functools.wraps(minimize)
+    def capped_minimize(*args, **kwargs):
+        options = dict(kwargs.get("options") or {})
+        options["maxiter"] = min(options.get("maxiter", max_iters), max_iters)
+        kwargs["options"] = options
+        return minimize(*args, **kwargs)
+    scipy.optimize.minimize = capped_minimize
+    optimizers = sys.modules["autograd.misc.optimizers"]
+    for name in ("adam", "sgd", "rmsprop"):
+        def capped(*args, _run=getattr(optimizers, name), **kwargs):
+            kwargs["num_iters"] = min(kwargs.get("num_iters", max_iters), max_iters)
+            return _run(*args, **kwargs)
+        setattr(optimizers, name, functools.wraps(getattr(optimizers, name))(capped))
+
+
+def worker(backend, path, outfile, max_iters=None):
     import contextlib
     import io
     import runpy
@@ -87,6 +115,8 @@ def worker(backend, path, outfile):
               "autograd.misc.optimizers", "autograd.scipy.stats", "autograd.scipy.special",
               "autograd.scipy.integrate", "autograd.scipy.signal"):
         __import__(m)                          # imports are not part of the timing
+    if max_iters is not None:
+        _cap_iterations(int(max_iters))
     import random
 
     import numpy
@@ -141,7 +171,7 @@ def list_examples(examples_dir):
     return sorted(names)
 
 
-def run_one(backend, name, examples_dir, standins, timeout):
+def run_one(backend, name, examples_dir, standins, timeout, max_iters=None):
     scratch = tempfile.mkdtemp(prefix=f"ex-{backend}-")
     try:
         ex_copy = os.path.join(scratch, "examples")
@@ -152,8 +182,9 @@ def run_one(backend, name, examples_dir, standins, timeout):
                    MKL_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([standins, os.path.dirname(path), ex_copy]))
         try:
+            cap = [] if max_iters is None else ["--max-iters", str(max_iters)]
             subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", backend, path,
-                            out], cwd=os.path.dirname(path), env=env, timeout=timeout,
+                            out] + cap, cwd=os.path.dirname(path), env=env, timeout=timeout,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
         except subprocess.TimeoutExpired:
             return {"ok": False, "error": f"timeout after {timeout} s", "stdout": "",
@@ -221,9 +252,10 @@ def main():
     ap.add_argument("--mnist-n", type=int, default=600, help="stand-in MNIST training images")
     ap.add_argument("--rtol", type=float, default=1e-6, help="'equal' tolerance")
     ap.add_argument("--stdout-dir", help="save each run's printed output there")
+    ap.add_argument("--max-iters", type=int, help="cap optimizer iterations (both libraries)")
     args = ap.parse_args()
     if args.worker:
-        worker(*args.worker)
+        worker(*args.worker, max_iters=args.max_iters)
         return
     workdir = tempfile.mkdtemp(prefix="autograd-examples-")
     try:
@@ -235,14 +267,16 @@ def main():
         names = args.examples or list_examples(examples_dir)
         print(f"autograd {VERSION} examples, {time.strftime('%Y-%m-%d %H:%M')}, "
               f"{os.cpu_count()} CPUs, load {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
-              f"MNIST stand-in with {args.mnist_n} training images\n")
+              f"MNIST stand-in with {args.mnist_n} training images"
+              + ("" if args.max_iters is None else
+                 f"; optimizers capped at {args.max_iters} iterations") + "\n")
         print("| example | runs unchanged under gradcy | equal to autograd | autograd | gradcy "
               "| gradcy is faster by |")
         print("|---|---|---|---:|---:|---:|")
         summary = {"ran": 0, "equal": 0, "total": 0}
         for name in names:
-            a = run_one("autograd", name, examples_dir, standins, args.timeout)
-            g = run_one("gradcy", name, examples_dir, standins, args.timeout)
+            a = run_one("autograd", name, examples_dir, standins, args.timeout, args.max_iters)
+            g = run_one("gradcy", name, examples_dir, standins, args.timeout, args.max_iters)
             summary["total"] += 1
             if args.stdout_dir:
                 os.makedirs(args.stdout_dir, exist_ok=True)
