@@ -103,7 +103,9 @@ def _check_leaf(x, fname, argnum):
                             f"x.astype(float) instead.")
     elif not isinstance(value, (float, complex)):
         raise TypeError(f"{fname}: argument {argnum} is a {type(value).__name__}; expected a "
-                        f"float, complex, numpy array, or tuple/list/dict of these.")
+                        f"float, complex, numpy array, or tuple/list/dict of these (a type of "
+                        f"your own needs a Box subclass, MyBox.register(T), and a VSpace, "
+                        f"MyVSpace.register(T)).")
 
 
 def _box_subclass_types():

@@ -171,12 +171,23 @@ def test_register_on_non_box_class_raises():
         Box.register.__func__(Point, Point)
 
 
-def test_grad_wrt_unregistered_type_names_the_argument():
+def test_grad_wrt_unregistered_type_names_the_argument_and_the_fix():
     class Other:
         pass
 
-    with pytest.raises(TypeError, match="argument 0 is a Other"):
+    with pytest.raises(TypeError, match=r"argument 0 is a Other.*MyBox\.register\(T\)"):
         grad(lambda o: 1.0)(Other())
+
+
+def test_grad_wrt_type_with_a_box_but_no_vspace_raises():
+    class NoSpace:
+        pass
+
+    class NoSpaceBox(Box):
+        pass
+    NoSpaceBox.register(NoSpace)
+    with pytest.raises(TypeError, match=r"argument 1 is a NoSpace.*MyVSpace\.register\(T\)"):
+        grad(lambda x, o: x, argnum=1)(1.0, NoSpace())
 
 
 def test_vspace_of_traced_point():
