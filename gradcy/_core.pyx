@@ -21,8 +21,7 @@ from gradcy._tape import (
     Primitive, Tape, Box,
     _active, push_active, pop_active, active_tape,
     register_box_method, register_numpy_override,
-    set_out_hook, set_getitem_primitive, set_list_arg_hook, set_tangent_fixer,
-    set_unbroadcast_slow, set_write_primitive,
+    install_hooks,
     unbroadcast, transfer_box, is_box, box_value, box_tape, box_node, setitem_fast)
 from gradcy._fast import SCALAR_SEEDS, grad_fast
 from gradcy._write import write_into, untracked_sharers, view_index

@@ -199,23 +199,74 @@ cdef object _binop(str name, object a, object b):
     return fn(a, b)
 
 
+# =============================================================================
+# Hooks the operator layer installs (install_hooks); each is None until installed
+# =============================================================================
+cdef object _out_hook = None            # out(prim, args, kwargs): a call with an `out` argument
 cdef object _getitem_primitive = None   # x[idx] of a traced ndarray goes straight to it
-cdef object _out_hook = None   # hook(prim, args, kwargs): a call with an `out` argument
+cdef object _list_arg_hook = None       # list_arg(prim, args) -> new args or None
+cdef object _tangent_fixer = None       # tangent_fixer(t, ans) -> t as ans's shape and dtype
+cdef object _unbroadcast_slow = None    # unbroadcast(g, target): the general reduce and cast
+cdef object _write_primitive = None     # gradcy.numpy.setitem
+cdef object _before_write = None        # inplace._before_write(tape, info, region)
+cdef object _after_write = None         # inplace._after_write(tape, info, region)
+
+cdef tuple _HOOK_NAMES = ("out", "getitem", "list_arg", "tangent_fixer", "unbroadcast",
+                          "write", "before_write", "after_write")
 
 
-def set_out_hook(hook):
-    """The operator layer's handler of calls that pass `out` to a primitive whose function
-    has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of `copy`,
-    whose False writes into the argument): it writes into buffers the tape owns, or raises for
-    plain arrays, instead of letting the function write untraced numbers."""
-    global _out_hook
-    _out_hook = hook
+def install_hooks(**hooks):
+    """Install the operator layer's hooks into the engine, by name (None uninstalls one):
 
-
-def set_getitem_primitive(Primitive prim):
-    """The primitive Box.__getitem__ records when the traced value is a plain ndarray."""
-    global _getitem_primitive
-    _getitem_primitive = prim
+    - out: out(prim, args, kwargs), the handler of calls that pass `out` to a primitive whose
+      function has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of
+      `copy`, whose False writes into the argument): it writes into buffers the tape owns, or
+      raises for plain arrays, instead of letting the function write untraced numbers;
+    - getitem: the Primitive Box.__getitem__ records when the traced value is a plain ndarray;
+    - list_arg: list_arg(prim, args) -> new args or None, called when a primitive's raw
+      function refused a traced value inside a list argument (TracerArrayConversionError);
+    - tangent_fixer: tangent_fixer(t, ans), which broadcasts a tangent to its output's shape
+      and casts it to its dtype, used when the fast check fails;
+    - unbroadcast: unbroadcast(g, target), the general unbroadcast (reduce and cast), used by
+      unbroadcast() when the fast check fails;
+    - write, before_write, after_write (installed together): the write Primitive and the
+      hooks before_write(tape, info, region) / after_write(tape, info, region) that keep saved
+      values (before the write) and traced views (after it) consistent with a write that
+      overlaps them.
+    """
+    global _out_hook, _getitem_primitive, _list_arg_hook, _tangent_fixer, _unbroadcast_slow
+    global _write_primitive, _before_write, _after_write
+    for name, fn in hooks.items():
+        if name not in _HOOK_NAMES:
+            raise TypeError(f"install_hooks: unknown hook {name!r}; the hooks are "
+                            f"{', '.join(_HOOK_NAMES)}")
+        if fn is None:
+            continue
+        if name == "getitem" or name == "write":
+            if type(fn) is not Primitive:
+                raise TypeError(f"install_hooks: hook {name!r} is a gradcy Primitive, got "
+                                f"{type(fn).__name__}")
+        elif not callable(fn):
+            raise TypeError(f"install_hooks: hook {name!r} must be callable, got "
+                            f"{type(fn).__name__}")
+    given = [name for name in ("write", "before_write", "after_write") if name in hooks]
+    if given and len(given) != 3:
+        raise TypeError("install_hooks: the hooks write, before_write and after_write are "
+                        "installed together (all three in one call)")
+    if "out" in hooks:
+        _out_hook = hooks["out"]
+    if "getitem" in hooks:
+        _getitem_primitive = hooks["getitem"]
+    if "list_arg" in hooks:
+        _list_arg_hook = hooks["list_arg"]
+    if "tangent_fixer" in hooks:
+        _tangent_fixer = hooks["tangent_fixer"]
+    if "unbroadcast" in hooks:
+        _unbroadcast_slow = hooks["unbroadcast"]
+    if given:
+        _write_primitive = hooks["write"]
+        _before_write = hooks["before_write"]
+        _after_write = hooks["after_write"]
 
 
 cdef object _method(str name):
@@ -556,24 +607,6 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
-
-
-cdef object _tangent_fixer = None
-cdef object _list_arg_hook = None
-
-
-def set_list_arg_hook(fn):
-    """Install fn(prim, args) -> new args or None: called when a primitive's raw function
-    refused a traced value inside a list argument (TracerArrayConversionError)."""
-    global _list_arg_hook
-    _list_arg_hook = fn
-
-
-def set_tangent_fixer(fn):
-    """Install the operator layer's function that broadcasts a tangent to its output's shape
-    and casts it to its dtype, used when the fast check fails."""
-    global _tangent_fixer
-    _tangent_fixer = fn
 
 
 cdef inline object _match_tangent(object t, object ans):
@@ -1701,16 +1734,6 @@ cdef Tape _DETACHED = Tape()
 _DETACHED.release()
 
 
-cdef object _unbroadcast_slow = None
-
-
-def set_unbroadcast_slow(fn):
-    """Install the operator layer's general unbroadcast (reduce and cast), used by
-    unbroadcast() when the fast check fails."""
-    global _unbroadcast_slow
-    _unbroadcast_slow = fn
-
-
 def unbroadcast(g, target):
     """The cotangent g reduced to the shape and cast to the dtype of `target` (an array,
     ArrayMeta, traced value or scalar). The common case (already matching) is decided here."""
@@ -1825,20 +1848,6 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
 # recorded here; everything else (copy on first write, advanced indices, forward mode, nested
 # differentiation, errors) is gradcy/numpy/inplace.py's _box_setitem
 # =============================================================================
-cdef object _write_primitive = None     # gradcy.numpy.setitem
-cdef object _before_write = None        # inplace._before_write(tape, info, region)
-cdef object _after_write = None         # inplace._after_write(tape, info, region)
-
-
-def set_write_primitive(Primitive prim, before_write, after_write):
-    """Install the write primitive and the hooks that keep saved values (before the write) and
-    traced views (after it) consistent with a write that overlaps them."""
-    global _write_primitive, _before_write, _after_write
-    _write_primitive = prim
-    _before_write = before_write
-    _after_write = after_write
-
-
 def setitem_fast(Box box not None, idx, value):
     """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
     caller must (nothing was done)."""
