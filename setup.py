@@ -39,6 +39,7 @@ extensions = [
         ("gradcy._meta", "gradcy/_meta.pyx"),
         ("gradcy._cotangents", "gradcy/_cotangents.pyx"),
         ("gradcy._regions", "gradcy/_regions.pyx"),
+        ("gradcy._hold", "gradcy/_hold.pyx"),
         ("gradcy._tape", "gradcy/_tape.pyx"),
         ("gradcy._fast", "gradcy/_fast.pyx"),
         ("gradcy._write", "gradcy/_write.pyx"),

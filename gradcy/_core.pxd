@@ -5,6 +5,7 @@
 #   _meta.pxd       ArrayMeta (what a saved record keeps for a buffer it does not need)
 #   _cotangents.pxd SparseCotangent, adding cotangents
 #   _regions.pxd    regions of buffers, root buffers, OwnedBuffer
+#   _hold.pxd       the hold table (root buffer -> saved records holding it)
 #   _fast.pxd       grad's fast path
 #   _write.pxd      what the in-place write path asks about a tape
 # Cython code cimports from the part itself (from gradcy._tape cimport Tape, Box). This file

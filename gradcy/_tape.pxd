@@ -12,7 +12,7 @@
 #   sweep), or Tape._free_all() (release(), __dealloc__).
 # - Node.cotangent: Tape._take_cotangent() when the node's VJP consumes it, the end of
 #   backward(), or Tape._free_all().
-# - Tape.nodes, Tape.parents, Tape.holds (C arrays): Tape._free_all().
+# - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
 # - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
 #   `owned`; the rest with the Tape object.
 # - Box._value, Box._tape: with the Box (Box.__dealloc__ tells the tape its node lost its Box,
@@ -23,6 +23,7 @@ from libc.stdint cimport int32_t, uint8_t
 from cpython.object cimport PyObject
 
 from gradcy._cotangents cimport SparseCotangent
+from gradcy._hold cimport HoldTable
 
 # =============================================================================
 # Node flags
@@ -52,10 +53,6 @@ cdef struct Node:
     int32_t nparents         # number of traced arguments, i.e. ParentRefs
     int32_t nconsumers       # recorded nodes that read this value and are not dead
     uint8_t flags            # NODE_* bits
-
-cdef struct HoldEntry:
-    void* key                # address of a root ndarray held by saved records; NULL empty, 1 deleted
-    Py_ssize_t count         # saved records (of this tape) that hold it
 
 cdef struct ParentRef:
     Py_ssize_t node          # arena index of the parent node (always < the child's index)
@@ -100,10 +97,7 @@ cdef class Tape:
     cdef ParentRef* parents        # parent pool shared by all nodes
     cdef Py_ssize_t n_parents      # entries in use
     cdef Py_ssize_t cap_parents    # entries allocated
-    cdef HoldEntry* holds          # open-addressing table: root buffer -> saved records holding it
-    cdef Py_ssize_t hold_cap       # slots allocated (a power of two, or 0)
-    cdef Py_ssize_t hold_used      # slots ever filled since the last rehash (live + deleted)
-    cdef readonly Py_ssize_t hold_live  # root buffers held now (each counted once in saved_bytes)
+    cdef HoldTable holds           # root buffer -> saved records holding it (_hold.pxd)
     cdef readonly long long trace_id   # unique for the life of the process, never reused
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
@@ -125,7 +119,6 @@ cdef class Tape:
                             Py_ssize_t nbytes) except -1
     cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1
     cdef Py_ssize_t _hold(self, object a, int sign) except -1
-    cdef int _rehash(self, Py_ssize_t cap) except -1
     cdef int _release_saved(self, Py_ssize_t i) except -1
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)

@@ -11,13 +11,14 @@ Lifetimes (each owned reference has one release point):
   (a basic-index view whose cotangent went into its parent's slot, or one whose consumers'
   rules returned None) keeps its record until release().
 - Node.cotangent: released by _take_cotangent() when the node's VJP consumes it, or by release().
-- The arena and the hold table (Tape.holds): freed by release(), which __dealloc__ also runs.
+- The arena and the hold table (Tape.holds, _hold.pxd): freed by release(), which __dealloc__
+  also runs.
 - Tape.owned (the OwnedBuffer of each buffer the tape writes in place): dropped by release().
 """
 cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF, Py_XINCREF
-from cpython.mem cimport PyMem_Calloc, PyMem_Realloc, PyMem_Free
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject_Call
 from cpython.dict cimport PyDict_GetItem
@@ -50,6 +51,7 @@ from gradcy._regions cimport (OwnedBuffer, _root_key, _root_buffer, _region_hull
                               _layout_region, _is_basic_index)
 from gradcy._regions import regions_overlap
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
+from gradcy._hold cimport hold_update, hold_free
 
 
 # =============================================================================
@@ -691,15 +693,7 @@ cdef inline bint _exclusive_array(PyObject* p, Py_ssize_t refs) noexcept:
             and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>p))
 
 
-cdef void* _DELETED = <void*>1       # a hold-table slot whose buffer was let go
 cdef object _add_ufunc = _np.add
-
-
-cdef inline size_t _hash_ptr(void* p) noexcept:
-    cdef size_t h = <size_t>p
-    h ^= h >> 17
-    h *= <size_t>0x9E3779B97F4A7C15ULL
-    return h ^ (h >> 29)
 
 
 @cython.final
@@ -712,8 +706,8 @@ cdef class Tape:
         self.parents = NULL
         self.n_nodes = self.cap_nodes = 0
         self.n_parents = self.cap_parents = 0
-        self.holds = NULL
-        self.hold_cap = self.hold_used = self.hold_live = 0
+        self.holds.slots = NULL
+        self.holds.cap = self.holds.used = self.holds.live = 0
         self.trace_id = _next_trace_id
         _next_trace_id += 1
         self.released = False
@@ -742,6 +736,11 @@ cdef class Tape:
         return 0
 
     @property
+    def hold_live(self):
+        """Root buffers the tape's saved records hold now (each counted once in saved_bytes)."""
+        return self.holds.live
+
+    @property
     def capacity(self):
         """(nodes allocated, parent entries allocated) of the arena."""
         return (self.cap_nodes, self.cap_parents)
@@ -767,72 +766,9 @@ cdef class Tape:
 
     cdef Py_ssize_t _hold(self, object a, int sign) except -1:
         """One more (sign=+1) or one fewer (-1) saved record holding the root buffer of `a`;
-        returns its bytes when that changed whether the tape holds it at all, else 0. The
-        table is keyed by the root's address: a held root is alive (the record references
-        it), so its address cannot be reused while it is in the table."""
-        cdef object root = _root_buffer(a)
-        cdef void* key = <void*>root
-        cdef HoldEntry* e
-        cdef HoldEntry* free_slot = NULL
-        cdef size_t i, mask
-        if sign > 0 and (self.hold_used + 1) * 3 >= self.hold_cap * 2:
-            self._rehash(max(16, 4 * (self.hold_live + 1)))
-        if self.hold_cap == 0:
-            return 0
-        mask = <size_t>self.hold_cap - 1
-        i = _hash_ptr(key) & mask
-        while True:
-            e = &self.holds[i]
-            if e.key == NULL:
-                break
-            if e.key == key:
-                if sign > 0:
-                    e.count += 1
-                    return 0
-                e.count -= 1
-                if e.count > 0:
-                    return 0
-                e.key = _DELETED
-                self.hold_live -= 1
-                return cnp.PyArray_NBYTES(<cnp.ndarray>root)
-            if e.key == _DELETED and free_slot is NULL:
-                free_slot = e
-            i = (i + 1) & mask
-        if sign < 0:
-            return 0
-        if free_slot is not NULL:
-            e = free_slot
-        else:
-            self.hold_used += 1
-        e.key = key
-        e.count = 1
-        self.hold_live += 1
-        return cnp.PyArray_NBYTES(<cnp.ndarray>root)
-
-    cdef int _rehash(self, Py_ssize_t want) except -1:
-        """Move the live entries into a table of at least `want` slots (a power of two)."""
-        cdef Py_ssize_t cap = 16, k
-        cdef HoldEntry* old = self.holds
-        cdef Py_ssize_t old_cap = self.hold_cap
-        cdef HoldEntry* fresh
-        cdef size_t i, mask
-        while cap < want:
-            cap *= 2
-        fresh = <HoldEntry*>PyMem_Calloc(cap, sizeof(HoldEntry))
-        if fresh is NULL:
-            raise MemoryError()
-        mask = <size_t>cap - 1
-        for k in range(old_cap):
-            if old[k].key != NULL and old[k].key != _DELETED:
-                i = _hash_ptr(old[k].key) & mask
-                while fresh[i].key != NULL:
-                    i = (i + 1) & mask
-                fresh[i] = old[k]
-        self.holds = fresh
-        self.hold_cap = cap
-        self.hold_used = self.hold_live
-        PyMem_Free(old)
-        return 0
+        returns its bytes when that changed whether the tape holds it at all, else 0
+        (_hold.hold_update)."""
+        return hold_update(&self.holds, _root_buffer(a), sign)
 
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
                             object ans, tuple args, object kwargs,
@@ -1408,9 +1344,7 @@ cdef class Tape:
         self.n_parents = 0
         self.cap_nodes = 0
         self.cap_parents = 0
-        PyMem_Free(self.holds)
-        self.holds = NULL
-        self.hold_cap = self.hold_used = self.hold_live = 0
+        hold_free(&self.holds)
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None
