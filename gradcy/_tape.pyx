@@ -26,6 +26,8 @@ from cpython.long cimport PyLong_FromVoidPtr, PyLong_FromSsize_t
 from libc.stdint cimport int32_t, uint8_t, SIZE_MAX
 from libc.string cimport memset
 
+import threading as _threading
+
 import numpy as _np
 cimport numpy as cnp
 
@@ -94,7 +96,6 @@ cdef extern from *:
     Py_ssize_t gradcy_running_bodies
     Py_ssize_t* gradcy_running_bodies_ptr() noexcept
 
-import threading as _threading
 _active = _threading.local()
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
 
