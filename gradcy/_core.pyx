@@ -5,6 +5,7 @@ engine's parts, each a .pyx (implementation) with a .pxd (contract, lifetimes):
   recording), Box (the traced value), the active differentiation of each thread, the errors,
   the registries and hooks the operator layer fills, the core's own in-place write;
 - gradcy._counters: process-wide counters (stats, reset_peak);
+- gradcy._hold: the hold table of a tape (no Python API);
 - gradcy._meta: ArrayMeta, same_shape_dtype;
 - gradcy._cotangents: SparseCotangent;
 - gradcy._regions: regions of buffers, root buffers, basic indices, OwnedBuffer;

@@ -3,7 +3,7 @@
 # refer to one another (a Primitive records onto a Tape and returns a Box, a Box dispatches
 # Primitives and tells its Tape when it is dropped, the sweep calls the Primitives' rules), so
 # they are one module; the parts they use and that use nothing of them are modules below it
-# (_counters, _meta, _regions, _cotangents), the front-end helpers that only use them are
+# (_counters, _hold, _meta, _regions, _cotangents), the front-end helpers that only use them are
 # modules above it (_fast, _write).
 #
 # What this part owns, and where each owned reference is released:
