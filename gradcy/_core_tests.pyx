@@ -8,7 +8,7 @@ cotangents) so that tests can check the invariants of the arena.
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t
 
-from gradcy._core cimport (Tape, Node, ParentRef, Box, Primitive, NODE_LEAF, NODE_BOX_ALIVE,
+from gradcy._tape cimport (Tape, Node, ParentRef, Box, Primitive, NODE_LEAF, NODE_BOX_ALIVE,
                            NODE_PINNED, NODE_RELEASED, NODE_REACHABLE)
 
 cdef extern from "Python.h":

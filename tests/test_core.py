@@ -835,3 +835,14 @@ def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
         h = gradcy.hessian(lambda x: f(x))(x)
         assert h.shape == (3, 4, 3, 4)
     assert_counters_zero()
+
+
+def test_install_hooks_rejects_unknown_names_and_wrong_kinds():
+    with pytest.raises(TypeError, match=r"install_hooks: unknown hook 'outt'; the hooks are out, "):
+        _core.install_hooks(outt=print)
+    with pytest.raises(TypeError, match=r"hook 'getitem' is a gradcy Primitive, got builtin_function"):
+        _core.install_hooks(getitem=print)
+    with pytest.raises(TypeError, match=r"hook 'out' must be callable, got int"):
+        _core.install_hooks(out=3)
+    with pytest.raises(TypeError, match=r"write, before_write and after_write are installed together"):
+        _core.install_hooks(write=None)

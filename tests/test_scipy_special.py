@@ -13,7 +13,7 @@ import gradcy.numpy as np
 import gradcy.scipy.special as sp
 from gradcy import elementwise_grad, grad, make_jvp
 from gradcy._core import ArrayMeta, Box, MissingJVPError, MissingVJPError, Primitive, Tape
-from gradcy._core import set_tangent_fixer
+from gradcy._core import install_hooks
 from gradcy.numpy.vjp_util import match_tangent
 from vjp_harness import check, rand
 
@@ -216,14 +216,14 @@ def _widenings(fun, args):
     def fixer(t, ans):
         seen.append((onp.result_type(t), onp.result_type(ans)))
         return match_tangent(t, ans)
-    set_tangent_fixer(fixer)
+    install_hooks(tangent_fixer=fixer)
     try:
         for i, a in enumerate(args):
             y, t = make_jvp(fun, argnum=i)(*args)(onp.ones_like(a))
             assert onp.result_type(t) == onp.result_type(y), f"argument {i}"
             assert onp.shape(t) == onp.shape(y), f"argument {i}"
     finally:
-        set_tangent_fixer(match_tangent)
+        install_hooks(tangent_fixer=match_tangent)
     return [(t, a) for t, a in seen if t.itemsize > a.itemsize and a.kind == "f"]
 
 

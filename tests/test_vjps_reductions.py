@@ -8,7 +8,7 @@ import pytest
 
 import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
-from gradcy._core import ArrayMeta, Box, Tape, set_tangent_fixer
+from gradcy._core import ArrayMeta, Box, Tape, install_hooks
 from gradcy.numpy.vjp_util import match_tangent
 from gradcy.test_util import check_grads
 from vjp_harness import check as _harness_check, dtype_ok, raw_cotangent
@@ -60,11 +60,11 @@ def tangent_dtypes():
         if type(t) not in (float, complex) and not dtype_ok(t, onp.result_type(ans)):
             seen.append((onp.result_type(t), onp.result_type(ans)))
         return match_tangent(t, ans)
-    set_tangent_fixer(fixer)
+    install_hooks(tangent_fixer=fixer)
     try:
         yield seen
     finally:
-        set_tangent_fixer(match_tangent)
+        install_hooks(tangent_fixer=match_tangent)
 
 
 def raw_tangent(fun, args, i, v=None):
@@ -786,11 +786,11 @@ def container_tangents():
         if isinstance(ans, tuple):
             return tuple(None if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
         return match_tangent(t, ans)
-    set_tangent_fixer(fixer)
+    install_hooks(tangent_fixer=fixer)
     try:
         yield
     finally:
-        set_tangent_fixer(match_tangent)
+        install_hooks(tangent_fixer=match_tangent)
 
 
 @pytest.mark.parametrize("fwd", [False, True])

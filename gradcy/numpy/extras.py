@@ -53,7 +53,7 @@ def lists_as_arrays(prim, args):
     return tuple(new) if changed else None
 
 
-_core.set_list_arg_hook(lists_as_arrays)
+_core.install_hooks(list_arg=lists_as_arrays)
 
 
 def _has_box(items):

@@ -951,4 +951,4 @@ register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
 # buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
 # comes to _box_setitem
-_core.set_write_primitive(write, _before_write, _after_write)
+_core.install_hooks(write=write, before_write=_before_write, after_write=_after_write)

@@ -22,7 +22,7 @@ import types
 import numpy as _np
 
 from .._core import (Box, TracerArrayConversionError, register_box_method,
-                     register_numpy_override, set_getitem_primitive, set_out_hook)
+                     register_numpy_override, install_hooks)
 from ..registry import notrace_primitive, primitive
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
@@ -315,7 +315,7 @@ def _plain(a):
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
 _nan_to_num = globals()["nan_to_num"]
 _nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
-set_out_hook(_out_call)
+install_hooks(out=_out_call)
 
 # NumPy aliases that are the same object under two names (max/amax, round/around...) each got
 # their own primitive above; make each alias the primitive of its canonical name so every
@@ -688,7 +688,7 @@ def _register_methods():
     register_box_method("item", _method_item)
     register_box_method("astype", astype)
     register_box_method("__getitem__", _box_getitem)
-    set_getitem_primitive(getitem)
+    install_hooks(getitem=getitem)
     register_box_method("__setitem__", _box_setitem)
 
 

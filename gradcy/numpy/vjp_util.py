@@ -3,7 +3,7 @@ import math as _math
 
 import numpy as _onp
 
-from .._core import ArrayMeta, Box, set_tangent_fixer, set_unbroadcast_slow
+from .._core import ArrayMeta, Box, install_hooks
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import numpy_wrapper as anp
 
@@ -37,7 +37,7 @@ def _unbroadcast(g, target):
     return cast_like(g, dtype)
 
 
-set_unbroadcast_slow(_unbroadcast)
+install_hooks(unbroadcast=_unbroadcast)
 
 
 def cast_like(g, dtype):
@@ -99,4 +99,4 @@ def match_tangent(t, ans):
     return cast_like(t, dtype)
 
 
-set_tangent_fixer(match_tangent)
+install_hooks(tangent_fixer=match_tangent)

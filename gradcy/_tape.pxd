@@ -1,0 +1,146 @@
+# Contract of gradcy/_tape.pyx, the engine: the tape (an arena of typed nodes and the backward
+# sweep over it), the primitives that record onto it and the traced value (Box). These three
+# refer to one another (a Primitive records onto a Tape and returns a Box, a Box dispatches
+# Primitives and tells its Tape when it is dropped, the sweep calls the Primitives' rules), so
+# they are one module; the parts they use and that use nothing of them are modules below it
+# (_counters, _hold, _meta, _regions, _cotangents), the front-end helpers that only use them are
+# modules above it (_fast, _write).
+#
+# What this part owns, and where each owned reference is released:
+# - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
+#   the node's VJP ran in a consuming sweep, when the node dies or cannot reach the output of a
+#   sweep), or Tape._free_all() (release(), __dealloc__).
+# - Node.cotangent: Tape._take_cotangent() when the node's VJP consumes it, the end of
+#   backward(), or Tape._free_all().
+# - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
+# - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
+#   `owned`; the rest with the Tape object.
+# - Box._value, Box._tape: with the Box (Box.__dealloc__ tells the tape its node lost its Box,
+#   Tape._box_dropped()). A Box holds its Tape; a Tape never holds its Boxes.
+# - The module's hooks (installed by the operator layer) and registries: for the life of the
+#   process.
+from libc.stdint cimport int32_t, uint8_t
+from cpython.object cimport PyObject
+
+from gradcy._cotangents cimport SparseCotangent
+from gradcy._hold cimport HoldTable
+
+# =============================================================================
+# Node flags
+# =============================================================================
+cdef enum:
+    NODE_LEAF = 1         # an input of the differentiation: no primitive, no parents
+    NODE_BOX_ALIVE = 2    # the Box carrying this node's value still exists
+    NODE_PINNED = 4       # an output that a backward pass will start from: never dead
+    NODE_RELEASED = 8     # saved record released (VJP ran, node dead or unreachable)
+    NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
+    NODE_CONSTANT = 32    # no traced input reaches it (a buffer made by a constructor): no cotangent
+    NODE_STALE = 64       # a view whose memory a later write changed: using it raises
+
+
+# =============================================================================
+# Arena records
+# =============================================================================
+cdef struct Node:
+    PyObject* prim           # owned ref to the Primitive that made the value; NULL for a leaf
+    PyObject* saved_ans      # owned: the output, or its ArrayMeta if the VJP does not read it; NULL once released
+    PyObject* saved_args     # owned: tuple of arguments (unread buffers as ArrayMeta); NULL once released
+    PyObject* saved_kwargs   # owned: the call's keyword arguments, or None; NULL once released
+    PyObject* cotangent      # owned ref to the accumulated cotangent; NULL until one arrives
+    Py_ssize_t parent_start  # index of this node's first ParentRef in the tape's parent pool
+    Py_ssize_t saved_bytes   # bytes of buffers this node's record holds (shared buffers counted once)
+    Py_ssize_t cot_bytes     # bytes of the cotangent slot, as counted in the tape's totals
+    int32_t nparents         # number of traced arguments, i.e. ParentRefs
+    int32_t nconsumers       # recorded nodes that read this value and are not dead
+    uint8_t flags            # NODE_* bits
+
+cdef struct ParentRef:
+    Py_ssize_t node          # arena index of the parent node (always < the child's index)
+    int32_t argnum           # position of the parent among the primitive's positional arguments
+
+
+# =============================================================================
+# Extension types
+# =============================================================================
+cdef class Primitive:
+    cdef readonly object fun          # the raw function, called on unboxed values
+    cdef readonly str name            # qualified name used in error messages
+    cdef public dict vjpmakers        # argnum -> maker(ans, *args, **kw) -> vjp(g); None = zero
+    cdef public object vjp_argnums    # maker(argnums, ans, args, kwargs) -> vjp(g) -> tuple, or None
+    cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
+    cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
+    cdef public bint traced           # False: run on unboxed values, record nothing
+    cdef readonly bint save_ans       # the VJP reads the output value
+    cdef readonly bint save_all_args  # the VJP reads every argument
+    cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
+    cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
+    cdef public bint linear           # registered with def_linear (used by forward mode)
+    cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
+    cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
+    cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
+    cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
+    cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
+                                      # deprecated prim.defvjp / defgrad methods)
+
+    cdef object _dispatch(self, tuple args, dict kwargs)
+    cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
+    cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
+                     object kwargs)
+    cdef tuple _saved_args(self, tuple args, bint reuse)
+    cdef void _update_mask(self) noexcept
+
+
+cdef class Tape:
+    cdef Node* nodes               # the arena; node i's parents all have indices < i
+    cdef Py_ssize_t n_nodes        # nodes in use
+    cdef Py_ssize_t cap_nodes      # nodes allocated
+    cdef ParentRef* parents        # parent pool shared by all nodes
+    cdef Py_ssize_t n_parents      # entries in use
+    cdef Py_ssize_t cap_parents    # entries allocated
+    cdef HoldTable holds           # root buffer -> saved records holding it (_hold.pxd)
+    cdef readonly long long trace_id   # unique for the life of the process, never reused
+    cdef readonly bint released    # release() has run: every node and buffer is gone
+    cdef readonly bint sweeping    # a backward pass is running on this tape
+    cdef bint release_pending      # release() was called during the sweep: it runs when the sweep ends
+    cdef readonly bint forward     # forward mode: slots hold tangents, nothing is saved
+    cdef readonly Py_ssize_t saved_bytes       # bytes held by saved records now
+    cdef readonly Py_ssize_t peak_saved_bytes  # most saved bytes held at once
+    cdef readonly Py_ssize_t cotangent_bytes   # bytes held by cotangent slots now
+    cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
+    cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
+    cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
+    cdef public bint keep_args     # save every argument and the output in full (graph recording)
+    cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
+
+    cdef int _grow_nodes(self, Py_ssize_t need) except -1
+    cdef int _grow_parents(self, Py_ssize_t need) except -1
+    cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
+                            object ans, tuple args, object kwargs,
+                            Py_ssize_t nbytes) except -1
+    cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1
+    cdef Py_ssize_t _hold(self, object a, int sign) except -1
+    cdef int _release_saved(self, Py_ssize_t i) except -1
+    cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
+    cdef object _take_cotangent(self, Py_ssize_t i)
+    cdef object _view_slot(self, Py_ssize_t i, int depth)
+    cdef bint _add_into_parent_slot(self, Py_ssize_t i, object g) except -1
+    cdef Py_ssize_t _new_input(self, uint8_t flags, str caller) except -1
+    cdef int _accumulate(self, Py_ssize_t i, object g) except -1
+    cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1
+    cdef int _box_dropped(self, Py_ssize_t i) except -1
+    cdef int _kill(self, Py_ssize_t i) except -1
+    cdef int _mark_reachable(self, Py_ssize_t out) except -1
+    cdef int _notify(self, str event, Py_ssize_t i, object name) except -1
+    cdef int _free_all(self) noexcept
+    cdef int _owned_scan(self, Py_ssize_t node, object ans, tuple args) except -1
+    cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned)
+
+
+cdef class Box:
+    cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
+    cdef readonly Tape _tape       # the tape that recorded it
+    cdef readonly Py_ssize_t _node # its node index in the tape's arena
+    cdef object __weakref__        # an owned buffer's info refers to its Box weakly
+
+
+cdef Box make_box(object value, Tape tape, Py_ssize_t node)

@@ -1,0 +1,1924 @@
+"""The gradcy engine: primitive dispatch, the tape, the backward sweep, buffer lifetimes.
+
+Contract and field comments: _tape.pxd. This module knows nothing about which NumPy functions
+exist; the operator layer (gradcy/numpy, gradcy/extend.py) registers primitives, their VJPs and
+the Box methods onto it.
+
+Lifetimes (each owned reference has one release point):
+- Node.prim, Node.saved: released by _release_saved() right after the node's VJP ran in a
+  consuming sweep, when the node dies (its Box dropped and nothing consumed it), when the node
+  cannot reach the output of a sweep, or by release(). A node that never receives a cotangent
+  (a basic-index view whose cotangent went into its parent's slot, or one whose consumers'
+  rules returned None) keeps its record until release().
+- Node.cotangent: released by _take_cotangent() when the node's VJP consumes it, or by release().
+- The arena and the hold table (Tape.holds, _hold.pxd): freed by release(), which __dealloc__
+  also runs.
+- Tape.owned (the OwnedBuffer of each buffer the tape writes in place): dropped by release().
+"""
+cimport cython
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_DECREF, Py_XDECREF, Py_XINCREF
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.object cimport PyObject_Call
+from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_FromVoidPtr, PyLong_FromSsize_t
+from libc.stdint cimport int32_t, uint8_t, SIZE_MAX
+from libc.string cimport memset
+
+import threading as _threading
+from types import MethodType as _MethodType
+
+import numpy as _np
+cimport numpy as cnp
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    ctypedef struct PySequenceMethods:
+        void* sq_item
+    ctypedef struct PyTypeObject:
+        PySequenceMethods* tp_as_sequence
+    void PyType_Modified(PyTypeObject* t)
+    Py_ssize_t Py_REFCNT(PyObject* o)
+    object PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
+                               PyObject* kwnames)
+    object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
+
+
+
+from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
+                               _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
+from gradcy._meta cimport ArrayMeta, _same_shape_dtype
+from gradcy._regions cimport (OwnedBuffer, _root_key, _root_buffer, _region_hull,
+                              _layout_region, _is_basic_index)
+from gradcy._regions import regions_overlap
+from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
+from gradcy._hold cimport hold_update, hold_free
+
+
+# =============================================================================
+# Byte counts of a tape and of the process (_counters)
+# =============================================================================
+cdef inline void _count_bytes(Tape t, Py_ssize_t dsaved, Py_ssize_t dcot) noexcept:
+    global _saved_bytes, _peak_saved_bytes, _cotangent_bytes, _peak_bytes
+    t.saved_bytes += dsaved
+    t.cotangent_bytes += dcot
+    if t.saved_bytes > t.peak_saved_bytes:
+        t.peak_saved_bytes = t.saved_bytes
+    if t.saved_bytes + t.cotangent_bytes > t.peak_bytes:
+        t.peak_bytes = t.saved_bytes + t.cotangent_bytes
+    _saved_bytes += dsaved
+    _cotangent_bytes += dcot
+    if _saved_bytes > _peak_saved_bytes:
+        _peak_saved_bytes = _saved_bytes
+    if _saved_bytes + _cotangent_bytes > _peak_bytes:
+        _peak_bytes = _saved_bytes + _cotangent_bytes
+
+
+# =============================================================================
+# The innermost active differentiation of each thread (array constructors ask for it)
+# =============================================================================
+# A primitive's function runs on plain values: while it runs, the differentiations active
+# around the call are suspended (constructors inside it return plain arrays). The count of
+# primitive functions running in this thread is a C thread-local (one lookup and two
+# increments per call, and none while no differentiation is active in any thread); each stack
+# entry keeps the count at which it was pushed, and is the active differentiation only while
+# no primitive function started since is still running.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    static __declspec(thread) Py_ssize_t gradcy_running_bodies = 0;
+    #else
+    static __thread Py_ssize_t gradcy_running_bodies = 0;
+    #endif
+    static Py_ssize_t *gradcy_running_bodies_ptr(void) { return &gradcy_running_bodies; }
+    """
+    Py_ssize_t gradcy_running_bodies
+    Py_ssize_t* gradcy_running_bodies_ptr() noexcept
+
+_active = _threading.local()
+cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
+
+
+def push_active(Tape tape not None):
+    """Make `tape` this thread's innermost active differentiation."""
+    global _n_active
+    stack = getattr(_active, "stack", None)
+    if stack is None:
+        stack = _active.stack = []
+    stack.append((tape, gradcy_running_bodies))
+    _n_active += 1
+
+
+def pop_active(Tape tape not None):
+    """Remove the innermost entry of `tape` from this thread's active stack."""
+    global _n_active
+    stack = getattr(_active, "stack", None)
+    cdef Py_ssize_t k = len(stack) - 1 if stack else -1
+    while k >= 0:
+        if stack[k][0] is tape:
+            del stack[k]
+            _n_active -= 1
+            return
+        k -= 1
+    raise ValueError("pop_active: the tape is not active in this thread")
+
+
+def active_tape():
+    """This thread's innermost active reverse- or forward-mode tape, or None (also while a
+    primitive's function, called inside that differentiation, runs)."""
+    stack = getattr(_active, "stack", None)
+    if not stack:
+        return None
+    tape, bodies = stack[len(stack) - 1]
+    return tape if bodies >= gradcy_running_bodies else None
+
+
+# =============================================================================
+# Errors
+# =============================================================================
+class EscapedValueError(ValueError):
+    """A traced value was used after the differentiation that traced it had finished."""
+
+
+class MissingVJPError(NotImplementedError):
+    """A cotangent reached an argument for which no VJP is registered."""
+
+
+class TracerArrayConversionError(ValueError):
+    """A traced value was converted to a plain NumPy array (which would drop its gradient).
+    A ValueError, not a TypeError, because NumPy swallows TypeErrors from __array__ when
+    assigning into arrays and reports an unrelated message instead."""
+
+
+class MissingJVPError(NotImplementedError):
+    """A tangent reached an argument for which no JVP is registered."""
+
+
+# =============================================================================
+# Registries filled by the operator layer
+# =============================================================================
+cdef dict _EMPTY = {}           # the kwargs of a call that had none (never mutated)
+cdef dict _box_methods = {}      # name -> callable(box, *args, **kw): Box operators and methods
+cdef dict _ufunc_map = {}        # numpy ufunc -> gradcy function (for __array_ufunc__)
+cdef dict _function_map = {}     # numpy function -> gradcy function (for __array_function__)
+
+
+# Box subclasses for value types of the user's own (Box.register): value type -> subclass,
+# and the subclass -> itself (a value of an outer differentiation traced again)
+cdef dict _box_type_of = {}
+cdef set _box_types = set()
+cdef Py_ssize_t _n_box_subtypes = 0    # 0 until a subclass is registered: exact-type checks suffice
+
+
+cdef inline bint _is_box(object a) noexcept:
+    """a is a Box or an instance of a registered Box subclass (the exact check first)."""
+    return type(a) is Box or (_n_box_subtypes != 0 and isinstance(a, Box))
+
+
+cdef int _register_box_type(object cls, object value_type) except -1:
+    global _n_box_subtypes
+    if not isinstance(value_type, type):
+        raise TypeError(f"{getattr(cls, '__name__', cls)}.register: value_type must be a class "
+                        f"(the type of the values to trace), got {value_type!r}")
+    if cls is Box:
+        return 0            # Box is the default for every type
+    if not (isinstance(cls, type) and issubclass(cls, Box)):
+        raise TypeError(f"register: {cls!r} is not a subclass of gradcy's Box")
+    if issubclass(value_type, (_np.ndarray, _np.generic, float, complex, int, tuple, list, dict,
+                               Box)):
+        raise TypeError(
+            f"{cls.__name__}.register({value_type.__name__}): gradcy traces "
+            f"{value_type.__name__} values with its own Box, which a subclass cannot replace; "
+            f"register Box subclasses for value types of your own (a class of yours with a "
+            f"VSpace registered for it)")
+    _box_type_of[value_type] = cls
+    _box_type_of[cls] = cls
+    if cls not in _box_types:
+        _box_types.add(cls)
+        _n_box_subtypes += 1
+    return 0
+
+
+def register_box_method(str name, fn):
+    """Make `fn(box, ...)` the implementation of Box.<name> (operators included: 'add', 'radd',
+    '__getitem__', 'sum', ...)."""
+    _box_methods[name] = fn
+
+
+def register_numpy_override(numpy_fn, gradcy_fn):
+    """Route calls of a plain-numpy ufunc or function on Boxes to its gradcy counterpart."""
+    if isinstance(numpy_fn, _np.ufunc):
+        _ufunc_map[numpy_fn] = gradcy_fn
+    else:
+        _function_map[numpy_fn] = gradcy_fn
+
+
+cdef object _ndarray_array_ufunc = _np.ndarray.__array_ufunc__
+
+
+cdef bint _defers(object o):
+    """o is an array-like container of its own (xarray.DataArray, ...) that implements
+    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values)."""
+    cdef type t = type(o)
+    if t is Box or t is float or t is int or t is _np.ndarray or t is complex or t is bool:
+        return False
+    uf = getattr(t, "__array_ufunc__", None)
+    return uf is not None and uf is not _ndarray_array_ufunc and not issubclass(t, _np.ndarray)
+
+
+cdef object _binop(str name, object a, object b):
+    """Box operator `name` on (a, b): a registered primitive is dispatched directly; an
+    operand with an __array_ufunc__ of its own (not an ndarray) gets the operation instead."""
+    if (type(a) is not Box and _defers(a)) or (type(b) is not Box and _defers(b)):
+        return NotImplemented
+    fn = _method(name)
+    if type(fn) is Primitive:
+        return (<Primitive>fn)._dispatch((a, b), None)
+    return fn(a, b)
+
+
+# =============================================================================
+# Hooks the operator layer installs (install_hooks); each is None until installed
+# =============================================================================
+cdef object _out_hook = None            # out(prim, args, kwargs): a call with an `out` argument
+cdef object _getitem_primitive = None   # x[idx] of a traced ndarray goes straight to it
+cdef object _list_arg_hook = None       # list_arg(prim, args) -> new args or None
+cdef object _tangent_fixer = None       # tangent_fixer(t, ans) -> t as ans's shape and dtype
+cdef object _unbroadcast_slow = None    # unbroadcast(g, target): the general reduce and cast
+cdef object _write_primitive = None     # gradcy.numpy.setitem
+cdef object _before_write = None        # inplace._before_write(tape, info, region)
+cdef object _after_write = None         # inplace._after_write(tape, info, region)
+
+cdef tuple _HOOK_NAMES = ("out", "getitem", "list_arg", "tangent_fixer", "unbroadcast",
+                          "write", "before_write", "after_write")
+
+
+def install_hooks(**hooks):
+    """Install the operator layer's hooks into the engine, by name (None uninstalls one):
+
+    - out: out(prim, args, kwargs), the handler of calls that pass `out` to a primitive whose
+      function has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of
+      `copy`, whose False writes into the argument): it writes into buffers the tape owns, or
+      raises for plain arrays, instead of letting the function write untraced numbers;
+    - getitem: the Primitive Box.__getitem__ records when the traced value is a plain ndarray;
+    - list_arg: list_arg(prim, args) -> new args or None, called when a primitive's raw
+      function refused a traced value inside a list argument (TracerArrayConversionError);
+    - tangent_fixer: tangent_fixer(t, ans), which broadcasts a tangent to its output's shape
+      and casts it to its dtype, used when the fast check fails;
+    - unbroadcast: unbroadcast(g, target), the general unbroadcast (reduce and cast), used by
+      unbroadcast() when the fast check fails;
+    - write, before_write, after_write (installed together): the write Primitive and the
+      hooks before_write(tape, info, region) / after_write(tape, info, region) that keep saved
+      values (before the write) and traced views (after it) consistent with a write that
+      overlaps them.
+    """
+    global _out_hook, _getitem_primitive, _list_arg_hook, _tangent_fixer, _unbroadcast_slow
+    global _write_primitive, _before_write, _after_write
+    for name, fn in hooks.items():
+        if name not in _HOOK_NAMES:
+            raise TypeError(f"install_hooks: unknown hook {name!r}; the hooks are "
+                            f"{', '.join(_HOOK_NAMES)}")
+        if fn is None:
+            continue
+        if name == "getitem" or name == "write":
+            if type(fn) is not Primitive:
+                raise TypeError(f"install_hooks: hook {name!r} is a gradcy Primitive, got "
+                                f"{type(fn).__name__}")
+        elif not callable(fn):
+            raise TypeError(f"install_hooks: hook {name!r} must be callable, got "
+                            f"{type(fn).__name__}")
+    given = [name for name in ("write", "before_write", "after_write") if name in hooks]
+    if given and len(given) != 3:
+        raise TypeError("install_hooks: the hooks write, before_write and after_write are "
+                        "installed together (all three in one call)")
+    if "out" in hooks:
+        _out_hook = hooks["out"]
+    if "getitem" in hooks:
+        _getitem_primitive = hooks["getitem"]
+    if "list_arg" in hooks:
+        _list_arg_hook = hooks["list_arg"]
+    if "tangent_fixer" in hooks:
+        _tangent_fixer = hooks["tangent_fixer"]
+    if "unbroadcast" in hooks:
+        _unbroadcast_slow = hooks["unbroadcast"]
+    if given:
+        _write_primitive = hooks["write"]
+        _before_write = hooks["before_write"]
+        _after_write = hooks["after_write"]
+
+
+cdef object _method(str name):
+    try:
+        return _box_methods[name]
+    except KeyError:
+        raise TypeError(f"gradcy: traced values have no operation '{name}' registered; "
+                        f"import gradcy.numpy to register the NumPy operators") from None
+
+
+cdef ArrayMeta _last_meta = None
+
+
+cdef inline void _set_last_meta(ArrayMeta m) noexcept:
+    global _last_meta
+    _last_meta = m
+
+
+cdef object _meta_of(object v):
+    """What a saved record holds for a value it does not keep: metadata for buffers, the value
+    itself for small Python objects (ints, floats, None, strings, dtypes)."""
+    cdef ArrayMeta m
+    cdef int d, nd
+    cdef cnp.npy_intp* dims
+    cdef tuple shape
+    if cnp.PyArray_Check(v):
+        # built from the array struct directly: no attribute lookups on this hot path
+        nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
+        dims = cnp.PyArray_DIMS(<cnp.ndarray>v)
+        m = _last_meta
+        # ArrayMeta is immutable: consecutive values of one shape and dtype (a loop over
+        # same-shaped arrays) share one
+        if (m is not None and m.type is type(v)
+                and <PyObject*>m.dtype is <PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>v)
+                and PyTuple_GET_SIZE(m.shape) == nd):
+            for d in range(nd):
+                if <cnp.npy_intp>(<object>PyTuple_GET_ITEM(m.shape, d)) != dims[d]:
+                    break
+            else:
+                return m
+        shape = PyTuple_New(nd)
+        for d in range(nd):
+            dim = PyLong_FromSsize_t(dims[d])
+            Py_INCREF(dim)
+            PyTuple_SET_ITEM(shape, d, dim)
+        m = ArrayMeta.__new__(ArrayMeta)
+        m.shape = shape
+        m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
+        m.type = type(v)
+        _set_last_meta(m)
+        return m
+    if type(v) is Box:
+        inner = _meta_of((<Box>v)._value)
+        if type(inner) is ArrayMeta or type(inner) is tuple:
+            return inner
+        m = ArrayMeta.__new__(ArrayMeta)
+        m.shape = tuple(_np.shape(inner))
+        m.dtype = _np.result_type(inner)
+        m.type = type(inner)
+        return m
+    if isinstance(v, (tuple, list)):
+        return tuple([_meta_of(e) for e in v])
+    return v
+
+
+# =============================================================================
+# Primitive dispatch
+# =============================================================================
+cdef enum:
+    MAX_INLINE_PARENTS = 16
+
+
+@cython.final
+cdef class Primitive:
+    """A function the tape records as one node. Calls without a Box among the positional
+    arguments go straight to `fun`."""
+
+    def __cinit__(self, fun, name=None):
+        self.fun = fun
+        self.name = name if name is not None else getattr(fun, "__name__", repr(fun))
+        self.vjpmakers = {}
+        self.vjp_argnums = None
+        self.jvpmakers = {}
+        self.jvp_argnums = None
+        self.traced = True
+        self.save_ans = True
+        self.save_all_args = True
+        self.save_args = frozenset()
+        self.linear = False
+        self.direct = False
+        self.basic_view = False
+        self.out_arg = -1
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._dispatch(args, kwargs)
+        except TracerArrayConversionError:
+            # a list of traced values where the function takes an array (np.mean([a, b])):
+            # the operator layer's hook makes it one traced array, as NumPy would (asarray)
+            if _list_arg_hook is None:
+                raise
+            converted = _list_arg_hook(self, args)
+            if converted is None:
+                raise
+        return self._dispatch(converted, kwargs)
+
+    cdef object _dispatch(self, tuple args, dict kwargs):
+        """Run on plain values when no Box is among the positional arguments, else record."""
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(args)
+        cdef object a
+        cdef Tape top = None, t
+        cdef bint mixed = False
+        for i in range(n):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            if _is_box(a):
+                t = (<Box>a)._tape
+                if t.released:
+                    _raise_escaped(self.name, i)
+                if top is None:
+                    top = t
+                elif t is not top:
+                    mixed = True
+                    if t.trace_id > top.trace_id:
+                        top = t
+        if not kwargs:
+            if top is None:
+                if _n_active == 0:      # (_run_body's test, here: measurably faster inline)
+                    return PyObject_Call(self.fun, args, <object>NULL)
+                return _run_body(self.fun, args, NULL)
+            if self.out_arg >= 0 and n > self.out_arg and _out_hook is not None:
+                return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
+            return self._record(top, mixed, args, None)
+        if self.out_arg >= 0 and _out_hook is not None and (
+                n > self.out_arg or "out" in kwargs or "copy" in kwargs):
+            return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
+        for v in kwargs.values():
+            if _is_box(v):
+                _raise_keyword_box(self.name, kwargs)
+        if top is None:
+            return _run_body(self.fun, args, <PyObject*>kwargs)
+        return self._record(top, mixed, args, kwargs)
+
+    def set_saved(self, save):
+        """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
+        everything. Everything else is kept as ArrayMeta (shape and dtype only)."""
+        if save is None:
+            self.save_ans = True
+            self.save_all_args = True
+            self.save_args = frozenset()
+            self.save_mask = 0
+            return
+        save = tuple(save)
+        for s in save:
+            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
+                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
+                                 f"positions (non-negative ints), got {s!r}")
+        self.save_ans = "ans" in save
+        self.save_all_args = "args" in save
+        self.save_args = frozenset(s for s in save if isinstance(s, int))
+        self._update_mask()
+
+    cdef void _update_mask(self) noexcept:
+        cdef unsigned long long mask = 0
+        for a in self.save_args:
+            if a < 64:
+                mask |= (<unsigned long long>1) << <int>a
+        self.save_mask = mask
+
+    @property
+    def saved_spec(self):
+        """What this primitive's saved record keeps: a tuple of 'ans', 'args' or positions."""
+        spec = []
+        if self.save_ans:
+            spec.append("ans")
+        if self.save_all_args:
+            spec.append("args")
+        spec.extend(sorted(self.save_args))
+        return tuple(spec)
+
+    def __repr__(self):
+        return f"<gradcy primitive {self.name}>"
+
+    def __get__(self, obj, objtype):
+        """A primitive that is a class attribute binds to instances as a function would
+        (``class F: __call__ = primitive(...)``: ``f(x)`` calls it with ``(f, x)``)."""
+        return self if obj is None else _MethodType(self, obj)
+
+    @property
+    def __name__(self):
+        return self.fun.__name__ if hasattr(self.fun, "__name__") else self.name
+
+    @property
+    def __doc__(self):
+        return getattr(self.fun, "__doc__", None)
+
+    @property
+    def __signature__(self):
+        """The signature of the raw function (None when it has none, e.g. a ufunc)."""
+        import inspect
+        try:
+            return inspect.signature(self.fun)
+        except (TypeError, ValueError):
+            return None
+
+    cdef tuple _saved_args(self, tuple args, bint reuse):
+        """The arguments as the VJPs will see them: values they do not read replaced by their
+        metadata. With reuse, `args` (which nothing else references) is filled in place."""
+        cdef Py_ssize_t i, n
+        cdef tuple out
+        cdef object v
+        if self.save_all_args:
+            return args
+        n = PyTuple_GET_SIZE(args)
+        out = args if reuse else PyTuple_New(n)
+        for i in range(n):
+            v = <object>PyTuple_GET_ITEM(args, i)
+            if not ((i < 64 and (self.save_mask >> i) & 1) or (i >= 64 and i in self.save_args)):
+                v = _meta_of(v)
+            elif out is args:
+                continue
+            Py_INCREF(v)
+            if out is args:
+                Py_XDECREF(PyTuple_GET_ITEM(out, i))
+            PyTuple_SET_ITEM(out, i, v)
+        return out
+
+    cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs):
+        cdef Py_ssize_t i, n = PyTuple_GET_SIZE(args)
+        cdef ParentRef inline_refs[MAX_INLINE_PARENTS]
+        cdef ParentRef* refs = inline_refs
+        cdef int32_t nrefs = 0
+        cdef object a, ans
+        cdef tuple uargs, sargs
+        cdef Py_ssize_t node
+        if top.sweeping:
+            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
+                               f"while that same differentiation's backward pass runs (in one "
+                               f"of its VJPs, or in another thread), when nothing can be "
+                               f"recorded onto it. Use its values before its function returns.")
+        if n > MAX_INLINE_PARENTS:
+            refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
+        try:
+            uargs = PyTuple_New(n)
+            for i in range(n):
+                a = <object>PyTuple_GET_ITEM(args, i)
+                if _is_box(a) and (<Box>a)._tape is top:
+                    if top.nodes[(<Box>a)._node].flags & NODE_STALE:
+                        _raise_stale(self.name, i)
+                    refs[nrefs].node = (<Box>a)._node
+                    refs[nrefs].argnum = <int32_t>i
+                    nrefs += 1
+                    a = (<Box>a)._value
+                    if _is_box(a):          # nested differentiation: an outer trace's value
+                        mixed = True
+                Py_INCREF(a)
+                PyTuple_SET_ITEM(uargs, i, a)
+            # nested differentiation (mixed): the outer trace records the call; no list hook
+            # at this level (a failing list argument is converted by the outermost __call__)
+            if not kwargs:
+                kwargs = None
+            if mixed:       # the outer trace records it (its own _record runs the body)
+                ans = self._dispatch(uargs, kwargs)
+            elif kwargs is None:
+                ans = _run_body(self.fun, uargs, NULL)
+            else:
+                ans = _run_body(self.fun, uargs, <PyObject*>kwargs)
+            if not self.traced:
+                return ans
+            # the function ran Python code: the tape may have been released or started its
+            # sweep meanwhile (by the function itself, or by another thread)
+            if top.released or top.sweeping:
+                _raise_moved_on(self.name, top)
+            if top.forward:
+                tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
+                if tangent is not None:
+                    tangent = _match_tangent(tangent, ans)
+                if top.released or top.sweeping:
+                    _raise_moved_on(self.name, top)
+                node = top._append(self, refs, nrefs, None, (), None, 0)
+                if tangent is not None and not top.released:    # (an observer may release it)
+                    top._set_cotangent(node, tangent)
+                box = make_box(ans, top, node)
+                if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
+                    _note_if_view(top, node, ans, args, self is _write_primitive)
+                return box
+            if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
+                ans_s, sargs = ans, uargs
+            else:
+                ans_s = ans if self.save_ans else _meta_of(ans)
+                # the call may have kept the argument tuple (a Python function's *args): reuse
+                # it for the saved record only if this frame holds the sole reference
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+            del uargs
+            if top.released or top.sweeping:
+                _raise_moved_on(self.name, top)
+            node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
+                               top._account(ans_s, sargs, 1))
+            if top.owned:
+                top._owned_scan(node, ans_s, sargs)
+        finally:
+            if refs is not inline_refs:
+                PyMem_Free(refs)
+        box = make_box(ans, top, node)
+        if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
+            _note_if_view(top, node, ans, args, self is _write_primitive)
+        return box
+
+    cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
+                     object kwargs):
+        """The output tangent: the sum of each traced argument's JVP rule applied to the
+        argument's tangent (held in its node's slot); None when every tangent is zero."""
+        cdef int32_t k
+        cdef PyObject* g
+        cdef PyObject* rule
+        cdef object total = None
+        if kwargs is None:
+            kwargs = _EMPTY
+        if self.jvp_argnums is not None:
+            argnums, gs = [], []
+            for k in range(nrefs):
+                g = top.nodes[refs[k].node].cotangent
+                if g is not NULL:
+                    argnums.append(refs[k].argnum)
+                    gs.append(<object>g)
+            if not gs:
+                return None
+            return self.jvp_argnums(tuple(argnums), tuple(gs), ans, uargs, kwargs)
+        for k in range(nrefs):
+            if top.released:            # a rule released it: the caller raises
+                return None
+            g = top.nodes[refs[k].node].cotangent
+            if g is NULL:
+                continue
+            rule = PyDict_GetItem(self.jvpmakers, refs[k].argnum)
+            if rule is NULL:
+                raise MissingJVPError(
+                    f"{self.name} has no JVP for argument {refs[k].argnum}; register one with "
+                    f"gradcy.extend.defjvp")
+            if <object>rule is None:
+                continue
+            t = PyObject_Call(<object>rule, (<object>g, ans) + uargs, kwargs)
+            if t is None:
+                continue
+            total = t if total is None else _add_cotangents(total, t)
+        return total
+
+
+cdef inline object _match_tangent(object t, object ans):
+    if _same_shape_dtype(t, ans) or _tangent_fixer is None:
+        return t
+    return _tangent_fixer(t, ans)
+
+
+cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
+    raise ValueError(
+        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
+        f"was taken, so its values changed under it. Take the view again after the write, or "
+        f"copy it before writing (v = buf[...].copy()).")
+
+
+cdef void _raise_keyword_box(str name, dict kwargs) except *:
+    keys = [k for k, v in kwargs.items() if isinstance(v, Box)]
+    raise TypeError(f"{name}: traced value passed as keyword argument {keys[0]!r}; gradcy traces "
+                    f"positional arguments only. Pass it positionally.")
+
+
+cdef inline object _run_body(object fun, tuple args, PyObject* kwargs):
+    """fun(*args, **kwargs) (kwargs may be NULL) with this thread's active differentiations
+    suspended: a primitive's function runs on plain values."""
+    if _n_active == 0:          # no differentiation is active: nothing to suspend
+        return _call_kw_ptr(fun, args, kwargs)
+    cdef Py_ssize_t* bodies = gradcy_running_bodies_ptr()
+    bodies[0] += 1
+    try:
+        return _call_kw_ptr(fun, args, kwargs)
+    finally:
+        bodies[0] -= 1
+
+
+cdef void _raise_moved_on(str name, Tape top) except *:
+    if top.released:
+        raise EscapedValueError(
+            f"{name}: the differentiation that traced its arguments was released while {name} "
+            f"ran (its function released the VJP from make_vjp, or the grad that traced them "
+            f"returned in another thread), so its result cannot be recorded. Release the VJP "
+            f"after the call, or compute on plain values (box._value).")
+    raise RuntimeError(
+        f"{name}: the backward pass of the differentiation that traced its arguments started "
+        f"while {name} ran (in another thread), so its result cannot be recorded. Finish every "
+        f"operation on a differentiation's values before its function returns.")
+
+
+cdef void _raise_escaped(str name, Py_ssize_t argpos) except *:
+    raise EscapedValueError(
+        f"{name}: argument {argpos} is a traced value from a differentiation that has already "
+        f"finished (its tape was released). A value escaped grad/make_vjp, e.g. through a global "
+        f"or a closure; use its plain value instead (box._value) or compute it inside the "
+        f"differentiated function.")
+
+
+# =============================================================================
+# The tape
+# =============================================================================
+cdef Py_ssize_t _grow_to(Py_ssize_t cap, Py_ssize_t need) noexcept:
+    if cap < 16:
+        cap = 16
+    while cap < need:
+        cap *= 2
+    return cap
+
+
+cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? NULL:
+    """Grow (or allocate) an array; raises MemoryError. Never frees: that is release()'s job."""
+    if count <= 0 or <size_t>count > SIZE_MAX // itemsize:
+        raise MemoryError(f"could not allocate {count} x {itemsize} bytes")
+    cdef void* q = PyMem_Realloc(p, count * itemsize)
+    if q is NULL:
+        raise MemoryError(f"could not allocate {count * itemsize} bytes")
+    return q
+
+
+cdef inline bint _exclusive_array(PyObject* p, Py_ssize_t refs) noexcept:
+    """p is an exact, writable ndarray that owns its memory and has exactly `refs` references
+    (the slot's, plus the caller's locals): the engine may add into it in place."""
+    return (cnp.PyArray_CheckExact(<object>p) and Py_REFCNT(p) == refs
+            and cnp.PyArray_BASE(<cnp.ndarray>p) is NULL
+            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>p))
+
+
+cdef object _add_ufunc = _np.add
+
+
+@cython.final
+cdef class Tape:
+    """One differentiation's record: an arena of Node structs in topological order."""
+
+    def __cinit__(self, bint forward=False):
+        global _next_trace_id, _live_tapes
+        self.nodes = NULL
+        self.parents = NULL
+        self.n_nodes = self.cap_nodes = 0
+        self.n_parents = self.cap_parents = 0
+        self.holds.slots = NULL
+        self.holds.cap = self.holds.used = self.holds.live = 0
+        self.trace_id = _next_trace_id
+        _next_trace_id += 1
+        self.released = False
+        self.sweeping = False
+        self.forward = forward
+        self.observer = None
+        self.keep_args = False
+        self.owned = {}
+        _live_tapes += 1
+
+    def __dealloc__(self):
+        self._free_all()
+
+    # ---- growth ---------------------------------------------------------------------------
+    cdef int _grow_nodes(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap = _grow_to(self.cap_nodes, need)
+        self.nodes = <Node*>_realloc_checked(self.nodes, cap, sizeof(Node))
+        memset(&self.nodes[self.cap_nodes], 0, (cap - self.cap_nodes) * sizeof(Node))
+        self.cap_nodes = cap
+        return 0
+
+    cdef int _grow_parents(self, Py_ssize_t need) except -1:
+        cdef Py_ssize_t cap = _grow_to(self.cap_parents, need)
+        self.parents = <ParentRef*>_realloc_checked(self.parents, cap, sizeof(ParentRef))
+        self.cap_parents = cap
+        return 0
+
+    @property
+    def hold_live(self):
+        """Root buffers the tape's saved records hold now (each counted once in saved_bytes)."""
+        return self.holds.live
+
+    @property
+    def capacity(self):
+        """(nodes allocated, parent entries allocated) of the arena."""
+        return (self.cap_nodes, self.cap_parents)
+
+    def __len__(self):
+        return self.n_nodes
+
+    # ---- recording ------------------------------------------------------------------------
+    cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1:
+        """Count (sign=+1) or uncount (sign=-1) the buffers of a saved record; returns the
+        bytes that changed hands. A buffer already held by this tape counts once: the tape
+        keeps one holder count per root buffer (the ndarray that owns the memory)."""
+        cdef Py_ssize_t total = 0, i, n
+        cdef object v
+        if cnp.PyArray_Check(ans):
+            total += self._hold(ans, sign)
+        n = PyTuple_GET_SIZE(args)
+        for i in range(n):
+            v = <object>PyTuple_GET_ITEM(args, i)
+            if cnp.PyArray_Check(v):
+                total += self._hold(v, sign)
+        return total
+
+    cdef Py_ssize_t _hold(self, object a, int sign) except -1:
+        """One more (sign=+1) or one fewer (-1) saved record holding the root buffer of `a`;
+        returns its bytes when that changed whether the tape holds it at all, else 0
+        (_hold.hold_update)."""
+        return hold_update(&self.holds, _root_buffer(a), sign)
+
+    cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
+                            object ans, tuple args, object kwargs,
+                            Py_ssize_t nbytes) except -1:
+        global _live_nodes
+        cdef Py_ssize_t i = self.n_nodes, k
+        cdef Node* node
+        if self.released:
+            raise EscapedValueError("Tape: recording onto a released tape")
+        if i >= self.cap_nodes:
+            self._grow_nodes(i + 1)
+        if self.n_parents + nrefs > self.cap_parents:
+            self._grow_parents(self.n_parents + nrefs)
+        node = &self.nodes[i]
+        node.prim = <PyObject*>prim
+        Py_XINCREF(node.prim)
+        node.saved_ans = <PyObject*>ans
+        Py_INCREF(ans)
+        node.saved_args = <PyObject*>args
+        Py_INCREF(args)
+        node.saved_kwargs = <PyObject*>kwargs
+        Py_INCREF(kwargs)
+        node.cotangent = NULL
+        node.parent_start = self.n_parents
+        node.nparents = nrefs
+        node.nconsumers = 0
+        node.saved_bytes = nbytes
+        node.cot_bytes = 0
+        node.flags = NODE_CONSTANT if nrefs > 0 else 0
+        for k in range(nrefs):
+            self.parents[self.n_parents + k] = refs[k]
+            self.nodes[refs[k].node].nconsumers += 1
+            if not (self.nodes[refs[k].node].flags & NODE_CONSTANT):
+                node.flags = 0
+        self.n_parents += nrefs
+        self.n_nodes = i + 1
+        self.live_nodes += 1
+        _live_nodes += 1
+        _count_bytes(self, nbytes, 0)
+        if self.observer is not None:
+            self._notify("forward", i, prim.name)
+        return i
+
+    cdef Py_ssize_t _new_input(self, uint8_t flags, str caller) except -1:
+        """Append a node with no primitive and no parents (a leaf or a constant)."""
+        global _live_nodes
+        if self.released:
+            raise EscapedValueError(f"Tape.{caller}: this tape has been released")
+        cdef Py_ssize_t i = self.n_nodes
+        if i >= self.cap_nodes:
+            self._grow_nodes(i + 1)
+        memset(&self.nodes[i], 0, sizeof(Node))
+        self.nodes[i].parent_start = self.n_parents
+        self.nodes[i].flags = flags
+        self.n_nodes = i + 1
+        self.live_nodes += 1
+        _live_nodes += 1
+        return i
+
+    def new_leaf(self, value, tangent=None):
+        """Append an input node for `value` and return its Box. On a forward-mode tape,
+        `tangent` is the input's tangent."""
+        if tangent is not None and not self.forward:
+            raise ValueError("Tape.new_leaf: a tangent is given only on a forward-mode tape")
+        cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
+        if tangent is not None:
+            self._set_cotangent(i, tangent)
+        return make_box(value, self, i)
+
+    def new_constant(self, value):
+        """Append a node for a constant `value` (a buffer an array constructor made during this
+        differentiation) and return its Box. No cotangent is ever computed for it."""
+        return make_box(value, self, self._new_input(NODE_CONSTANT, "new_constant"))
+
+    def register_owned(self, root, OwnedBuffer info not None):
+        """Record that this tape owns ndarray `root` (it may write into it in place)."""
+        self.owned[PyLong_FromVoidPtr(<void*>root)] = info
+
+    def owned_info(self, array):
+        """The info registered for the buffer that owns `array`'s memory, or None."""
+        if not cnp.PyArray_Check(array) or not self.owned:
+            return None
+        return self.owned.get(_root_key(array))
+
+    def node_flags(self, Py_ssize_t i):
+        """(released, box_alive, constant, stale) of node i."""
+        _check_node(self, i, "node_flags")
+        cdef uint8_t f = self.nodes[i].flags
+        return (bool(f & NODE_RELEASED), bool(f & NODE_BOX_ALIVE), bool(f & NODE_CONSTANT),
+                bool(f & NODE_STALE))
+
+    def mark_stale(self, Py_ssize_t i):
+        """Node i's value is a view whose memory was overwritten: using it raises."""
+        _check_node(self, i, "mark_stale")
+        self.nodes[i].flags |= NODE_STALE
+
+    def is_constant(self, Box box not None):
+        _check_box(self, box, "is_constant")
+        return bool(self.nodes[box._node].flags & NODE_CONSTANT)
+
+    def saved_value(self, Py_ssize_t i, Py_ssize_t position):
+        """Node i's saved argument `position` (-1: the saved output); None after release."""
+        if i < 0 or i >= self.n_nodes or self.nodes[i].saved_args is NULL:
+            return None
+        if position < 0:
+            return <object>self.nodes[i].saved_ans
+        args = <tuple>self.nodes[i].saved_args
+        return args[position] if position < PyTuple_GET_SIZE(args) else None
+
+    def replace_saved(self, Py_ssize_t i, Py_ssize_t position, value):
+        """Put `value` (a preserved copy) in place of node i's saved argument `position`
+        (-1: the saved output), keeping the byte counts exact."""
+        _check_node(self, i, "replace_saved")
+        cdef Node* node = &self.nodes[i]
+        if node.saved_args is NULL:
+            return
+        old_ans, old_args = <object>node.saved_ans, <object>node.saved_args
+        if position < 0:
+            new_ans, new_args = value, old_args
+        else:
+            if position >= PyTuple_GET_SIZE(old_args):
+                raise IndexError(f"Tape.replace_saved: node {i} saved {len(old_args)} "
+                                 f"arguments, not {position + 1}")
+            lst = list(old_args)
+            lst[position] = value
+            new_ans, new_args = old_ans, tuple(lst)
+        gained = self._account(new_ans, new_args, 1)
+        freed = self._account(old_ans, old_args, -1)
+        Py_INCREF(new_ans)
+        Py_INCREF(new_args)
+        node = &self.nodes[i]
+        node.saved_ans = <PyObject*>new_ans
+        node.saved_args = <PyObject*>new_args
+        node.saved_bytes += gained - freed
+        _count_bytes(self, gained - freed, 0)
+        Py_DECREF(old_ans)
+        Py_DECREF(old_args)
+
+    cdef int _owned_scan(self, Py_ssize_t node, object ans, tuple args) except -1:
+        """Tell the owned-buffer hook about saved arrays whose memory belongs to an owned
+        buffer (a later write into it must not change what this node's VJP will read)."""
+        cdef Py_ssize_t k
+        cdef PyObject* info
+        if cnp.PyArray_Check(ans):
+            info = PyDict_GetItem(self.owned, _root_key(ans))
+            if info is not NULL:
+                _owned_note(self, <object>info, False, node, ans, -1)
+        for k in range(PyTuple_GET_SIZE(args)):
+            v = <object>PyTuple_GET_ITEM(args, k)
+            if cnp.PyArray_Check(v):
+                info = PyDict_GetItem(self.owned, _root_key(v))
+                if info is not NULL:
+                    _owned_note(self, <object>info, False, node, v, k)
+        return 0
+
+    def tangent(self, Box box not None):
+        """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
+        if box._tape is not self or self.released:
+            raise ValueError("Tape.tangent: the value belongs to another or a released tape")
+        c = self.nodes[box._node].cotangent
+        return None if c is NULL else <object>c
+
+    # ---- lifetimes ------------------------------------------------------------------------
+    cdef int _release_saved(self, Py_ssize_t i) except -1:
+        """Drop node i's primitive and saved record (idempotent)."""
+        global _live_nodes
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* ans = node.saved_ans
+        cdef PyObject* args = node.saved_args
+        cdef PyObject* kwargs = node.saved_kwargs
+        cdef PyObject* prim = node.prim
+        cdef Py_ssize_t freed = 0
+        if node.flags & NODE_RELEASED:
+            return 0
+        node.flags |= NODE_RELEASED
+        node.saved_ans = node.saved_args = node.saved_kwargs = node.prim = NULL
+        node.saved_bytes = 0
+        self.live_nodes -= 1
+        _live_nodes -= 1
+        if args is not NULL:
+            freed = self._account(<object>ans, <object>args, -1)
+        _count_bytes(self, -freed, 0)
+        # the struct is consistent before any Python code (a __del__) can run
+        name = (<Primitive>prim).name if prim is not NULL and self.observer is not None else None
+        Py_XDECREF(ans)
+        Py_XDECREF(args)
+        Py_XDECREF(kwargs)
+        Py_XDECREF(prim)
+        if self.observer is not None:
+            self._notify("release", i, name)
+        return 0
+
+    cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1:
+        cdef Node* node = &self.nodes[i]
+        cdef Py_ssize_t nb = cnp.PyArray_NBYTES(<cnp.ndarray>g) if cnp.PyArray_Check(g) else 0
+        cdef PyObject* old = node.cotangent
+        cdef Py_ssize_t oldnb = node.cot_bytes
+        Py_INCREF(g)
+        node.cotangent = <PyObject*>g
+        node.cot_bytes = nb
+        _count_bytes(self, 0, nb - oldnb)
+        Py_XDECREF(old)
+        return 0
+
+    cdef object _take_cotangent(self, Py_ssize_t i):
+        """Remove node i's cotangent from its slot and hand the reference to the caller."""
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* c = node.cotangent
+        if c is NULL:
+            return None
+        g = <object>c          # new reference for the caller
+        node.cotangent = NULL
+        _count_bytes(self, 0, -node.cot_bytes)
+        node.cot_bytes = 0
+        Py_XDECREF(c)          # the slot's reference
+        return g
+
+    cdef object _view_slot(self, Py_ssize_t i, int depth):
+        """For node i = A[idx] (a basic-index view, no slot of its own): the region of A's
+        cotangent slot that node i's cotangent would be added into, as a writable view, when
+        that slot is an engine-owned ndarray nothing else references (or, recursively, the
+        region of A's own view slot). None when any condition fails: then node i keeps a
+        slot of its own as usual. Adding into this view instead of a slot of node i's own
+        is what a hand-written gradient does (dP = dM[:, :n]; dP += ...): no buffer per view,
+        and node i's VJP never runs."""
+        cdef Node* node = &self.nodes[i]
+        cdef Py_ssize_t p
+        cdef PyObject* pc
+        cdef object base, view
+        if (depth > 8 or node.prim is NULL or not (<Primitive>node.prim).basic_view
+                or node.nparents != 1 or self.parents[node.parent_start].argnum != 0
+                or node.saved_args is NULL or PyTuple_GET_SIZE(<object>node.saved_args) < 2):
+            return None
+        idx = <object>PyTuple_GET_ITEM(<object>node.saved_args, 1)
+        if not _is_basic_index(idx):
+            return None
+        p = self.parents[node.parent_start].node
+        pc = self.nodes[p].cotangent
+        if pc is NULL:
+            base = self._view_slot(p, depth + 1)
+            if base is None:
+                return None
+        elif _exclusive_array(pc, 1):
+            base = <object>pc
+        else:
+            return None
+        view = base[idx]
+        if not cnp.PyArray_CheckExact(view) or cnp.PyArray_BASE(<cnp.ndarray>view) is NULL:
+            return None
+        return view
+
+    cdef bint _add_into_parent_slot(self, Py_ssize_t i, object g) except -1:
+        """Node i (slot empty) is a basic-index view: add its cotangent g (dense, or sparse
+        within the view) straight into the region of the parent's slot (_view_slot) and
+        return True; False (nothing done) when g's dtype or shape differs from the region's,
+        or when the view cannot forward."""
+        cdef Node* node = &self.nodes[i]
+        if node.prim is NULL or not (<Primitive>node.prim).basic_view:
+            return False
+        if type(g) is SparseCotangent:
+            sg = <SparseCotangent>g
+            if cnp.PyArray_Check(sg.values) and (<object>sg.values).dtype != sg.dtype:
+                return False
+            view = self._view_slot(i, 0)
+            if (view is None or cnp.PyArray_TYPE(<cnp.ndarray>view) != sg.dtype.num
+                    or (<object>view).shape != sg.shape):
+                return False
+            sg.add_into(view)
+            return True
+        if not cnp.PyArray_CheckExact(g):
+            return False
+        view = self._view_slot(i, 0)
+        if (view is None
+                or cnp.PyArray_TYPE(<cnp.ndarray>view) != cnp.PyArray_TYPE(<cnp.ndarray>g)
+                or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>view, <cnp.ndarray>g)):
+            return False
+        _add_ufunc(view, g, view)
+        return True
+
+    cdef int _accumulate(self, Py_ssize_t i, object g) except -1:
+        """Add cotangent g into node i's slot: in place only when the slot holds an ndarray
+        the engine alone references, that owns its memory, with g's shape and dtype."""
+        cdef Node* node = &self.nodes[i]
+        cdef PyObject* cur = node.cotangent
+        if g is None:
+            return 0
+        if type(g) is SparseCotangent:
+            return self._accumulate_sparse(i, <SparseCotangent>g)
+        if cur is NULL:
+            if self._add_into_parent_slot(i, g):
+                return 0
+            return self._set_cotangent(i, g)
+        c = <object>cur
+        if type(c) is SparseCotangent:
+            c = (<SparseCotangent>c).dense()
+            if cnp.PyArray_CheckExact(g) and (<object>g).shape == c.shape:
+                _np.add(c, g, out=c, casting="unsafe")
+                return self._set_cotangent(i, c)
+            return self._set_cotangent(i, c + g)
+        if (_exclusive_array(cur, 2)             # the slot and `c`
+                and cnp.PyArray_CheckExact(g)
+                and cnp.PyArray_TYPE(<cnp.ndarray>c) == cnp.PyArray_TYPE(<cnp.ndarray>g)
+                and cnp.PyArray_SAMESHAPE(<cnp.ndarray>c, <cnp.ndarray>g)):
+            _add_ufunc(c, g, c)               # out positionally: no keyword parsing
+            return 0
+        total = _add_cotangents(c, g)
+        return self._set_cotangent(i, total)
+
+    cdef int _accumulate_sparse(self, Py_ssize_t i, SparseCotangent g) except -1:
+        """Add a sparse cotangent: into the slot's array in place when the engine alone holds
+        it (O(size of g)), else into a fresh dense copy."""
+        cdef PyObject* cur = self.nodes[i].cotangent
+        if cur is NULL:
+            if self._add_into_parent_slot(i, g):
+                return 0
+            return self._set_cotangent(i, g)      # stays sparse until it is read
+        c = <object>cur
+        if type(c) is SparseCotangent:
+            dense = (<SparseCotangent>c).dense()
+            g.add_into(dense)
+            return self._set_cotangent(i, dense)
+        if _exclusive_array(cur, 2):              # the slot and `c`
+            g.add_into(c)
+            return 0
+        if type(c) is Box:
+            return self._set_cotangent(i, c + g.dense())
+        dense = _np.array(c, dtype=g.dtype, copy=True, order="C")   # contiguous: later slot adds are fast
+        g.add_into(dense)
+        return self._set_cotangent(i, dense)
+
+    cdef int _box_dropped(self, Py_ssize_t i) except -1:
+        if self.released or i >= self.n_nodes:
+            return 0
+        self.nodes[i].flags &= ~NODE_BOX_ALIVE
+        if self.forward:
+            # a tangent is read only when a primitive is applied to its Box
+            if not (self.nodes[i].flags & NODE_PINNED):
+                self._take_cotangent(i)
+                # (dropping the tangent ran Python code, which may have released the tape)
+                if not self.released and not (self.nodes[i].flags & NODE_LEAF):
+                    self._release_saved(i)
+            return 0
+        if self.nodes[i].nconsumers == 0 and not (self.nodes[i].flags & (NODE_PINNED | NODE_LEAF)):
+            self._kill(i)
+        return 0
+
+    cdef int _kill(self, Py_ssize_t i) except -1:
+        """Node i can never receive a cotangent (no Box, no consumer, not an output): release
+        it, then every ancestor left in the same state."""
+        cdef list work = [i]
+        cdef Py_ssize_t j, k, p
+        cdef Node* node
+        while work:
+            j = work.pop()
+            if self.nodes[j].flags & NODE_RELEASED:
+                continue
+            self._release_saved(j)
+            if self.released:       # a __del__ run by the release released the tape
+                return 0
+            node = &self.nodes[j]
+            for k in range(node.nparents):
+                p = self.parents[node.parent_start + k].node
+                self.nodes[p].nconsumers -= 1
+                if (self.nodes[p].nconsumers == 0
+                        and not (self.nodes[p].flags & (NODE_BOX_ALIVE | NODE_PINNED | NODE_LEAF))):
+                    work.append(p)
+            node.nparents = 0
+        return 0
+
+    cdef int _mark_reachable(self, Py_ssize_t out) except -1:
+        cdef Py_ssize_t i, k
+        cdef Node* node
+        for i in range(out + 1):
+            self.nodes[i].flags &= ~NODE_REACHABLE
+        self.nodes[out].flags |= NODE_REACHABLE
+        i = out
+        while i >= 0:
+            node = &self.nodes[i]
+            if node.flags & NODE_REACHABLE:
+                for k in range(node.nparents):
+                    self.nodes[self.parents[node.parent_start + k].node].flags |= NODE_REACHABLE
+            i -= 1
+        return 0
+
+    cdef int _notify(self, str event, Py_ssize_t i, object name) except -1:
+        self.observer(event, i, name, self.saved_bytes, self.cotangent_bytes)
+        return 0
+
+    def pin(self, Box box not None):
+        """Mark the node of `box` (a value of this tape) as an output a backward pass starts
+        from; returns its index."""
+        _check_box(self, box, "pin")
+        self.nodes[box._node].flags |= NODE_PINNED
+        return box._node
+
+    # ---- the backward sweep -----------------------------------------------------------------
+    def backward(self, Py_ssize_t out, g, bint consume=True, leaves=None):
+        """Propagate cotangent g from node `out` down the arena.
+
+        Nodes that cannot reach `out` release their saved records first. With consume=True
+        every node's saved record is released right after its VJP has run (the tape cannot be
+        swept again); otherwise they stay for another sweep. Cotangents are always released
+        as soon as they are consumed. Returns the cotangents of the nodes listed in `leaves`
+        (None where none arrived)."""
+        cdef Py_ssize_t i, k
+        cdef Node* node
+        cdef int32_t np_
+        if self.released:
+            raise EscapedValueError("backward: this differentiation's tape has been released; "
+                                    "a VJP function from make_vjp cannot be used after release()")
+        if out < 0 or out >= self.n_nodes:
+            raise IndexError(f"backward: node {out} is not on this tape")
+        if self.sweeping:
+            raise RuntimeError("backward: a sweep is already running on this tape")
+        if self.forward:
+            raise RuntimeError("backward: this is a forward-mode tape")
+        if leaves is not None:
+            leaves = list(leaves)
+            for k in leaves:
+                if k < 0 or k >= self.n_nodes:
+                    raise IndexError(f"backward: leaf node {k} is not on this tape")
+        # while the sweep runs nothing is recorded onto this tape and release() waits for it,
+        # so the arena stays where it is whatever Python code the VJPs (and __del__s) run
+        self.sweeping = True
+        try:
+            self._mark_reachable(out)
+            # nodes recorded after the output (aux values) cannot reach it either
+            for i in range(out + 1, self.n_nodes):
+                self.nodes[i].flags &= ~NODE_REACHABLE
+            for i in range(self.n_nodes):
+                if not (self.nodes[i].flags & (NODE_REACHABLE | NODE_RELEASED | NODE_LEAF)):
+                    self._kill(i)
+            self._accumulate(out, g)
+            i = out
+            while i >= 0:
+                node = &self.nodes[i]
+                if node.cotangent is NULL or (node.flags & NODE_LEAF):
+                    i -= 1
+                    continue
+                if node.flags & NODE_CONSTANT:
+                    self._take_cotangent(i)
+                    i -= 1
+                    continue
+                if node.prim is NULL:
+                    raise RuntimeError(f"backward: node {i} received a cotangent after its saved "
+                                       f"values were released (the tape was already consumed)")
+                gi = self._take_cotangent(i)
+                if type(gi) is SparseCotangent:
+                    gi = (<SparseCotangent>gi).dense()
+                # `gi` is this sweep's only reference: a write's VJP may zero it in place
+                self._run_vjp(i, gi, Py_REFCNT(<PyObject*>gi) == 1)
+                del gi
+                if consume:
+                    self._release_saved(i)
+                elif self.observer is not None:
+                    self._notify("backward", i, (<Primitive>self.nodes[i].prim).name)
+                i -= 1
+            result = None
+            if leaves is not None:
+                result = [_densify(self._take_cotangent(k)) for k in leaves]
+        finally:
+            for i in range(self.n_nodes):
+                if self.nodes[i].cotangent is not NULL:
+                    self._take_cotangent(i)
+            self.sweeping = False
+            if self.release_pending:
+                self._free_all()
+        return result
+
+    cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned):
+        # Recording onto a sweeping tape raises, so the parent pool cannot move while VJPs run;
+        # node fields are read before any Python code runs.
+        cdef Node* node = &self.nodes[i]
+        cdef Primitive prim = <Primitive>node.prim
+        cdef object ans = <object>node.saved_ans
+        cdef tuple args = <tuple>node.saved_args
+        cdef object kwargs = <object>node.saved_kwargs
+        cdef Py_ssize_t k, start = node.parent_start
+        cdef int32_t n = node.nparents
+        cdef ParentRef ref
+        cdef PyObject* rule
+        cdef tuple callargs
+        cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
+        cdef Py_ssize_t a, nargs = PyTuple_GET_SIZE(args)
+        cdef bint vector
+        if prim.write_vjp is not None:
+            live = [k for k in range(n)
+                    if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]
+            argnums = tuple([self.parents[start + k].argnum for k in live])
+            owned = (g_owned and cnp.PyArray_CheckExact(g)
+                     and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
+                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+            grads = prim.write_vjp(argnums, g, owned, ans, args,
+                                   kwargs if kwargs is not None else {})
+            for j, k in enumerate(live):
+                self._accumulate(self.parents[start + k].node, grads[j])
+            return
+        if prim.vjp_argnums is not None:
+            argnums = tuple([self.parents[start + k].argnum for k in range(n)])
+            grads = prim.vjp_argnums(argnums, ans, args, kwargs if kwargs is not None else {})(g)
+            for k in range(n):
+                self._accumulate(self.parents[start + k].node, grads[k])
+            return
+        # direct rules of calls without keywords take a vectorcall on a C array (no argument
+        # tuple to build and free); everything else goes through an argument tuple
+        vector = prim.direct and kwargs is None and nargs <= MAX_INLINE_PARENTS
+        if vector:
+            argv[0] = <PyObject*>g
+            argv[1] = <PyObject*>ans
+            for a in range(nargs):
+                argv[2 + a] = PyTuple_GET_ITEM(args, a)
+        elif prim.direct:
+            callargs = (g, ans) + args
+        else:
+            callargs = (ans,) + args
+        for k in range(n):
+            ref = self.parents[start + k]
+            if self.nodes[ref.node].flags & NODE_CONSTANT:
+                continue
+            rule = PyDict_GetItem(prim.vjpmakers, ref.argnum)
+            if rule is NULL:
+                raise MissingVJPError(
+                    f"{prim.name} has no VJP for argument {ref.argnum}; register one with "
+                    f"gradcy.extend.defvjp")
+            if <object>rule is None:
+                continue
+            # no keyword dict at all when the call had none: cheaper to call
+            if vector:
+                out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
+            elif kwargs is None:
+                out = PyObject_Call(<object>rule, callargs, <object>NULL)
+            else:
+                out = PyObject_Call(<object>rule, callargs, kwargs)
+            if not prim.direct:
+                out = out(g)
+            self._accumulate(ref.node, out)
+            out = None      # the product is the slot's now (or added into it): free it here
+
+    # ---- release --------------------------------------------------------------------------
+    cdef int _free_all(self) noexcept:
+        global _live_tapes, _live_nodes, _saved_bytes, _cotangent_bytes
+        cdef Py_ssize_t i
+        cdef Node* nodes = self.nodes
+        cdef Py_ssize_t n = self.n_nodes
+        if self.released:
+            return 0
+        if self.sweeping:
+            # called by a VJP or another thread during the sweep: the sweep ends it
+            self.release_pending = True
+            return 0
+        self.release_pending = False
+        self.released = True
+        self.nodes = NULL
+        self.n_nodes = 0
+        _live_tapes -= 1
+        _live_nodes -= self.live_nodes
+        _saved_bytes -= self.saved_bytes
+        _cotangent_bytes -= self.cotangent_bytes
+        self.live_nodes = 0
+        self.saved_bytes = 0
+        self.cotangent_bytes = 0
+        # the counters and the flag are final before any reference is dropped, so a __del__
+        # that runs below sees a released tape
+        for i in range(n):
+            Py_XDECREF(nodes[i].prim)
+            Py_XDECREF(nodes[i].saved_ans)
+            Py_XDECREF(nodes[i].saved_args)
+            Py_XDECREF(nodes[i].saved_kwargs)
+            Py_XDECREF(nodes[i].cotangent)
+        PyMem_Free(nodes)
+        PyMem_Free(self.parents)
+        self.parents = NULL
+        self.n_parents = 0
+        self.cap_nodes = 0
+        self.cap_parents = 0
+        hold_free(&self.holds)
+        # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
+        # a Box of this tape is still referenced somewhere
+        self.owned = None
+        return 0
+
+    def release(self):
+        """Free every node, saved buffer and cotangent now (called during a backward pass of
+        this tape: when the pass ends). Idempotent. Boxes of this tape raise
+        EscapedValueError when used in a primitive afterwards."""
+        self._free_all()
+
+    # ---- introspection (tests, memory reports) ----------------------------------------------
+    def node_info(self, Py_ssize_t i):
+        """A dict describing node i (for tests and reports)."""
+        if self.released:
+            raise EscapedValueError("node_info: this tape has been released")
+        if i < 0 or i >= self.n_nodes:
+            raise IndexError(f"node_info: node {i} is not on this tape")
+        cdef Node* node = &self.nodes[i]
+        return {
+            "primitive": (<Primitive>node.prim).name if node.prim is not NULL else None,
+            "prim": <object>node.prim if node.prim is not NULL else None,
+            "parents": [self.parents[node.parent_start + k].node for k in range(node.nparents)],
+            "argnums": [self.parents[node.parent_start + k].argnum for k in range(node.nparents)],
+            "nconsumers": node.nconsumers,
+            "saved": (None if node.saved_args is NULL else
+                      (<object>node.saved_ans, <object>node.saved_args, <object>node.saved_kwargs)),
+            "saved_bytes": node.saved_bytes,
+            "has_cotangent": node.cotangent is not NULL,
+            "leaf": bool(node.flags & NODE_LEAF),
+            "box_alive": bool(node.flags & NODE_BOX_ALIVE),
+            "pinned": bool(node.flags & NODE_PINNED),
+            "released": bool(node.flags & NODE_RELEASED),
+        }
+
+
+cdef int _check_node(Tape t, Py_ssize_t i, str caller) except -1:
+    if t.released:
+        raise EscapedValueError(f"Tape.{caller}: this tape has been released")
+    if i < 0 or i >= t.n_nodes:
+        raise IndexError(f"Tape.{caller}: node {i} is not on this tape ({t.n_nodes} nodes)")
+    return 0
+
+
+cdef int _check_box(Tape t, Box box, str caller) except -1:
+    """box is a value of tape t, which is not released (so box._node is in its arena)."""
+    if box._tape is not t:
+        raise ValueError(f"Tape.{caller}: the value belongs to another tape")
+    if t.released:
+        raise EscapedValueError(f"Tape.{caller}: this tape has been released")
+    return 0
+
+
+# =============================================================================
+# The traced value
+# =============================================================================
+@cython.freelist(64)   # (Cython uses the free list for exact Boxes only, not subclasses)
+@cython.no_gc   # a Box refers to its tape and a plain value; neither refers back to Boxes of it
+cdef class Box:
+    """A value traced by a differentiation. Behaves like the ndarray it wraps: every operation
+    on it is a gradcy primitive. `_value` is the plain value (not traced).
+
+    Values of a type of your own get a Box subclass of your own (as in autograd):
+    ``class MyBox(Box, MyType): ...; MyBox.register(MyType)`` makes every traced value whose
+    plain value is exactly a MyType a MyBox (primitives see through it like through a Box);
+    register a VSpace for MyType too (``MyVSpace.register(MyType)``)."""
+
+    __array_priority__ = 1000.0
+    types = _box_types               # Box and its registered subclasses (autograd's Box.types)
+    type_mappings = _box_type_of     # value type -> Box subclass (autograd's Box.type_mappings)
+
+    @classmethod
+    def register(cls, value_type):
+        """Make the traced values whose plain value is exactly of type `value_type` instances
+        of this Box subclass. Box.register(t) (Box itself) changes nothing: Box is the default
+        for every type."""
+        _register_box_type(cls, value_type)
+
+    def __cinit__(self):
+        # a Box made by anything but make_box (Box.__new__ from Python) is a value of a
+        # released tape: using it raises instead of reading an arena that is not there
+        self._tape = _DETACHED
+        self._node = -1
+
+    def __dealloc__(self):
+        if self._tape is not None and self._node >= 0:
+            try:
+                self._tape._box_dropped(self._node)
+            except BaseException:
+                pass
+
+    # ---- ndarray-like attributes ---------------------------------------------------------
+    @property
+    def shape(self):
+        v = self._value
+        return v.shape if cnp.PyArray_Check(v) or type(v) is Box else _np.shape(v)
+
+    @property
+    def ndim(self):
+        v = self._value
+        return v.ndim if cnp.PyArray_Check(v) or type(v) is Box else _np.ndim(v)
+
+    @property
+    def size(self):
+        v = self._value
+        return v.size if cnp.PyArray_Check(v) or type(v) is Box else _np.size(v)
+
+    @property
+    def dtype(self):
+        v = self._value
+        return v.dtype if cnp.PyArray_Check(v) or type(v) is Box else _np.result_type(v)
+
+    @property
+    def nbytes(self):
+        v = self._value
+        return v.nbytes if cnp.PyArray_Check(v) or type(v) is Box else _np.asarray(v).nbytes
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def T(self):
+        return _method("transpose")(self)
+
+    @property
+    def real(self):
+        return _method("real")(self)
+
+    @property
+    def imag(self):
+        return _method("imag")(self)
+
+    @property
+    def trace_id(self):
+        return self._tape.trace_id
+
+    def __len__(self):
+        return len(self._value)
+
+    def __iter__(self):
+        cdef Py_ssize_t i
+        for i in range(len(self._value)):
+            yield self[i]
+
+    def __repr__(self):
+        state = "released" if self._tape.released else f"node {self._node}"
+        return f"Box({self._value!r}, traced by tape {self._tape.trace_id}, {state})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __index__(self):
+        return self._value.__index__()
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
+            return float(self._value)
+        raise TracerArrayConversionError(
+            "gradcy: float() of a traced value would drop its gradient (storing one traced "
+            "element into a plain numpy array does this: d[i] = x[j]). Keep it an array "
+            "(x.item() stays traced), or create the buffer that receives traced values with "
+            "gradcy.numpy (zeros, empty, ...) instead of plain numpy.")
+
+    def __complex__(self):
+        if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
+            return complex(self._value)
+        raise TracerArrayConversionError(
+            "gradcy: complex() of a traced value would drop its gradient (storing one traced "
+            "element into a plain numpy array does this: d[i] = x[j]). Keep it an array, or "
+            "create the buffer that receives traced values with gradcy.numpy (zeros, empty, "
+            "...) instead of plain numpy.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            "gradcy: a traced value was converted to a plain numpy array, which would drop its "
+            "gradient. Call the gradcy.numpy version of the function, and create buffers that "
+            "receive traced values with gradcy.numpy (zeros, empty, ...), not plain numpy.")
+
+    # ---- NumPy protocols ------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        fn = _ufunc_map.get(ufunc)
+        if (fn is None or method != "__call__"
+                or ("out" in kwargs and (type(fn) is not Primitive
+                                         or (<Primitive>fn).out_arg < 0))):
+            what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+            if "out" in kwargs:
+                what += " with out="
+            raise TypeError(f"gradcy: {what} is not differentiable on traced values; use the "
+                            f"gradcy.numpy function, or register a primitive with gradcy.extend")
+        return fn(*inputs, **kwargs)     # out= goes to the operator layer's out hook
+
+    def __array_function__(self, func, types, args, kwargs):
+        fn = _function_map.get(func)
+        if fn is None:
+            name = getattr(func, "__module__", "numpy") + "." + getattr(func, "__name__", "?")
+            raise TypeError(f"gradcy: {name} is not differentiable on traced values; use its "
+                            f"gradcy.numpy counterpart, or register a primitive with gradcy.extend")
+        return fn(*args, **kwargs)
+
+    # ---- operators --------------------------------------------------------------------------
+    def __add__(self, other): return _binop("add", self, other)
+    def __radd__(self, other): return _binop("add", other, self)
+    def __sub__(self, other): return _binop("subtract", self, other)
+    def __rsub__(self, other): return _binop("subtract", other, self)
+    def __mul__(self, other): return _binop("multiply", self, other)
+    def __rmul__(self, other): return _binop("multiply", other, self)
+    def __truediv__(self, other): return _binop("true_divide", self, other)
+    def __rtruediv__(self, other): return _binop("true_divide", other, self)
+    def __floordiv__(self, other): return _binop("floor_divide", self, other)
+    def __rfloordiv__(self, other): return _binop("floor_divide", other, self)
+    def __mod__(self, other): return _binop("mod", self, other)
+    def __rmod__(self, other): return _binop("mod", other, self)
+    def __pow__(self, other, mod=None):
+        if mod is not None:
+            _raise_pow_mod(self, other, mod)
+        return _binop("power", self, other)
+
+    def __rpow__(self, other, mod=None):
+        if mod is not None:
+            _raise_pow_mod(other, self, mod)
+        return _binop("power", other, self)
+
+    def __matmul__(self, other): return _binop("matmul", self, other)
+    def __rmatmul__(self, other): return _binop("matmul", other, self)
+    def __neg__(self): return _method("negative")(self)
+    def __pos__(self): return self
+    def __abs__(self): return _method("absolute")(self)
+    def __eq__(self, other): return _method("equal")(self, other)
+    def __ne__(self, other): return _method("not_equal")(self, other)
+    def __lt__(self, other): return _method("less")(self, other)
+    def __le__(self, other): return _method("less_equal")(self, other)
+    def __gt__(self, other): return _method("greater")(self, other)
+    def __ge__(self, other): return _method("greater_equal")(self, other)
+    def __getitem__(self, idx):
+        if _getitem_primitive is not None and cnp.PyArray_CheckExact(self._value):
+            return (<Primitive>_getitem_primitive)._dispatch((self, idx), _EMPTY)
+        return _method("__getitem__")(self, idx)
+
+    def __setitem__(self, idx, value):
+        if not _setitem_fast(self, idx, value):
+            _method("__setitem__")(self, idx, value)
+
+    @property
+    def at(self):
+        """Functional updates: x.at[idx].set(v) / .add(v) / .multiply(v) ... return new arrays."""
+        return _method("at")(self)
+
+    def __iadd__(self, other): return _method("__iop__")(self, "add", other)
+    def __isub__(self, other): return _method("__iop__")(self, "subtract", other)
+    def __imul__(self, other): return _method("__iop__")(self, "multiply", other)
+    def __itruediv__(self, other): return _method("__iop__")(self, "true_divide", other)
+    def __ifloordiv__(self, other): return _method("__iop__")(self, "floor_divide", other)
+    def __imod__(self, other): return _method("__iop__")(self, "mod", other)
+    def __ipow__(self, other): return _method("__iop__")(self, "power", other)
+    def __imatmul__(self, other): return _method("__iop__")(self, "matmul", other)
+
+    # ---- methods ------------------------------------------------------------------------------
+    def sum(self, *a, **k): return _method("sum")(self, *a, **k)
+    def mean(self, *a, **k): return _method("mean")(self, *a, **k)
+    def prod(self, *a, **k): return _method("prod")(self, *a, **k)
+    def max(self, *a, **k): return _method("max")(self, *a, **k)
+    def min(self, *a, **k): return _method("min")(self, *a, **k)
+    def var(self, *a, **k): return _method("var")(self, *a, **k)
+    def std(self, *a, **k): return _method("std")(self, *a, **k)
+    def cumsum(self, *a, **k): return _method("cumsum")(self, *a, **k)
+    def cumprod(self, *a, **k): return _method("cumprod")(self, *a, **k)
+    def ptp(self, *a, **k): return _method("ptp")(self, *a, **k)
+    def argmax(self, *a, **k): return _method("argmax")(self, *a, **k)
+    def argmin(self, *a, **k): return _method("argmin")(self, *a, **k)
+    def argsort(self, *a, **k): return _method("argsort")(self, *a, **k)
+    def nonzero(self, *a, **k): return _method("nonzero")(self, *a, **k)
+    def all(self, *a, **k): return _method("all")(self, *a, **k)
+    def any(self, *a, **k): return _method("any")(self, *a, **k)
+    def reshape(self, *a, **k): return _method("reshape")(self, *a, **k)
+    def transpose(self, *a): return _method("transpose")(self, *a)
+    def swapaxes(self, *a): return _method("swapaxes")(self, *a)
+    def ravel(self, *a, **k): return _method("ravel")(self, *a, **k)
+    def flatten(self, *a, **k): return _method("flatten")(self, *a, **k)
+    def squeeze(self, *a, **k): return _method("squeeze")(self, *a, **k)
+    def repeat(self, *a, **k): return _method("repeat")(self, *a, **k)
+    def dot(self, *a, **k): return _method("dot")(self, *a, **k)
+    def astype(self, *a, **k): return _method("astype")(self, *a, **k)
+    def clip(self, *a, **k): return _method("clip")(self, *a, **k)
+    def round(self, *a, **k): return _method("round")(self, *a, **k)
+    def conj(self): return _method("conj")(self)
+    def conjugate(self): return _method("conj")(self)
+    def take(self, *a, **k): return _method("take")(self, *a, **k)
+    def copy(self, *a, **k): return _method("copy")(self, *a, **k)
+    def item(self, *a): return _method("item")(self, *a)
+    def trace(self, *a, **k): return _method("trace")(self, *a, **k)
+    def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
+    def tolist(self): return self._value.tolist()
+
+    def fill(self, value):
+        """x.fill(value): value written into every element (a traced write)."""
+        self[...] = value
+
+
+cdef void _raise_pow_mod(a, b, mod) except *:
+    # as NumPy: arrays have no three-argument pow
+    raise TypeError(f"unsupported operand type(s) for ** or pow(): '{type(a).__name__}', "
+                    f"'{type(b).__name__}', '{type(mod).__name__}' (gradcy: a traced value has "
+                    f"no modular power, like numpy arrays)")
+
+
+# A Box is not a Python sequence (no sq_item; indexing goes through mp_subscript, iteration
+# through __iter__): NumPy would otherwise report the TracerArrayConversionError of `d[i] = box`
+# for a plain array d as "setting an array element with a sequence".
+(<PyTypeObject*>Box).tp_as_sequence.sq_item = NULL
+PyType_Modified(<PyTypeObject*>Box)
+_box_types.add(Box)
+
+
+cdef Box make_box(object value, Tape tape, Py_ssize_t node):
+    """The Box of node `node` of `tape`. Invariant of every Box: its tape is released, or its
+    node is in the tape's arena (so a check of `released` guards every arena access)."""
+    cdef Box b
+    cdef PyObject* sub
+    if _n_box_subtypes and not cnp.PyArray_CheckExact(value):
+        sub = PyDict_GetItem(_box_type_of, type(value))
+        b = Box.__new__(Box) if sub is NULL else (<object>sub).__new__(<object>sub)
+    else:
+        b = Box.__new__(Box)
+    b._value = value
+    b._tape = tape
+    b._node = node
+    if node < tape.n_nodes:      # (0 once released: an observer may have released it)
+        tape.nodes[node].flags |= NODE_BOX_ALIVE
+    return b
+
+
+# the tape of Boxes not made by make_box and of Boxes left detached by transfer_box
+cdef Tape _DETACHED = Tape()
+_DETACHED.release()
+
+
+def unbroadcast(g, target):
+    """The cotangent g reduced to the shape and cast to the dtype of `target` (an array,
+    ArrayMeta, traced value or scalar). The common case (already matching) is decided here."""
+    if _same_shape_dtype(g, target):
+        return g
+    return _unbroadcast_slow(g, target)
+
+
+# =============================================================================
+# Python-level helpers for the front end
+# =============================================================================
+def transfer_box(Box target not None, Box source not None):
+    """Make `target` the Box of `source`'s node and value (an in-place write gives the buffer
+    a new version); `source` is left detached."""
+    if target._tape is not source._tape:
+        raise ValueError("transfer_box: the values belong to different tapes")
+    cdef Tape tape = target._tape
+    if tape.released:
+        raise EscapedValueError("transfer_box: the values' tape has been released")
+    if target is source:
+        return
+    cdef Py_ssize_t old = target._node
+    target._value = source._value
+    target._node = source._node
+    source._node = -1
+    source._tape = _DETACHED
+    tape._box_dropped(old)
+    if target._node < tape.n_nodes:     # (releasing `old` may have released the tape)
+        tape.nodes[target._node].flags |= NODE_BOX_ALIVE
+
+
+def is_box(x):
+    return type(x) is Box
+
+
+def box_value(x):
+    """The plain value of a Box (one level), or x itself."""
+    return (<Box>x)._value if type(x) is Box else x
+
+
+def box_tape(Box x not None):
+    return x._tape
+
+
+def box_node(Box x not None):
+    return x._node
+
+
+
+
+cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
+                              bint is_write) except -1:
+    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
+    traced view when its memory belongs to a buffer the tape owns (a later write over it makes
+    it stale). A primitive that returns an argument's array itself (real or squeeze of a float
+    buffer) makes a view of all of it; only the write primitive's output is the buffer's own
+    new version."""
+    cdef Py_ssize_t i
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
+    root = _root_buffer(ans)
+    if root is ans:
+        if is_write:
+            return 0
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if a is ans:
+                break
+        else:
+            return 0            # a new array
+    info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
+    if info is not None:
+        _owned_note(tape, info, True, node, ans, -1)
+    return 0
+
+
+cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
+                     Py_ssize_t position) except -1:
+    """Record a saved array (view=False) or a new traced view (view=True) that lives in an
+    owned buffer."""
+    cdef OwnedBuffer b = <OwnedBuffer?>info
+    cdef Py_ssize_t n
+    root = _root_buffer(array) if b.functional else b.root
+    r = None if array is root else _layout_region(array, root)
+    if not view:
+        b.saved.append(node)
+        b.saved.append(position)
+        b.saved_hull = _region_hull(b.saved_hull, r)
+        return 0
+    b.views[node] = r
+    b.view_hull = _region_hull(b.view_hull, r)
+    if len(b.views) > b.view_limit:
+        hull = ()
+        for k in list(b.views):
+            n = k
+            if n < tape.n_nodes and (tape.nodes[n].flags & NODE_BOX_ALIVE):
+                hull = _region_hull(hull, b.views[k])
+            else:
+                del b.views[k]
+        b.view_hull = hull
+        b.view_limit = 2 * len(b.views) + 64
+    return 0
+
+
+
+# =============================================================================
+# The common in-place write, buf[basic index] = value into a buffer this tape owns, decided and
+# recorded here; everything else (copy on first write, advanced indices, forward mode, nested
+# differentiation, errors) is gradcy/numpy/inplace.py's _box_setitem
+# =============================================================================
+def setitem_fast(Box box not None, idx, value):
+    """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
+    caller must (nothing was done)."""
+    return _setitem_fast(box, idx, value)
+
+
+cdef inline bint _hull_overlaps(object hull, object r) except -1:
+    if type(hull) is tuple and PyTuple_GET_SIZE(hull) == 0:
+        return False
+    return regions_overlap(hull, r)
+
+
+cdef bint _is_view_of_slot(Box value, object slot, Tape tape) except -1:
+    """value (traced on tape, not stale) is an array with exactly slot's memory and layout."""
+    cdef int d
+    v = value._value
+    if (not cnp.PyArray_CheckExact(v)
+            or cnp.PyArray_DATA(<cnp.ndarray>v) != cnp.PyArray_DATA(<cnp.ndarray>slot)
+            or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>v, <cnp.ndarray>slot)
+            or cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.PyArray_TYPE(<cnp.ndarray>slot)
+            or value._node < 0 or value._node >= tape.n_nodes
+            or tape.nodes[value._node].flags & NODE_STALE):
+        return False
+    for d in range(cnp.PyArray_NDIM(<cnp.ndarray>v)):
+        if (cnp.PyArray_DIMS(<cnp.ndarray>v)[d] > 1 and cnp.PyArray_STRIDES(<cnp.ndarray>v)[d]
+                != cnp.PyArray_STRIDES(<cnp.ndarray>slot)[d]):
+            return False
+    return True
+
+
+cdef bint _setitem_fast(Box box, object idx, object value) except -1:
+    """box[idx] = value when box is an owned buffer of its tape, idx a basic index, and value
+    plain or traced on the same tape; False (nothing done) otherwise."""
+    cdef Tape tape = box._tape
+    cdef OwnedBuffer info
+    cdef Py_ssize_t vnode
+    if _write_primitive is None or tape.forward or tape.released or not tape.owned:
+        return False
+    buf = box._value
+    if not cnp.PyArray_CheckExact(buf):
+        return False
+    if type(value) is Box and ((<Box>value)._tape is not tape
+                               or type((<Box>value)._value) is Box):
+        return False
+    found = tape.owned.get(PyLong_FromVoidPtr(<void*>buf))
+    if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
+            or (<OwnedBuffer>found).functional):
+        return False
+    if not _is_basic_index(idx):
+        return False
+    slot = buf[idx]
+    if not cnp.PyArray_CheckExact(slot) or cnp.PyArray_BASE(<cnp.ndarray>slot) is NULL:
+        return False
+    if type(value) is Box and _is_view_of_slot((<Box>value), slot, tape):
+        return True             # buf[i] += v wrote through the view buf[i]: writing it back
+                                # stores the values already there
+    info = <OwnedBuffer>found
+    r = _layout_region(slot, buf)
+    if _hull_overlaps(info.saved_hull, r):
+        _before_write(tape, info, r)
+    new = (<Primitive>_write_primitive)._dispatch((box, idx, value), _EMPTY)
+    transfer_box(box, new)
+    if _hull_overlaps(info.view_hull, r):
+        _after_write(tape, info, r)
+    if type(value) is Box:
+        # the written value is the saved output of the op that made it (tanh, exp, ...): its
+        # VJP reads it from the slot, and the separate array can go (a later write over the
+        # slot preserves a copy first, like any saved view)
+        vnode = (<Box>value)._node
+        if 0 <= vnode < tape.n_nodes and tape.nodes[vnode].saved_ans is not NULL:
+            ans = <object>tape.nodes[vnode].saved_ans
+            if (ans is (<Box>value)._value and cnp.PyArray_CheckExact(ans)
+                    and cnp.PyArray_SAMESHAPE(<cnp.ndarray>ans, <cnp.ndarray>slot)
+                    and cnp.PyArray_TYPE(<cnp.ndarray>ans) == cnp.PyArray_TYPE(<cnp.ndarray>slot)):
+                tape.replace_saved(vnode, -1, slot)
+                _owned_note(tape, info, False, vnode, slot, -1)
+    return True
