@@ -561,6 +561,8 @@ cdef class Primitive:
                 box = make_box(ans, top, node)
                 if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
                     _note_if_view(top, node, ans, args, self is _write_primitive)
+                if top.inputs is not None and cnp.PyArray_Check(ans):
+                    _note_input_view(top, node, ans, args)
                 return box
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
@@ -582,6 +584,8 @@ cdef class Primitive:
         box = make_box(ans, top, node)
         if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
             _note_if_view(top, node, ans, args, self is _write_primitive)
+        if top.inputs is not None and cnp.PyArray_Check(ans):
+            _note_input_view(top, node, ans, args)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -933,7 +937,24 @@ cdef class Tape:
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
+        if cnp.PyArray_Check(value):
+            # track the input's traced views (a write into the input makes those it overlaps
+            # stale); two inputs in one memory: their regions are not told apart (root None)
+            if self.inputs is None:
+                self.inputs = {}
+            key = _root_key(value)
+            entry = self.inputs.get(key)
+            if entry is None:
+                self.inputs[key] = OwnedBuffer(value, None)
+            elif (<OwnedBuffer>entry).root is not value:
+                (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)
+
+    def input_entry(self, array):
+        """The view table of the input whose memory ndarray `array` is in, or None."""
+        if self.inputs is None or not cnp.PyArray_Check(array):
+            return None
+        return self.inputs.get(_root_key(array))
 
     def new_constant(self, value):
         """Append a node for a constant `value` (a buffer an array constructor made during this
@@ -1447,6 +1468,7 @@ cdef class Tape:
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None
+        self.inputs = None
         return 0
 
     def release(self):
@@ -2183,6 +2205,7 @@ cdef class OwnedBuffer:
         self.view_limit = 64
         self.box = None
         self.functional = False
+        self.target = None
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version
@@ -2232,12 +2255,36 @@ cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args
     return 0
 
 
+cdef inline int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1:
+    """Node `node`'s value, ndarray `ans`: note it as a traced view of an input when it is in
+    an input's memory (a view of it, or the input itself returned by real, squeeze, ...).
+    Costs a pointer test for a new array."""
+    cdef Py_ssize_t i
+    cdef PyObject* e
+    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL:
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if a is ans:
+                break
+        else:
+            return 0            # a new array
+    e = PyDict_GetItem(tape.inputs, _root_key(ans))
+    if e is NULL:
+        return 0
+    entry = <OwnedBuffer>e
+    root = entry.root
+    r = None if root is None or ans is root else _layout_region(ans, root)
+    _add_view(tape, entry.target if entry.target is not None else entry, node, r)
+    return 0
+
+
 cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
                      Py_ssize_t position) except -1:
     """Record a saved array (view=False) or a new traced view (view=True) that lives in an
     owned buffer."""
     cdef OwnedBuffer b = <OwnedBuffer?>info
-    cdef Py_ssize_t n
     root = _root_buffer(array) if b.functional else b.root
     r = None if array is root else _layout_region(array, root)
     if not view:
@@ -2245,6 +2292,12 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
         b.saved.append(position)
         b.saved_hull = _region_hull(b.saved_hull, r)
         return 0
+    return _add_view(tape, b, node, r)
+
+
+cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -1:
+    """Record traced view `node` over region r of buffer b (pruning dead ones as it grows)."""
+    cdef Py_ssize_t n
     b.views[node] = r
     b.view_hull = _region_hull(b.view_hull, r)
     if len(b.views) > b.view_limit:
@@ -2330,18 +2383,27 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     that array (a traced view of it, another traced value of the same array), 2 when it is a
     view of an array something other than the saved records references, 3 when NumPy made it
     read-only, else 0. NumPy would show the write through those; saved records keep their
-    values. 0 for an input (a leaf), a non-array and a nested value. `caller_refs`: the
-    references the caller's frames hold."""
+    values. 0 for an input (a leaf of any of the nested traces) and a non-array.
+    `caller_refs`: the references the caller's frames hold."""
     cdef Tape tape = box._tape
     cdef Node* node
     cdef Py_ssize_t start, k, p
     cdef PyObject* b
-    if (tape.released or box._node < 0 or box._node >= tape.n_nodes
-            or not cnp.PyArray_CheckExact(box._value)):
+    while True:
+        # nested differentiation: box's value is an outer trace's Box; the outermost one holds
+        # the array (an inner Box holds only the Box inside it), and its tape's saved records
+        # are the ones that may reference the array
+        if tape.released or box._node < 0 or box._node >= tape.n_nodes:
+            return 0
+        if tape.nodes[box._node].flags & NODE_LEAF:
+            return 0
+        if type(box._value) is not Box:
+            break
+        box = <Box>box._value
+        tape = box._tape
+    if not cnp.PyArray_CheckExact(box._value):
         return 0
     node = &tape.nodes[box._node]
-    if node.flags & NODE_LEAF:
-        return 0
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
         return 3
     start = box._node
@@ -2435,6 +2497,10 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
     if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
             or (<OwnedBuffer>found).functional):
         return False
+    ref = (<OwnedBuffer>found).box
+    if ref is None or ref() is not box:
+        return False            # another traced value that is the buffer's array (real,
+                                # squeeze of it): a write through a view, inplace.py's
     if not _is_basic_index(idx):
         return False
     slot = buf[idx]

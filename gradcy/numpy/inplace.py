@@ -159,6 +159,26 @@ def _after_write(tape, info, r):
         info.view_hull = hull
 
 
+def _input_written(box, plain, info=None):
+    """box (an input, whose ndarray `plain` gradcy never writes) gets a new array that a write
+    changes: the traced views of the input taken before (which NumPy would show the write)
+    become views of `info`, the input's copy that the write goes into, so that the write
+    makes those it overlaps stale; without `info` (a new array replaces the input whole, or
+    nested differentiation), all of them go stale. Every trace the value belongs to is told."""
+    b = box
+    while type(b) is Box:
+        entry = b._tape.input_entry(plain)
+        if entry is not None and entry.target is None:
+            if info is not None and b is box and entry.root is plain:
+                info.views.update(entry.views)
+                info.view_hull = _hull(info.view_hull, entry.view_hull)
+                entry.target = info          # later views of the input's memory: views of info
+                entry.views, entry.view_hull = {}, ()
+            else:
+                _after_write(b._tape, entry, None)
+        b = b._value
+
+
 def _site():
     pkg = __name__.rsplit(".", 2)[0]
     frame = sys._getframe(2)
@@ -357,6 +377,17 @@ def _nested_check(tape, value):
             "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
 
 
+def _is_buffer_box(info, box):
+    """Whether box (whose value is the buffer's array) is the buffer's own Box, not another
+    traced value that is the same array (real, squeeze, atleast_2d of the buffer: a view of
+    all of it). When the buffer's Box is gone, box becomes it."""
+    buf = info.box() if info.box is not None else None
+    if buf is None:
+        info.box = _weakref.ref(box)
+        return True
+    return buf is box
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
@@ -364,7 +395,7 @@ def _box_setitem(box, idx, value):
         _refuse_order_dependent_write(box, idx, value)
     plain = _innermost(box._value)
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
-    if info is not None and plain is not info.root:
+    if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
     nested = type(box._value) is Box or (type(value) is Box and (
@@ -372,12 +403,14 @@ def _box_setitem(box, idx, value):
     if info is None:
         _check_unshared(box, plain, "item assignment")    # (plain: one local here)
         if nested or _nested(tape):               # a new version: the copy on the first write
+            _input_written(box, plain)
             transfer_box(box, at_set(box, idx, value))
             _register(tape, box, True)
             return
         copied = anp.copy(box)                    # copy on the first write: inputs never change
         transfer_box(box, copied)
         info = _register(tape, box)
+        _input_written(box, plain, info)
     elif nested or info.functional:
         _functional_write(tape, info, box, idx, value)
         return
@@ -554,7 +587,7 @@ def _strided_index(view, root):
         return v if identity_perm else anp.transpose(v, perm)
 
     def from_root(b):
-        s = anp.getitem(b, idx)
+        s = anp.getitem(b, idx + (Ellipsis,))   # a view even when idx is all ints
         if not identity_perm:
             s = anp.transpose(s, inverse)
         return s if squeezed == view.shape else anp.reshape(s, view.shape)
@@ -722,6 +755,7 @@ def _box_iop(box, op, other):
     if _temporary_target(box):
         return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
     _check_unshared(box, plain, entry[1])
+    _input_written(box, plain)
     transfer_box(box, result)
     return box
 

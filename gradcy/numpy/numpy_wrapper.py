@@ -657,7 +657,7 @@ def _method_item(x, *args):
 
 
 def _method_flatten(x, order="C"):
-    return ravel(x, order)
+    return copy_(ravel(x, order))       # a copy, as ndarray.flatten (ravel may be a view)
 
 
 def _method_copy(x, order="K"):
