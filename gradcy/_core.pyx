@@ -2383,16 +2383,17 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     that array (a traced view of it, another traced value of the same array), 2 when it is a
     view of an array something other than the saved records references, 3 when NumPy made it
     read-only, else 0. NumPy would show the write through those; saved records keep their
-    values. 0 for an input (a leaf of any of the nested traces) and a non-array.
-    `caller_refs`: the references the caller's frames hold."""
+    values. 0 for an input (a leaf of any of the nested traces) and a non-array. Nested
+    differentiation: the array itself is not checked; 2 for a view whose base anything else holds. `caller_refs`: the references the
+    caller's frames hold."""
     cdef Tape tape = box._tape
     cdef Node* node
     cdef Py_ssize_t start, k, p
     cdef PyObject* b
+    cdef bint nested = False
     while True:
         # nested differentiation: box's value is an outer trace's Box; the outermost one holds
-        # the array (an inner Box holds only the Box inside it), and its tape's saved records
-        # are the ones that may reference the array
+        # the array (an inner Box holds only the Box inside it)
         if tape.released or box._node < 0 or box._node >= tape.n_nodes:
             return 0
         if tape.nodes[box._node].flags & NODE_LEAF:
@@ -2401,7 +2402,19 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
             break
         box = <Box>box._value
         tape = box._tape
+        nested = True
     if not cnp.PyArray_CheckExact(box._value):
+        return 0
+    if nested:
+        # the inner traces' saved records hold outer Boxes of views, which the counts below
+        # cannot tell from a user's view: the array itself is not checked; a view is refused
+        # when anything else holds the array it views (conservatively: saved records too)
+        if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
+            return 3
+        b = cnp.PyArray_BASE(<cnp.ndarray>box._value)
+        if b is not NULL and (Py_REFCNT(b) > 1 or (tape.inputs is not None
+                                                   and _root_key(box._value) in tape.inputs)):
+            return 2            # (its holders expected: the view's base pointer, nothing else)
         return 0
     node = &tape.nodes[box._node]
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
