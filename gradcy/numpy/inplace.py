@@ -846,6 +846,55 @@ def _at_apply(op, x, idx, v):
     return anp.reshape(out, shape)
 
 
+def _ufunc_at(name, update):
+    """numpy.<name>.at(a, indices, b): a[indices] = name(a[indices], b) in place, unbuffered (a
+    position selected k times gets all k updates, in order). `update(a, idx, b)` is the traced
+    functional form. A traced `a` receives a recorded write (as a[idx] = v does: in place for a
+    buffer gradcy.numpy made, a copy on the first write otherwise); a plain `a` takes plain
+    values only."""
+    ufunc = getattr(_np, name)
+    qual = f"gradcy.numpy.{name}.at"
+
+    def at(a, indices, b=None):
+        if b is None:
+            raise TypeError(f"{qual}: the second operand (argument 2) is required for a binary "
+                            f"ufunc")
+        idx = _plain(indices) if type(indices) is Box else indices
+        if type(a) is not Box:
+            if type(b) is Box:
+                raise _core.TracerArrayConversionError(
+                    f"{qual}: argument 0 is a plain numpy array and argument 2 a traced value; "
+                    f"writing it into the plain array would drop its gradient. Create the "
+                    f"array with gradcy.numpy (zeros, empty, array, copy) inside the "
+                    f"differentiated function so that the write is traced, or use the "
+                    f"functional form a = a.at[indices].{_AT_METHOD.get(name, name)}(b) on a "
+                    f"traced a")
+            ufunc.at(a, idx, b)
+            return None
+        a[idx] = anp.getitem(update(a, idx, b), idx)
+        return None
+    at.__name__ = "at"
+    at.__qualname__ = f"{name}.at"
+    at.__doc__ = (f"numpy.{name}.at: a[indices] = {name}(a[indices], b) in place, repeated "
+                  f"positions getting every update; a traced array receives a recorded write.")
+    return at
+
+
+_AT_METHOD = {"maximum": "max", "minimum": "min"}
+
+
+def _install_ufunc_at():
+    updates = {
+        "add": at_add,
+        "subtract": lambda x, idx, v: at_add(x, idx, anp.negative(v)),
+        "multiply": lambda x, idx, v: _at_apply(anp.multiply, x, idx, v),
+        "maximum": lambda x, idx, v: _at_apply(anp.maximum, x, idx, v),
+        "minimum": lambda x, idx, v: _at_apply(anp.minimum, x, idx, v),
+    }
+    for name, update in updates.items():
+        getattr(anp, name).at = _ufunc_at(name, update)
+
+
 class _AtIndex:
     __slots__ = ("x", "idx")
 
@@ -980,6 +1029,7 @@ def install_constructors(g):
     g["copy"] = copy
 
 
+_install_ufunc_at()
 register_box_method("__setitem__", _box_setitem)
 register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
