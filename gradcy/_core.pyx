@@ -561,7 +561,7 @@ cdef class Primitive:
                 box = make_box(ans, top, node)
                 if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
                     _note_if_view(top, node, ans, args, self is _write_primitive)
-                if top.inputs is not None and cnp.PyArray_Check(ans):
+                if top.inputs is not None:
                     _note_input_view(top, node, ans, args)
                 return box
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
@@ -584,7 +584,7 @@ cdef class Primitive:
         box = make_box(ans, top, node)
         if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
             _note_if_view(top, node, ans, args, self is _write_primitive)
-        if top.inputs is not None and cnp.PyArray_Check(ans):
+        if top.inputs is not None:
             _note_input_view(top, node, ans, args)
         return box
 
@@ -937,16 +937,19 @@ cdef class Tape:
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
-        if cnp.PyArray_Check(value):
+        plain = value
+        while type(plain) is Box:       # nested differentiation: an outer trace's value
+            plain = (<Box>plain)._value
+        if cnp.PyArray_Check(plain):
             # track the input's traced views (a write into the input makes those it overlaps
             # stale); two inputs in one memory: their regions are not told apart (root None)
             if self.inputs is None:
                 self.inputs = {}
-            key = _root_key(value)
+            key = _root_key(plain)
             entry = self.inputs.get(key)
             if entry is None:
-                self.inputs[key] = OwnedBuffer(value, None)
-            elif (<OwnedBuffer>entry).root is not value:
+                self.inputs[key] = OwnedBuffer(plain, None)
+            elif (<OwnedBuffer>entry).root is not plain:
                 (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)
 
@@ -2256,11 +2259,15 @@ cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args
 
 
 cdef inline int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1:
-    """Node `node`'s value, ndarray `ans`: note it as a traced view of an input when it is in
-    an input's memory (a view of it, or the input itself returned by real, squeeze, ...).
-    Costs a pointer test for a new array."""
+    """Node `node`'s value `ans` (an outer trace's value when nested): note it as a traced view
+    of an input when it is an ndarray in an input's memory (a view of it, or the input itself
+    returned by real, squeeze, ...). Costs a pointer test for a new array."""
     cdef Py_ssize_t i
     cdef PyObject* e
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
     if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL:
         for i in range(PyTuple_GET_SIZE(args)):
             a = <object>PyTuple_GET_ITEM(args, i)
@@ -2383,9 +2390,9 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     that array (a traced view of it, another traced value of the same array), 2 when it is a
     view of an array something other than the saved records references, 3 when NumPy made it
     read-only, else 0. NumPy would show the write through those; saved records keep their
-    values. 0 for an input (a leaf of any of the nested traces) and a non-array. Nested
-    differentiation: the array itself is not checked; 2 for a view whose base anything else holds. `caller_refs`: the references the
-    caller's frames hold."""
+    values. 0 for an input (a leaf of any of the nested traces) and a non-array; under nested
+    differentiation, 3, or 1 / 2 for an input's memory only, else 0. `caller_refs`: the references
+    the caller's frames hold."""
     cdef Tape tape = box._tape
     cdef Node* node
     cdef Py_ssize_t start, k, p
@@ -2405,20 +2412,18 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
         nested = True
     if not cnp.PyArray_CheckExact(box._value):
         return 0
-    if nested:
-        # the inner traces' saved records hold outer Boxes of views, which the counts below
-        # cannot tell from a user's view: the array itself is not checked; a view is refused
-        # when anything else holds the array it views (conservatively: saved records too)
-        if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
-            return 3
-        b = cnp.PyArray_BASE(<cnp.ndarray>box._value)
-        if b is not NULL and (Py_REFCNT(b) > 1 or (tape.inputs is not None
-                                                   and _root_key(box._value) in tape.inputs)):
-            return 2            # (its holders expected: the view's base pointer, nothing else)
-        return 0
-    node = &tape.nodes[box._node]
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
         return 3
+    if nested:
+        # the inner traces' saved records hold outer Boxes of this array and of its views,
+        # which the counts below cannot tell from a user's names for them: only an input's
+        # memory is refused (the input itself returned by real, or a view of it: NumPy would
+        # change the input, which gradcy never writes)
+        entry = tape.inputs.get(_root_key(box._value)) if tape.inputs is not None else None
+        if entry is None:
+            return 0
+        return 1 if (<OwnedBuffer>entry).root is box._value else 2
+    node = &tape.nodes[box._node]
     start = box._node
     for k in range(node.nparents):
         p = tape.parents[node.parent_start + k].node

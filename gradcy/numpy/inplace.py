@@ -163,20 +163,21 @@ def _input_written(box, plain, info=None):
     """box (an input, whose ndarray `plain` gradcy never writes) gets a new array that a write
     changes: the traced views of the input taken before (which NumPy would show the write)
     become views of `info`, the input's copy that the write goes into, so that the write
-    makes those it overlaps stale; without `info` (a new array replaces the input whole, or
-    nested differentiation), all of them go stale. Every trace the value belongs to is told."""
-    b = box
-    while type(b) is Box:
-        entry = b._tape.input_entry(plain)
-        if entry is not None and entry.target is None:
-            if info is not None and b is box and entry.root is plain:
-                info.views.update(entry.views)
-                info.view_hull = _hull(info.view_hull, entry.view_hull)
-                entry.target = info          # later views of the input's memory: views of info
-                entry.views, entry.view_hull = {}, ()
-            else:
-                _after_write(b._tape, entry, None)
-        b = b._value
+    makes those it overlaps stale (True: they moved there); without `info` (a new array
+    replaces the input whole), all of them go stale. Only box's own trace is told: an outer
+    trace's values of those views are the saved records of this one (the input's memory never
+    changes, so they keep their values)."""
+    entry = box._tape.input_entry(plain)
+    if entry is None or entry.target is not None:
+        return False
+    if info is not None and entry.root is plain:
+        info.views.update(entry.views)
+        info.view_hull = _hull(info.view_hull, entry.view_hull)
+        entry.target = info              # later views of the input's memory: views of info
+        entry.views, entry.view_hull = {}, ()
+        return True
+    _after_write(box._tape, entry, None)
+    return False
 
 
 def _site():
@@ -403,9 +404,10 @@ def _box_setitem(box, idx, value):
     if info is None:
         _check_unshared(box, plain, "item assignment")    # (plain: one local here)
         if nested or _nested(tape):               # a new version: the copy on the first write
-            _input_written(box, plain)
             transfer_box(box, at_set(box, idx, value))
-            _register(tape, box, True)
+            info = _register(tape, box, True)
+            if _input_written(box, plain, info):
+                _after_write(tape, info, region(idx, plain.shape))
             return
         copied = anp.copy(box)                    # copy on the first write: inputs never change
         transfer_box(box, copied)
@@ -1024,9 +1026,14 @@ def install_constructors(g):
             return _owned_copy(a, plain_copy(a, *args, **kwargs))
         return _owning("copy", _np.copy)(a, *args, **kwargs)
 
+    def flatten(a, order="C"):
+        """ndarray.flatten: a copy (ravel may return a view), a buffer the differentiation owns."""
+        return copy(anp.ravel(a, order))
+
     array.__doc__ = plain_array.__doc__
     g["array"] = array
     g["copy"] = copy
+    register_box_method("flatten", flatten)
 
 
 _install_ufunc_at()

@@ -657,7 +657,7 @@ def _method_item(x, *args):
 
 
 def _method_flatten(x, order="C"):
-    return copy_(ravel(x, order))       # a copy, as ndarray.flatten (ravel may be a view)
+    return ravel(x, order)
 
 
 def _method_copy(x, order="K"):
