@@ -49,9 +49,18 @@ What follows NumPy, and what raises
   array. When something NumPy would show the change through still references its memory (a
   traced view of it, the same array returned by real or squeeze, or, when it is a view, the
   array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt (gradcy works on a copy; a view of an input taken
-  before a write into the input keeps the old values), and nested differentiation is not
-  checked. gradcy.numpy.copy of a traced value (and array of one) is a buffer the tape owns.
+  keep their values). An input is exempt: gradcy works on a copy, which the tape owns. Under
+  nested differentiation only an input's memory is checked (the inner traces' records hold
+  outer values, which the reference counts cannot tell from a user's names).
+  gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
+  tape owns.
+- Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
+  views of a buffer: the first write into the input moves them to its copy, and those the
+  write overlaps (then or later) become stale, as NumPy would show them the new values.
+- numpy's ufunc.at (add, subtract, multiply, maximum, minimum): gradcy.numpy.add.at(a, idx, v)
+  writes a[idx] in place with every update of a repeated position applied (unbuffered, as
+  NumPy), recorded like a[idx] = ... for a traced a; a plain a given a traced v raises
+  TracerArrayConversionError.
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
