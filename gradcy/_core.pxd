@@ -113,7 +113,7 @@ cdef class Tape:
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
     cdef public bint keep_args     # save every argument and the output in full (graph recording)
     cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
-    cdef readonly dict inputs      # id(root) -> OwnedBuffer of an ndarray input: its traced views (None: no array input)
+    cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array input: its traced views, or None
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
@@ -152,7 +152,7 @@ cdef class OwnedBuffer:
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
     cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
     cdef public bint functional    # nested differentiation: writes make a new version (a copy)
-    cdef public object target      # an input's entry: the owned copy its first write made (its views moved there), or None
+    cdef public object target      # an input's: the owned copy its first write made (views go there)
 
 
 cdef class Box:

@@ -78,7 +78,7 @@ COUNTERS = ("live_tapes", "live_nodes", "saved_bytes")
 def _documented():
     from gradcy import _core
     return (
-        (ValueError, "written to after the view was taken"),        # stale view of a buffer or input
+        (ValueError, "written to after the view was taken"),        # stale view (buffer, input)
         (TypeError, "writing into a view of a"),                     # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order

@@ -840,3 +840,14 @@ def test_ufunc_at_on_plain_arrays():
         return np.sum(x) + np.sum(b)
 
     onp.testing.assert_array_equal(grad(g)(X2), [1.0, 1.0])
+
+
+def test_augmented_op_on_a_0d_array_keeps_it_an_array_for_its_aliases():
+    def prog(x, m):
+        y = m.reshape(m.sin(x[:1]), ())          # a 0-d array (NumPy's y -= ... keeps it one)
+        y -= 0.5 * m.sin(y)                      # a 0-d op gives a NumPy scalar: still an array
+        t = y
+        y *= 1.5 + m.tanh(t)                     # NumPy: t is y, and sees this
+        return m.sum(t * 2.0) + m.sum(x * x)
+
+    check_program(prog, X2)

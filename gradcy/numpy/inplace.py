@@ -732,6 +732,8 @@ def _inplace_result(result, value, op):
             raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
                             f"{value.dtype!r} with casting rule 'same_kind'")
         result = anp.astype(result, value.dtype)
+    if type(_innermost(result)) is not _np.ndarray:
+        result = anp.array(result)   # a NumPy scalar from a 0-d array's op: it stays an array
     return result
 
 
