@@ -18,6 +18,7 @@ cdef class OwnedBuffer:
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
     cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
     cdef public bint functional    # nested differentiation: writes make a new version (a copy)
+    cdef public object target      # an input's: the owned copy its first write made (views go there)
 
 
 cdef object _root_key(object a)                   # id of ndarray a's root buffer (key of Tape.owned)

@@ -206,6 +206,7 @@ cdef class OwnedBuffer:
         self.view_limit = 64
         self.box = None
         self.functional = False
+        self.target = None
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version

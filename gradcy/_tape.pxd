@@ -111,6 +111,7 @@ cdef class Tape:
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
     cdef public bint keep_args     # save every argument and the output in full (graph recording)
     cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
+    cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array input: its traced views, or None
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1

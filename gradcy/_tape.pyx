@@ -591,6 +591,8 @@ cdef class Primitive:
                 box = make_box(ans, top, node)
                 if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
                     _note_if_view(top, node, ans, args, self is _write_primitive)
+                if top.inputs is not None:
+                    _note_input_view(top, node, ans, args)
                 return box
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
@@ -612,6 +614,8 @@ cdef class Primitive:
         box = make_box(ans, top, node)
         if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
             _note_if_view(top, node, ans, args, self is _write_primitive)
+        if top.inputs is not None:
+            _note_input_view(top, node, ans, args)
         return box
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
@@ -879,7 +883,27 @@ cdef class Tape:
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
+        plain = value
+        while type(plain) is Box:       # nested differentiation: an outer trace's value
+            plain = (<Box>plain)._value
+        if cnp.PyArray_Check(plain):
+            # track the input's traced views (a write into the input makes those it overlaps
+            # stale); two inputs in one memory: their regions are not told apart (root None)
+            if self.inputs is None:
+                self.inputs = {}
+            key = _root_key(plain)
+            entry = self.inputs.get(key)
+            if entry is None:
+                self.inputs[key] = OwnedBuffer(plain, None)
+            elif (<OwnedBuffer>entry).root is not plain:
+                (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)
+
+    def input_entry(self, array):
+        """The view table of the input whose memory ndarray `array` is in, or None."""
+        if self.inputs is None or not cnp.PyArray_Check(array):
+            return None
+        return self.inputs.get(_root_key(array))
 
     def new_constant(self, value):
         """Append a node for a constant `value` (a buffer an array constructor made during this
@@ -1391,6 +1415,7 @@ cdef class Tape:
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None
+        self.inputs = None
         return 0
 
     def release(self):
@@ -1811,12 +1836,40 @@ cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args
     return 0
 
 
+cdef inline int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1:
+    """Node `node`'s value `ans` (an outer trace's value when nested): note it as a traced view
+    of an input when it is an ndarray in an input's memory (a view of it, or the input itself
+    returned by real, squeeze, ...). Costs a pointer test for a new array."""
+    cdef Py_ssize_t i
+    cdef PyObject* e
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
+    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL:
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if a is ans:
+                break
+        else:
+            return 0            # a new array
+    e = PyDict_GetItem(tape.inputs, _root_key(ans))
+    if e is NULL:
+        return 0
+    entry = <OwnedBuffer>e
+    root = entry.root
+    r = None if root is None or ans is root else _layout_region(ans, root)
+    _add_view(tape, entry.target if entry.target is not None else entry, node, r)
+    return 0
+
+
 cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
                      Py_ssize_t position) except -1:
     """Record a saved array (view=False) or a new traced view (view=True) that lives in an
     owned buffer."""
     cdef OwnedBuffer b = <OwnedBuffer?>info
-    cdef Py_ssize_t n
     root = _root_buffer(array) if b.functional else b.root
     r = None if array is root else _layout_region(array, root)
     if not view:
@@ -1824,6 +1877,12 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
         b.saved.append(position)
         b.saved_hull = _region_hull(b.saved_hull, r)
         return 0
+    return _add_view(tape, b, node, r)
+
+
+cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -1:
+    """Record traced view `node` over region r of buffer b (pruning dead ones as it grows)."""
+    cdef Py_ssize_t n
     b.views[node] = r
     b.view_hull = _region_hull(b.view_hull, r)
     if len(b.views) > b.view_limit:
@@ -1893,6 +1952,10 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
     if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
             or (<OwnedBuffer>found).functional):
         return False
+    ref = (<OwnedBuffer>found).box
+    if ref is None or ref() is not box:
+        return False            # another traced value that is the buffer's array (real,
+                                # squeeze of it): a write through a view, inplace.py's
     if not _is_basic_index(idx):
         return False
     slot = buf[idx]

@@ -12,7 +12,7 @@ from cpython.tuple cimport PyTuple_GET_SIZE
 cimport numpy as cnp
 
 from gradcy._tape cimport Tape, Box, Node, Primitive, NODE_LEAF, NODE_STALE
-from gradcy._regions cimport _is_basic_index
+from gradcy._regions cimport _is_basic_index, _root_key, OwnedBuffer
 
 cnp.import_array()
 
@@ -71,20 +71,40 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     that array (a traced view of it, another traced value of the same array), 2 when it is a
     view of an array something other than the saved records references, 3 when NumPy made it
     read-only, else 0. NumPy would show the write through those; saved records keep their
-    values. 0 for an input (a leaf), a non-array and a nested value. `caller_refs`: the
-    references the caller's frames hold."""
+    values. 0 for an input (a leaf of any of the nested traces) and a non-array; under nested
+    differentiation, 3, or 1 / 2 for an input's memory only, else 0. `caller_refs`: the references
+    the caller's frames hold."""
     cdef Tape tape = box._tape
     cdef Node* node
     cdef Py_ssize_t start, k, p
     cdef PyObject* b
-    if (tape.released or box._node < 0 or box._node >= tape.n_nodes
-            or not cnp.PyArray_CheckExact(box._value)):
-        return 0
-    node = &tape.nodes[box._node]
-    if node.flags & NODE_LEAF:
+    cdef bint nested = False
+    while True:
+        # nested differentiation: box's value is an outer trace's Box; the outermost one holds
+        # the array (an inner Box holds only the Box inside it)
+        if tape.released or box._node < 0 or box._node >= tape.n_nodes:
+            return 0
+        if tape.nodes[box._node].flags & NODE_LEAF:
+            return 0
+        if type(box._value) is not Box:
+            break
+        box = <Box>box._value
+        tape = box._tape
+        nested = True
+    if not cnp.PyArray_CheckExact(box._value):
         return 0
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
         return 3
+    if nested:
+        # the inner traces' saved records hold outer Boxes of this array and of its views,
+        # which the counts below cannot tell from a user's names for them: only an input's
+        # memory is refused (the input itself returned by real, or a view of it: NumPy would
+        # change the input, which gradcy never writes)
+        entry = tape.inputs.get(_root_key(box._value)) if tape.inputs is not None else None
+        if entry is None:
+            return 0
+        return 1 if (<OwnedBuffer>entry).root is box._value else 2
+    node = &tape.nodes[box._node]
     start = box._node
     for k in range(node.nparents):
         p = tape.parents[node.parent_start + k].node

@@ -29,7 +29,7 @@ saved_bytes are back where they were. A mode that raises one of gradcy's documen
 leak is a failure, shrunk to a smaller program (statements and loss terms dropped while it
 fails the same way) and printed with its seed.
 
-FEATURES switch statement classes (all on by default; each fails on the code of issue #10):
+FEATURES switch statement classes (all on by default; each failed on the code of issue #10):
   dup_adv          a write whose advanced index repeats a position (issue #10, item 1)
   view_iop         v = buf[1:]; v += e, and `for row in buf2d: row *= e` (item 2)
   zerod_write      a second write into a 0-d buffer, or a write into a 0-d input (item 12)
@@ -78,7 +78,7 @@ COUNTERS = ("live_tapes", "live_nodes", "saved_bytes")
 def _documented():
     from gradcy import _core
     return (
-        (ValueError, "written to after the view was taken"),        # stale view (inplace.py)
+        (ValueError, "written to after the view was taken"),        # stale view (buffer, input)
         (TypeError, "writing into a view of a"),                     # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order

@@ -9,15 +9,8 @@ import fuzz_programs as fp
 from counters import _counters_back_to_zero  # noqa: F401 - counters back to zero per chunk
 
 # Feature classes that fail on the current code, left out of the seed set until their fix lands
-# (issue #10); delete a line to fuzz that class here. Each is described in fuzz_programs.py.
-KNOWN_FAILING = {
-    "view_iop",         # augmented ops through views: wrong forward-mode values (seeds 68,
-                        # 86, 252 of --only view_iop), undocumented errors in hvp (seed 150)
-    "input_view",       # v = x[:2]; x[0] = e: v keeps the input's old values (rev and fwd;
-                        # seeds 148, 229, 279): should raise, as NumPy would show the write
-    "identity_ops",     # t = np.squeeze(buf) then writes: wrong forward-mode values and
-                        # gradients (seeds 7, 173, 347)
-}
+# (issue #10); each is described in fuzz_programs.py. None now: every class is fuzzed.
+KNOWN_FAILING = set()
 FEATURES = tuple(f for f in fp.FEATURES if f not in KNOWN_FAILING)
 PROGRAMS, CHUNK = 1600, 200
 

@@ -705,3 +705,149 @@ def test_augmented_assignment_of_a_slot_records_one_write():
         del buf, x
     finally:
         t.release()
+
+
+# =============================================================================
+# Issue 10, "never a wrong gradient": the fuzzer's view_iop, input_view and identity_ops
+# =============================================================================
+def test_flatten_is_a_copy_that_writes_do_not_reach():
+    def prog(x, m):
+        b = m.full((2, 2), 0.5)
+        v = b.flatten()                          # NumPy: a copy (ravel would be a view)
+        v *= 1.0 + x[0]
+        return m.sum(m.sin(b) * W3[0]) + m.sum(v * x[1])
+
+    check_program(prog, X2)
+
+
+@pytest.mark.parametrize("view", ["squeeze", "real", "atleast_1d", "ascontiguousarray"])
+def test_a_write_through_the_buffer_itself_returned_by_a_primitive_moves_the_buffer(view):
+    def prog(x, m):
+        b = m.ones(4)
+        v = getattr(m, view)(b)                  # NumPy: b itself
+        v[onp.array([False, False, False, True])] += x[0]
+        v[1] = m.sin(x[1])                       # a basic index (the core's write)
+        v *= 1.0 + 0.5 * x[0]
+        return m.sum(b * onp.arange(1.0, 5.0))
+
+    check_program(prog, X2)
+
+
+def test_augmented_ops_through_a_one_element_strided_view_in_forward_mode():
+    def prog(x, m):
+        b = m.array([[0.43, 0.91, -0.73], [0.02, 0.77, 0.28]])
+        v = b[1, :1:2]                           # shape (1,): its root index is all ints
+        v -= m.tanh(x[:1])
+        v *= 1.0 + 0.3 * m.tanh(x[1])
+        return m.sum(m.tanh(b) * W3)
+
+    check_program(prog, X2)
+
+
+def test_views_of_an_input_taken_before_a_write_into_it_go_stale():
+    def overlapping(x):
+        v = x[:2]
+        x[0] = 5.0                               # NumPy: v[0] is 5 now
+        return np.sum(v)
+
+    def same_array(x):
+        r = np.real(x)                           # NumPy: x itself
+        x[onp.array([True, False, True, True])] += 1.0
+        return np.sum(r)
+
+    def augmented(x):
+        v = x[1:]
+        x += 1.0                                 # the input gets a new array: v would see it
+        return np.sum(v)
+
+    def sub_view_after_the_copy(x):
+        v = x[2:]
+        x[0] = 5.0                               # v is not touched: it follows x's copy
+        w = v[:1]
+        x[2] = 1.0                               # ... so this write reaches w
+        return np.sum(w)
+
+    for f in (overlapping, same_array, augmented, sub_view_after_the_copy):
+        with pytest.raises(ValueError, match="written to after the view was taken"):
+            grad(f)(X4)
+        with pytest.raises(ValueError, match="written to after the view was taken"):
+            make_jvp(f)(X4)(onp.ones(4))
+        with pytest.raises(ValueError, match="written to after the view was taken"):
+            hessian(f)(X4)
+
+    def untouched(x, m):
+        v = x[2:]
+        x[0] = m.sin(x[1])                       # v does not overlap the write
+        x[1] *= 2.0
+        return m.sum(v * v) + m.sum(x * x * onp.arange(1.0, 5.0))
+
+    check_program(untouched, X4)
+
+
+def test_a_view_of_an_input_written_under_nested_differentiation_raises():
+    def f(x):
+        v = x[2::-1]
+        v *= 2.0                                 # NumPy would change x (the caller's array)
+        return np.sum(x * x)
+
+    for d in (grad(f), hessian(f), lambda x: make_jvp(grad(f))(x)(onp.ones(4))):
+        with pytest.raises(ValueError, match="that is a view of another array"):
+            d(X4)
+
+
+def test_augmented_op_on_a_slice_of_a_computed_array():
+    def prog(x, m):
+        y = m.sin(x)
+        y[1:] *= 3.0                             # t = y[1:]; t *= 3; y[1:] = t
+        y[:2] += m.tanh(y[2:])
+        return m.sum(y * onp.arange(1.0, 5.0))
+
+    check_program(prog, X4)
+
+
+# =============================================================================
+# numpy's ufunc.at: unbuffered in-place updates, repeated positions get every update
+# =============================================================================
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "maximum", "minimum"])
+def test_ufunc_at_writes_a_traced_buffer_with_repeats_accumulating(name):
+    def prog(x, m):
+        a = m.zeros(4)
+        a[:] = m.sin(x[:4])
+        getattr(m, name).at(a, [0, 2, 2, 3, 0, 2], x[4:] * 1.5)
+        getattr(m, name).at(a, (slice(1, 3),), x[0])
+        return m.sum(m.tanh(a) * onp.arange(1.0, 5.0))
+
+    x = onp.array([0.3, -0.7, 0.4, 1.1, 0.9, -0.2, 1.3, 0.5, 0.6, -1.0])
+    check_program(prog, x)
+
+
+def test_ufunc_at_on_plain_arrays():
+    a = onp.zeros(3)
+    np.add.at(a, [0, 0, 2], onp.array([1.0, 2.0, 3.0]))   # NumPy's own, untraced
+    onp.testing.assert_array_equal(a, [3.0, 0.0, 3.0])
+
+    def f(x):
+        np.add.at(a, [0, 0], x)                  # a plain array given a traced value
+        return np.sum(x)
+
+    with pytest.raises(_core.TracerArrayConversionError, match="gradcy.numpy.add.at"):
+        grad(f)(X2)
+    onp.testing.assert_array_equal(a, [3.0, 0.0, 3.0])
+
+    def g(x):
+        b = onp.zeros(2)
+        np.multiply.at(b, [0], 2.0)              # plain values into a plain array: fine
+        return np.sum(x) + np.sum(b)
+
+    onp.testing.assert_array_equal(grad(g)(X2), [1.0, 1.0])
+
+
+def test_augmented_op_on_a_0d_array_keeps_it_an_array_for_its_aliases():
+    def prog(x, m):
+        y = m.reshape(m.sin(x[:1]), ())          # a 0-d array (NumPy's y -= ... keeps it one)
+        y -= 0.5 * m.sin(y)                      # a 0-d op gives a NumPy scalar: still an array
+        t = y
+        y *= 1.5 + m.tanh(t)                     # NumPy: t is y, and sees this
+        return m.sum(t * 2.0) + m.sum(x * x)
+
+    check_program(prog, X2)

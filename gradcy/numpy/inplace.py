@@ -49,9 +49,18 @@ What follows NumPy, and what raises
   array. When something NumPy would show the change through still references its memory (a
   traced view of it, the same array returned by real or squeeze, or, when it is a view, the
   array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt (gradcy works on a copy; a view of an input taken
-  before a write into the input keeps the old values), and nested differentiation is not
-  checked. gradcy.numpy.copy of a traced value (and array of one) is a buffer the tape owns.
+  keep their values). An input is exempt: gradcy works on a copy, which the tape owns. Under
+  nested differentiation only an input's memory is checked (the inner traces' records hold
+  outer values, which the reference counts cannot tell from a user's names).
+  gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
+  tape owns.
+- Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
+  views of a buffer: the first write into the input moves them to its copy, and those the
+  write overlaps (then or later) become stale, as NumPy would show them the new values.
+- numpy's ufunc.at (add, subtract, multiply, maximum, minimum): gradcy.numpy.add.at(a, idx, v)
+  writes a[idx] in place with every update of a repeated position applied (unbuffered, as
+  NumPy), recorded like a[idx] = ... for a traced a; a plain a given a traced v raises
+  TracerArrayConversionError.
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
@@ -157,6 +166,27 @@ def _after_write(tape, info, r):
                 continue
             hull = _hull(hull, vr)
         info.view_hull = hull
+
+
+def _input_written(box, plain, info=None):
+    """box (an input, whose ndarray `plain` gradcy never writes) gets a new array that a write
+    changes: the traced views of the input taken before (which NumPy would show the write)
+    become views of `info`, the input's copy that the write goes into, so that the write
+    makes those it overlaps stale (True: they moved there); without `info` (a new array
+    replaces the input whole), all of them go stale. Only box's own trace is told: an outer
+    trace's values of those views are the saved records of this one (the input's memory never
+    changes, so they keep their values)."""
+    entry = box._tape.input_entry(plain)
+    if entry is None or entry.target is not None:
+        return False
+    if info is not None and entry.root is plain:
+        info.views.update(entry.views)
+        info.view_hull = _hull(info.view_hull, entry.view_hull)
+        entry.target = info              # later views of the input's memory: views of info
+        entry.views, entry.view_hull = {}, ()
+        return True
+    _after_write(box._tape, entry, None)
+    return False
 
 
 def _site():
@@ -357,6 +387,17 @@ def _nested_check(tape, value):
             "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
 
 
+def _is_buffer_box(info, box):
+    """Whether box (whose value is the buffer's array) is the buffer's own Box, not another
+    traced value that is the same array (real, squeeze, atleast_2d of the buffer: a view of
+    all of it). When the buffer's Box is gone, box becomes it."""
+    buf = info.box() if info.box is not None else None
+    if buf is None:
+        info.box = _weakref.ref(box)
+        return True
+    return buf is box
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
@@ -364,7 +405,7 @@ def _box_setitem(box, idx, value):
         _refuse_order_dependent_write(box, idx, value)
     plain = _innermost(box._value)
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
-    if info is not None and plain is not info.root:
+    if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
     nested = type(box._value) is Box or (type(value) is Box and (
@@ -373,11 +414,14 @@ def _box_setitem(box, idx, value):
         _check_unshared(box, plain, "item assignment")    # (plain: one local here)
         if nested or _nested(tape):               # a new version: the copy on the first write
             transfer_box(box, at_set(box, idx, value))
-            _register(tape, box, True)
+            info = _register(tape, box, True)
+            if _input_written(box, plain, info):
+                _after_write(tape, info, region(idx, plain.shape))
             return
         copied = anp.copy(box)                    # copy on the first write: inputs never change
         transfer_box(box, copied)
         info = _register(tape, box)
+        _input_written(box, plain, info)
     elif nested or info.functional:
         _functional_write(tape, info, box, idx, value)
         return
@@ -554,7 +598,7 @@ def _strided_index(view, root):
         return v if identity_perm else anp.transpose(v, perm)
 
     def from_root(b):
-        s = anp.getitem(b, idx)
+        s = anp.getitem(b, idx + (Ellipsis,))   # a view even when idx is all ints
         if not identity_perm:
             s = anp.transpose(s, inverse)
         return s if squeezed == view.shape else anp.reshape(s, view.shape)
@@ -688,6 +732,8 @@ def _inplace_result(result, value, op):
             raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
                             f"{value.dtype!r} with casting rule 'same_kind'")
         result = anp.astype(result, value.dtype)
+    if type(_innermost(result)) is not _np.ndarray:
+        result = anp.array(result)   # a NumPy scalar from a 0-d array's op: it stays an array
     return result
 
 
@@ -722,6 +768,7 @@ def _box_iop(box, op, other):
     if _temporary_target(box):
         return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
     _check_unshared(box, plain, entry[1])
+    _input_written(box, plain)
     transfer_box(box, result)
     return box
 
@@ -810,6 +857,55 @@ def _at_apply(op, x, idx, v):
         at = flat[sel]
         out = at_set(out, at, op(anp.getitem(out, at), anp.getitem(values, sel)))
     return anp.reshape(out, shape)
+
+
+def _ufunc_at(name, update):
+    """numpy.<name>.at(a, indices, b): a[indices] = name(a[indices], b) in place, unbuffered (a
+    position selected k times gets all k updates, in order). `update(a, idx, b)` is the traced
+    functional form. A traced `a` receives a recorded write (as a[idx] = v does: in place for a
+    buffer gradcy.numpy made, a copy on the first write otherwise); a plain `a` takes plain
+    values only."""
+    ufunc = getattr(_np, name)
+    qual = f"gradcy.numpy.{name}.at"
+
+    def at(a, indices, b=None):
+        if b is None:
+            raise TypeError(f"{qual}: the second operand (argument 2) is required for a binary "
+                            f"ufunc")
+        idx = _plain(indices) if type(indices) is Box else indices
+        if type(a) is not Box:
+            if type(b) is Box:
+                raise _core.TracerArrayConversionError(
+                    f"{qual}: argument 0 is a plain numpy array and argument 2 a traced value; "
+                    f"writing it into the plain array would drop its gradient. Create the "
+                    f"array with gradcy.numpy (zeros, empty, array, copy) inside the "
+                    f"differentiated function so that the write is traced, or use the "
+                    f"functional form a = a.at[indices].{_AT_METHOD.get(name, name)}(b) on a "
+                    f"traced a")
+            ufunc.at(a, idx, b)
+            return None
+        a[idx] = anp.getitem(update(a, idx, b), idx)
+        return None
+    at.__name__ = "at"
+    at.__qualname__ = f"{name}.at"
+    at.__doc__ = (f"numpy.{name}.at: a[indices] = {name}(a[indices], b) in place, repeated "
+                  f"positions getting every update; a traced array receives a recorded write.")
+    return at
+
+
+_AT_METHOD = {"maximum": "max", "minimum": "min"}
+
+
+def _install_ufunc_at():
+    updates = {
+        "add": at_add,
+        "subtract": lambda x, idx, v: at_add(x, idx, anp.negative(v)),
+        "multiply": lambda x, idx, v: _at_apply(anp.multiply, x, idx, v),
+        "maximum": lambda x, idx, v: _at_apply(anp.maximum, x, idx, v),
+        "minimum": lambda x, idx, v: _at_apply(anp.minimum, x, idx, v),
+    }
+    for name, update in updates.items():
+        getattr(anp, name).at = _ufunc_at(name, update)
 
 
 class _AtIndex:
@@ -941,11 +1037,17 @@ def install_constructors(g):
             return _owned_copy(a, plain_copy(a, *args, **kwargs))
         return _owning("copy", _np.copy)(a, *args, **kwargs)
 
+    def flatten(a, order="C"):
+        """ndarray.flatten: a copy (ravel may return a view), a buffer the differentiation owns."""
+        return copy(anp.ravel(a, order))
+
     array.__doc__ = plain_array.__doc__
     g["array"] = array
     g["copy"] = copy
+    register_box_method("flatten", flatten)
 
 
+_install_ufunc_at()
 register_box_method("__setitem__", _box_setitem)
 register_box_method("__iop__", _box_iop)
 register_box_method("at", at)
