@@ -7,14 +7,14 @@ import pytest
 import gradcy.numpy as np
 from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
-from gradcy.numpy import vjps_linalg
+from gradcy.numpy import products as vjps_linalg
 from vjp_harness import check, rand, raw_cotangent
 
 COVERED = {
     "gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot", "gradcy.numpy.einsum",
     "gradcy.numpy.outer", "gradcy.numpy.inner", "gradcy.numpy.vdot", "gradcy.numpy.kron",
     "gradcy.numpy.cross", "gradcy.numpy.trace", "gradcy.numpy.diagonal",
-    "gradcy.numpy.vjps_linalg.diagonal_scatter",
+    "gradcy.numpy.products.diagonal_scatter",
 }
 NUMPY2 = [n for n in ("matrix_transpose", "vecdot", "matvec", "vecmat") if hasattr(onp, n)]
 COVERED |= {f"gradcy.numpy.{n}" for n in NUMPY2}

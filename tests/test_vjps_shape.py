@@ -8,7 +8,7 @@ import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.numpy import numpy_wrapper as W
-from gradcy.numpy import vjps_shape as S
+from gradcy.numpy import indexing as S
 from gradcy.test_util import check_grads
 from vjp_harness import check as _harness_check, raw_cotangent
 from vjp_harness import rand

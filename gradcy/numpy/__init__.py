@@ -4,9 +4,9 @@ Every function here runs NumPy directly when no traced value is among its argume
 """
 import numpy as _np
 
-from . import numpy_wrapper
-from .numpy_wrapper import *  # noqa: F401,F403
-from .numpy_wrapper import __all__ as _wrapper_all
+from . import _wrap
+from ._wrap import *  # noqa: F401,F403
+from ._wrap import __all__ as _wrapper_all
 from . import numpy_vjps  # noqa: F401  (registers the VJPs)
 from . import linalg, fft  # noqa: F401
 from . import random  # noqa: F401

@@ -22,7 +22,7 @@ numpy_version = _np.__version__
 
 
 def _w():
-    from . import numpy_wrapper
+    from . import _wrap as numpy_wrapper
     return numpy_wrapper
 
 

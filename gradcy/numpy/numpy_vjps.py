@@ -6,11 +6,11 @@ Conventions (every table follows them):
 - `save=` lists the least the makers read: 'ans' (the output) and argument positions; anything
   else reaches them as ArrayMeta (shape, dtype, type), so the tape never holds its buffer;
 - rules are written with gradcy.numpy functions, so they are differentiable themselves;
-- a cotangent has the dtype and shape of its argument (vjp_util.unbroadcast / cast_like).
+- a cotangent has the dtype and shape of its argument (_util.unbroadcast / cast_like).
 """
-from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
-from . import fft_vjps, linalg_vjps  # noqa: F401
-from . import vjps_more  # noqa: F401
+from . import elementwise, products, reductions, manipulation, indexing, sorting  # noqa: F401
+from . import fft, linalg  # noqa: F401
+from . import calculus, statistics, polynomials  # noqa: F401
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)

@@ -12,11 +12,11 @@ Constants in the rules are Python floats (weakly typed), so float32 cotangents s
 """
 import math
 
-import numpy as _onp  # noqa: F401
+import numpy as _onp
 
-from ..extend import ArrayMeta, defjvp, defvjp, defvjp_direct, primitive  # noqa: F401
-from . import numpy_wrapper as anp
-from .vjp_util import balanced_eq, cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
+from ..registry import defjvp, defvjp, defvjp_direct
+from . import _wrap as anp
+from ._util import _dtype, _shape, balanced_eq, cast_like, shape_dtype, unbroadcast
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -423,3 +423,57 @@ defjvp(anp.copysign,
 defvjp_direct(anp.heaviside, None,
        lambda g, ans, x, h0: unbroadcast(anp.where(x == 0, g, 0.0), h0), save=(0,))
 defjvp(anp.heaviside, None, lambda g, ans, x, h0: _select(x == 0, g, ans))
+
+
+# =============================================================================
+# Tuple-valued ufuncs: modf, frexp, divmod
+# =============================================================================
+def _zero_tangent(a):
+    return _onp.zeros(_shape(a), _dtype(a))
+
+
+def _modf_vjp(ans, x, **kwargs):
+    dtype = _dtype(x)
+    return lambda g: None if g[0] is None else cast_like(unbroadcast(g[0], x), dtype)
+
+
+defvjp(anp.modf, _modf_vjp, save=())
+defjvp(anp.modf, lambda g, ans, x, **kw: (g, _zero_tangent(ans[1])))
+
+
+def _frexp_vjp(ans, x, **kwargs):
+    dtype = _dtype(x)
+    e = ans[1]
+    return lambda g: None if g[0] is None else cast_like(anp.ldexp(g[0], -e), dtype)
+
+
+defvjp(anp.frexp, _frexp_vjp, save=("ans",))
+defjvp(anp.frexp, lambda g, ans, x, **kw: (anp.ldexp(g, -ans[1]), _zero_tangent(ans[1])))
+
+
+def _divmod_vjp_x(ans, x, y, **kwargs):
+    return lambda g: None if g[1] is None else unbroadcast(g[1], x)
+
+
+def _divmod_vjp_y(ans, x, y, **kwargs):
+    return lambda g: None if g[1] is None else unbroadcast(-g[1] * anp.floor_divide(x, y), y)
+
+
+defvjp(anp.divmod, _divmod_vjp_x, _divmod_vjp_y, save=(0, 1))
+defjvp(anp.divmod,
+       lambda g, ans, x, y, **kw: (_zero_tangent(ans[0]), g),
+       lambda g, ans, x, y, **kw: (_zero_tangent(ans[0]), -g * anp.floor_divide(x, y)))
+
+
+# i0' = i1 (scipy.special.i1; numpy has no i1)
+def _i1(x):
+    try:
+        from ..scipy import special
+    except ImportError as e:        # pragma: no cover - scipy is optional
+        raise NotImplementedError("gradcy.numpy.i0: the derivative needs scipy "
+                                  "(scipy.special.i1)") from e
+    return special.i1(x)
+
+
+defvjp(anp.i0, lambda ans, x: lambda g: cast_like(g * _i1(x), _dtype(x)), save=(0,))
+defjvp(anp.i0, lambda g, ans, x: g * _i1(x))
