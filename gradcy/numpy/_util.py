@@ -2,14 +2,13 @@
 cotangent to an argument's shape and dtype, axis normalisation, signature binding."""
 import inspect
 import math as _math
-import sys
 
 import numpy as _onp
 
-from .._core import (ArrayMeta, Box, register_numpy_override, set_tangent_fixer,
-                     set_unbroadcast_slow)
+from .._core import ArrayMeta, Box, set_tangent_fixer, set_unbroadcast_slow
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import _wrap as anp
+from ._wrap import _contains_box, _plain, _plain_tree  # noqa: F401  (helpers of the rules)
 
 
 def shape_dtype(x):
@@ -114,13 +113,6 @@ _intp = _onp.intp
 # =============================================================================
 # Helpers
 # =============================================================================
-def _plain(v):
-    """The plain value under any number of traced layers."""
-    while type(v) is Box:
-        v = v._value
-    return v
-
-
 def _shape(x):
     """Shape of an argument as a rule sees it (array, Box, ArrayMeta, scalar, (nested) list)."""
     t = type(x)
@@ -134,8 +126,14 @@ def _shape(x):
 
 
 def _dtype(x):
-    return shape_dtype(x)[1] if type(x) not in (list, tuple) else _onp.result_type(
-        *[_dtype(e) for e in x]) if x else _onp.dtype(_onp.float64)
+    """dtype of an argument as a rule sees it (array, Box, ArrayMeta, scalar, (nested) list);
+    a Python int or bool counts as float64, as for its gradient."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return dt
+    if type(x) is list or type(x) is tuple:
+        return _onp.result_type(*[_dtype(e) for e in x]) if x else _onp.dtype(_onp.float64)
+    return shape_dtype(x)[1]
 
 
 def _size(shape):
@@ -185,30 +183,12 @@ def _positions(fun):
     return out
 
 
-def _set_namespace(name, fn, numpy_fn=None):
-    """Make gradcy.numpy.<name> (and numpy_wrapper.<name>) the front end `fn`, and route
-    numpy's function of that name on traced values to it."""
-    setattr(anp, name, fn)
-    pkg = sys.modules.get("gradcy.numpy")
-    if pkg is not None:
-        setattr(pkg, name, fn)
-    if numpy_fn is not None:
-        register_numpy_override(numpy_fn, fn)
-
-
-def _contains_box(obj):
-    if type(obj) is Box:
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_contains_box(e) for e in obj)
-    return False
-
-
 def _same(fn):
     """The JVP of a function linear in its first argument: fn applied to the tangent."""
     return lambda g, ans, x, *args, **kwargs: fn(g, *args, **kwargs)
 
 
-def _zeros_of(a, dtype):
-    """Zeros of the shape of argument a (an array, a traced value or a scalar)."""
-    return _onp.zeros(a.shape if hasattr(a, "shape") else _onp.shape(a), dtype)
+def _zeros_of(a, dtype=None):
+    """Zeros of the shape of argument a (an array, a traced value, an ArrayMeta or a scalar), of
+    dtype `dtype` (default: a's)."""
+    return _onp.zeros(_shape(a), _dtype(a) if dtype is None else dtype)

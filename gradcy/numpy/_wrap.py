@@ -4,7 +4,8 @@ Every public NumPy function and ufunc becomes a primitive named `gradcy.numpy.<n
 whose outputs carry no gradient (rounding, arg*, comparisons, shape queries, *_like
 constructors...) run on plain values without recording. Functions that take a list of arrays
 (concatenate, stack, array(...) of traced values) get wrappers that pass the arrays as separate
-arguments, so each one is a traced parent. The VJPs live in numpy_vjps.py.
+arguments, so each one is a traced parent. The rules live in the family files (elementwise.py,
+reductions.py, ...), which gradcy/numpy/__init__.py imports.
 
 Writes into arguments: a call that passes `out` (by keyword or position) to a primitive whose
 NumPy function has an `out` parameter goes to _out_call (the core routes it there): the result
@@ -594,6 +595,37 @@ for _name in ["put", "putmask", "place", "put_along_axis", "fill_diagonal", "cop
 
 
 # =============================================================================
+# where: autograd.numpy's (Python values for Python arguments)
+# =============================================================================
+def _numpy_or_traced(x):
+    if type(x) is Box or isinstance(x, (_np.ndarray, _np.generic)):
+        return True
+    return isinstance(x, (list, tuple)) and _builtins.any(_numpy_or_traced(e) for e in x)
+
+
+def custom_where(condition, *args, **kwargs):
+    """numpy.where(condition[, x, y]), x and y also as keywords. As autograd.numpy.where: when
+    no argument is a NumPy value (Python scalars and lists only), the result is a Python
+    value (where(True, 1, 2) is 1, not array(1)). gradcy.numpy.where is this function as a
+    primitive (traced values go positionally)."""
+    if not args and not kwargs:
+        return _np.where(condition)
+    if len(args) + len(kwargs) != 2 or not set(kwargs) <= {"x", "y"} or (args and "x" in kwargs):
+        raise ValueError("where: give both x and y (positionally or as x=, y=), or neither")
+    x = args[0] if args else kwargs["x"]
+    y = args[1] if len(args) > 1 else kwargs["y"]
+    res = _np.where(condition, x, y)
+    if not (_numpy_or_traced(condition) or _numpy_or_traced(x) or _numpy_or_traced(y)):
+        return res.tolist() if isinstance(res, _np.ndarray) else res
+    return res
+
+
+where = primitive(custom_where, "gradcy.numpy.where")
+register_numpy_override(_np.where, where)
+where_ = where      # for the functions whose parameter `where` hides it
+
+
+# =============================================================================
 # Indexing, casting, methods of traced values
 # =============================================================================
 @primitive
@@ -615,11 +647,6 @@ def _box_getitem(A, idx):
     if isinstance(v, (tuple, list)):
         return container_take(A, idx)
     return getitem(A, idx)
-
-
-def _box_setitem(A, idx, value):
-    raise TypeError("gradcy: item assignment into a traced array is not supported yet; build the "
-                    "result functionally (gradcy.numpy.where, concatenate, ...)")
 
 
 if hasattr(_np.ndarray, "mT"):
@@ -689,14 +716,10 @@ def _register_methods():
     register_box_method("astype", astype)
     register_box_method("__getitem__", _box_getitem)
     set_getitem_primitive(getitem)
-    register_box_method("__setitem__", _box_setitem)
 
 
 _register_methods()
 
-# r_, c_, integer types, make_diagonal and autograd.numpy's helpers
-from .extras import *  # noqa: E402,F401,F403
-where_ = where      # extras' where (the one with VJPs) replaced the wrapped one: out=/where= use it
 
 __all__ = [name for name in globals() if not name.startswith("_")
            and name not in ("types", "register_box_method", "register_numpy_override")]

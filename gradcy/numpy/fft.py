@@ -13,7 +13,6 @@ part of their product, no conjugate), so the VJP of a C-linear map A is its plai
   conjugate, and a weight along the last axis (1/2 or 2 on the bins that stand for two).
 """
 import operator
-import sys
 
 import numpy.fft as _npfft
 import numpy as _onp
@@ -23,8 +22,6 @@ from ..registry import defjvp, defvjp_direct, primitive
 from . import _wrap as anp
 from ._wrap import wrap_namespace
 from ._util import cast_like, shape_dtype
-
-afft = sys.modules[__name__]
 
 wrap_namespace(_npfft.__dict__, globals(), "gradcy.numpy.fft")
 
@@ -56,7 +53,7 @@ def _truncate_pad_raw(x, shape):
     return out
 
 
-_truncate_pad = primitive(_truncate_pad_raw, "gradcy.numpy.fft_vjps.truncate_pad")
+_truncate_pad = primitive(_truncate_pad_raw, "gradcy.numpy.fft._truncate_pad")
 defvjp_direct(_truncate_pad,
               lambda g, ans, x, shape: _truncate_pad(g, shape_dtype(x)[0]), None, save=())
 defjvp(_truncate_pad, lambda g, ans, x, shape: _truncate_pad(g, shape), None)
@@ -132,9 +129,9 @@ def _complex_rule(prim, kind, one_d):
     return rule
 
 
-for _prim, _kind, _one in [(afft.fft, "1", afft.fft), (afft.ifft, "1", afft.ifft),
-                           (afft.fft2, "2", afft.fft), (afft.ifft2, "2", afft.ifft),
-                           (afft.fftn, "n", afft.fft), (afft.ifftn, "n", afft.ifft)]:
+for _prim, _kind, _one in [(fft, "1", fft), (ifft, "1", ifft),
+                           (fft2, "2", fft), (ifft2, "2", ifft),
+                           (fftn, "n", fft), (ifftn, "n", ifft)]:
     defvjp_direct(_prim, _complex_rule(_prim, _kind, _one), save=())
 
 
@@ -175,7 +172,7 @@ def _rfft_T(g, shape, dtype, axes, n, norm, name):
     h = anp.conjugate(g) * w
     s = [gshape[a] for a in axes]
     s[-1] = n
-    return _fit(afft.irfftn(h, s=s, axes=axes, norm=_swap(norm)), shape, dtype)
+    return _fit(irfftn(h, s=s, axes=axes, norm=_swap(norm)), shape, dtype)
 
 
 def _irfft_T(g, shape, dtype, axes, norm, name):
@@ -185,7 +182,7 @@ def _irfft_T(g, shape, dtype, axes, norm, name):
     _no_repeats(axes, name)
     gshape = g.shape
     n = gshape[axes[-1]]
-    r = anp.conjugate(afft.rfftn(g, axes=axes, norm=_swap(norm)))
+    r = anp.conjugate(rfftn(g, axes=axes, norm=_swap(norm)))
     w = _half_weights(n, n // 2 + 1, axes[-1], len(gshape), _real_dtype(r.dtype), 2.0)
     return _fit(r * w, shape, dtype)
 
@@ -210,8 +207,8 @@ def _irfft_rule(kind):
     return rule
 
 
-for _kind, _r, _ir in [("1", afft.rfft, afft.irfft), ("2", afft.rfft2, afft.irfft2),
-                       ("n", afft.rfftn, afft.irfftn)]:
+for _kind, _r, _ir in [("1", rfft, irfft), ("2", rfft2, irfft2),
+                       ("n", rfftn, irfftn)]:
     defvjp_direct(_r, _rfft_rule(_kind), save=())
     defvjp_direct(_ir, _irfft_rule(_kind), save=())
 
@@ -231,15 +228,15 @@ def _ihfft_rule(g, ans, x, *args, **kwargs):
     return _rfft_T(anp.conjugate(g), shape, dtype, axes, s[-1], _swap(norm), "ihfft")
 
 
-defvjp_direct(afft.hfft, _hfft_rule, save=())
-defvjp_direct(afft.ihfft, _ihfft_rule, save=())
+defvjp_direct(hfft, _hfft_rule, save=())
+defvjp_direct(ihfft, _ihfft_rule, save=())
 
 
 # =============================================================================
 # Shifts: rolls, transposed by the opposite shift
 # =============================================================================
-defvjp_direct(afft.fftshift, lambda g, ans, x, axes=None: afft.ifftshift(g, axes), save=())
-defvjp_direct(afft.ifftshift, lambda g, ans, x, axes=None: afft.fftshift(g, axes), save=())
+defvjp_direct(fftshift, lambda g, ans, x, axes=None: ifftshift(g, axes), save=())
+defvjp_direct(ifftshift, lambda g, ans, x, axes=None: fftshift(g, axes), save=())
 
 
 # =============================================================================
@@ -253,9 +250,9 @@ def _linear_jvp(prim):
     return jvp
 
 
-for _prim in [afft.fft, afft.ifft, afft.fft2, afft.ifft2, afft.fftn, afft.ifftn, afft.rfft,
-              afft.irfft, afft.rfft2, afft.irfft2, afft.rfftn, afft.irfftn, afft.hfft,
-              afft.ihfft, afft.fftshift, afft.ifftshift]:
+for _prim in [fft, ifft, fft2, ifft2, fftn, ifftn, rfft,
+              irfft, rfft2, irfft2, rfftn, irfftn, hfft,
+              ihfft, fftshift, ifftshift]:
     defjvp(_prim, _linear_jvp(_prim))
 
 del _prim, _kind, _one, _r, _ir

@@ -15,12 +15,12 @@ import inspect
 
 import numpy as _onp
 
-from .._core import Box, SparseCotangent
+from .._core import Box, SparseCotangent, register_numpy_override
 from ..registry import (defjvp, defjvp_argnums, defvjp, defvjp_argnums, defvjp_direct,
                         nondifferentiable, primitive)
 from . import _wrap as anp
 from ._util import (_contains_box, _dtype, _intp, _ndarray, _norm_axis, _plain, _positions, _same,
-                    _set_namespace, _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _shape, _size, cast_like, shape_dtype, unbroadcast)
 
 # =============================================================================
 # Linear helper primitives: scatter-add (transpose of indexing) and un-repeat
@@ -433,9 +433,9 @@ def block(arrays):
     return build(arrays, 0)
 
 
-_set_namespace("choose", choose, _onp.choose)
-_set_namespace("select", select, _onp.select)
-_set_namespace("block", block, _onp.block)
+register_numpy_override(_onp.choose, choose)
+register_numpy_override(_onp.select, select)
+register_numpy_override(_onp.block, block)
 
 
 # =============================================================================

@@ -20,8 +20,6 @@ Conventions:
   eigen/singular vectors carry a phase gauge, so only phase-invariant functions of them have
   well-defined derivatives (as in autograd).
 """
-import sys
-
 import numpy.linalg as _npla
 import numpy as _onp
 
@@ -30,9 +28,7 @@ from ..registry import (defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct, n
                         primitive)
 from . import _wrap as anp
 from ._wrap import wrap_namespace
-from ._util import cast_like, unbroadcast
-
-_la = sys.modules[__name__]
+from ._util import _dtype, _is_complex, _plain, _shape, _zeros_of, cast_like, unbroadcast
 
 wrap_namespace(_npla.__dict__, globals(), "gradcy.numpy.linalg")
 
@@ -40,20 +36,17 @@ wrap_namespace(_npla.__dict__, globals(), "gradcy.numpy.linalg")
 # helpers of autograd.numpy.linalg's rules, which autograd programs import
 def T(x):
     """x with its last two axes swapped."""
-    from ._wrap import swapaxes
-    return swapaxes(x, -1, -2)
+    return anp.swapaxes(x, -1, -2)
 
 
 def _dot(a, b):
     """Matrix product over the last two axes, broadcast over the leading ones."""
-    from ._wrap import einsum
-    return einsum("...ij,...jk->...ik", a, b)
+    return anp.einsum("...ij,...jk->...ik", a, b)
 
 
 def add2d(x):
     """x with two trailing axes of length 1."""
-    from ._wrap import expand_dims
-    return expand_dims(expand_dims(x, -1), -1)
+    return anp.expand_dims(anp.expand_dims(x, -1), -1)
 
 
 _ndarray = _onp.ndarray
@@ -62,20 +55,6 @@ _ndarray = _onp.ndarray
 # =============================================================================
 # Helpers (all differentiable: gradcy.numpy calls on possibly traced values)
 # =============================================================================
-def _dtype(x):
-    d = getattr(x, "dtype", None)
-    return d if d is not None else _onp.result_type(x)
-
-
-def _shape(x):
-    s = getattr(x, "shape", None)
-    return s if s is not None else _onp.shape(x)
-
-
-def _is_c(x):
-    return _dtype(x).kind == "c"
-
-
 def _real_dtype(dt):
     return _onp.finfo(dt).dtype if dt.kind in "fc" else _onp.dtype(_onp.float64)
 
@@ -84,7 +63,7 @@ _T = anp._mT       # x with its last two axes swapped (a view for ndarrays)
 
 
 def _conj(x):
-    return anp.conj(x) if _is_c(x) else x
+    return anp.conj(x) if _is_complex(x) else x
 
 
 def _H(x):
@@ -145,10 +124,6 @@ def _add(a, b):
     return b if a is None else a + b
 
 
-def _zeros_tangent(x):
-    return _onp.zeros(_shape(x), _dtype(x))
-
-
 # =============================================================================
 # Dispatchers for tuple-valued functions
 # =============================================================================
@@ -161,29 +136,22 @@ def _tuple_prim(fn, name):
     return primitive(wrapper, name)
 
 
-def _rebind(name, fn):
-    """Make gradcy.numpy.linalg.<name> `fn`, and route numpy.linalg.<name> on traced values
-    to it."""
-    setattr(_la, name, fn)
-    register_numpy_override(getattr(_npla, name), fn)
-
-
 # =============================================================================
 # det, slogdet
 # =============================================================================
 def _det_vjp(g, ans, a):
-    return cast_like(_add2d(g * ans) * _T(_la.inv(a)), _dtype(a))
+    return cast_like(_add2d(g * ans) * _T(inv(a)), _dtype(a))
 
 
-defvjp_direct(_la.det, _det_vjp, save=("ans", 0))
-defjvp(_la.det, lambda g, ans, a: ans * _tr(_la.solve(a, g)))
+defvjp_direct(det, _det_vjp, save=("ans", 0))
+defjvp(det, lambda g, ans, a: ans * _tr(solve(a, g)))
 
 slogdet_p = _tuple_prim(_npla.slogdet, "gradcy.numpy.linalg.slogdet")
 
 
 def _slogdet_vjp(g, ans, a):
     g_sign, g_logdet = _parts(g, 2)
-    if _is_c(a) and g_sign is not None:
+    if _is_complex(a) and g_sign is not None:
         # d sign = sign * i Im(tr(A^-1 dA)); d logdet = Re(tr(A^-1 dA))
         coef = 1j * anp.imag(g_sign * ans[0])
         coef = coef if g_logdet is None else coef + g_logdet
@@ -191,14 +159,14 @@ def _slogdet_vjp(g, ans, a):
         return None
     else:
         coef = g_logdet
-    return cast_like(_add2d(coef) * _T(_la.inv(a)), _dtype(a))
+    return cast_like(_add2d(coef) * _T(inv(a)), _dtype(a))
 
 
 def _slogdet_jvp(g, ans, a):
-    t = _tr(_la.solve(a, g))
-    if _is_c(a):
+    t = _tr(solve(a, g))
+    if _is_complex(a):
         return (ans[0] * (1j * anp.imag(t)), anp.real(t))
-    return (_zeros_tangent(ans[0]), t)
+    return (_zeros_of(ans[0]), t)
 
 
 defvjp_direct(slogdet_p, _slogdet_vjp, save=("ans", 0))
@@ -212,7 +180,7 @@ def slogdet(a):
     return _npla.slogdet(a)
 
 
-_rebind("slogdet", slogdet)
+register_numpy_override(_npla.slogdet, slogdet)
 
 
 # =============================================================================
@@ -223,13 +191,13 @@ def _inv_vjp(g, ans, a):
     return cast_like(-_mm(_mm(at, g), at), _dtype(a))
 
 
-defvjp_direct(_la.inv, _inv_vjp, save=("ans",))
-defjvp(_la.inv, lambda g, ans, a: -_mm(_mm(ans, g), ans))
+defvjp_direct(inv, _inv_vjp, save=("ans",))
+defjvp(inv, lambda g, ans, a: -_mm(_mm(ans, g), ans))
 
 
 def _pinv_vjp(g, ans, a, *args, **kwargs):
     # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P; standard adjoint below
-    cplx = _is_c(ans)
+    cplx = _is_complex(ans)
     G = _conj(g) if cplx else g
     P, Ph = ans, _H(ans)
     Gh = _H(G)
@@ -246,8 +214,8 @@ def _pinv_jvp(g, ans, a, *args, **kwargs):
     return -_mm(_mm(P, g), P) + t1 - _mm(_mm(t1, a), P) + t2 - _mm(_mm(P, a), t2)
 
 
-defvjp_direct(_la.pinv, _pinv_vjp, save=("ans", 0))
-defjvp(_la.pinv, _pinv_jvp)
+defvjp_direct(pinv, _pinv_vjp, save=("ans", 0))
+defjvp(pinv, _pinv_jvp)
 
 
 # =============================================================================
@@ -269,7 +237,7 @@ def _solve_vjp(argnums, ans, args, kwargs):
     vec = _solve_vec(a, b)
 
     def vjp(g):
-        gb = _la.solve(_T(a), _col(g) if vec else g)
+        gb = solve(_T(a), _col(g) if vec else g)
         out = []
         for i in argnums:
             if i == 0:
@@ -283,20 +251,20 @@ def _solve_vjp(argnums, ans, args, kwargs):
 
 def _solve_jvp_a(g, ans, a, b):
     if _solve_vec(a, b):
-        return -_la.solve(a, _mm(g, _col(ans)))[..., 0]
-    return -_la.solve(a, _mm(g, ans))
+        return -solve(a, _mm(g, _col(ans)))[..., 0]
+    return -solve(a, _mm(g, ans))
 
 
 def _solve_jvp_b(g, ans, a, b):
     if _solve_vec(a, b):
         if len(_shape(g)) == 1:
-            return _la.solve(a, g)
-        return _la.solve(a, _col(g))[..., 0]
-    return _la.solve(a, g)
+            return solve(a, g)
+        return solve(a, _col(g))[..., 0]
+    return solve(a, g)
 
 
-defvjp_argnums(_la.solve, _solve_vjp, save=("ans", 0))
-defjvp(_la.solve, _solve_jvp_a, _solve_jvp_b)
+defvjp_argnums(solve, _solve_vjp, save=("ans", 0))
+defjvp(solve, _solve_jvp_a, _solve_jvp_b)
 
 
 # =============================================================================
@@ -321,7 +289,7 @@ def _tensorsolve_vjp(argnums, ans, args, kwargs):
     A2 = anp.reshape(at, (N, N))
 
     def vjp(g):
-        gb = _la.solve(_T(A2), anp.reshape(g, (N, 1)))
+        gb = solve(_T(A2), anp.reshape(g, (N, 1)))
         out = []
         for i in argnums:
             if i == 0:
@@ -347,17 +315,17 @@ def _tensorsolve_jvp_a(g, ans, a, b, axes=None):
     N = int(_onp.prod(_shape(ans)))
     A2 = _tensorsolve_A2(a, axes, N)
     dA2 = _tensorsolve_A2(g, axes, N)
-    return anp.reshape(-_la.solve(A2, _mm(dA2, anp.reshape(ans, (N, 1)))), _shape(ans))
+    return anp.reshape(-solve(A2, _mm(dA2, anp.reshape(ans, (N, 1)))), _shape(ans))
 
 
 def _tensorsolve_jvp_b(g, ans, a, b, axes=None):
     N = int(_onp.prod(_shape(ans)))
     A2 = _tensorsolve_A2(a, axes, N)
-    return anp.reshape(_la.solve(A2, anp.reshape(g, (N, 1))), _shape(ans))
+    return anp.reshape(solve(A2, anp.reshape(g, (N, 1))), _shape(ans))
 
 
-defvjp_argnums(_la.tensorsolve, _tensorsolve_vjp, save=("ans", 0))
-defjvp(_la.tensorsolve, _tensorsolve_jvp_a, _tensorsolve_jvp_b)
+defvjp_argnums(tensorsolve, _tensorsolve_vjp, save=("ans", 0))
+defjvp(tensorsolve, _tensorsolve_jvp_a, _tensorsolve_jvp_b)
 
 
 def _tensorinv_vjp(g, ans, a, ind=2):
@@ -373,8 +341,8 @@ def _tensorinv_jvp(g, ans, a, ind=2):
     return anp.reshape(-_mm(_mm(i2, anp.reshape(g, (N, N))), i2), _shape(ans))
 
 
-defvjp_direct(_la.tensorinv, _tensorinv_vjp, save=("ans",))
-defjvp(_la.tensorinv, _tensorinv_jvp)
+defvjp_direct(tensorinv, _tensorinv_vjp, save=("ans",))
+defjvp(tensorinv, _tensorinv_jvp)
 
 
 # =============================================================================
@@ -404,7 +372,7 @@ def _matrix_power_vjp(g, ans, a, n):
         return None
     if n > 0:
         return cast_like(_sandwich_sum(_powers(_T(a), n), g, n), _dtype(a))
-    bt = _T(_la.inv(a))
+    bt = _T(inv(a))
     gb = _sandwich_sum(_powers(bt, -n), g, -n)
     return cast_like(-_mm(_mm(bt, gb), bt), _dtype(a))
 
@@ -412,15 +380,15 @@ def _matrix_power_vjp(g, ans, a, n):
 def _matrix_power_jvp(g, ans, a, n):
     n = int(n)
     if n == 0:
-        return _zeros_tangent(ans)
+        return _zeros_of(ans)
     if n > 0:
         return _sandwich_sum(_powers(a, n), g, n)
-    b = _la.inv(a)
+    b = inv(a)
     return _sandwich_sum(_powers(b, -n), -_mm(_mm(b, g), b), -n)
 
 
-defvjp_direct(_la.matrix_power, _matrix_power_vjp, None, save=(0,))
-defjvp(_la.matrix_power, _matrix_power_jvp, None)
+defvjp_direct(matrix_power, _matrix_power_vjp, None, save=(0,))
+defjvp(matrix_power, _matrix_power_jvp, None)
 
 
 # =============================================================================
@@ -446,7 +414,7 @@ def _keep(v, xshape, axes):
 
 def _csign(x):
     """x / |x| (0 at 0) for complex x; sign(x) for real x."""
-    if _is_c(x):
+    if _is_complex(x):
         ax = anp.abs(x)
         return x / anp.where(ax == 0, 1.0, ax)
     return anp.sign(x)
@@ -458,12 +426,6 @@ def _argext_mask(v, axes, smallest):
     ext = pv.min(axis=axes, keepdims=True) if smallest else pv.max(axis=axes, keepdims=True)
     m = (pv == ext).astype(_real_dtype(pv.dtype))
     return m / m.sum(axis=axes, keepdims=True)
-
-
-def _plain(x):
-    while type(x) is Box:
-        x = x._value
-    return x
 
 
 def _norm_D(x, ans_k, ord, axes, matrix):
@@ -493,7 +455,7 @@ def _norm_D(x, ans_k, ord, axes, matrix):
     if ord == _onp.inf or ord == -_onp.inf:
         return _conj(_csign(x)) * _argext_mask(anp.abs(x), axes, ord == -_onp.inf)
     if ord == 0:
-        return _zeros_tangent(x)
+        return _zeros_of(x)
     if ord == 1:
         return _conj(_csign(x))
     p = float(ord)
@@ -509,7 +471,7 @@ def _norm_vjp_rule(g, ans, x, ord, axes, matrix, keepdims):
 def _norm_jvp_rule(t, ans, x, ord, axes, matrix, keepdims):
     D = _norm_D(x, _keep(ans, _shape(x), axes), ord, axes, matrix)
     out = anp.sum(D * t, axis=axes, keepdims=keepdims)
-    return anp.real(out) if _is_c(out) else out
+    return anp.real(out) if _is_complex(out) else out
 
 
 def _norm_args(x, ord=None, axis=None, keepdims=False):
@@ -517,9 +479,9 @@ def _norm_args(x, ord=None, axis=None, keepdims=False):
     return ord, axes, matrix, keepdims
 
 
-defvjp_direct(_la.norm, lambda g, ans, x, *a, **k: _norm_vjp_rule(
+defvjp_direct(norm, lambda g, ans, x, *a, **k: _norm_vjp_rule(
     g, ans, x, *_norm_args(x, *a, **k)), save=("ans", 0))
-defjvp(_la.norm, lambda t, ans, x, *a, **k: _norm_jvp_rule(t, ans, x, *_norm_args(x, *a, **k)))
+defjvp(norm, lambda t, ans, x, *a, **k: _norm_jvp_rule(t, ans, x, *_norm_args(x, *a, **k)))
 
 
 def _vector_norm_args(x, axis=None, keepdims=False, ord=2):
@@ -538,8 +500,8 @@ def _matrix_norm_args(x, keepdims=False, ord="fro"):
     return ord, (nd - 2, nd - 1), True, keepdims
 
 
-for _prim, _args in [(getattr(_la, "vector_norm", None), _vector_norm_args),
-                     (getattr(_la, "matrix_norm", None), _matrix_norm_args)]:
+for _prim, _args in [(globals().get("vector_norm"), _vector_norm_args),
+                     (globals().get("matrix_norm"), _matrix_norm_args)]:
     if _prim is None:
         continue
     defvjp_direct(_prim, (lambda pa: lambda g, ans, x, **k: _norm_vjp_rule(
@@ -560,14 +522,14 @@ def _fold_triangle(t, UPLO):
     off = t + _H(t)
     off = anp.tril(off, -1) if UPLO.upper() == "L" else anp.triu(off, 1)
     d = _diag_part(t)
-    return off + _diag_embed(anp.real(d) if _is_c(d) else d)
+    return off + _diag_embed(anp.real(d) if _is_complex(d) else d)
 
 
 def _unfold_triangle(t, UPLO):
     """The Hermitian matrix NumPy reads when given t (tangent form)."""
     tri = anp.tril(t, -1) if UPLO.upper() == "L" else anp.triu(t, 1)
     d = _diag_part(t)
-    return tri + _H(tri) + _diag_embed(anp.real(d) if _is_c(d) else d)
+    return tri + _H(tri) + _diag_embed(anp.real(d) if _is_complex(d) else d)
 
 
 def _eigh_vjp(g, ans, a, UPLO="L"):
@@ -586,7 +548,7 @@ def _eigh_jvp(g, ans, a, UPLO="L"):
     w, v = ans[0], ans[1]
     P = _mm(_mm(_H(v), _unfold_triangle(g, UPLO)), v)
     dw = _diag_part(P)
-    return (anp.real(dw) if _is_c(dw) else dw, _mm(v, _inv_F(w) * P))
+    return (anp.real(dw) if _is_complex(dw) else dw, _mm(v, _inv_F(w) * P))
 
 
 defvjp_direct(eigh_p, _eigh_vjp, save=("ans",))
@@ -600,7 +562,7 @@ def eigh(a, UPLO="L"):
     return _npla.eigh(a, UPLO)
 
 
-_rebind("eigh", eigh)
+register_numpy_override(_npla.eigh, eigh)
 
 
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
@@ -612,11 +574,11 @@ def _eigvalsh_vjp(g, ans, a, UPLO="L"):
 def _eigvalsh_jvp(g, ans, a, UPLO="L"):
     w, v = eigh_p(a, UPLO=UPLO)
     d = anp.sum(_conj(v) * _mm(_unfold_triangle(g, UPLO), v), axis=-2)
-    return anp.real(d) if _is_c(d) else d
+    return anp.real(d) if _is_complex(d) else d
 
 
-defvjp_direct(_la.eigvalsh, _eigvalsh_vjp, save=(0,))
-defjvp(_la.eigvalsh, _eigvalsh_jvp)
+defvjp_direct(eigvalsh, _eigvalsh_vjp, save=(0,))
+defjvp(eigvalsh, _eigvalsh_jvp)
 
 
 # =============================================================================
@@ -634,21 +596,21 @@ def _eig_vjp(g, ans, a):
         utgu = _mm(ut, gu)
         # the eigenvectors have unit norm: the normalization's share of the cotangent
         dre = _diag_part(utgu)
-        norm_part = _mm(ut, _conj(u)) * _row(anp.real(dre) if _is_c(dre) else dre)
+        norm_part = _mm(ut, _conj(u)) * _row(anp.real(dre) if _is_complex(dre) else dre)
         inner = _add(inner, _inv_F(e) * (utgu - norm_part))
     if inner is None:
         return None
-    r = _la.solve(ut, _mm(inner, ut))
+    r = solve(ut, _mm(inner, ut))
     return cast_like(r, _dtype(a))
 
 
 def _eig_jvp(g, ans, a):
     e, u = ans[0], ans[1]
-    P = _la.solve(u, _mm(g, u))
+    P = solve(u, _mm(g, u))
     C = _inv_F(e) * P
     uC = _mm(u, C)
     c = anp.sum(_conj(u) * uC, axis=-2)           # diag(U^H U C)
-    c = anp.real(c) if _is_c(c) else c
+    c = anp.real(c) if _is_complex(c) else c
     return (_diag_part(P), uC - u * _row(c))
 
 
@@ -663,7 +625,7 @@ def eig(a):
     return _npla.eig(a)
 
 
-_rebind("eig", eig)
+register_numpy_override(_npla.eig, eig)
 
 
 def _eig_matching(ans, a):
@@ -681,16 +643,16 @@ def _eig_matching(ans, a):
 def _eigvals_vjp(g, ans, a):
     e, u = _eig_matching(ans, a)
     ut = _T(u)
-    return cast_like(_la.solve(ut, _col(g) * ut), _dtype(a))
+    return cast_like(solve(ut, _col(g) * ut), _dtype(a))
 
 
 def _eigvals_jvp(g, ans, a):
     e, u = _eig_matching(ans, a)
-    return _diag_part(_la.solve(u, _mm(g, u)))
+    return _diag_part(solve(u, _mm(g, u)))
 
 
-defvjp_direct(_la.eigvals, _eigvals_vjp, save=("ans", 0))
-defjvp(_la.eigvals, _eigvals_jvp)
+defvjp_direct(eigvals, _eigvals_vjp, save=("ans", 0))
+defjvp(eigvals, _eigvals_jvp)
 
 
 # =============================================================================
@@ -703,15 +665,15 @@ def _phi(x):
 
 
 def _cholesky_vjp(g, ans, a, upper=False):
-    cplx = _is_c(ans)
+    cplx = _is_complex(ans)
     G = _conj(g) if cplx else g
     L = _H(ans) if upper else ans
     if upper:
         G = _H(G)
     Lh = _H(L)
     # standard adjoint: sym(L^-H phi(L^H G) L^-1)
-    y = _la.solve(Lh, _phi(_mm(Lh, G)))
-    s = _H(_la.solve(Lh, _H(y)))
+    y = solve(Lh, _phi(_mm(Lh, G)))
+    s = _H(solve(Lh, _H(y)))
     r = 0.5 * (s + _H(s))
     return cast_like(_conj(r) if cplx else r, _dtype(a))
 
@@ -719,14 +681,14 @@ def _cholesky_vjp(g, ans, a, upper=False):
 def _cholesky_jvp(g, ans, a, upper=False):
     L = _H(ans) if upper else ans
     dA = 0.5 * (g + _H(g))
-    y = _la.solve(L, dA)
-    x = _H(_la.solve(L, _H(y)))                   # L^-1 dA L^-H
+    y = solve(L, dA)
+    x = _H(solve(L, _H(y)))                   # L^-1 dA L^-H
     dL = _mm(L, _phi(x))
     return _H(dL) if upper else dL
 
 
-defvjp_direct(_la.cholesky, _cholesky_vjp, save=("ans",))
-defjvp(_la.cholesky, _cholesky_jvp)
+defvjp_direct(cholesky, _cholesky_vjp, save=("ans",))
+defjvp(cholesky, _cholesky_jvp)
 
 
 # =============================================================================
@@ -749,7 +711,7 @@ def _svd_vjp(g, ans, a, full_matrices=True):
         raise NotImplementedError(
             "gradcy: the gradient of svd(full_matrices=True) of a non-square matrix is not "
             "defined (the extra singular vectors are arbitrary); use full_matrices=False")
-    cplx = _is_c(u)
+    cplx = _is_complex(u)
     gu, gs, gvh = [None if p is None else (_conj(p) if cplx else p) for p in _parts(g, 3)]
     inner = None if gs is None else _diag_embed(gs)
     F = None
@@ -785,7 +747,7 @@ def _svd_jvp(g, ans, a, full_matrices=True):
     if full_matrices and m != n:
         raise NotImplementedError("gradcy: svd(full_matrices=True) of a non-square matrix has "
                                   "no derivative; use full_matrices=False")
-    cplx = _is_c(u)
+    cplx = _is_complex(u)
     v = _H(vh)
     dAv = _mm(g, v)
     P = _mm(_H(u), dAv)
@@ -821,15 +783,14 @@ def _svdvals_vjp(g, ans, a):
 def _svdvals_jvp(g, ans, a):
     u, s, vh = _svd_p(a, full_matrices=False)
     d = anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
-    return anp.real(d) if _is_c(d) else d
+    return anp.real(d) if _is_complex(d) else d
 
 
-if hasattr(_la, "svdvals"):
-    svdvals_p = _la.svdvals
+if "svdvals" in globals():      # NumPy >= 2
+    svdvals_p = svdvals
 else:   # NumPy < 2
-    svdvals_p = primitive(lambda x: _npla.svd(x, compute_uv=False),
-                          "gradcy.numpy.linalg.svdvals")
-    _la.svdvals = svdvals_p
+    svdvals_p = svdvals = primitive(lambda x: _npla.svd(x, compute_uv=False),
+                                    "gradcy.numpy.linalg.svdvals")
 defvjp_direct(svdvals_p, _svdvals_vjp, save=(0,))
 defjvp(svdvals_p, _svdvals_jvp)
 
@@ -838,7 +799,7 @@ def _svd_hermitian(a, compute_uv):
     """numpy.linalg.svd(a, hermitian=True) composed from eigh (as NumPy computes it), so its
     derivative is that of what NumPy computes."""
     if not compute_uv:
-        s = anp.abs(_la.eigvalsh(a))
+        s = anp.abs(eigvalsh(a))
         return anp.flip(anp.sort(s, axis=-1), axis=-1)
     w, u = eigh_p(a)
     sgn = anp.sign(_plain(w))
@@ -862,7 +823,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return _svd_p(a, full_matrices=full_matrices)
 
 
-_rebind("svd", svd)
+register_numpy_override(_npla.svd, svd)
 
 
 # =============================================================================
@@ -888,7 +849,7 @@ def _qr_square_adjoint(q, r, gq, gr, cplx, project):
     Z = _mm(q, C)
     if gq is not None and project:
         Z = Z + gq - _mm(q, _mm(_H(q), gq))
-    return _H(_la.solve(r, _H(Z)))                # Z R^-H
+    return _H(solve(r, _H(Z)))                # Z R^-H
 
 
 def _qr_vjp(g, ans, a, mode="reduced"):
@@ -897,7 +858,7 @@ def _qr_vjp(g, ans, a, mode="reduced"):
     if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
         raise NotImplementedError(f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no "
                                   f"gradient; use mode='reduced'")
-    cplx = _is_c(q)
+    cplx = _is_complex(q)
     gq, gr = [None if p is None else (_conj(p) if cplx else p) for p in _parts(g, 2)]
     if gq is None and gr is None:
         return None
@@ -912,14 +873,14 @@ def _qr_vjp(g, ans, a, mode="reduced"):
             gq = _add(gq, _mm(y, _H(gr2)))
             gy = _mm(q, gr2)
         else:
-            gy = _zeros_tangent(a)[..., :, m:]
+            gy = _zeros_of(a)[..., :, m:]
         gx = _qr_square_adjoint(q, r1, gq, gr1, cplx, False)
         res = anp.concatenate([gx, gy], axis=-1)
     return cast_like(_conj(res) if cplx else res, _dtype(a))
 
 
 def _qr_square_jvp(q, r, da, cplx, project):
-    D = _T(_la.solve(_T(r), _T(da)))              # dA R^-1
+    D = _T(solve(_T(r), _T(da)))              # dA R^-1
     C = _mm(_H(q), D)
     low = anp.tril(C, -1)
     om = low - _H(low)
@@ -938,7 +899,7 @@ def _qr_jvp(g, ans, a, mode="reduced"):
     if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
         raise NotImplementedError(f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no "
                                   f"derivative; use mode='reduced'")
-    cplx = _is_c(q)
+    cplx = _is_complex(q)
     if m >= n:
         return _qr_square_jvp(q, r, g, cplx, m > n)
     dq, dr1 = _qr_square_jvp(q, r[..., :, :m], g[..., :, :m], cplx, False)
@@ -959,7 +920,7 @@ def qr(a, mode="reduced"):
     return qr_p(a, mode=mode)
 
 
-_rebind("qr", qr)
+register_numpy_override(_npla.qr, qr)
 
 
 # =============================================================================
@@ -973,11 +934,11 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
     a, b = args[0], args[1]
     rcond = _lstsq_rcond(args, kwargs)
     vec = len(_shape(b)) == 1
-    cplx = _is_c(a) or _is_c(b)
+    cplx = _is_complex(a) or _is_complex(b)
 
     def vjp(g):
         gx, gres, _, gs = _parts(g, 4)
-        P = _la.pinv(a) if rcond is None else _la.pinv(a, rcond)
+        P = pinv(a) if rcond is None else pinv(a, rcond)
         B = _col(b) if vec else b
         X = _mm(P, B)
         res_size = int(_onp.prod(_shape(ans[1])))      # residuals: empty unless full rank, m > n
@@ -994,7 +955,7 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
                 ga = (-_mm(gb, _H(X)) + _mm(R, _mm(t, Ph))
                       + _mm(_mm(Ph, X), Gh - _mm(t, a)))
         if gres is not None and res_size:
-            rho = anp.real(gres) if _is_c(gres) else gres
+            rho = anp.real(gres) if _is_complex(gres) else gres
             R2 = (B - _mm(a, X)) * (2.0 * _row(rho))  # 2 r diag(rho)
             gb = _add(gb, R2)
             if 0 in argnums:
@@ -1023,7 +984,7 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
     a, b = args[0], args[1]
     rcond = _lstsq_rcond(args, kwargs)
     vec = len(_shape(b)) == 1
-    P = _la.pinv(a) if rcond is None else _la.pinv(a, rcond)
+    P = pinv(a) if rcond is None else pinv(a, rcond)
     B = _col(b) if vec else b
     X = _col(ans[0]) if vec else ans[0]
     R = B - _mm(a, X)
@@ -1037,7 +998,7 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
             dr = _add(dr, -gX)
             u, s, vh = _svd_p(a, full_matrices=False)
             ds = anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
-            ds = anp.real(ds) if _is_c(ds) else ds
+            ds = anp.real(ds) if _is_complex(ds) else ds
         elif i == 1:
             G = _col(g) if vec else g
             dx = _add(dx, _mm(P, G))
@@ -1047,13 +1008,13 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
         # d residuals_j = 2 Re(r_j^H (db_j - dA x_j)) (A^H r = 0 at the solution)
         dres = 2.0 * anp.real(anp.sum(_conj(R) * dr, axis=0))
     else:
-        dres = _zeros_tangent(res)
+        dres = _zeros_of(res)
     return (dx[..., 0] if vec else dx, dres, None,
-            _zeros_tangent(ans[3]) if ds is None else ds)
+            _zeros_of(ans[3]) if ds is None else ds)
 
 
-defvjp_argnums(_la.lstsq, _lstsq_vjp, save=(0, 1))
-defjvp_argnums(_la.lstsq, _lstsq_jvp)
+defvjp_argnums(lstsq, _lstsq_vjp, save=(0, 1))
+defjvp_argnums(lstsq, _lstsq_jvp)
 
 
 # =============================================================================
@@ -1109,7 +1070,7 @@ def multi_dot(arrays, *, out=None):
     return res
 
 
-_rebind("multi_dot", multi_dot)
+register_numpy_override(_npla.multi_dot, multi_dot)
 
 
 def cond(x, p=None):
@@ -1121,11 +1082,11 @@ def cond(x, p=None):
         if p == -2:
             return s[..., -1] / s[..., 0]
         return s[..., 0] / s[..., -1]
-    return _la.norm(x, p, axis=(-2, -1)) * _la.norm(_la.inv(x), p, axis=(-2, -1))
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
-_rebind("cond", cond)
-nondifferentiable(_la.matrix_rank)
+register_numpy_override(_npla.cond, cond)
+nondifferentiable(matrix_rank)
 
 
 def _linalg_trace(x, /, *, offset=0, dtype=None):
@@ -1163,17 +1124,20 @@ def _array_api_alias(name, fn):
         return npfn(*args, **kwargs)
     f.__name__ = name
     f.__doc__ = npfn.__doc__
-    _rebind(name, f)
+    register_numpy_override(npfn, f)
+    return f
 
 
-for _name, _fn in [("trace", _linalg_trace), ("diagonal", _linalg_diagonal),
-                   ("cross", _linalg_cross), ("outer", _linalg_outer),
-                   ("tensordot", _linalg_tensordot), ("vecdot", _linalg_vecdot),
-                   ("matmul", lambda x1, x2, /: anp.matmul(x1, x2)),
-                   ("matrix_transpose", lambda x, /: anp.matrix_transpose(x))]:
-    if hasattr(_npla, _name):
-        _array_api_alias(_name, _fn)
-del _name, _fn, _prim, _args
+if hasattr(_npla, "vecdot"):        # NumPy >= 2: numpy.linalg's array-API names
+    trace = _array_api_alias("trace", _linalg_trace)
+    diagonal = _array_api_alias("diagonal", _linalg_diagonal)
+    cross = _array_api_alias("cross", _linalg_cross)
+    outer = _array_api_alias("outer", _linalg_outer)
+    tensordot = _array_api_alias("tensordot", _linalg_tensordot)
+    vecdot = _array_api_alias("vecdot", _linalg_vecdot)
+    matmul = _array_api_alias("matmul", lambda x1, x2, /: anp.matmul(x1, x2))
+    matrix_transpose = _array_api_alias("matrix_transpose", lambda x, /: anp.matrix_transpose(x))
+del _prim, _args
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)

@@ -9,11 +9,11 @@ A JVP applies the same function, with the same non-array arguments, to the tange
 """
 import numpy as _onp
 
-from .._core import ArrayMeta, Box
+from .._core import ArrayMeta, Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
-from ._util import (_dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain, _same,
-                    _set_namespace, _shape, _zeros_of, cast_like, shape_dtype, unbroadcast)
+from ._util import (_dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain, _same, _shape,
+                    _zeros_of, cast_like, shape_dtype, unbroadcast)
 from .indexing import unrepeat, untake
 
 # =============================================================================
@@ -602,8 +602,11 @@ def _window(name):
         return np_fn(M, *args, **kwargs)
     window.__name__ = window.__qualname__ = name
     window.__doc__ = np_fn.__doc__
-    _set_namespace(name, window, np_fn)
+    register_numpy_override(np_fn, window)
+    return window
 
 
-for _name in ("bartlett", "blackman", "hamming", "hanning"):
-    _window(_name)
+bartlett = _window("bartlett")
+blackman = _window("blackman")
+hamming = _window("hamming")
+hanning = _window("hanning")

@@ -15,21 +15,14 @@ import operator
 
 import numpy as _onp
 
-from .._core import ArrayMeta, Box
+from .._core import ArrayMeta
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
-from ._util import _NoValue, _SMALL, broadcast_cotangent, cast_like, shape_dtype
+from ._util import _NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype
 
 # =============================================================================
 # Helpers (plain Python on shapes, plain NumPy on masks)
 # =============================================================================
-def _plain(v):
-    """The plain value under any number of traced layers."""
-    while type(v) is Box:
-        v = v._value
-    return v
-
-
 def _axes(ndim, axis):
     """The reduced axes as a tuple of non-negative ints (None: all of them)."""
     if axis is None:

@@ -10,10 +10,10 @@ constants.
 """
 import numpy as _onp
 
-from .._core import Box
+from .._core import Box, register_numpy_override
 from ..registry import defjvp, defvjp
 from . import _wrap as anp
-from ._util import _binder, _intp, _norm_axis, _plain, _set_namespace, _shape
+from ._util import _binder, _intp, _norm_axis, _plain, _shape
 
 def _permutation_vjp(a, perm, axis):
     """vjp(g) of y = take_along_axis(a, perm, axis) for a permutation perm along axis."""
@@ -134,13 +134,17 @@ def _set_front(name, arrays):
         return (values,) + tuple(result[1:])
     front.__name__ = front.__qualname__ = name
     front.__doc__ = np_fn.__doc__
-    _set_namespace(name, front, np_fn)
+    register_numpy_override(np_fn, front)
     return front
 
 
-_set_front("unique", ("ar",))
-for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
-    if hasattr(_onp, _name):
-        _set_front(_name, ("x",))
-for _name in ("union1d", "intersect1d", "setdiff1d", "setxor1d"):
-    _set_front(_name, ("ar1", "ar2"))
+unique = _set_front("unique", ("ar",))
+union1d = _set_front("union1d", ("ar1", "ar2"))
+intersect1d = _set_front("intersect1d", ("ar1", "ar2"))
+setdiff1d = _set_front("setdiff1d", ("ar1", "ar2"))
+setxor1d = _set_front("setxor1d", ("ar1", "ar2"))
+if hasattr(_onp, "unique_all"):     # NumPy >= 2
+    unique_values = _set_front("unique_values", ("x",))
+    unique_counts = _set_front("unique_counts", ("x",))
+    unique_inverse = _set_front("unique_inverse", ("x",))
+    unique_all = _set_front("unique_all", ("x",))

@@ -7,11 +7,11 @@ for differentiation, so the rules differentiate again.
 """
 import numpy as _onp
 
-from .._core import Box
+from .._core import Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
-                    _plain, _set_namespace, _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _plain, _plain_tree, _shape, _size, cast_like, shape_dtype, unbroadcast)
 from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
                          _weights)
 
@@ -822,14 +822,10 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
 _builtins_range = range
 
 
-def _plain_tree(v):
-    if isinstance(v, (list, tuple)):
-        return type(v)(_plain_tree(e) for e in v)
-    return _plain(v)
-
-
-for _name in ("histogram", "histogram_bin_edges", "histogramdd", "histogram2d"):
-    _set_namespace(_name, globals()[_name], getattr(_onp, _name))
+register_numpy_override(_onp.histogram, histogram)
+register_numpy_override(_onp.histogram_bin_edges, histogram_bin_edges)
+register_numpy_override(_onp.histogramdd, histogramdd)
+register_numpy_override(_onp.histogram2d, histogram2d)
 
 
 # bincount(x, weights): a scatter-add of the weights (take is its transpose)

@@ -14,7 +14,7 @@ import types as _types
 
 import numpy as _onp
 
-from ..extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like
 from . import _import_scipy

@@ -8,7 +8,7 @@ bilinear: no conjugation).
 """
 import numpy as _onp
 
-from ..extend import defjvp, defvjp_argnums, primitive
+from ..registry import defjvp, defvjp_argnums, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like
 from . import _import_scipy

@@ -11,7 +11,7 @@ from .. import _import_scipy
 
 _dirichlet = _import_scipy("scipy.stats").dirichlet
 
-from ...extend import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
+from ...registry import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
 from ...numpy import _wrap as anp  # noqa: E402
 from ...numpy._util import unbroadcast  # noqa: E402
 from ..special import digamma  # noqa: E402
