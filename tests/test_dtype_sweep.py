@@ -548,7 +548,7 @@ for _n, _shape, _c in [("fft", (4,), True), ("ifft", (4,), True), ("fft2", (2, 4
     add("fft." + _n, lambda x, K, f=getattr(FFT, _n): f(x), shape=_shape, scalar=False,
         dtypes=ALL if _c else REAL)
 add("fft.fft", lambda x, K: FFT.fft(x, 6, axis=0), label=":n", shape=(4, 2), scalar=False)
-add("fft_vjps.truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,),
+add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,),
     scalar=False)
 
 # ---- implicit functions -------------------------------------------------------------------

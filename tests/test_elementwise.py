@@ -1,4 +1,4 @@
-"""Derivative checks of the elementwise VJPs and JVPs (gradcy/numpy/vjps_elementwise.py)."""
+"""Derivative checks of the elementwise VJPs and JVPs (gradcy/numpy/elementwise.py)."""
 import contextlib
 import inspect
 

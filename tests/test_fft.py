@@ -1,4 +1,4 @@
-"""Gradient checks of numpy.fft (gradcy/numpy/fft_vjps.py): reverse and forward mode to second
+"""Gradient checks of numpy.fft (gradcy/numpy/fft.py): reverse and forward mode to second
 order, real and complex inputs, n/s padding and truncation, axes, every norm; the dtype
 contract (float32 and complex64 stay so); and that no rule keeps an array on the tape."""
 import warnings

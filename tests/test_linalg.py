@@ -1,4 +1,4 @@
-"""Gradient checks of numpy.linalg (gradcy/numpy/linalg_vjps.py): reverse and forward mode,
+"""Gradient checks of numpy.linalg (gradcy/numpy/linalg.py): reverse and forward mode,
 second order where autograd's tests use it, float32 dtype contract, batched (stacked) inputs,
 complex inputs, tuple outputs with partial cotangents, and the saved sets."""
 import inspect

@@ -1,4 +1,6 @@
-"""Gradient checks of the shape, joining/splitting, indexing and casting family (vjps_shape)."""
+"""Gradient checks of the array-manipulation family (gradcy/numpy/manipulation.py: reshaping,
+joining/splitting, casting, rearrangements) and of indexing (gradcy/numpy/indexing.py: getitem,
+take, compress, untake/unrepeat) and sort/partition (gradcy/numpy/sorting.py)."""
 import warnings
 
 import numpy as onp

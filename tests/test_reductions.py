@@ -1,4 +1,4 @@
-"""Derivative checks of the reductions family, VJPs and JVPs (gradcy/numpy/vjps_reductions.py)."""
+"""Derivative checks of the reductions family, VJPs and JVPs (gradcy/numpy/reductions.py)."""
 import contextlib
 import inspect
 import warnings
