@@ -12,16 +12,17 @@ part of their product, no conjugate), so the VJP of a C-linear map A is its plai
   transposes are the opposite half-spectrum transform with the norm direction swapped, the
   conjugate, and a weight along the last axis (1/2 or 2 on the bins that stand for two).
 """
-import operator
+import operator as _operator
 
 import numpy.fft as _npfft
 import numpy as _onp
 
-from .._core import Box
-from ..registry import defjvp, defvjp_direct, primitive
-from . import _wrap as anp
+# the rule machinery under private names: this module's public names are numpy.fft's
+from .._core import Box as _Box
+from ..registry import defjvp as _defjvp, defvjp_direct as _defvjp_direct, primitive
+from . import _wrap as _anp
 from ._wrap import wrap_namespace
-from ._util import cast_like, shape_dtype
+from ._util import cast_like as _cast_like, shape_dtype as _shape_dtype
 
 wrap_namespace(_npfft.__dict__, globals(), "gradcy.numpy.fft")
 
@@ -42,7 +43,7 @@ def _swap(norm):
 # =============================================================================
 def _truncate_pad_raw(x, shape):
     """x cut or zero-padded (at the end of each axis) to `shape`."""
-    if type(x) is Box:      # traced one level up (higher-order differentiation)
+    if type(x) is _Box:      # traced one level up (higher-order differentiation)
         return _truncate_pad(x, shape)
     x = _onp.asarray(x)
     if x.shape == shape:
@@ -54,9 +55,9 @@ def _truncate_pad_raw(x, shape):
 
 
 _truncate_pad = primitive(_truncate_pad_raw, "gradcy.numpy.fft._truncate_pad")
-defvjp_direct(_truncate_pad,
-              lambda g, ans, x, shape: _truncate_pad(g, shape_dtype(x)[0]), None, save=())
-defjvp(_truncate_pad, lambda g, ans, x, shape: _truncate_pad(g, shape), None)
+_defvjp_direct(_truncate_pad,
+              lambda g, ans, x, shape: _truncate_pad(g, _shape_dtype(x)[0]), None, save=())
+_defjvp(_truncate_pad, lambda g, ans, x, shape: _truncate_pad(g, shape), None)
 
 
 def _fit(w, shape, dtype):
@@ -64,7 +65,7 @@ def _fit(w, shape, dtype):
     input's dtype (the real part for a real input)."""
     if w.shape != shape:
         w = _truncate_pad(w, shape)
-    return cast_like(w, dtype)
+    return _cast_like(w, dtype)
 
 
 # =============================================================================
@@ -73,7 +74,7 @@ def _fit(w, shape, dtype):
 def _norm_axes(axes, ndim):
     out = []
     for a in axes:
-        a = operator.index(a)
+        a = _operator.index(a)
         if not -ndim <= a < ndim:
             raise _onp.exceptions.AxisError(a, ndim)
         out.append(a % ndim)
@@ -107,7 +108,7 @@ def _complex_rule(prim, kind, one_d):
     parse = _PARSERS[kind]
 
     def rule(g, ans, x, *args, **kwargs):
-        shape, dtype = shape_dtype(x)
+        shape, dtype = _shape_dtype(x)
         axes, s, norm = parse(len(shape), *args, **kwargs)
         if len(set(axes)) == len(axes):
             # F = F^T for every norm; the pads/truncations commute with it
@@ -125,14 +126,14 @@ def _complex_rule(prim, kind, one_d):
             tshape[ax] = lengths[i]
             if tuple(tshape) != g.shape:
                 g = _truncate_pad(g, tuple(tshape))
-        return cast_like(g, dtype)
+        return _cast_like(g, dtype)
     return rule
 
 
 for _prim, _kind, _one in [(fft, "1", fft), (ifft, "1", ifft),
                            (fft2, "2", fft), (ifft2, "2", ifft),
                            (fftn, "n", fft), (ifftn, "n", ifft)]:
-    defvjp_direct(_prim, _complex_rule(_prim, _kind, _one), save=())
+    _defvjp_direct(_prim, _complex_rule(_prim, _kind, _one), save=())
 
 
 # =============================================================================
@@ -169,7 +170,7 @@ def _rfft_T(g, shape, dtype, axes, n, norm, name):
     nd = len(gshape)
     m = gshape[axes[-1]]
     w = _half_weights(n, m, axes[-1], nd, _real_dtype(g.dtype), 0.5)
-    h = anp.conjugate(g) * w
+    h = _anp.conjugate(g) * w
     s = [gshape[a] for a in axes]
     s[-1] = n
     return _fit(irfftn(h, s=s, axes=axes, norm=_swap(norm)), shape, dtype)
@@ -182,7 +183,7 @@ def _irfft_T(g, shape, dtype, axes, norm, name):
     _no_repeats(axes, name)
     gshape = g.shape
     n = gshape[axes[-1]]
-    r = anp.conjugate(rfftn(g, axes=axes, norm=_swap(norm)))
+    r = _anp.conjugate(rfftn(g, axes=axes, norm=_swap(norm)))
     w = _half_weights(n, n // 2 + 1, axes[-1], len(gshape), _real_dtype(r.dtype), 2.0)
     return _fit(r * w, shape, dtype)
 
@@ -191,7 +192,7 @@ def _rfft_rule(kind):
     parse = _PARSERS[kind]
 
     def rule(g, ans, x, *args, **kwargs):
-        shape, dtype = shape_dtype(x)
+        shape, dtype = _shape_dtype(x)
         axes, s, norm = parse(len(shape), *args, **kwargs)
         return _rfft_T(g, shape, dtype, axes, s[-1], norm, "rfft")
     return rule
@@ -201,7 +202,7 @@ def _irfft_rule(kind):
     parse = _PARSERS[kind]
 
     def rule(g, ans, x, *args, **kwargs):
-        shape, dtype = shape_dtype(x)
+        shape, dtype = _shape_dtype(x)
         axes, s, norm = parse(len(shape), *args, **kwargs)
         return _irfft_T(g, shape, dtype, axes, norm, "irfft")
     return rule
@@ -209,34 +210,34 @@ def _irfft_rule(kind):
 
 for _kind, _r, _ir in [("1", rfft, irfft), ("2", rfft2, irfft2),
                        ("n", rfftn, irfftn)]:
-    defvjp_direct(_r, _rfft_rule(_kind), save=())
-    defvjp_direct(_ir, _irfft_rule(_kind), save=())
+    _defvjp_direct(_r, _rfft_rule(_kind), save=())
+    _defvjp_direct(_ir, _irfft_rule(_kind), save=())
 
 
 def _hfft_rule(g, ans, x, *args, **kwargs):
     # hfft(a, norm) = irfft(conj(a), norm=swap(norm)); conj is its own transpose
-    shape, dtype = shape_dtype(x)
+    shape, dtype = _shape_dtype(x)
     axes, s, norm = _args_1d(len(shape), *args, **kwargs)
     r = _irfft_T(g, shape, dtype, axes, _swap(norm), "hfft")
-    return anp.conjugate(r) if dtype.kind == "c" else r
+    return _anp.conjugate(r) if dtype.kind == "c" else r
 
 
 def _ihfft_rule(g, ans, x, *args, **kwargs):
     # ihfft(a, norm) = conj(rfft(a, norm=swap(norm)))
-    shape, dtype = shape_dtype(x)
+    shape, dtype = _shape_dtype(x)
     axes, s, norm = _args_1d(len(shape), *args, **kwargs)
-    return _rfft_T(anp.conjugate(g), shape, dtype, axes, s[-1], _swap(norm), "ihfft")
+    return _rfft_T(_anp.conjugate(g), shape, dtype, axes, s[-1], _swap(norm), "ihfft")
 
 
-defvjp_direct(hfft, _hfft_rule, save=())
-defvjp_direct(ihfft, _ihfft_rule, save=())
+_defvjp_direct(hfft, _hfft_rule, save=())
+_defvjp_direct(ihfft, _ihfft_rule, save=())
 
 
 # =============================================================================
 # Shifts: rolls, transposed by the opposite shift
 # =============================================================================
-defvjp_direct(fftshift, lambda g, ans, x, axes=None: ifftshift(g, axes), save=())
-defvjp_direct(ifftshift, lambda g, ans, x, axes=None: fftshift(g, axes), save=())
+_defvjp_direct(fftshift, lambda g, ans, x, axes=None: ifftshift(g, axes), save=())
+_defvjp_direct(ifftshift, lambda g, ans, x, axes=None: fftshift(g, axes), save=())
 
 
 # =============================================================================
@@ -253,7 +254,7 @@ def _linear_jvp(prim):
 for _prim in [fft, ifft, fft2, ifft2, fftn, ifftn, rfft,
               irfft, rfft2, irfft2, rfftn, irfftn, hfft,
               ihfft, fftshift, ifftshift]:
-    defjvp(_prim, _linear_jvp(_prim))
+    _defjvp(_prim, _linear_jvp(_prim))
 
 del _prim, _kind, _one, _r, _ir
 

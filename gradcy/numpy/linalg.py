@@ -12,7 +12,7 @@ Conventions:
   returning a plain tuple (a traced tuple is indexed with container_take); their cotangent
   arrives as a tuple or list with None for outputs that received none. gradcy.numpy.linalg.<f>
   is rebound to a dispatcher that returns NumPy's own result (a namedtuple) for plain inputs
-  and calls the primitive for traced ones.
+  and calls the _primitive for traced ones.
 - eigh / eigvalsh differentiate what NumPy computes: only the triangle named by UPLO is read,
   so the gradient lives in that triangle (real diagonal), as in autograd. cholesky follows
   autograd: its gradient is symmetrized (valid for symmetric perturbations).
@@ -23,12 +23,15 @@ Conventions:
 import numpy.linalg as _npla
 import numpy as _onp
 
-from .._core import Box, register_numpy_override
-from ..registry import (defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct, nondifferentiable,
-                        primitive)
-from . import _wrap as anp
+# the rule machinery under private names: this module's public names are numpy.linalg's
+from .._core import Box as _Box, register_numpy_override as _register_numpy_override
+from ..registry import (defjvp, defjvp_argnums as _defjvp_argnums,
+                        defvjp_argnums as _defvjp_argnums, defvjp_direct as _defvjp_direct,
+                        nondifferentiable as _nondifferentiable, primitive as _primitive)
+from . import _wrap as _anp
 from ._wrap import wrap_namespace
-from ._util import _dtype, _is_complex, _plain, _shape, _zeros_of, cast_like, unbroadcast
+from ._util import (_dtype, _is_complex, _plain, _shape, _zeros_of, cast_like as _cast_like,
+                    unbroadcast as _unbroadcast)
 
 wrap_namespace(_npla.__dict__, globals(), "gradcy.numpy.linalg")
 
@@ -36,17 +39,17 @@ wrap_namespace(_npla.__dict__, globals(), "gradcy.numpy.linalg")
 # helpers of autograd.numpy.linalg's rules, which autograd programs import
 def T(x):
     """x with its last two axes swapped."""
-    return anp.swapaxes(x, -1, -2)
+    return _anp.swapaxes(x, -1, -2)
 
 
 def _dot(a, b):
     """Matrix product over the last two axes, broadcast over the leading ones."""
-    return anp.einsum("...ij,...jk->...ik", a, b)
+    return _anp.einsum("...ij,...jk->...ik", a, b)
 
 
 def add2d(x):
     """x with two trailing axes of length 1."""
-    return anp.expand_dims(anp.expand_dims(x, -1), -1)
+    return _anp.expand_dims(_anp.expand_dims(x, -1), -1)
 
 
 _ndarray = _onp.ndarray
@@ -59,11 +62,11 @@ def _real_dtype(dt):
     return _onp.finfo(dt).dtype if dt.kind in "fc" else _onp.dtype(_onp.float64)
 
 
-_T = anp._mT       # x with its last two axes swapped (a view for ndarrays)
+_T = _anp._mT       # x with its last two axes swapped (a view for ndarrays)
 
 
 def _conj(x):
-    return anp.conj(x) if _is_complex(x) else x
+    return _anp.conj(x) if _is_complex(x) else x
 
 
 def _H(x):
@@ -71,7 +74,7 @@ def _H(x):
 
 
 def _mm(a, b):
-    return anp.matmul(a, b)
+    return _anp.matmul(a, b)
 
 
 def _eye(n, x):
@@ -79,22 +82,22 @@ def _eye(n, x):
 
 
 def _add2d(x):
-    return anp.reshape(x, _shape(x) + (1, 1))
+    return _anp.reshape(x, _shape(x) + (1, 1))
 
 
 def _col(x):
     """(..., n) -> (..., n, 1)."""
-    return anp.reshape(x, _shape(x) + (1,))
+    return _anp.reshape(x, _shape(x) + (1,))
 
 
 def _row(x):
     """(..., n) -> (..., 1, n)."""
     s = _shape(x)
-    return anp.reshape(x, s[:-1] + (1,) + s[-1:])
+    return _anp.reshape(x, s[:-1] + (1,) + s[-1:])
 
 
 def _diag_part(x):
-    return anp.diagonal(x, 0, -2, -1)
+    return _anp.diagonal(x, 0, -2, -1)
 
 
 def _diag_embed(v):
@@ -103,12 +106,12 @@ def _diag_embed(v):
 
 
 def _tr(x):
-    return anp.trace(x, 0, -2, -1)
+    return _anp.trace(x, 0, -2, -1)
 
 
 def _parts(g, n):
     """The entries of a tuple cotangent (None = zero)."""
-    if type(g) is Box:
+    if type(g) is _Box:
         return [g[i] for i in range(n)]
     return g
 
@@ -133,54 +136,54 @@ def _tuple_prim(fn, name):
         return tuple(fn(*args, **kwargs))
     wrapper.__name__ = name.rsplit(".", 1)[-1]
     wrapper.__doc__ = fn.__doc__
-    return primitive(wrapper, name)
+    return _primitive(wrapper, name)
 
 
 # =============================================================================
 # det, slogdet
 # =============================================================================
 def _det_vjp(g, ans, a):
-    return cast_like(_add2d(g * ans) * _T(inv(a)), _dtype(a))
+    return _cast_like(_add2d(g * ans) * _T(inv(a)), _dtype(a))
 
 
-defvjp_direct(det, _det_vjp, save=("ans", 0))
+_defvjp_direct(det, _det_vjp, save=("ans", 0))
 defjvp(det, lambda g, ans, a: ans * _tr(solve(a, g)))
 
-slogdet_p = _tuple_prim(_npla.slogdet, "gradcy.numpy.linalg.slogdet")
+_slogdet_p = _tuple_prim(_npla.slogdet, "gradcy.numpy.linalg.slogdet")
 
 
 def _slogdet_vjp(g, ans, a):
     g_sign, g_logdet = _parts(g, 2)
     if _is_complex(a) and g_sign is not None:
         # d sign = sign * i Im(tr(A^-1 dA)); d logdet = Re(tr(A^-1 dA))
-        coef = 1j * anp.imag(g_sign * ans[0])
+        coef = 1j * _anp.imag(g_sign * ans[0])
         coef = coef if g_logdet is None else coef + g_logdet
     elif g_logdet is None:
         return None
     else:
         coef = g_logdet
-    return cast_like(_add2d(coef) * _T(inv(a)), _dtype(a))
+    return _cast_like(_add2d(coef) * _T(inv(a)), _dtype(a))
 
 
 def _slogdet_jvp(g, ans, a):
     t = _tr(solve(a, g))
     if _is_complex(a):
-        return (ans[0] * (1j * anp.imag(t)), anp.real(t))
+        return (ans[0] * (1j * _anp.imag(t)), _anp.real(t))
     return (_zeros_of(ans[0]), t)
 
 
-defvjp_direct(slogdet_p, _slogdet_vjp, save=("ans", 0))
-defjvp(slogdet_p, _slogdet_jvp)
+_defvjp_direct(_slogdet_p, _slogdet_vjp, save=("ans", 0))
+defjvp(_slogdet_p, _slogdet_jvp)
 
 
 def slogdet(a):
     """numpy.linalg.slogdet; a (sign, logabsdet) tuple when traced."""
-    if type(a) is Box:
-        return slogdet_p(a)
+    if type(a) is _Box:
+        return _slogdet_p(a)
     return _npla.slogdet(a)
 
 
-register_numpy_override(_npla.slogdet, slogdet)
+_register_numpy_override(_npla.slogdet, slogdet)
 
 
 # =============================================================================
@@ -188,10 +191,10 @@ register_numpy_override(_npla.slogdet, slogdet)
 # =============================================================================
 def _inv_vjp(g, ans, a):
     at = _T(ans)
-    return cast_like(-_mm(_mm(at, g), at), _dtype(a))
+    return _cast_like(-_mm(_mm(at, g), at), _dtype(a))
 
 
-defvjp_direct(inv, _inv_vjp, save=("ans",))
+_defvjp_direct(inv, _inv_vjp, save=("ans",))
 defjvp(inv, lambda g, ans, a: -_mm(_mm(ans, g), ans))
 
 
@@ -204,7 +207,7 @@ def _pinv_vjp(g, ans, a, *args, **kwargs):
     X = _mm(Gh, _mm(P, Ph))                       # G^H P P^H
     Y = _mm(_mm(Ph, P), Gh)                       # P^H P G^H
     r = -_mm(_mm(Ph, G), Ph) + X - _mm(a, _mm(P, X)) + Y - _mm(_mm(Y, P), a)
-    return cast_like(_conj(r) if cplx else r, _dtype(a))
+    return _cast_like(_conj(r) if cplx else r, _dtype(a))
 
 
 def _pinv_jvp(g, ans, a, *args, **kwargs):
@@ -214,7 +217,7 @@ def _pinv_jvp(g, ans, a, *args, **kwargs):
     return -_mm(_mm(P, g), P) + t1 - _mm(_mm(t1, a), P) + t2 - _mm(_mm(P, a), t2)
 
 
-defvjp_direct(pinv, _pinv_vjp, save=("ans", 0))
+_defvjp_direct(pinv, _pinv_vjp, save=("ans", 0))
 defjvp(pinv, _pinv_jvp)
 
 
@@ -242,9 +245,9 @@ def _solve_vjp(argnums, ans, args, kwargs):
         for i in argnums:
             if i == 0:
                 x = _col(ans) if vec else ans
-                out.append(unbroadcast(-_mm(gb, _T(x)), a))
+                out.append(_unbroadcast(-_mm(gb, _T(x)), a))
             else:
-                out.append(unbroadcast(gb[..., 0] if vec else gb, b))
+                out.append(_unbroadcast(gb[..., 0] if vec else gb, b))
         return tuple(out)
     return vjp
 
@@ -263,7 +266,7 @@ def _solve_jvp_b(g, ans, a, b):
     return solve(a, g)
 
 
-defvjp_argnums(solve, _solve_vjp, save=("ans", 0))
+_defvjp_argnums(solve, _solve_vjp, save=("ans", 0))
 defjvp(solve, _solve_jvp_a, _solve_jvp_b)
 
 
@@ -284,22 +287,22 @@ def _tensorsolve_vjp(argnums, ans, args, kwargs):
     axes = args[2] if len(args) > 2 else kwargs.get("axes")
     nd = len(_shape(a))
     perm = _tensorsolve_perm(nd, axes)
-    at = anp.transpose(a, perm) if perm != list(range(nd)) else a
+    at = _anp.transpose(a, perm) if perm != list(range(nd)) else a
     N = int(_onp.prod(_shape(ans)))
-    A2 = anp.reshape(at, (N, N))
+    A2 = _anp.reshape(at, (N, N))
 
     def vjp(g):
-        gb = solve(_T(A2), anp.reshape(g, (N, 1)))
+        gb = solve(_T(A2), _anp.reshape(g, (N, 1)))
         out = []
         for i in argnums:
             if i == 0:
-                ga = -gb * anp.reshape(ans, (1, N))
-                ga = anp.reshape(ga, _shape(at))
+                ga = -gb * _anp.reshape(ans, (1, N))
+                ga = _anp.reshape(ga, _shape(at))
                 if perm != list(range(nd)):
-                    ga = anp.transpose(ga, list(_onp.argsort(perm)))
-                out.append(cast_like(ga, _dtype(a)))
+                    ga = _anp.transpose(ga, list(_onp.argsort(perm)))
+                out.append(_cast_like(ga, _dtype(a)))
             else:
-                out.append(cast_like(anp.reshape(gb, _shape(b)), _dtype(b)))
+                out.append(_cast_like(_anp.reshape(gb, _shape(b)), _dtype(b)))
         return tuple(out)
     return vjp
 
@@ -307,41 +310,41 @@ def _tensorsolve_vjp(argnums, ans, args, kwargs):
 def _tensorsolve_A2(a, axes, N):
     nd = len(_shape(a))
     perm = _tensorsolve_perm(nd, axes)
-    at = anp.transpose(a, perm) if perm != list(range(nd)) else a
-    return anp.reshape(at, (N, N))
+    at = _anp.transpose(a, perm) if perm != list(range(nd)) else a
+    return _anp.reshape(at, (N, N))
 
 
 def _tensorsolve_jvp_a(g, ans, a, b, axes=None):
     N = int(_onp.prod(_shape(ans)))
     A2 = _tensorsolve_A2(a, axes, N)
     dA2 = _tensorsolve_A2(g, axes, N)
-    return anp.reshape(-solve(A2, _mm(dA2, anp.reshape(ans, (N, 1)))), _shape(ans))
+    return _anp.reshape(-solve(A2, _mm(dA2, _anp.reshape(ans, (N, 1)))), _shape(ans))
 
 
 def _tensorsolve_jvp_b(g, ans, a, b, axes=None):
     N = int(_onp.prod(_shape(ans)))
     A2 = _tensorsolve_A2(a, axes, N)
-    return anp.reshape(solve(A2, anp.reshape(g, (N, 1))), _shape(ans))
+    return _anp.reshape(solve(A2, _anp.reshape(g, (N, 1))), _shape(ans))
 
 
-defvjp_argnums(tensorsolve, _tensorsolve_vjp, save=("ans", 0))
+_defvjp_argnums(tensorsolve, _tensorsolve_vjp, save=("ans", 0))
 defjvp(tensorsolve, _tensorsolve_jvp_a, _tensorsolve_jvp_b)
 
 
 def _tensorinv_vjp(g, ans, a, ind=2):
     N = int(_onp.prod(_shape(a)[:ind]))
-    it = _T(anp.reshape(ans, (N, N)))
-    return cast_like(anp.reshape(-_mm(_mm(it, anp.reshape(g, (N, N))), it), _shape(a)),
+    it = _T(_anp.reshape(ans, (N, N)))
+    return _cast_like(_anp.reshape(-_mm(_mm(it, _anp.reshape(g, (N, N))), it), _shape(a)),
                      _dtype(a))
 
 
 def _tensorinv_jvp(g, ans, a, ind=2):
     N = int(_onp.prod(_shape(a)[:ind]))
-    i2 = anp.reshape(ans, (N, N))
-    return anp.reshape(-_mm(_mm(i2, anp.reshape(g, (N, N))), i2), _shape(ans))
+    i2 = _anp.reshape(ans, (N, N))
+    return _anp.reshape(-_mm(_mm(i2, _anp.reshape(g, (N, N))), i2), _shape(ans))
 
 
-defvjp_direct(tensorinv, _tensorinv_vjp, save=("ans",))
+_defvjp_direct(tensorinv, _tensorinv_vjp, save=("ans",))
 defjvp(tensorinv, _tensorinv_jvp)
 
 
@@ -371,10 +374,10 @@ def _matrix_power_vjp(g, ans, a, n):
     if n == 0:
         return None
     if n > 0:
-        return cast_like(_sandwich_sum(_powers(_T(a), n), g, n), _dtype(a))
+        return _cast_like(_sandwich_sum(_powers(_T(a), n), g, n), _dtype(a))
     bt = _T(inv(a))
     gb = _sandwich_sum(_powers(bt, -n), g, -n)
-    return cast_like(-_mm(_mm(bt, gb), bt), _dtype(a))
+    return _cast_like(-_mm(_mm(bt, gb), bt), _dtype(a))
 
 
 def _matrix_power_jvp(g, ans, a, n):
@@ -387,7 +390,7 @@ def _matrix_power_jvp(g, ans, a, n):
     return _sandwich_sum(_powers(b, -n), -_mm(_mm(b, g), b), -n)
 
 
-defvjp_direct(matrix_power, _matrix_power_vjp, None, save=(0,))
+_defvjp_direct(matrix_power, _matrix_power_vjp, None, save=(0,))
 defjvp(matrix_power, _matrix_power_jvp, None)
 
 
@@ -409,15 +412,15 @@ def _norm_axes(nd, ord, axis):
 def _keep(v, xshape, axes):
     """The reduced value v reshaped so it broadcasts against x (reduced axes of length 1)."""
     target = tuple(1 if i in axes else n for i, n in enumerate(xshape))
-    return v if _shape(v) == target else anp.reshape(v, target)
+    return v if _shape(v) == target else _anp.reshape(v, target)
 
 
 def _csign(x):
     """x / |x| (0 at 0) for complex x; sign(x) for real x."""
     if _is_complex(x):
-        ax = anp.abs(x)
-        return x / anp.where(ax == 0, 1.0, ax)
-    return anp.sign(x)
+        ax = _anp.abs(x)
+        return x / _anp.where(ax == 0, 1.0, ax)
+    return _anp.sign(x)
 
 
 def _argext_mask(v, axes, smallest):
@@ -435,43 +438,43 @@ def _norm_D(x, ans_k, ord, axes, matrix):
         if ord is None or ord == "fro":
             return _conj(x) / ans_k
         if ord in ("nuc", 2, -2):
-            xm = anp.moveaxis(x, (r, c), (-2, -1))
+            xm = _anp.moveaxis(x, (r, c), (-2, -1))
             u, s, vh = _svd_p(xm, full_matrices=False)
             if ord == "nuc":
                 d = _mm(u, vh)
             else:
                 i = 0 if ord == 2 else _shape(s)[-1] - 1
                 d = _mm(u[..., :, i:i + 1], vh[..., i:i + 1, :])
-            return anp.moveaxis(_conj(d), (-2, -1), (r, c))
+            return _anp.moveaxis(_conj(d), (-2, -1), (r, c))
         if ord in (1, -1):
-            colsum = anp.sum(anp.abs(x), axis=r, keepdims=True)
+            colsum = _anp.sum(_anp.abs(x), axis=r, keepdims=True)
             return _conj(_csign(x)) * _argext_mask(colsum, c, ord == -1)
         if ord in (_onp.inf, -_onp.inf):
-            rowsum = anp.sum(anp.abs(x), axis=c, keepdims=True)
+            rowsum = _anp.sum(_anp.abs(x), axis=c, keepdims=True)
             return _conj(_csign(x)) * _argext_mask(rowsum, r, ord == -_onp.inf)
         raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
     if ord is None or ord == 2:
         return _conj(x) / ans_k
     if ord == _onp.inf or ord == -_onp.inf:
-        return _conj(_csign(x)) * _argext_mask(anp.abs(x), axes, ord == -_onp.inf)
+        return _conj(_csign(x)) * _argext_mask(_anp.abs(x), axes, ord == -_onp.inf)
     if ord == 0:
         return _zeros_of(x)
     if ord == 1:
         return _conj(_csign(x))
     p = float(ord)
-    return _conj(_csign(x)) * (anp.abs(x) / ans_k) ** (p - 1.0)
+    return _conj(_csign(x)) * (_anp.abs(x) / ans_k) ** (p - 1.0)
 
 
 def _norm_vjp_rule(g, ans, x, ord, axes, matrix, keepdims):
     xs = _shape(x)
     D = _norm_D(x, _keep(ans, xs, axes), ord, axes, matrix)
-    return cast_like(_keep(g, xs, axes) * D, _dtype(x))
+    return _cast_like(_keep(g, xs, axes) * D, _dtype(x))
 
 
 def _norm_jvp_rule(t, ans, x, ord, axes, matrix, keepdims):
     D = _norm_D(x, _keep(ans, _shape(x), axes), ord, axes, matrix)
-    out = anp.sum(D * t, axis=axes, keepdims=keepdims)
-    return anp.real(out) if _is_complex(out) else out
+    out = _anp.sum(D * t, axis=axes, keepdims=keepdims)
+    return _anp.real(out) if _is_complex(out) else out
 
 
 def _norm_args(x, ord=None, axis=None, keepdims=False):
@@ -479,7 +482,7 @@ def _norm_args(x, ord=None, axis=None, keepdims=False):
     return ord, axes, matrix, keepdims
 
 
-defvjp_direct(norm, lambda g, ans, x, *a, **k: _norm_vjp_rule(
+_defvjp_direct(norm, lambda g, ans, x, *a, **k: _norm_vjp_rule(
     g, ans, x, *_norm_args(x, *a, **k)), save=("ans", 0))
 defjvp(norm, lambda t, ans, x, *a, **k: _norm_jvp_rule(t, ans, x, *_norm_args(x, *a, **k)))
 
@@ -504,7 +507,7 @@ for _prim, _args in [(globals().get("vector_norm"), _vector_norm_args),
                      (globals().get("matrix_norm"), _matrix_norm_args)]:
     if _prim is None:
         continue
-    defvjp_direct(_prim, (lambda pa: lambda g, ans, x, **k: _norm_vjp_rule(
+    _defvjp_direct(_prim, (lambda pa: lambda g, ans, x, **k: _norm_vjp_rule(
         g, ans, x, *pa(x, **k)))(_args), save=("ans", 0))
     defjvp(_prim, (lambda pa: lambda t, ans, x, **k: _norm_jvp_rule(
         t, ans, x, *pa(x, **k)))(_args))
@@ -513,23 +516,23 @@ for _prim, _args in [(globals().get("vector_norm"), _vector_norm_args),
 # =============================================================================
 # eigh, eigvalsh
 # =============================================================================
-eigh_p = _tuple_prim(_npla.eigh, "gradcy.numpy.linalg.eigh")
+_eigh_p = _tuple_prim(_npla.eigh, "gradcy.numpy.linalg.eigh")
 
 
 def _fold_triangle(t, UPLO):
     """The cotangent of the full matrix from that of the Hermitian matrix NumPy builds out of
     one triangle: t_ij + conj(t_ji) in the triangle read, the real part on the diagonal."""
     off = t + _H(t)
-    off = anp.tril(off, -1) if UPLO.upper() == "L" else anp.triu(off, 1)
+    off = _anp.tril(off, -1) if UPLO.upper() == "L" else _anp.triu(off, 1)
     d = _diag_part(t)
-    return off + _diag_embed(anp.real(d) if _is_complex(d) else d)
+    return off + _diag_embed(_anp.real(d) if _is_complex(d) else d)
 
 
 def _unfold_triangle(t, UPLO):
     """The Hermitian matrix NumPy reads when given t (tangent form)."""
-    tri = anp.tril(t, -1) if UPLO.upper() == "L" else anp.triu(t, 1)
+    tri = _anp.tril(t, -1) if UPLO.upper() == "L" else _anp.triu(t, 1)
     d = _diag_part(t)
-    return tri + _H(tri) + _diag_embed(anp.real(d) if _is_complex(d) else d)
+    return tri + _H(tri) + _diag_embed(_anp.real(d) if _is_complex(d) else d)
 
 
 def _eigh_vjp(g, ans, a, UPLO="L"):
@@ -541,50 +544,50 @@ def _eigh_vjp(g, ans, a, UPLO="L"):
     if inner is None:
         return None
     t = _mm(_mm(_conj(v), inner), _T(v))
-    return cast_like(_fold_triangle(t, UPLO), _dtype(a))
+    return _cast_like(_fold_triangle(t, UPLO), _dtype(a))
 
 
 def _eigh_jvp(g, ans, a, UPLO="L"):
     w, v = ans[0], ans[1]
     P = _mm(_mm(_H(v), _unfold_triangle(g, UPLO)), v)
     dw = _diag_part(P)
-    return (anp.real(dw) if _is_complex(dw) else dw, _mm(v, _inv_F(w) * P))
+    return (_anp.real(dw) if _is_complex(dw) else dw, _mm(v, _inv_F(w) * P))
 
 
-defvjp_direct(eigh_p, _eigh_vjp, save=("ans",))
-defjvp(eigh_p, _eigh_jvp)
+_defvjp_direct(_eigh_p, _eigh_vjp, save=("ans",))
+defjvp(_eigh_p, _eigh_jvp)
 
 
 def eigh(a, UPLO="L"):
     """numpy.linalg.eigh; a (eigenvalues, eigenvectors) tuple when traced."""
-    if type(a) is Box:
-        return eigh_p(a, UPLO=UPLO)
+    if type(a) is _Box:
+        return _eigh_p(a, UPLO=UPLO)
     return _npla.eigh(a, UPLO)
 
 
-register_numpy_override(_npla.eigh, eigh)
+_register_numpy_override(_npla.eigh, eigh)
 
 
 def _eigvalsh_vjp(g, ans, a, UPLO="L"):
-    w, v = eigh_p(a, UPLO=UPLO)
+    w, v = _eigh_p(a, UPLO=UPLO)
     t = _mm(_conj(v) * _row(g), _T(v))
-    return cast_like(_fold_triangle(t, UPLO), _dtype(a))
+    return _cast_like(_fold_triangle(t, UPLO), _dtype(a))
 
 
 def _eigvalsh_jvp(g, ans, a, UPLO="L"):
-    w, v = eigh_p(a, UPLO=UPLO)
-    d = anp.sum(_conj(v) * _mm(_unfold_triangle(g, UPLO), v), axis=-2)
-    return anp.real(d) if _is_complex(d) else d
+    w, v = _eigh_p(a, UPLO=UPLO)
+    d = _anp.sum(_conj(v) * _mm(_unfold_triangle(g, UPLO), v), axis=-2)
+    return _anp.real(d) if _is_complex(d) else d
 
 
-defvjp_direct(eigvalsh, _eigvalsh_vjp, save=(0,))
+_defvjp_direct(eigvalsh, _eigvalsh_vjp, save=(0,))
 defjvp(eigvalsh, _eigvalsh_jvp)
 
 
 # =============================================================================
 # eig, eigvals
 # =============================================================================
-eig_p = _tuple_prim(_npla.eig, "gradcy.numpy.linalg.eig")
+_eig_p = _tuple_prim(_npla.eig, "gradcy.numpy.linalg.eig")
 
 
 def _eig_vjp(g, ans, a):
@@ -596,12 +599,12 @@ def _eig_vjp(g, ans, a):
         utgu = _mm(ut, gu)
         # the eigenvectors have unit norm: the normalization's share of the cotangent
         dre = _diag_part(utgu)
-        norm_part = _mm(ut, _conj(u)) * _row(anp.real(dre) if _is_complex(dre) else dre)
+        norm_part = _mm(ut, _conj(u)) * _row(_anp.real(dre) if _is_complex(dre) else dre)
         inner = _add(inner, _inv_F(e) * (utgu - norm_part))
     if inner is None:
         return None
     r = solve(ut, _mm(inner, ut))
-    return cast_like(r, _dtype(a))
+    return _cast_like(r, _dtype(a))
 
 
 def _eig_jvp(g, ans, a):
@@ -609,41 +612,41 @@ def _eig_jvp(g, ans, a):
     P = solve(u, _mm(g, u))
     C = _inv_F(e) * P
     uC = _mm(u, C)
-    c = anp.sum(_conj(u) * uC, axis=-2)           # diag(U^H U C)
-    c = anp.real(c) if _is_complex(c) else c
+    c = _anp.sum(_conj(u) * uC, axis=-2)           # diag(U^H U C)
+    c = _anp.real(c) if _is_complex(c) else c
     return (_diag_part(P), uC - u * _row(c))
 
 
-defvjp_direct(eig_p, _eig_vjp, save=("ans",))
-defjvp(eig_p, _eig_jvp)
+_defvjp_direct(_eig_p, _eig_vjp, save=("ans",))
+defjvp(_eig_p, _eig_jvp)
 
 
 def eig(a):
     """numpy.linalg.eig; an (eigenvalues, eigenvectors) tuple when traced."""
-    if type(a) is Box:
-        return eig_p(a)
+    if type(a) is _Box:
+        return _eig_p(a)
     return _npla.eig(a)
 
 
-register_numpy_override(_npla.eig, eig)
+_register_numpy_override(_npla.eig, eig)
 
 
 def _eig_matching(ans, a):
     """eig(a) with its eigenpairs in the order of eigvals' output `ans`."""
-    e, u = eig_p(a)
+    e, u = _eig_p(a)
     pe, pa = _plain(e), _plain(ans)
     if _onp.shape(pe) == _onp.shape(pa) and _onp.array_equal(pe, pa):
         return e, u
     idx = _onp.argmin(_onp.abs(_onp.asarray(pa)[..., :, None] - _onp.asarray(pe)[..., None, :]),
                       axis=-1)
-    return (anp.take_along_axis(e, idx, axis=-1),
-            anp.take_along_axis(u, idx[..., None, :], axis=-1))
+    return (_anp.take_along_axis(e, idx, axis=-1),
+            _anp.take_along_axis(u, idx[..., None, :], axis=-1))
 
 
 def _eigvals_vjp(g, ans, a):
     e, u = _eig_matching(ans, a)
     ut = _T(u)
-    return cast_like(solve(ut, _col(g) * ut), _dtype(a))
+    return _cast_like(solve(ut, _col(g) * ut), _dtype(a))
 
 
 def _eigvals_jvp(g, ans, a):
@@ -651,7 +654,7 @@ def _eigvals_jvp(g, ans, a):
     return _diag_part(solve(u, _mm(g, u)))
 
 
-defvjp_direct(eigvals, _eigvals_vjp, save=("ans", 0))
+_defvjp_direct(eigvals, _eigvals_vjp, save=("ans", 0))
 defjvp(eigvals, _eigvals_jvp)
 
 
@@ -661,7 +664,7 @@ defjvp(eigvals, _eigvals_jvp)
 def _phi(x):
     """The lower triangle of x with its diagonal halved."""
     n = _shape(x)[-1]
-    return anp.tril(x) * (1.0 - 0.5 * _eye(n, x))
+    return _anp.tril(x) * (1.0 - 0.5 * _eye(n, x))
 
 
 def _cholesky_vjp(g, ans, a, upper=False):
@@ -675,7 +678,7 @@ def _cholesky_vjp(g, ans, a, upper=False):
     y = solve(Lh, _phi(_mm(Lh, G)))
     s = _H(solve(Lh, _H(y)))
     r = 0.5 * (s + _H(s))
-    return cast_like(_conj(r) if cplx else r, _dtype(a))
+    return _cast_like(_conj(r) if cplx else r, _dtype(a))
 
 
 def _cholesky_jvp(g, ans, a, upper=False):
@@ -687,7 +690,7 @@ def _cholesky_jvp(g, ans, a, upper=False):
     return _H(dL) if upper else dL
 
 
-defvjp_direct(cholesky, _cholesky_vjp, save=("ans",))
+_defvjp_direct(cholesky, _cholesky_vjp, save=("ans",))
 defjvp(cholesky, _cholesky_jvp)
 
 
@@ -699,8 +702,8 @@ def _svd_uv(a, full_matrices=True):
 
 
 _svd_uv.__name__ = "svd"
-_svd_p = primitive(_svd_uv, "gradcy.numpy.linalg.svd")
-svd_p = _svd_p
+_svd_p = _primitive(_svd_uv, "gradcy.numpy.linalg.svd")
+_svd_p = _svd_p
 
 
 def _svd_vjp(g, ans, a, full_matrices=True):
@@ -725,7 +728,7 @@ def _svd_vjp(g, ans, a, full_matrices=True):
         M = _mm(_H(u), gu)
         inner = _add(inner, F * (M - _H(M)) * srow)
         if cplx:
-            inner = inner + 1j * _diag_embed(anp.imag(_diag_part(M)) / s)
+            inner = inner + 1j * _diag_embed(_anp.imag(_diag_part(M)) / s)
         if m > k:
             r = _mm((gu - _mm(u, M)) / srow, vh)
     if gvh is not None:
@@ -737,7 +740,7 @@ def _svd_vjp(g, ans, a, full_matrices=True):
         r = _add(r, _mm(_mm(u, inner), vh))
     if r is None:
         return None
-    return cast_like(_conj(r) if cplx else r, _dtype(a))
+    return _cast_like(_conj(r) if cplx else r, _dtype(a))
 
 
 def _svd_jvp(g, ans, a, full_matrices=True):
@@ -757,10 +760,10 @@ def _svd_jvp(g, ans, a, full_matrices=True):
     eye = _eye(k, s)
     F = (1.0 - eye) / (_row(s2) - _col(s2) + eye)
     dP = _diag_part(P)
-    ds = anp.real(dP) if cplx else dP
+    ds = _anp.real(dP) if cplx else dP
     om_u = F * (P * srow + scol * Ph)
     if cplx:
-        om_u = om_u + 1j * _diag_embed(anp.imag(dP) / s)
+        om_u = om_u + 1j * _diag_embed(_anp.imag(dP) / s)
     om_v = F * (scol * P + Ph * srow)
     du = _mm(u, om_u)
     if m > k:
@@ -771,59 +774,59 @@ def _svd_jvp(g, ans, a, full_matrices=True):
     return (du, ds, _H(dv))
 
 
-defvjp_direct(_svd_p, _svd_vjp, save=("ans",))
+_defvjp_direct(_svd_p, _svd_vjp, save=("ans",))
 defjvp(_svd_p, _svd_jvp)
 
 
 def _svdvals_vjp(g, ans, a):
     u, s, vh = _svd_p(a, full_matrices=False)
-    return cast_like(_mm(_conj(u) * _row(g), _conj(vh)), _dtype(a))
+    return _cast_like(_mm(_conj(u) * _row(g), _conj(vh)), _dtype(a))
 
 
 def _svdvals_jvp(g, ans, a):
     u, s, vh = _svd_p(a, full_matrices=False)
-    d = anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
-    return anp.real(d) if _is_complex(d) else d
+    d = _anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
+    return _anp.real(d) if _is_complex(d) else d
 
 
 if "svdvals" in globals():      # NumPy >= 2
-    svdvals_p = svdvals
+    _svdvals_p = svdvals
 else:   # NumPy < 2
-    svdvals_p = svdvals = primitive(lambda x: _npla.svd(x, compute_uv=False),
+    _svdvals_p = svdvals = _primitive(lambda x: _npla.svd(x, compute_uv=False),
                                     "gradcy.numpy.linalg.svdvals")
-defvjp_direct(svdvals_p, _svdvals_vjp, save=(0,))
-defjvp(svdvals_p, _svdvals_jvp)
+_defvjp_direct(_svdvals_p, _svdvals_vjp, save=(0,))
+defjvp(_svdvals_p, _svdvals_jvp)
 
 
 def _svd_hermitian(a, compute_uv):
     """numpy.linalg.svd(a, hermitian=True) composed from eigh (as NumPy computes it), so its
     derivative is that of what NumPy computes."""
     if not compute_uv:
-        s = anp.abs(eigvalsh(a))
-        return anp.flip(anp.sort(s, axis=-1), axis=-1)
-    w, u = eigh_p(a)
-    sgn = anp.sign(_plain(w))
-    s = anp.abs(w)
+        s = _anp.abs(eigvalsh(a))
+        return _anp.flip(_anp.sort(s, axis=-1), axis=-1)
+    w, u = _eigh_p(a)
+    sgn = _anp.sign(_plain(w))
+    s = _anp.abs(w)
     sidx = _onp.argsort(_plain(s), axis=-1)[..., ::-1]
     sgn = _onp.take_along_axis(sgn, sidx, axis=-1)
-    s = anp.take_along_axis(s, sidx, axis=-1)
-    u = anp.take_along_axis(u, sidx[..., None, :], axis=-1)
+    s = _anp.take_along_axis(s, sidx, axis=-1)
+    u = _anp.take_along_axis(u, sidx[..., None, :], axis=-1)
     return u, s, _H(u * _row(sgn))
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """numpy.linalg.svd; a (U, S, Vh) tuple when traced (gradients need full_matrices=False
     or a square matrix)."""
-    if type(a) is not Box:
+    if type(a) is not _Box:
         return _npla.svd(a, full_matrices, compute_uv, hermitian)
     if hermitian:
         return _svd_hermitian(a, compute_uv)
     if not compute_uv:
-        return svdvals_p(a)
+        return _svdvals_p(a)
     return _svd_p(a, full_matrices=full_matrices)
 
 
-register_numpy_override(_npla.svd, svd)
+_register_numpy_override(_npla.svd, svd)
 
 
 # =============================================================================
@@ -834,7 +837,7 @@ def _qr_uv(a, mode="reduced"):
 
 
 _qr_uv.__name__ = "qr"
-qr_p = primitive(_qr_uv, "gradcy.numpy.linalg.qr")
+_qr_p = _primitive(_qr_uv, "gradcy.numpy.linalg.qr")
 
 
 def _qr_square_adjoint(q, r, gq, gr, cplx, project):
@@ -843,9 +846,9 @@ def _qr_square_adjoint(q, r, gq, gr, cplx, project):
     if gr is not None:
         rgr = _mm(gr, _H(r))
         M = -rgr if M is None else M - rgr
-    C = _add(None if gr is None else rgr, anp.tril(M - _H(M), -1))
+    C = _add(None if gr is None else rgr, _anp.tril(M - _H(M), -1))
     if cplx:
-        C = C + 1j * _diag_embed(anp.imag(_diag_part(M)))
+        C = C + 1j * _diag_embed(_anp.imag(_diag_part(M)))
     Z = _mm(q, C)
     if gq is not None and project:
         Z = Z + gq - _mm(q, _mm(_H(q), gq))
@@ -875,17 +878,17 @@ def _qr_vjp(g, ans, a, mode="reduced"):
         else:
             gy = _zeros_of(a)[..., :, m:]
         gx = _qr_square_adjoint(q, r1, gq, gr1, cplx, False)
-        res = anp.concatenate([gx, gy], axis=-1)
-    return cast_like(_conj(res) if cplx else res, _dtype(a))
+        res = _anp.concatenate([gx, gy], axis=-1)
+    return _cast_like(_conj(res) if cplx else res, _dtype(a))
 
 
 def _qr_square_jvp(q, r, da, cplx, project):
     D = _T(solve(_T(r), _T(da)))              # dA R^-1
     C = _mm(_H(q), D)
-    low = anp.tril(C, -1)
+    low = _anp.tril(C, -1)
     om = low - _H(low)
     if cplx:
-        om = om + 1j * _diag_embed(anp.imag(_diag_part(C)))
+        om = om + 1j * _diag_embed(_anp.imag(_diag_part(C)))
     dr = _mm(C - om, r)
     dq = _mm(q, om)
     if project:
@@ -904,23 +907,23 @@ def _qr_jvp(g, ans, a, mode="reduced"):
         return _qr_square_jvp(q, r, g, cplx, m > n)
     dq, dr1 = _qr_square_jvp(q, r[..., :, :m], g[..., :, :m], cplx, False)
     dr2 = _mm(_H(dq), _mm(q, r[..., :, m:])) + _mm(_H(q), g[..., :, m:])
-    return dq, anp.concatenate([dr1, dr2], axis=-1)
+    return dq, _anp.concatenate([dr1, dr2], axis=-1)
 
 
-defvjp_direct(qr_p, _qr_vjp, save=("ans",))
-defjvp(qr_p, _qr_jvp)
+_defvjp_direct(_qr_p, _qr_vjp, save=("ans",))
+defjvp(_qr_p, _qr_jvp)
 
 
 def qr(a, mode="reduced"):
     """numpy.linalg.qr; a (Q, R) tuple when traced (R alone for mode='r')."""
-    if type(a) is not Box:
+    if type(a) is not _Box:
         return _npla.qr(a, mode)
     if mode == "r":
-        return qr_p(a)[1]
-    return qr_p(a, mode=mode)
+        return _qr_p(a)[1]
+    return _qr_p(a, mode=mode)
 
 
-register_numpy_override(_npla.qr, qr)
+_register_numpy_override(_npla.qr, qr)
 
 
 # =============================================================================
@@ -955,7 +958,7 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
                 ga = (-_mm(gb, _H(X)) + _mm(R, _mm(t, Ph))
                       + _mm(_mm(Ph, X), Gh - _mm(t, a)))
         if gres is not None and res_size:
-            rho = anp.real(gres) if _is_complex(gres) else gres
+            rho = _anp.real(gres) if _is_complex(gres) else gres
             R2 = (B - _mm(a, X)) * (2.0 * _row(rho))  # 2 r diag(rho)
             gb = _add(gb, R2)
             if 0 in argnums:
@@ -966,13 +969,13 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
         out = []
         for i in argnums:
             if i == 0:
-                out.append(None if ga is None else cast_like(_conj(ga) if cplx else ga,
+                out.append(None if ga is None else _cast_like(_conj(ga) if cplx else ga,
                                                              _dtype(a)))
             else:
                 if gb is not None:
                     gb = _conj(gb) if cplx else gb
                     gb = gb[..., 0] if vec else gb
-                    gb = cast_like(gb, _dtype(b))
+                    gb = _cast_like(gb, _dtype(b))
                 out.append(gb)
         return tuple(out)
     return vjp
@@ -997,8 +1000,8 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
             dx = _add(dx, -_mm(P, gX) + _mm(P, _mm(Ph, _mm(gh, R))) + t - _mm(P, _mm(a, t)))
             dr = _add(dr, -gX)
             u, s, vh = _svd_p(a, full_matrices=False)
-            ds = anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
-            ds = anp.real(ds) if _is_complex(ds) else ds
+            ds = _anp.sum(_conj(u) * _mm(g, _H(vh)), axis=-2)
+            ds = _anp.real(ds) if _is_complex(ds) else ds
         elif i == 1:
             G = _col(g) if vec else g
             dx = _add(dx, _mm(P, G))
@@ -1006,15 +1009,15 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
     res = ans[1]
     if _onp.size(_plain(res)) and dr is not None:
         # d residuals_j = 2 Re(r_j^H (db_j - dA x_j)) (A^H r = 0 at the solution)
-        dres = 2.0 * anp.real(anp.sum(_conj(R) * dr, axis=0))
+        dres = 2.0 * _anp.real(_anp.sum(_conj(R) * dr, axis=0))
     else:
         dres = _zeros_of(res)
     return (dx[..., 0] if vec else dx, dres, None,
             _zeros_of(ans[3]) if ds is None else ds)
 
 
-defvjp_argnums(lstsq, _lstsq_vjp, save=(0, 1))
-defjvp_argnums(lstsq, _lstsq_jvp)
+_defvjp_argnums(lstsq, _lstsq_vjp, save=(0, 1))
+_defjvp_argnums(lstsq, _lstsq_jvp)
 
 
 # =============================================================================
@@ -1041,76 +1044,76 @@ def multi_dot(arrays, *, out=None):
     """numpy.linalg.multi_dot: traced arrays are multiplied with gradcy.numpy.dot in NumPy's
     optimal order, so the chain is differentiable in both modes."""
     arrays = list(arrays)
-    if out is not None and (type(out) is Box or any(type(x) is Box for x in arrays)):
-        return anp.write_out("gradcy.numpy.linalg.multi_dot", out, lambda: multi_dot(arrays))
-    if out is not None or not any(type(x) is Box for x in arrays):
+    if out is not None and (type(out) is _Box or any(type(x) is _Box for x in arrays)):
+        return _anp.write_out("gradcy.numpy.linalg.multi_dot", out, lambda: multi_dot(arrays))
+    if out is not None or not any(type(x) is _Box for x in arrays):
         return _npla.multi_dot(arrays, out=out)
     n = len(arrays)
     if n < 2:
         raise ValueError("Expecting at least two arrays.")
     if n == 2:
-        return anp.dot(arrays[0], arrays[1])
+        return _anp.dot(arrays[0], arrays[1])
     first_1d, last_1d = len(_shape(arrays[0])) == 1, len(_shape(arrays[-1])) == 1
     if first_1d:
-        arrays[0] = anp.reshape(arrays[0], (1, -1))
+        arrays[0] = _anp.reshape(arrays[0], (1, -1))
     if last_1d:
-        arrays[-1] = anp.reshape(arrays[-1], (-1, 1))
+        arrays[-1] = _anp.reshape(arrays[-1], (-1, 1))
     split = _chain_order([_shape(x) for x in arrays])
 
     def prod(i, j):
         if i == j:
             return arrays[i]
         k = split[i][j]
-        return anp.dot(prod(i, k), prod(k + 1, j))
+        return _anp.dot(prod(i, k), prod(k + 1, j))
     res = prod(0, n - 1)
     if first_1d and last_1d:
-        return anp.reshape(res, ())
+        return _anp.reshape(res, ())
     if first_1d or last_1d:
-        return anp.reshape(res, (-1,))
+        return _anp.reshape(res, (-1,))
     return res
 
 
-register_numpy_override(_npla.multi_dot, multi_dot)
+_register_numpy_override(_npla.multi_dot, multi_dot)
 
 
 def cond(x, p=None):
     """numpy.linalg.cond, differentiable on traced values."""
-    if type(x) is not Box:
+    if type(x) is not _Box:
         return _npla.cond(x, p)
     if p is None or p == 2 or p == -2:
-        s = svdvals_p(x)
+        s = _svdvals_p(x)
         if p == -2:
             return s[..., -1] / s[..., 0]
         return s[..., 0] / s[..., -1]
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
 
-register_numpy_override(_npla.cond, cond)
-nondifferentiable(matrix_rank)
+_register_numpy_override(_npla.cond, cond)
+_nondifferentiable(matrix_rank)
 
 
 def _linalg_trace(x, /, *, offset=0, dtype=None):
-    return anp.trace(x, offset, -2, -1, dtype)
+    return _anp.trace(x, offset, -2, -1, dtype)
 
 
 def _linalg_diagonal(x, /, *, offset=0):
-    return anp.diagonal(x, offset, -2, -1)
+    return _anp.diagonal(x, offset, -2, -1)
 
 
 def _linalg_cross(x1, x2, /, *, axis=-1):
-    return anp.cross(x1, x2, axis=axis)
+    return _anp.cross(x1, x2, axis=axis)
 
 
 def _linalg_outer(x1, x2, /):
-    return anp.outer(x1, x2)
+    return _anp.outer(x1, x2)
 
 
 def _linalg_tensordot(x1, x2, /, *, axes=2):
-    return anp.tensordot(x1, x2, axes)
+    return _anp.tensordot(x1, x2, axes)
 
 
 def _linalg_vecdot(x1, x2, /, *, axis=-1):
-    return anp.vecdot(x1, x2, axis=axis)
+    return _anp.vecdot(x1, x2, axis=axis)
 
 
 def _array_api_alias(name, fn):
@@ -1119,12 +1122,12 @@ def _array_api_alias(name, fn):
     npfn = getattr(_npla, name)
 
     def f(*args, **kwargs):
-        if any(type(x) is Box for x in args):
+        if any(type(x) is _Box for x in args):
             return fn(*args, **kwargs)
         return npfn(*args, **kwargs)
     f.__name__ = name
     f.__doc__ = npfn.__doc__
-    register_numpy_override(npfn, f)
+    _register_numpy_override(npfn, f)
     return f
 
 
@@ -1135,8 +1138,8 @@ if hasattr(_npla, "vecdot"):        # NumPy >= 2: numpy.linalg's array-API names
     outer = _array_api_alias("outer", _linalg_outer)
     tensordot = _array_api_alias("tensordot", _linalg_tensordot)
     vecdot = _array_api_alias("vecdot", _linalg_vecdot)
-    matmul = _array_api_alias("matmul", lambda x1, x2, /: anp.matmul(x1, x2))
-    matrix_transpose = _array_api_alias("matrix_transpose", lambda x, /: anp.matrix_transpose(x))
+    matmul = _array_api_alias("matmul", lambda x1, x2, /: _anp.matmul(x1, x2))
+    matrix_transpose = _array_api_alias("matrix_transpose", lambda x, /: _anp.matrix_transpose(x))
 del _prim, _args
 
 
