@@ -94,7 +94,7 @@ def _meta_shape_dtype(meta):
 # Array helpers of autograd.numpy.numpy_vjps / numpy_jvps
 # =============================================================================
 def _gnp():
-    from .numpy import numpy_wrapper
+    from .numpy import _wrap as numpy_wrapper
     return numpy_wrapper
 
 
@@ -114,7 +114,7 @@ def match_complex(target, x):
 def unbroadcast(x, target_meta, broadcast_idx=0):
     """x summed over the axes broadcasting added to a value with autograd's metadata tuple
     target_meta = (shape, ndim, dtype, iscomplex), and made real if that value is."""
-    from .numpy.vjp_util import unbroadcast as _unbroadcast
+    from .numpy._util import unbroadcast as _unbroadcast
     shape, dtype = _meta_shape_dtype(target_meta)
     out = _unbroadcast(x, _stub(shape, dtype))
     return match_complex(_stub((), dtype), out)
@@ -149,7 +149,7 @@ def unbroadcast_einsum(x, target_meta, subscript):
     return w.moveaxis(unbroadcast(moved, meta), 0, start)
 
 
-from .numpy.vjp_util import balanced_eq  # noqa: E402
+from .numpy._util import balanced_eq  # noqa: E402
 
 
 def replace_zero(x, val):
@@ -490,7 +490,7 @@ def _scipy_integrate(mod):
 
 def _scipy_linalg(mod):
     import scipy.linalg
-    from .numpy.numpy_wrapper import wrap_namespace
+    from .numpy._wrap import wrap_namespace
 
     def grad_solve_banded(argnum, ans, l_and_u, a, b):
         return _vjp_of(mod.solve_banded, argnum, ans, (l_and_u, a, b), {})
@@ -639,7 +639,7 @@ def _misc(name, mod):
 def export(namespace):
     """Add autograd's names for the module whose globals are `namespace` (by its __name__)."""
     name = namespace["__name__"]
-    from .numpy import numpy_wrapper as w
+    from .numpy import _wrap as w
     if name == "gradcy.numpy.numpy_vjps":
         names = _numpy_vjps(w)
         names.update({k: globals()[k] for k in _SHARED_VJPS})

@@ -6,14 +6,14 @@ engine's parts, each a .pyx (implementation) with a .pxd (contract, lifetimes):
   the registries and hooks the operator layer fills, the core's own in-place write;
 - gradcy._counters: process-wide counters (stats, reset_peak);
 - gradcy._hold: the hold table of a tape (no Python API);
-- gradcy._meta: ArrayMeta, same_shape_dtype;
+- gradcy._meta: ArrayMeta;
 - gradcy._cotangents: SparseCotangent;
 - gradcy._regions: regions of buffers, root buffers, basic indices, OwnedBuffer;
 - gradcy._fast: grad's fast path (grad_fast);
 - gradcy._write: what the in-place write path asks about a tape.
 """
 from gradcy._counters import stats, reset_peak
-from gradcy._meta import ArrayMeta, same_shape_dtype
+from gradcy._meta import ArrayMeta
 from gradcy._cotangents import SparseCotangent
 from gradcy._regions import (OwnedBuffer, root_buffer, is_basic_index, layout_region,
                              region_hull, regions_overlap)
@@ -23,6 +23,6 @@ from gradcy._tape import (
     _active, push_active, pop_active, active_tape,
     register_box_method, register_numpy_override,
     install_hooks,
-    unbroadcast, transfer_box, is_box, box_value, box_tape, box_node, setitem_fast)
+    unbroadcast, transfer_box, is_box, box_value, setitem_fast)
 from gradcy._fast import SCALAR_SEEDS, grad_fast
 from gradcy._write import write_into, untracked_sharers, view_index

@@ -39,12 +39,6 @@ cdef class ArrayMeta:
 
 
 
-def same_shape_dtype(g, target):
-    """True when g is an ndarray with exactly the shape and dtype of target (an ndarray or an
-    ArrayMeta): the common case in which a cotangent needs no reduction or cast."""
-    return _same_shape_dtype(g, target)
-
-
 cdef bint _same_shape_dtype(object g, object target) except -1:
     cdef int nd, d
     cdef cnp.npy_intp* dims

@@ -74,7 +74,6 @@ cdef class Primitive:
     cdef readonly bint save_all_args  # the VJP reads every argument
     cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
     cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
-    cdef public bint linear           # registered with def_linear (used by forward mode)
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
     cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot

@@ -395,7 +395,6 @@ cdef class Primitive:
         self.save_ans = True
         self.save_all_args = True
         self.save_args = frozenset()
-        self.linear = False
         self.direct = False
         self.basic_view = False
         self.out_arg = -1
@@ -931,10 +930,6 @@ cdef class Tape:
         """Node i's value is a view whose memory was overwritten: using it raises."""
         _check_node(self, i, "mark_stale")
         self.nodes[i].flags |= NODE_STALE
-
-    def is_constant(self, Box box not None):
-        _check_box(self, box, "is_constant")
-        return bool(self.nodes[box._node].flags & NODE_CONSTANT)
 
     def saved_value(self, Py_ssize_t i, Py_ssize_t position):
         """Node i's saved argument `position` (-1: the saved output); None after release."""
@@ -1498,11 +1493,10 @@ cdef class Box:
         self._node = -1
 
     def __dealloc__(self):
+        # an exception here (a __del__ run by dropping a cotangent) cannot propagate; Cython
+        # reports it through sys.unraisablehook
         if self._tape is not None and self._node >= 0:
-            try:
-                self._tape._box_dropped(self._node)
-            except BaseException:
-                pass
+            self._tape._box_dropped(self._node)
 
     # ---- ndarray-like attributes ---------------------------------------------------------
     @property
@@ -1794,14 +1788,6 @@ def is_box(x):
 def box_value(x):
     """The plain value of a Box (one level), or x itself."""
     return (<Box>x)._value if type(x) is Box else x
-
-
-def box_tape(Box x not None):
-    return x._tape
-
-
-def box_node(Box x not None):
-    return x._node
 
 
 

@@ -93,12 +93,10 @@ class _JVPRules:
         self.prim = prim
         self.jvpmakers = dict(prim.jvpmakers)
         self.jvp_argnums = prim.jvp_argnums
-        self.linear = prim.linear
 
     def restore(self, prim):
         prim.jvpmakers = dict(self.jvpmakers)
         prim.jvp_argnums = self.jvp_argnums
-        prim.linear = self.linear
 
     def __call__(self, argnums, gs, ans, args, kwargs):
         if self.jvp_argnums is not None:

@@ -11,6 +11,7 @@ the function returned and the backward pass started, or after the tape was relea
 (RuntimeError, EscapedValueError) and records nothing. Array constructors attach to the
 differentiations of their own thread only.
 """
+import inspect
 from functools import wraps
 
 import numpy as _np
@@ -362,8 +363,7 @@ def _ones_like(ans):
     if one is not None:          # the common seed: a real scalar output (immutable, shared)
         return one
     if type(ans) is Box:
-        from . import numpy as gnp
-        return gnp.ones_like(ans) if ans.ndim else gnp.ones_like(ans)[()]
+        return _np.ones_like(ans) if ans.ndim else _np.ones_like(ans)[()]
     if isinstance(ans, _np.ndarray):
         return _np.ones_like(ans)
     if isinstance(ans, _np.generic):
@@ -776,7 +776,6 @@ def jacobian(fun, argnum=0):
     """
     @wrap_nary_f(fun, jacobian, argnum)
     def jacobian_fun(*args, **kwargs):
-        from . import numpy as gnp
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
         try:
             _check_float_output(ans, "jacobian")
@@ -800,7 +799,7 @@ def jacobian(fun, argnum=0):
         x_shape = _np.shape(x._value if type(x) is Box else x)
         if not rows:
             return _np.zeros(tuple(out_shape) + tuple(x_shape))
-        return gnp.reshape(gnp.stack(rows), tuple(out_shape) + tuple(x_shape))
+        return _np.reshape(_np.stack(rows), tuple(out_shape) + tuple(x_shape))
     return jacobian_fun
 
 
@@ -874,9 +873,8 @@ def hessian_tensor_product(fun, argnum=0):
     fun_grad = grad(fun, argnum)
 
     def vector_dot_grad(*args, **kwargs):
-        from . import numpy as gnp
         args, vector = args[:-1], args[-1]
-        return gnp.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
+        return _np.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
     hvp = grad(vector_dot_grad, argnum)
 
     def hessian_tensor_product_fun(*args, **kwargs):
@@ -913,9 +911,8 @@ def tensor_jacobian_product(fun, argnum=0):
     [3. 2. 1.]
     """
     def vector_dot_fun(*args, **kwargs):
-        from . import numpy as gnp
         args, vector = args[:-1], args[-1]
-        return gnp.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
+        return _np.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
     tjp = jacobian(vector_dot_fun, argnum)
 
     def tensor_jacobian_product_fun(*args, **kwargs):
@@ -948,7 +945,6 @@ def grad_named(fun, argname):
     >>> grad_named(f, "y")(3.0, 2.0)
     12.0
     """
-    import inspect
     arg_index = list(inspect.signature(fun).parameters).index(argname)
     return grad(fun, arg_index)
 
@@ -975,7 +971,6 @@ def multigrad_dict(fun):
     >>> multigrad_dict(f)(3.0, 2.0)
     {'x': 4.0, 'y': 12.0}
     """
-    import inspect
     sig = inspect.signature(fun)
 
     def gradfun(*args, **kwargs):
@@ -1223,8 +1218,7 @@ def make_ggnvp(f, g=None, f_argnum=0):
     """
     if g is None:
         def g(y):
-            from . import numpy as gnp
-            return 0.5 * gnp.sum(y ** 2, axis=-1)
+            return 0.5 * _np.sum(y ** 2, axis=-1)
 
     def ggnvp_maker(*args, **kwargs):
         _check_argnum(args, f_argnum, "make_ggnvp")

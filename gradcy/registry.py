@@ -422,7 +422,6 @@ def def_linear(prim):
                   lambda g: prim(*subval(args, argnum, g), **kwargs), save=("args",))
     defjvp_argnum(prim, lambda argnum, g, ans, args, kwargs:
                   prim(*subval(args, argnum, g), **kwargs))
-    prim.linear = True
 
 
 def _check_prim(prim, where):

@@ -19,11 +19,6 @@ __all__ = ["vspace", "VSpace", "ArrayVSpace", "ComplexArrayVSpace", "ContainerVS
            "SparseObject"]
 
 
-def _gnp():
-    from . import numpy as gnp     # lazy: gradcy.numpy imports gradcy.extend at import time
-    return gnp
-
-
 def _getval(x):
     while type(x) is Box:
         x = x._value
@@ -183,8 +178,7 @@ class ArrayVSpace(VSpace):
             yield e
 
     def _inner_prod(self, x, y):
-        gnp = _gnp()
-        return gnp.dot(gnp.ravel(x), gnp.ravel(y))
+        return _np.dot(_np.ravel(x), _np.ravel(y))
 
 
 class ComplexArrayVSpace(ArrayVSpace):
@@ -211,11 +205,10 @@ class ComplexArrayVSpace(ArrayVSpace):
                 yield e
 
     def _inner_prod(self, x, y):
-        gnp = _gnp()
-        return gnp.real(gnp.dot(gnp.conj(gnp.ravel(x)), gnp.ravel(y)))
+        return _np.real(_np.dot(_np.conj(_np.ravel(x)), _np.ravel(y)))
 
     def _covector(self, x):
-        return _gnp().conj(x)
+        return _np.conj(x)
 
 
 def _array_vspace(x):
@@ -413,7 +406,7 @@ class SparseObject:
         if type(other) is Box:
             # traced dense cotangent (higher-order differentiation): add the dense value as a
             # constant through the traced add, which keeps the dependence on `other`
-            return _gnp().add(other, self.densify())
+            return _np.add(other, self.densify())
         return self.mut_add(self.vs.mut_add(None, other))   # into a fresh copy of `other`
 
     __radd__ = __add__

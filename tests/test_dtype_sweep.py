@@ -41,8 +41,8 @@ from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import Box, Primitive, Tape
 from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
-from gradcy.numpy import fft_vjps, inplace, vjps_linalg, vjps_shape
-from gradcy.numpy import numpy_wrapper as W
+from gradcy.numpy import _wrap as W
+from gradcy.numpy import fft as gfft, indexing, inplace, products
 from vjp_harness import NEP50, dtype_ok, raw_cotangent
 
 try:
@@ -328,28 +328,28 @@ add("array_split", lambda x, K: gnp.array_split(x, 2, axis=1)[0], scalar=False)
 add("hsplit", lambda x, K: gnp.hsplit(x, 3)[0], scalar=False)
 add("vsplit", lambda x, K: gnp.vsplit(x, 2)[1], scalar=False)
 add("dsplit", lambda x, K: gnp.dsplit(x, 2)[0], shape=(2, 3, 2), scalar=False)
-add("numpy_wrapper.container_take", lambda x, K: gnp.split(x, 2)[1], shape=(4,), scalar=False)
-add("numpy_wrapper.getitem", lambda x, K: x[1:, ::2], scalar=False)
-add("numpy_wrapper.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,),
+add("_wrap.container_take", lambda x, K: gnp.split(x, 2)[1], shape=(4,), scalar=False)
+add("_wrap.getitem", lambda x, K: x[1:, ::2], scalar=False)
+add("_wrap.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,),
     scalar=False)
-add("numpy_wrapper.getitem", lambda x, K: x[()], label=":0d", kinds=("npscalar", "0d"))
-add("numpy_wrapper.astype",
+add("_wrap.getitem", lambda x, K: x[()], label=":0d", kinds=("npscalar", "0d"))
+add("_wrap.astype",
     lambda x, K: W.astype(x, C128 if gnp.iscomplexobj(x) else F64), label=":up")
-add("numpy_wrapper.astype",
+add("_wrap.astype",
     lambda x, K: W.astype(x, C64 if gnp.iscomplexobj(x) else F32), label=":down")
-add("numpy_wrapper.array_from_args", lambda x, K: gnp.array([x, K(gnp.shape(x))]))
-add("numpy_wrapper.array_from_args", lambda x, K: gnp.array([K(gnp.shape(x)), x]), argnum=1)
-add("numpy_wrapper.concatenate_args", lambda x, K: gnp.concatenate([x, K((1, 3))]),
+add("_wrap.array_from_args", lambda x, K: gnp.array([x, K(gnp.shape(x))]))
+add("_wrap.array_from_args", lambda x, K: gnp.array([K(gnp.shape(x)), x]), argnum=1)
+add("_wrap.concatenate_args", lambda x, K: gnp.concatenate([x, K((1, 3))]),
     argnum=1, shape=(2, 3), scalar=False)
-add("numpy_wrapper.concatenate_args", lambda x, K: gnp.stack([K(gnp.shape(x)), x]),
+add("_wrap.concatenate_args", lambda x, K: gnp.stack([K(gnp.shape(x)), x]),
     label=":stack", argnum=2)
-add("vjps_shape.untake",
-    lambda x, K: vjps_shape.untake(x, [0, 0, 2], (4,), onp.dtype(x.dtype)), shape=(3,),
+add("indexing.untake",
+    lambda x, K: indexing.untake(x, [0, 0, 2], (4,), onp.dtype(x.dtype)), shape=(3,),
     scalar=False)
-add("vjps_shape.unrepeat", lambda x, K: vjps_shape.unrepeat(x, 3, None, (2, 2)), shape=(12,),
+add("indexing.unrepeat", lambda x, K: indexing.unrepeat(x, 3, None, (2, 2)), shape=(12,),
     scalar=False)
-add("vjps_linalg.diagonal_scatter",
-    lambda x, K: vjps_linalg.diagonal_scatter(x, (3, 3), onp.dtype(x.dtype)), shape=(3,),
+add("products.diagonal_scatter",
+    lambda x, K: products.diagonal_scatter(x, (3, 3), onp.dtype(x.dtype)), shape=(3,),
     scalar=False)
 add("at_add", lambda x, K: inplace.at_add(x, [0, 2, 2], K((3,))), shape=(4,), scalar=False)
 add("at_add", lambda x, K: inplace.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
@@ -548,7 +548,7 @@ for _n, _shape, _c in [("fft", (4,), True), ("ifft", (4,), True), ("fft2", (2, 4
     add("fft." + _n, lambda x, K, f=getattr(FFT, _n): f(x), shape=_shape, scalar=False,
         dtypes=ALL if _c else REAL)
 add("fft.fft", lambda x, K: FFT.fft(x, 6, axis=0), label=":n", shape=(4, 2), scalar=False)
-add("fft_vjps.truncate_pad", lambda x, K: fft_vjps.truncate_pad(x, (6,)), shape=(4,),
+add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,),
     scalar=False)
 
 # ---- implicit functions -------------------------------------------------------------------

@@ -14,7 +14,7 @@ import gradcy.scipy.special as sp
 from gradcy import elementwise_grad, grad, make_jvp
 from gradcy._core import ArrayMeta, Box, MissingJVPError, MissingVJPError, Primitive, Tape
 from gradcy._core import install_hooks
-from gradcy.numpy.vjp_util import match_tangent
+from gradcy.numpy._util import match_tangent
 from vjp_harness import check, rand
 
 autograd = pytest.importorskip("autograd")

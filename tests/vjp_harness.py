@@ -10,6 +10,7 @@ nowhere.
 """
 import numpy as onp
 
+import gradcy.numpy as gnp
 from gradcy import make_vjp
 from gradcy._core import Box, Tape
 from gradcy.test_util import check_grads
@@ -94,6 +95,15 @@ def check_dtype(fun, *args):
         else:
             assert type(out) is type(a), (
                 f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+
+
+def total(outs):
+    """A scalar mixing every entry of a list of outputs with fixed random weights (the checks
+    need a traced array output, not a list)."""
+    s = 0.0
+    for i, y in enumerate(outs):
+        s = s + gnp.sum(y * rand(*onp.shape(y), seed=3 + i))
+    return s
 
 
 def rand(*shape, seed=0, positive=False, low=None, high=None):

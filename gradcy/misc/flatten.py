@@ -12,11 +12,6 @@ from .._core import Box
 __all__ = ["flatten", "flatten_func"]
 
 
-def _gnp():
-    from .. import numpy as gnp
-    return gnp
-
-
 def _getval(x):
     while type(x) is Box:
         x = x._value
@@ -61,12 +56,11 @@ def _build(spec, vec, pos):
     piece = vec[pos:pos + n]
     traced = type(piece) is Box
     if traced:
-        gnp = _gnp()
-        piece = gnp.reshape(piece, shape)
+        piece = _np.reshape(piece, shape)
         vdtype = _getval(piece).dtype
         if vdtype != dtype:
             if vdtype.kind == "c" and dtype.kind != "c":
-                piece = gnp.real(piece)
+                piece = _np.real(piece)
             piece = piece.astype(dtype)
     else:
         piece = _np.asarray(piece).reshape(shape)
@@ -115,8 +109,7 @@ def flatten(value):
     if not leaves:
         flat = _np.array([])
     elif any(type(leaf) is Box for leaf in leaves):
-        gnp = _gnp()
-        flat = gnp.concatenate([gnp.ravel(leaf) for leaf in leaves])
+        flat = _np.concatenate([_np.ravel(leaf) for leaf in leaves])
     else:
         flat = _np.concatenate([_np.ravel(leaf) for leaf in leaves])
 

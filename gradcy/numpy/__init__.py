@@ -1,23 +1,44 @@
 """NumPy, traced: `import gradcy.numpy as np` and write ordinary NumPy code.
 
-Every function here runs NumPy directly when no traced value is among its arguments.
+Every function here runs NumPy directly when no traced value is among its arguments. This
+module is the one place gradcy.numpy's names are bound: NumPy's functions as primitives
+(_wrap), the front ends the rule files define, and the constructors of buffers a
+differentiation owns (inplace).
 """
 import numpy as _np
 
-from . import numpy_wrapper
-from .numpy_wrapper import *  # noqa: F401,F403
-from .numpy_wrapper import __all__ as _wrapper_all
-from . import numpy_vjps  # noqa: F401  (registers the VJPs)
-from . import linalg, fft  # noqa: F401
-from . import random  # noqa: F401
+from ._wrap import *  # noqa: F401,F403  (every NumPy function, as a primitive)
+from ._wrap import __all__ as _wrapped
+from .extras import *  # noqa: F401,F403  (r_, c_, integer types, autograd.numpy's helpers)
+from .extras import __all__ as _extras
+# the rules, by family (importing a file registers its rules)
+from . import elementwise, products, reductions, manipulation, indexing, sorting  # noqa: F401
+from . import calculus, statistics, polynomials  # noqa: F401
+from . import fft, linalg, random  # noqa: F401
+from . import inplace  # noqa: F401  (writes into arrays; constructors that own buffers)
 
-from . import inplace  # noqa: E402  (writes into arrays; constructors that own buffers)
-from .inplace import at  # noqa: E402,F401
+# front ends in place of the primitives of the same names
+from .indexing import block, choose, select  # noqa: F401
+from .sorting import intersect1d, setdiff1d, setxor1d, union1d, unique  # noqa: F401
+from .statistics import histogram, histogram2d, histogram_bin_edges, histogramdd  # noqa: F401
+from .manipulation import bartlett, blackman, hamming, hanning  # noqa: F401
+if hasattr(_np, "unique_all"):      # NumPy >= 2
+    from .sorting import unique_all, unique_counts, unique_inverse, unique_values  # noqa: F401
+from .inplace import at  # noqa: F401
 
-inplace.install_constructors(globals())
+# constructors whose arrays a differentiation owns (writes into them are recorded)
+_owning = {}
+inplace.install_constructors(_owning)
+array, copy = _owning["array"], _owning["copy"]
+zeros, ones, empty, full = _owning["zeros"], _owning["ones"], _owning["empty"], _owning["full"]
+zeros_like, ones_like = _owning["zeros_like"], _owning["ones_like"]
+empty_like, full_like = _owning["empty_like"], _owning["full_like"]
+identity, eye = _owning["identity"], _owning["eye"]
+del _owning
 
-from . import numpy_boxes, numpy_jvps, numpy_vspaces  # noqa: E402,F401  (autograd's modules)
+__all__ = list(dict.fromkeys(list(_wrapped) + list(_extras))) + ["linalg", "fft", "random", "at"]
+
+# autograd.numpy's modules (re-exports of the above)
+from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper  # noqa: F401,E402
 
 __version__ = _np.__version__
-
-__all__ = list(_wrapper_all) + ["linalg", "fft", "random", "at"]

@@ -8,22 +8,18 @@ import numpy as _np
 from .. import _core
 from .._core import Box
 from ..registry import defjvp, defvjp, notrace_primitive, primitive
+from . import _wrap
 
 try:
     from numpy._core.einsumfunc import _parse_einsum_input
 except ImportError:          # NumPy 1.x
     from numpy.core.einsumfunc import _parse_einsum_input
 
-__all__ = ["custom_where", "where", "r_", "c_", "r_class", "c_class", "make_diagonal", "metadata", "parse_einsum_input",
+__all__ = ["r_", "c_", "r_class", "c_class", "make_diagonal", "metadata", "parse_einsum_input",
            "wrap_if_boxes_inside", "wrap_intdtype", "int8", "int16", "int32", "int64",
            "integer", "notrace_functions", "numpy_version"]
 
 numpy_version = _np.__version__
-
-
-def _w():
-    from . import numpy_wrapper
-    return numpy_wrapper
 
 
 # =============================================================================
@@ -48,7 +44,7 @@ def lists_as_arrays(prim, args):
     new, changed = list(args), False
     for i, a in enumerate(args):
         if type(a) in (list, tuple) and _contains_box(a):
-            new[i] = _w().array(a)
+            new[i] = _wrap.array(a)
             changed = True
     return tuple(new) if changed else None
 
@@ -68,12 +64,12 @@ class r_class:
         items = key if isinstance(key, tuple) else (key,)
         if not _has_box(items):
             return _np.r_[key]
-        return _w().concatenate(self._items(items), axis=self.axis)
+        return _wrap.concatenate(self._items(items), axis=self.axis)
 
     axis = 0
 
     def _items(self, items):
-        w = _w()
+        w = _wrap
         if isinstance(items[0], str):
             raise NotImplementedError(
                 f"gradcy.numpy.{type(self).__name__[0]}_ with a string directive "
@@ -98,7 +94,7 @@ class c_class(r_class):
         items = key if isinstance(key, tuple) else (key,)
         if not _has_box(items):
             return _np.c_[key]
-        return _w().concatenate(self._items(items), axis=-1)
+        return _wrap.concatenate(self._items(items), axis=-1)
 
     def _shape(self, w, v):
         v = w.atleast_1d(v)
@@ -154,7 +150,7 @@ def _make_diagonal(D, offset=0, axis1=0, axis2=1):
 
 make_diagonal = primitive(_make_diagonal, "gradcy.numpy.make_diagonal")
 defvjp(make_diagonal, lambda ans, D, offset=0, axis1=0, axis2=1:
-       lambda g: _w().diagonal(g, offset, axis1, axis2), save=())
+       lambda g: _wrap.diagonal(g, offset, axis1, axis2), save=())
 defjvp(make_diagonal, "same")
 
 
@@ -185,36 +181,9 @@ def parse_einsum_input(*args):
 def wrap_if_boxes_inside(raw_array, slow_op_name=None):
     """An object array of traced values as one traced array (other arrays unchanged)."""
     if raw_array.dtype == _np.dtype("O"):
-        w = _w()
+        w = _wrap
         return w.reshape(w.array(list(raw_array.ravel())), raw_array.shape)
     return raw_array
 
 
 notrace_functions = [_np.ndim, _np.shape, _np.iscomplexobj, _np.result_type]
-
-
-def _numpy_or_traced(x):
-    if type(x) is Box or isinstance(x, (_np.ndarray, _np.generic)):
-        return True
-    return isinstance(x, (list, tuple)) and any(_numpy_or_traced(e) for e in x)
-
-
-def custom_where(condition, *args, **kwargs):
-    """numpy.where(condition[, x, y]), x and y also as keywords. As autograd.numpy.where: when
-    no argument is a NumPy value (Python scalars and lists only), the result is a Python
-    value (where(True, 1, 2) is 1, not array(1)). gradcy.numpy.where is this function as a
-    primitive (traced values go positionally)."""
-    if not args and not kwargs:
-        return _np.where(condition)
-    if len(args) + len(kwargs) != 2 or not set(kwargs) <= {"x", "y"} or (args and "x" in kwargs):
-        raise ValueError("where: give both x and y (positionally or as x=, y=), or neither")
-    x = args[0] if args else kwargs["x"]
-    y = args[1] if len(args) > 1 else kwargs["y"]
-    res = _np.where(condition, x, y)
-    if not (_numpy_or_traced(condition) or _numpy_or_traced(x) or _numpy_or_traced(y)):
-        return res.tolist() if isinstance(res, _np.ndarray) else res
-    return res
-
-
-where = primitive(custom_where, "gradcy.numpy.where")
-_core.register_numpy_override(_np.where, where)

@@ -77,8 +77,8 @@ from .. import _core
 from .._core import (Box, OwnedBuffer, active_tape, layout_region,  # noqa: F401
                      register_box_method, transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
-from . import numpy_wrapper as anp
-from .vjp_util import unbroadcast
+from . import _wrap as anp
+from ._util import unbroadcast
 
 __all__ = ["at", "OwnedBuffer"]
 

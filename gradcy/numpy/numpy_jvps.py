@@ -1,10 +1,5 @@
-"""autograd.numpy.numpy_jvps's names. gradcy registers each primitive's forward-mode rules
-next to its reverse-mode rules (numpy_vjps and the modules it imports); importing this module
-registers nothing new."""
-from . import numpy_vjps  # noqa: F401
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+"""autograd.numpy.numpy_jvps's module path: autograd's names for the forward-mode rules, which
+gradcy registers beside each primitive's reverse-mode rules (gradcy/numpy/<family>.py)."""
+from .._autograd_rules import export as _export
 
 _export(globals())

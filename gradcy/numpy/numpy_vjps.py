@@ -1,19 +1,14 @@
-"""Reverse-mode rules (VJPs) of gradcy.numpy, by family; importing this registers them all.
+"""autograd.numpy.numpy_vjps's module path: autograd's names for the reverse-mode rules, which
+gradcy registers by family (gradcy/numpy/elementwise.py, reductions.py, ...; see gradcy.numpy).
 
-Conventions (every table follows them):
+Conventions of the rule files:
 - one `defvjp(prim, maker_arg0, maker_arg1, ..., save=...)` per primitive; a maker is
   `maker(ans, *args, **kwargs) -> vjp(g)`;
 - `save=` lists the least the makers read: 'ans' (the output) and argument positions; anything
   else reaches them as ArrayMeta (shape, dtype, type), so the tape never holds its buffer;
 - rules are written with gradcy.numpy functions, so they are differentiable themselves;
-- a cotangent has the dtype and shape of its argument (vjp_util.unbroadcast / cast_like).
+- a cotangent has the dtype and shape of its argument (_util.unbroadcast / cast_like).
 """
-from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
-from . import fft_vjps, linalg_vjps  # noqa: F401
-from . import vjps_more  # noqa: F401
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

@@ -2,4 +2,4 @@
 from numpy.random import *  # noqa: F401,F403
 from numpy.random import get_bit_generator, set_bit_generator, test  # noqa: E402,F401
 
-from .numpy_wrapper import wrap_namespace  # noqa: E402,F401  (autograd.numpy.random has it)
+from ._wrap import wrap_namespace  # noqa: E402,F401  (autograd.numpy.random has it)

@@ -17,9 +17,9 @@ import numpy as _onp
 
 from .._core import Box
 from ..differential_operators import make_jvp, make_vjp, tree_flatten
-from ..extend import defjvp_argnums, defvjp_argnums, primitive
-from ..numpy import numpy_wrapper as anp
-from ..numpy.vjp_util import cast_like, shape_dtype
+from ..registry import defjvp_argnums, defvjp_argnums, primitive
+from ..numpy import _wrap as anp
+from ..numpy._util import cast_like, shape_dtype
 from . import _import_scipy
 
 _si = _import_scipy("scipy.integrate")  # ImportError naming the extra when SciPy is missing

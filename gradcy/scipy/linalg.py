@@ -14,9 +14,9 @@ import types as _types
 
 import numpy as _onp
 
-from ..extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
-from ..numpy import numpy_wrapper as anp
-from ..numpy.vjp_util import cast_like
+from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from ..numpy import _wrap as anp
+from ..numpy._util import cast_like
 from . import _import_scipy
 
 _sla = _import_scipy("scipy.linalg")  # ImportError naming the extra when SciPy is missing

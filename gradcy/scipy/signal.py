@@ -8,9 +8,9 @@ bilinear: no conjugation).
 """
 import numpy as _onp
 
-from ..extend import defjvp, defvjp_argnums, primitive
-from ..numpy import numpy_wrapper as anp
-from ..numpy.vjp_util import cast_like
+from ..registry import defjvp, defvjp_argnums, primitive
+from ..numpy import _wrap as anp
+from ..numpy._util import cast_like
 from . import _import_scipy
 
 _sig = _import_scipy("scipy.signal")  # ImportError naming the extra when SciPy is missing

@@ -25,9 +25,10 @@ from . import _import_scipy
 _sp = _import_scipy("scipy.special")
 
 from .._core import register_numpy_override  # noqa: E402
-from ..extend import Primitive, defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
-from ..numpy import numpy_wrapper as anp  # noqa: E402
-from ..numpy.vjp_util import cast_like, shape_dtype, unbroadcast  # noqa: E402
+from .._core import Primitive  # noqa: E402
+from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
+from ..numpy import _wrap as anp  # noqa: E402
+from ..numpy._util import cast_like, shape_dtype, unbroadcast  # noqa: E402
 
 _PREFIX = "gradcy.scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)

@@ -7,9 +7,9 @@ from .. import _import_scipy
 
 _beta = _import_scipy("scipy.stats").beta
 
-from ...extend import defjvp, defvjp_direct, primitive  # noqa: E402
-from ...numpy import numpy_wrapper as anp  # noqa: E402
-from ...numpy.vjp_util import unbroadcast  # noqa: E402
+from ...registry import defjvp, defvjp_direct, primitive  # noqa: E402
+from ...numpy import _wrap as anp  # noqa: E402
+from ...numpy._util import unbroadcast  # noqa: E402
 from ..special import psi  # noqa: E402
 
 _P = "gradcy.scipy.stats.beta"

@@ -11,9 +11,9 @@ from .. import _import_scipy
 
 _dirichlet = _import_scipy("scipy.stats").dirichlet
 
-from ...extend import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
-from ...numpy import numpy_wrapper as anp  # noqa: E402
-from ...numpy.vjp_util import unbroadcast  # noqa: E402
+from ...registry import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
+from ...numpy import _wrap as anp  # noqa: E402
+from ...numpy._util import unbroadcast  # noqa: E402
 from ..special import digamma  # noqa: E402
 
 _P = "gradcy.scipy.stats.dirichlet"

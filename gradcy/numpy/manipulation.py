@@ -1,100 +1,20 @@
-"""VJPs of shape functions, joining/splitting, indexing, array construction and casting.
+"""VJPs and JVPs of shape functions: reshaping and axis permutations, joining and splitting,
+casting and copies, rearrangements (flips, rolls, rotations, tiling, repetition, padding,
+triangles, diagonals), identity-like conversions (asanyarray ascontiguousarray asfortranarray
+asarray_chkfinite require real_if_close unwrap), ranges (linspace logspace geomspace) and the
+window constructors.
 
-Every rule here is linear in the cotangent and reads only metadata (shapes, dtypes, axes,
-index arrays), except sort/partition, which keep their input to recover the permutation
-(the input is no larger than the permutation would be).
+Every rule here is linear in the cotangent and reads only metadata (shapes, dtypes, axes).
+A JVP applies the same function, with the same non-array arguments, to the tangent.
 """
 import numpy as _onp
 
-from .._core import SparseCotangent
-from ..extend import (ArrayMeta, Box, defjvp, defjvp_argnums, defvjp, defvjp_argnums,
-                      defvjp_direct, primitive)
-from . import numpy_wrapper as anp
-from .vjp_util import cast_like, shape_dtype, unbroadcast
-
-_ndarray = _onp.ndarray
-
-
-def _shape(x):
-    """Shape of an argument as the maker sees it (ArrayMeta, array, Python/NumPy scalar)."""
-    return x.shape if type(x) is ArrayMeta or type(x) is _ndarray else _onp.shape(x)
-
-
-def _norm_axis(axis, ndim):
-    if not -ndim <= axis < max(ndim, 1):
-        raise _onp.exceptions.AxisError(axis, ndim)
-    return axis % ndim if ndim else 0
-
-
-# =============================================================================
-# Linear helper primitives: scatter-add (transpose of indexing) and un-repeat
-# =============================================================================
-_BASIC_INDEX = (int, bool, slice, type(None), type(Ellipsis), _onp.integer, _onp.bool_)
-
-
-def _no_repeats(idx):
-    """True when idx selects each element at most once (plain assignment is then a
-    scatter-add): ints, slices, None, Ellipsis and boolean masks, alone or in a tuple."""
-    if isinstance(idx, _BASIC_INDEX):
-        return True
-    if type(idx) is _ndarray:
-        return idx.dtype.kind == "b"
-    if type(idx) is tuple:
-        for e in idx:
-            if not (isinstance(e, _BASIC_INDEX) or (type(e) is _ndarray and e.dtype.kind == "b")):
-                return False
-        return True
-    return False
-
-
-@primitive
-def untake(g, idx, shape, dtype):
-    """A zero array of `shape` with g added at idx (repeated indices accumulate): the
-    transpose of x[idx]."""
-    if type(g) is Box:      # traced one level up (higher-order differentiation)
-        return untake(g, idx, shape, dtype)
-    out = _onp.zeros(shape, dtype=dtype)
-    if type(g) is _ndarray and g.dtype.kind == "c" and out.dtype.kind != "c":
-        g = g.real
-    if _no_repeats(idx):
-        out[idx] = g
-    else:
-        _onp.add.at(out, idx, g)
-    return out
-
-
-defvjp(untake, lambda ans, g, idx, shape, dtype: lambda h: anp.getitem(h, idx), save=(1,))
-
-
-@primitive
-def unrepeat(g, repeats, axis, shape):
-    """The transpose of repeat(x, repeats, axis) for x of `shape`: the copies of each element
-    of g summed back into one."""
-    if type(g) is Box:      # traced one level up (higher-order differentiation)
-        return unrepeat(g, repeats, axis, shape)
-    g = _onp.asarray(g)
-    if axis is None:
-        n = 1
-        for d in shape:
-            n *= d
-        g = g.reshape(-1)
-        ax, tshape = 0, (n,)
-    else:
-        ax, tshape = _norm_axis(axis, len(shape)), tuple(shape)
-    r = _onp.asarray(repeats)
-    if r.size == 1:
-        out = g.reshape(tshape[:ax] + (tshape[ax], int(r.reshape(()))) + tshape[ax + 1:])
-        out = out.sum(axis=ax + 1)
-    else:
-        pos = _onp.repeat(_onp.arange(tshape[ax]), r)
-        out = _onp.zeros(tshape, g.dtype)
-        _onp.add.at(out, (slice(None),) * ax + (pos,), g)
-    return out.reshape(shape)
-
-
-defvjp(unrepeat, lambda ans, g, repeats, axis, shape:
-       lambda h: anp.repeat(h, repeats, axis), save=(1,))
-
+from .._core import ArrayMeta, Box, register_numpy_override
+from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
+from . import _wrap as anp
+from ._util import (_dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain, _same, _shape,
+                    _zeros_of, cast_like, shape_dtype, unbroadcast)
+from .indexing import unrepeat, untake
 
 # =============================================================================
 # Reshaping and axis permutations
@@ -275,114 +195,6 @@ defvjp(anp.container_take, _container_take_vjp, None, save=())
 
 
 # =============================================================================
-# Indexing
-# =============================================================================
-def _getitem_vjp(g, ans, A, idx):
-    """A sparse cotangent for a plain g: the slot's cotangent is added into the array's
-    cotangent in place (O(size of the read)); untake (dense, traced) at higher order."""
-    shape, dtype = shape_dtype(A)
-    if type(g) is _ndarray or isinstance(g, _onp.generic):
-        if g.dtype.kind == "c" and dtype.kind != "c":
-            g = g.real
-        return SparseCotangent(idx, g, shape, dtype, not _no_repeats(idx))
-    return untake(g, idx, shape, dtype)
-
-
-defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
-anp.getitem.basic_view = True    # with a basic index, its cotangent may go into A's slot
-
-
-def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
-    shape, dtype = shape_dtype(a)
-    if axis is None:
-        n = int(_onp.prod(shape))
-    else:
-        ax = _norm_axis(axis, len(shape))
-        n = shape[ax]
-    idx = indices
-    if mode == "wrap":
-        idx = _onp.mod(idx, n)
-    elif mode == "clip":
-        idx = _onp.clip(idx, 0, n - 1)
-    if axis is None:
-        return lambda g: anp.reshape(untake(g, idx, (n,), dtype), shape)
-    full = (slice(None),) * ax + (idx,)
-    return lambda g: untake(g, full, shape, dtype)
-
-
-defvjp(anp.take, _take_vjp, None, save=(1,))
-
-
-def _along_axis_index(shape, indices, ax):
-    """The fancy index equivalent to take_along_axis(x, indices, ax) for x of `shape`."""
-    nd = len(shape)
-    idx = []
-    for d in range(nd):
-        if d == ax:
-            idx.append(indices)
-        else:
-            idx.append(_onp.arange(shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1)))
-    return tuple(idx)
-
-
-def _take_along_axis_vjp(ans, arr, indices, axis=-1):
-    shape, dtype = shape_dtype(arr)
-    if axis is None:
-        n = int(_onp.prod(shape))
-        return lambda g: anp.reshape(untake(g, indices, (n,), dtype), shape)
-    full = _along_axis_index(shape, _onp.asarray(indices), _norm_axis(axis, len(shape)))
-    return lambda g: untake(g, full, shape, dtype)
-
-
-defvjp(anp.take_along_axis, _take_along_axis_vjp, None, save=(1,))
-
-
-def _compress_vjp(ans, condition, a, axis=None, out=None):
-    shape, dtype = shape_dtype(a)
-    pos = _onp.flatnonzero(_onp.asarray(condition))
-    if axis is None:
-        n = int(_onp.prod(shape))
-        return lambda g: anp.reshape(untake(g, pos, (n,), dtype), shape)
-    full = (slice(None),) * _norm_axis(axis, len(shape)) + (pos,)
-    return lambda g: untake(g, full, shape, dtype)
-
-
-defvjp(anp.compress, None, _compress_vjp, save=(0,))
-
-
-def _permutation_vjp(a, perm, axis):
-    """vjp(g) of y = take_along_axis(a, perm, axis) for a permutation perm along axis."""
-    shape = _shape(a)
-    if axis is None:
-        inv = _onp.empty_like(perm)
-        inv[perm] = _onp.arange(perm.size)
-        return lambda g: anp.reshape(anp.take(g, inv), shape)
-    ax = _norm_axis(axis, len(shape))
-    inv = _onp.empty_like(perm)
-    ramp = _onp.arange(shape[ax]).reshape((-1,) + (1,) * (len(shape) - ax - 1))
-    _onp.put_along_axis(inv, perm, _onp.broadcast_to(ramp, perm.shape), ax)
-    return lambda g: anp.take_along_axis(g, inv, ax)
-
-
-def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
-    if order is not None:
-        raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
-    perm = anp.argsort(a, axis=axis, kind="stable")
-    return _permutation_vjp(a, perm, axis)
-
-
-def _partition_vjp(ans, a, kth, axis=-1, kind="introselect", order=None):
-    if order is not None:
-        raise NotImplementedError("gradcy: partition with order= has no gradient")
-    perm = anp.argpartition(a, kth, axis=axis, kind=kind)
-    return _permutation_vjp(a, perm, axis)
-
-
-defvjp(anp.sort, _sort_vjp, save=(0,))
-defvjp(anp.partition, _partition_vjp, None, save=(0,))
-
-
-# =============================================================================
 # Casting and copies
 # =============================================================================
 def _astype_vjp(ans, x, *args, **kwargs):
@@ -492,18 +304,6 @@ defvjp(anp.diag, _diag_vjp, save=())
 # fixed permutation), so the JVP applies the same function, with the same non-array
 # arguments, to the tangent. The engine sums the rules over traced arguments and casts the
 # sum to the output's shape and dtype.
-def _same(fn):
-    """The JVP of a function linear in its first argument: fn applied to the tangent."""
-    return lambda g, ans, x, *args, **kwargs: fn(g, *args, **kwargs)
-
-
-def _zeros_of(a, dtype):
-    """Zeros of the shape of argument a (an array, a traced value or a scalar)."""
-    return _onp.zeros(a.shape if hasattr(a, "shape") else _onp.shape(a), dtype)
-
-
-defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype), None)
-defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
 
 
 def _reshape_jvp(g, ans, x, *args, **kwargs):
@@ -558,38 +358,6 @@ defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
 
 for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
     defjvp(_f, _same(_f), None)
-defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
-
-defjvp(anp.getitem,
-       lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g,
-                                          idx), None)
-defjvp(anp.take, _same(anp.take), None)
-defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
-defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
-       anp.compress(condition, g, *args, **kwargs))
-
-
-def _permuted(g, perm, axis):
-    """g rearranged by the permutation perm along axis (of the flattened g for None)."""
-    if axis is None:
-        return anp.take(g, perm)
-    return anp.take_along_axis(g, perm, axis)
-
-
-def _sort_jvp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
-    if order is not None:
-        raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
-    return _permuted(g, anp.argsort(a, axis=axis, kind="stable"), axis)
-
-
-def _partition_jvp(g, ans, a, kth, axis=-1, kind="introselect", order=None):
-    if order is not None:
-        raise NotImplementedError("gradcy: partition with order= has no gradient")
-    return _permuted(g, anp.argpartition(a, kth, axis=axis, kind=kind), axis)
-
-
-defjvp(anp.sort, _sort_jvp)
-defjvp(anp.partition, _partition_jvp, None)
 
 
 def _astype_jvp(g, ans, x, *args, **kwargs):
@@ -622,3 +390,223 @@ def _pad_jvp(g, ans, x, pad_width, mode="constant", **kwargs):
 
 defjvp(anp.pad, _pad_jvp, None)
 del _f
+
+
+# =============================================================================
+# Identity-like conversions
+# =============================================================================
+def _identity_vjp(ans, x, *args, **kwargs):
+    shape, dtype = _shape(x), _dtype(x)
+    if _shape(ans) != shape:            # ascontiguousarray & co. make 0-d inputs 1-d
+        return lambda g: cast_like(anp.reshape(g, shape), dtype)
+    return lambda g: cast_like(g, dtype)
+
+
+def _identity_jvp(g, ans, x, *args, **kwargs):
+    return g
+
+
+for _name in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
+              "require", "unwrap"):
+    _p = getattr(anp, _name, None)
+    if _p is not None and hasattr(_p, "vjpmakers"):
+        defvjp(_p, _identity_vjp, save=())
+        defjvp(_p, _identity_jvp)
+
+
+def _real_if_close_vjp(ans, a, *args, **kwargs):
+    dtype = _dtype(a)
+    return lambda g: cast_like(g, dtype)       # complex input, real output: g as complex
+
+
+def _real_if_close_jvp(g, ans, a, *args, **kwargs):
+    if _is_complex(a) and not _is_complex(ans):
+        return anp.real(g)
+    return g
+
+
+defvjp(anp.real_if_close, _real_if_close_vjp, save=())
+defjvp(anp.real_if_close, _real_if_close_jvp)
+
+# full(shape, fill_value) and full_like(a, fill_value): the fill broadcast (its VJP sums).
+# gradcy.numpy.full / full_like are inplace.py's owning constructors, which take plain values;
+# these rules serve the primitives numpy_wrapper.full / full_like.
+def _fill_vjp(ans, *args, **kwargs):
+    fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+    dtype = _dtype(fill)
+    if _dtype(ans).kind not in "fc":
+        return lambda g: None
+    return lambda g: cast_like(unbroadcast(g, fill), dtype)
+
+
+def _fill_jvp(g, ans, *args, **kwargs):
+    if _dtype(ans).kind not in "fc":
+        return None
+    return anp.broadcast_to(g, _shape(ans))
+
+
+for _p in (anp.full, anp.full_like):
+    defvjp(_p, None, _fill_vjp, save=())
+    defjvp(_p, None, _fill_jvp)
+
+
+# nextafter(x, y) moves x by one ulp: slope 1 in x, piecewise constant in y
+defvjp(anp.nextafter, lambda ans, x, y, **kw: lambda g: unbroadcast(g, x), None, save=())
+defjvp(anp.nextafter, lambda g, ans, x, y, **kw: g, None)
+
+
+# =============================================================================
+# linspace, logspace, geomspace (with respect to start and stop)
+# =============================================================================
+def _space_frame(ans, num, endpoint, axis):
+    """(ax, t, bshape): the output axis of the samples, their fractions t (shaped to broadcast
+    against the samples) and the broadcast shape of start and stop."""
+    v = _plain(ans)
+    samples = v[0] if isinstance(v, (tuple, list)) else v
+    sshape = _shape(samples)
+    nd = len(sshape)
+    ax = _norm_axis(axis, nd)
+    t = _onp.linspace(0.0, 1.0, num, endpoint=endpoint)
+    tshape = [1] * nd
+    tshape[ax] = num
+    bshape = tuple(n for i, n in enumerate(sshape) if i != ax)
+    return ax, t.reshape(tshape), bshape
+
+
+def _expand_at(v, ax, bshape):
+    """A start/stop/base value (or its tangent) broadcast to bshape, with the sample axis ax
+    inserted."""
+    if not _shape(v):
+        return v
+    if _shape(v) != bshape:
+        v = anp.broadcast_to(v, bshape)
+    return anp.expand_dims(v, ax)
+
+
+def _space_dtype(dtype):
+    return dtype is None or _onp.dtype(dtype).kind in "fc"
+
+
+def _linspace_vjp(which):
+    def maker(ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+              **kw):
+        target = start if which == 0 else stop
+        tdtype = _dtype(target)
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+        div = (num - 1) if endpoint else num
+
+        def vjp(g):
+            if not _space_dtype(dtype):
+                return None
+            gs = g[0] if retstep else g
+            total = None
+            if gs is not None:
+                total = anp.sum(gs * w.astype(_float_dtype(tdtype)), axis=ax)
+            if retstep and g[1] is not None and div > 0:
+                step_c = g[1] * ((-1.0 if which == 0 else 1.0) / div)
+                total = step_c if total is None else total + step_c
+            return None if total is None else cast_like(unbroadcast(total, target), tdtype)
+        return vjp
+    return maker
+
+
+def _linspace_jvp(which):
+    def jvp(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+            **kw):
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+        ts = _expand_at(g, ax, bshape) * w
+        if retstep:
+            div = (num - 1) if endpoint else num
+            step = g * ((-1.0 if which == 0 else 1.0) / div) if div > 0 else g * 0.0
+            return (ts, step)
+        return ts
+    return jvp
+
+
+defvjp(anp.linspace, _linspace_vjp(0), _linspace_vjp(1), save=())
+defjvp(anp.linspace, _linspace_jvp(0), _linspace_jvp(1))
+
+
+
+
+def _logspace_vjp(which):
+    def maker(ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+        target = start if which == 0 else stop
+        tdtype = _dtype(target)
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+
+        def vjp(g):
+            if not _space_dtype(dtype):
+                return None
+            lb = anp.log(_expand_at(base, ax, bshape))
+            c = anp.sum(g * ans * lb * w.astype(_float_dtype(tdtype)), axis=ax)
+            return cast_like(unbroadcast(c, target), tdtype)
+        return vjp
+    return maker
+
+
+def _logspace_jvp(which):
+    def jvp(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+        lb = anp.log(_expand_at(base, ax, bshape))
+        return _expand_at(g, ax, bshape) * w * ans * lb
+    return jvp
+
+
+defvjp(anp.logspace, _logspace_vjp(0), _logspace_vjp(1), save=("ans", 4))
+defjvp(anp.logspace, _logspace_jvp(0), _logspace_jvp(1))
+
+
+def _geomspace_vjp(which):
+    def maker(ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
+        target = start if which == 0 else stop
+        tdtype = _dtype(target)
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+
+        def vjp(g):
+            if not _space_dtype(dtype):
+                return None
+            c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) / _expand_at(target, ax, bshape),
+                        axis=ax)
+            return cast_like(unbroadcast(c, target), tdtype)
+        return vjp
+    return maker
+
+
+def _geomspace_jvp(which):
+    def jvp(g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
+        target = start if which == 0 else stop
+        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
+        w = (1.0 - t) if which == 0 else t
+        return _expand_at(g / target, ax, bshape) * w * ans
+    return jvp
+
+
+defvjp(anp.geomspace, _geomspace_vjp(0), _geomspace_vjp(1), save=("ans", 0, 1))
+defjvp(anp.geomspace, _geomspace_jvp(0), _geomspace_jvp(1))
+
+
+# Window constructors: M is a count of points, not a value to differentiate
+def _window(name):
+    np_fn = getattr(_onp, name)
+
+    def window(M, *args, **kwargs):
+        if type(M) is Box:
+            raise TypeError(f"gradcy.numpy.{name}: M, the number of points, is traced; it is a "
+                            f"count with no gradient. Pass a plain int (e.g. len(x)).")
+        return np_fn(M, *args, **kwargs)
+    window.__name__ = window.__qualname__ = name
+    window.__doc__ = np_fn.__doc__
+    register_numpy_override(np_fn, window)
+    return window
+
+
+bartlett = _window("bartlett")
+blackman = _window("blackman")
+hamming = _window("hamming")
+hanning = _window("hanning")

@@ -1,4 +1,4 @@
-"""Gradient checks of the products family (gradcy/numpy/vjps_linalg.py)."""
+"""Gradient checks of the products family (gradcy/numpy/products.py)."""
 import warnings
 
 import numpy as onp
@@ -7,14 +7,14 @@ import pytest
 import gradcy.numpy as np
 from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
-from gradcy.numpy import vjps_linalg
+from gradcy.numpy import products
 from vjp_harness import check, rand, raw_cotangent
 
 COVERED = {
     "gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot", "gradcy.numpy.einsum",
     "gradcy.numpy.outer", "gradcy.numpy.inner", "gradcy.numpy.vdot", "gradcy.numpy.kron",
     "gradcy.numpy.cross", "gradcy.numpy.trace", "gradcy.numpy.diagonal",
-    "gradcy.numpy.vjps_linalg.diagonal_scatter",
+    "gradcy.numpy.products.diagonal_scatter",
 }
 NUMPY2 = [n for n in ("matrix_transpose", "vecdot", "matvec", "vecmat") if hasattr(onp, n)]
 COVERED |= {f"gradcy.numpy.{n}" for n in NUMPY2}
@@ -227,7 +227,7 @@ def test_einsum_cotangents_are_c_contiguous(subs, make, kwargs):
 def test_einsum_rule_is_cached_across_lengths():
     """A prefix that grows every step (memory networks) reuses one rule per operand: the cache
     key is the subscripts, the ndims and the length-1 axes, not the lengths."""
-    spec = vjps_linalg._einsum_grad_spec
+    spec = products._einsum_grad_spec
     subs = "xyz,xz->xy"                 # letters no other test uses: its own cache entries
     q = r(3, 4, seed=1)
     before = spec.cache_info().misses
@@ -338,7 +338,7 @@ def test_trace_and_diagonal_methods():
     ((2,), (3, 4), dict(offset=-1)),
 ])
 def test_diagonal_scatter(gshape, shape, kw):
-    scatter = vjps_linalg.diagonal_scatter
+    scatter = products.diagonal_scatter
     out = scatter(r(*gshape), shape, onp.dtype(onp.float64), **kw)
     assert onp.allclose(onp.diagonal(out, **kw), onp.broadcast_to(r(*gshape),
                                                                   onp.diagonal(out, **kw).shape))
@@ -569,7 +569,7 @@ def test_saved_nothing(fun):
 
 
 def test_saved_diagonal_scatter():
-    scatter = vjps_linalg.diagonal_scatter
+    scatter = products.diagonal_scatter
     assert scatter.saved_spec == ()
     ans, args, kwargs = saved_record(lambda g: scatter(g, (3, 3), onp.dtype(onp.float64)), r(3))
     assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta
@@ -583,7 +583,7 @@ def _prims():
     import gradcy.numpy as gnp
     found = []
     for name in sorted(COVERED):
-        obj = vjps_linalg.diagonal_scatter if name.endswith("diagonal_scatter") else getattr(
+        obj = products.diagonal_scatter if name.endswith("diagonal_scatter") else getattr(
             gnp, name.rsplit(".", 1)[1])
         found.append(obj)
     return found

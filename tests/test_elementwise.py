@@ -1,4 +1,4 @@
-"""Derivative checks of the elementwise VJPs and JVPs (gradcy/numpy/vjps_elementwise.py)."""
+"""Derivative checks of the elementwise VJPs and JVPs (gradcy/numpy/elementwise.py)."""
 import contextlib
 import inspect
 
@@ -8,7 +8,7 @@ import pytest
 import gradcy.numpy as np
 from gradcy import elementwise_grad, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape, install_hooks
-from gradcy.numpy.vjp_util import match_tangent
+from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 from vjp_harness import check, dtype_ok, rand, raw_cotangent
 

@@ -1,4 +1,4 @@
-"""Derivative checks of the reductions family, VJPs and JVPs (gradcy/numpy/vjps_reductions.py)."""
+"""Derivative checks of the reductions family, VJPs and JVPs (gradcy/numpy/reductions.py)."""
 import contextlib
 import inspect
 import warnings
@@ -9,7 +9,7 @@ import pytest
 import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape, install_hooks
-from gradcy.numpy.vjp_util import match_tangent
+from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 from vjp_harness import check as _harness_check, dtype_ok, raw_cotangent
 from vjp_harness import rand
@@ -781,7 +781,7 @@ def test_average():
 @contextlib.contextmanager
 def container_tangents():
     """The engine's tangent fixer applied leafwise to a tuple output (average's returned=True),
-    for as long as gradcy.numpy.vjp_util.match_tangent handles arrays only."""
+    for as long as gradcy.numpy._util.match_tangent handles arrays only."""
     def fixer(t, ans):
         if isinstance(ans, tuple):
             return tuple(None if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))

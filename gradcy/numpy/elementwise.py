@@ -12,11 +12,11 @@ Constants in the rules are Python floats (weakly typed), so float32 cotangents s
 """
 import math
 
-import numpy as _onp  # noqa: F401
+import numpy as _onp
 
-from ..extend import ArrayMeta, defjvp, defvjp, defvjp_direct, primitive  # noqa: F401
-from . import numpy_wrapper as anp
-from .vjp_util import balanced_eq, cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
+from ..registry import defjvp, defvjp, defvjp_direct
+from . import _wrap as anp
+from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -28,19 +28,6 @@ _PYNUM = (int, float)
 
 def _identity(g):
     return g
-
-
-def _is_complex(x):
-    """Whether a saved value (array, Box, ArrayMeta or scalar) is complex."""
-    dt = getattr(x, "dtype", None)
-    if dt is None:
-        return type(x) is complex
-    return dt.kind == "c"
-
-
-def _dtype_of(x):
-    dt = getattr(x, "dtype", None)
-    return dt if dt is not None else shape_dtype(x)[1]
 
 
 def _replace_zero(x, val):
@@ -69,7 +56,7 @@ def _times_mask(g, mask, ans):
     in NumPy's promotion but a bool mask is not: the mask then takes the output's dtype, so a
     float32 output never gets a float64 tangent."""
     if type(g) is float or type(g) is complex:
-        return _onp.asarray(mask, dtype=_dtype_of(ans)) * g
+        return _onp.asarray(mask, dtype=_dtype(ans)) * g
     return g * mask
 
 
@@ -77,11 +64,11 @@ def _select(mask, g, ans, negate=False):
     """g where the plain mask holds, 0 (or -g with negate) elsewhere: in g's dtype, or in
     the output's for a Python-scalar g (see _times_mask)."""
     if type(g) is float or type(g) is complex:
-        m = _onp.where(mask, 1, 0).astype(_dtype_of(ans))
+        m = _onp.where(mask, 1, 0).astype(_dtype(ans))
         return (2.0 * m - 1.0) * -g if negate else m * g
     if negate:
         return anp.where(mask, -g, g)
-    return cast_like(anp.where(mask, g, 0.0), _dtype_of(g))    # NumPy 1.x widens a scalar g
+    return cast_like(anp.where(mask, g, 0.0), _dtype(g))    # NumPy 1.x widens a scalar g
 
 
 # =============================================================================
@@ -152,7 +139,7 @@ defjvp(anp.power, _power_jvp_x, lambda g, ans, x, y: g * _log_base(x) * ans)
 
 def _float_power_dx(ans, x, y):
     if type(y) in _PYNUM and y == 0:
-        return lambda g: cast_like(g * 0.0, _dtype_of(x))
+        return lambda g: cast_like(g * 0.0, _dtype(x))
     return lambda g: unbroadcast(g * y * anp.float_power(x, anp.where(y, y - 1, 1.0)), x)
 
 
@@ -317,7 +304,7 @@ def _extremum_vjp(ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
     def vjp(g):
         mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
-        return unbroadcast(g * mask.astype(_dtype_of(ans), copy=False), x)
+        return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
     return vjp
 
 
@@ -326,11 +313,11 @@ def _extremum_vjp_y(ans, x, y):
 
 
 def _extremum_jvp(g, ans, x, y):
-    return g * balanced_eq(x, ans, y).astype(_dtype_of(ans), copy=False)
+    return g * balanced_eq(x, ans, y).astype(_dtype(ans), copy=False)
 
 
 def _extremum_jvp_y(g, ans, x, y):
-    return g * balanced_eq(y, ans, x).astype(_dtype_of(ans), copy=False)
+    return g * balanced_eq(y, ans, x).astype(_dtype(ans), copy=False)
 
 
 for _prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
@@ -423,3 +410,53 @@ defjvp(anp.copysign,
 defvjp_direct(anp.heaviside, None,
        lambda g, ans, x, h0: unbroadcast(anp.where(x == 0, g, 0.0), h0), save=(0,))
 defjvp(anp.heaviside, None, lambda g, ans, x, h0: _select(x == 0, g, ans))
+
+
+# =============================================================================
+# Tuple-valued ufuncs: modf, frexp, divmod
+# =============================================================================
+def _modf_vjp(ans, x, **kwargs):
+    dtype = _dtype(x)
+    return lambda g: None if g[0] is None else cast_like(unbroadcast(g[0], x), dtype)
+
+
+defvjp(anp.modf, _modf_vjp, save=())
+defjvp(anp.modf, lambda g, ans, x, **kw: (g, _zeros_of(ans[1])))
+
+
+def _frexp_vjp(ans, x, **kwargs):
+    dtype = _dtype(x)
+    e = ans[1]
+    return lambda g: None if g[0] is None else cast_like(anp.ldexp(g[0], -e), dtype)
+
+
+defvjp(anp.frexp, _frexp_vjp, save=("ans",))
+defjvp(anp.frexp, lambda g, ans, x, **kw: (anp.ldexp(g, -ans[1]), _zeros_of(ans[1])))
+
+
+def _divmod_vjp_x(ans, x, y, **kwargs):
+    return lambda g: None if g[1] is None else unbroadcast(g[1], x)
+
+
+def _divmod_vjp_y(ans, x, y, **kwargs):
+    return lambda g: None if g[1] is None else unbroadcast(-g[1] * anp.floor_divide(x, y), y)
+
+
+defvjp(anp.divmod, _divmod_vjp_x, _divmod_vjp_y, save=(0, 1))
+defjvp(anp.divmod,
+       lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), g),
+       lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), -g * anp.floor_divide(x, y)))
+
+
+# i0' = i1 (scipy.special.i1; numpy has no i1)
+def _i1(x):
+    try:
+        from ..scipy import special
+    except ImportError as e:        # pragma: no cover - scipy is optional
+        raise NotImplementedError("gradcy.numpy.i0: the derivative needs scipy "
+                                  "(scipy.special.i1)") from e
+    return special.i1(x)
+
+
+defvjp(anp.i0, lambda ans, x: lambda g: cast_like(g * _i1(x), _dtype(x)), save=(0,))
+defjvp(anp.i0, lambda g, ans, x: g * _i1(x))

@@ -14,10 +14,10 @@ import string
 
 import numpy as _onp
 
-from ..extend import (Box, defjvp, defjvp_argnum, defvjp, defvjp_argnums,
-                      defvjp_direct, primitive)
-from . import numpy_wrapper as anp
-from .vjp_util import cast_like, shape_dtype, unbroadcast
+from .._core import Box
+from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
+from . import _wrap as anp
+from ._util import cast_like, shape_dtype, unbroadcast
 
 _ndarray = _onp.ndarray
 _c_einsum = anp._c_einsum

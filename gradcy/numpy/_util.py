@@ -1,11 +1,14 @@
-"""Helpers shared by the VJP tables: reduce a cotangent to an argument's shape and dtype."""
+"""Helpers shared by the rule files: shapes and dtypes of arguments as rules see them, reducing a
+cotangent to an argument's shape and dtype, axis normalisation, signature binding."""
+import inspect
 import math as _math
 
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, install_hooks
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
-from . import numpy_wrapper as anp
+from . import _wrap as anp
+from ._wrap import _contains_box, _plain, _plain_tree  # noqa: F401  (helpers of the rules)
 
 
 def shape_dtype(x):
@@ -100,3 +103,92 @@ def match_tangent(t, ans):
 
 
 install_hooks(tangent_fixer=match_tangent)
+
+
+_ndarray = _onp.ndarray
+_NoValue = _onp._NoValue
+_intp = _onp.intp
+
+
+# =============================================================================
+# Helpers
+# =============================================================================
+def _shape(x):
+    """Shape of an argument as a rule sees it (array, Box, ArrayMeta, scalar, (nested) list)."""
+    t = type(x)
+    if t is ArrayMeta or t is _ndarray or t is Box:
+        return tuple(x.shape)
+    if t is tuple or t is list:
+        if x and any(type(e) in (ArrayMeta, Box, _ndarray) for e in x):
+            return (len(x),) + _shape(x[0])
+        return _onp.shape(x)
+    return _onp.shape(x)
+
+
+def _dtype(x):
+    """dtype of an argument as a rule sees it (array, Box, ArrayMeta, scalar, (nested) list);
+    a Python int or bool counts as float64, as for its gradient."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return dt
+    if type(x) is list or type(x) is tuple:
+        return _onp.result_type(*[_dtype(e) for e in x]) if x else _onp.dtype(_onp.float64)
+    return shape_dtype(x)[1]
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _is_complex(x):
+    return _dtype(x).kind == "c"
+
+
+def _at(ax, s):
+    """The index selecting `s` along axis ax (a non-negative int)."""
+    return (slice(None),) * ax + (s,)
+
+
+def _norm_axis(axis, ndim):
+    if not -ndim <= axis < max(ndim, 1):
+        raise _onp.exceptions.AxisError(axis, ndim)
+    return axis % ndim if ndim else 0
+
+
+def _float_dtype(dtype):
+    return dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
+
+
+def _binder(fun):
+    """bind(args, kwargs) -> dict of every parameter of `fun` (defaults filled in); *args of a
+    variadic signature come as a tuple under their name."""
+    sig = inspect.signature(fun)
+
+    def bind(args, kwargs):
+        b = sig.bind(*args, **(kwargs or {}))
+        b.apply_defaults()
+        return b.arguments
+    return bind
+
+
+def _positions(fun):
+    """name -> position of fun's positional parameters."""
+    out = {}
+    for i, p in enumerate(inspect.signature(fun).parameters.values()):
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            out[p.name] = i
+    return out
+
+
+def _same(fn):
+    """The JVP of a function linear in its first argument: fn applied to the tangent."""
+    return lambda g, ans, x, *args, **kwargs: fn(g, *args, **kwargs)
+
+
+def _zeros_of(a, dtype=None):
+    """Zeros of the shape of argument a (an array, a traced value, an ArrayMeta or a scalar), of
+    dtype `dtype` (default: a's)."""
+    return _onp.zeros(_shape(a), _dtype(a) if dtype is None else dtype)

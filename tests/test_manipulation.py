@@ -1,4 +1,6 @@
-"""Gradient checks of the shape, joining/splitting, indexing and casting family (vjps_shape)."""
+"""Gradient checks of the array-manipulation family (gradcy/numpy/manipulation.py: reshaping,
+joining/splitting, casting, rearrangements) and of indexing (gradcy/numpy/indexing.py: getitem,
+take, compress, untake/unrepeat) and sort/partition (gradcy/numpy/sorting.py)."""
 import warnings
 
 import numpy as onp
@@ -8,7 +10,7 @@ import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.numpy import numpy_wrapper as W
-from gradcy.numpy import vjps_shape as S
+from gradcy.numpy import indexing as S
 from gradcy.test_util import check_grads
 from vjp_harness import check as _harness_check, raw_cotangent
 from vjp_harness import rand

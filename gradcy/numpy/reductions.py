@@ -1,0 +1,401 @@
+"""VJPs and JVPs of reductions: sum mean prod max min ptp and their nan* variants.
+
+Conventions of this table:
+- the makers take NumPy's positional order (sum(a, axis, dtype, out, keepdims, ...)), since a
+  call such as sum(x, 0, None, None, True) reaches them positionally;
+- the small reduced cotangent is cast to the input's dtype first and only then expanded, so the
+  full-size work is done once, in the input's dtype;
+- which entries attain an extremum (ties, zeros, nans) is decided on the plain values: those
+  masks are constants for differentiation, and the arithmetic on traced values is written with
+  gradcy.numpy so the rules differentiate again;
+- a JVP reduces the tangent over the same axes (with the same keepdims) as the primitive; the
+  engine casts its result to the output's dtype (the real part for a real output).
+"""
+import operator
+
+import numpy as _onp
+
+from .._core import ArrayMeta
+from ..registry import defjvp, defvjp, defvjp_direct
+from . import _wrap as anp
+from ._util import _NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype
+
+# =============================================================================
+# Helpers (plain Python on shapes, plain NumPy on masks)
+# =============================================================================
+def _axes(ndim, axis):
+    """The reduced axes as a tuple of non-negative ints (None: all of them)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if not ndim:                # NumPy lets 0-d arrays reduce over axis 0 / -1 too
+        return ()
+    if isinstance(axis, (tuple, list)):
+        return tuple(operator.index(a) % ndim for a in axis)
+    return (operator.index(axis) % ndim,)
+
+
+def _kshape(shape, axes):
+    """The shape of the reduction with keepdims=True."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _real_dtype(dtype):
+    """The dtype a real cotangent (of var, std, abs-like outputs) should have for this input."""
+    return _onp.finfo(dtype).dtype if dtype.kind == "c" else dtype
+
+
+def _weight_dtype(dtype):
+    return dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
+
+
+def _keep(g, shape, axes, keepdims):
+    """The cotangent of a reduction reshaped to its keepdims shape (broadcastable to `shape`).
+    A full reduction without keepdims is left as it is: a scalar broadcasts already."""
+    if (keepdims and keepdims is not _NoValue) or len(axes) == len(shape) or not axes:
+        return g
+    return anp.reshape(g, _kshape(shape, axes))
+
+
+def _kd(keepdims):
+    """keepdims as a bool (NumPy's _NoValue default means False)."""
+    return bool(keepdims) and keepdims is not _NoValue
+
+
+def _given(where):
+    return where is not None and where is not _NoValue
+
+
+def _sum_over(t, axes, keepdims):
+    """t summed over `axes` (a tuple of non-negative ints) like a reduction with keepdims; the
+    empty tuple sums nothing."""
+    if not axes:
+        return t
+    return anp.sum(t, axis=axes, keepdims=_kd(keepdims))
+
+
+def _no_where(name, where):
+    if where is not None and where is not _NoValue:
+        raise NotImplementedError(f"gradcy.numpy.{name}: the gradient with where= is not "
+                                  f"supported; mask the input instead (gradcy.numpy.where)")
+
+
+def _weights(mask, axes, dtype):
+    """mask / (number of True per reduced group), as plain `dtype`; 0 for groups without any."""
+    w = mask.astype(_weight_dtype(dtype))
+    count = mask.sum(axis=axes, keepdims=True)
+    if (count != 1).any():
+        w /= _onp.maximum(count, 1)
+    return w
+
+
+def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
+    """Where the extremum `ans` is attained in x, ties split evenly (plain array)."""
+    xp = _onp.asarray(_plain(x))
+    ap = _onp.asarray(_plain(ans))
+    if (not keepdims or keepdims is _NoValue) and axes:
+        ap = ap.reshape(_kshape(xp.shape, axes))
+    mask = xp == ap
+    if where is not None and where is not _NoValue:
+        mask &= where
+    if nan_picks and ap.dtype.kind in "fc":
+        nans = _onp.isnan(ap)
+        if nans.any():  # a nan maximum: the gradient goes to the nan entries
+            mask |= _onp.isnan(xp) & nans
+    return _weights(mask, axes, xp.dtype)
+
+
+def _reverse(axis):
+    return (slice(None),) * axis + (slice(None, None, -1),)
+
+
+def _revcumsum(g, axis):
+    """Sum of g over positions >= i along axis (the transpose of cumsum)."""
+    rev = _reverse(axis)
+    return anp.cumsum(g[rev], axis=axis)[rev]
+
+
+# =============================================================================
+# sum, mean
+# =============================================================================
+_REAL_SCALAR_TYPES = (float, _onp.float64, _onp.float32, _onp.float16)
+
+
+def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    if axis is None and type(x) is ArrayMeta and type(g) in _REAL_SCALAR_TYPES and (
+            x.size <= _SMALL and (where is None or where is _NoValue)):
+        # the common full sum of a small array: the scalar cotangent filled in, cast on store
+        full = _onp.empty(x.shape, x.dtype)
+        full[...] = g
+        return full
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
+    if where is not None and where is not _NoValue:
+        g = g * where
+    return g
+
+
+defvjp_direct(anp.sum, _sum_rule, save=())
+
+
+def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
+    if _given(where):
+        return anp.sum(g, axis=axis, keepdims=_kd(keepdims), where=where)
+    return anp.sum(g, axis=axis, keepdims=_kd(keepdims))
+
+
+defjvp(anp.sum, _sum_jvp)
+
+
+def _mean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    if where is not None and where is not _NoValue:
+        mask = _onp.broadcast_to(where, shape)
+        w = _weights(mask, axes, xdtype)
+        return lambda g: _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
+    scale = 1.0 / (_count(shape, axes) or 1)     # a Python float: 1/n even in float16
+    # (NumPy 1.x widens a scalar g times a Python float: the outer cast_like undoes it)
+    return lambda g: anp.broadcast_to(
+        _keep(cast_like(cast_like(g, xdtype) * scale, xdtype), shape, axes, keepdims), shape)
+
+
+defvjp(anp.mean, _mean_vjp, save=())
+
+
+def _mean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    if _given(where):
+        return anp.mean(g, axis=axis, keepdims=_kd(keepdims), where=where)
+    return anp.mean(g, axis=axis, keepdims=_kd(keepdims))
+
+
+defjvp(anp.mean, _mean_jvp)
+
+
+def _nansum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    if where is not None and where is not _NoValue:
+        where = _onp.broadcast_to(where, shape)
+
+    def vjp(g):
+        g = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+        keep = ~_onp.isnan(_plain(x))
+        if where is not None and where is not _NoValue:
+            keep &= where
+        return g * keep
+    return vjp
+
+
+defvjp(anp.nansum, _nansum_vjp, save=(0,))
+
+
+def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                where=None):
+    keep = ~_onp.isnan(_plain(x))
+    if _given(where):
+        keep &= where
+    return _sum_over(g * keep, _axes(_onp.ndim(keep), axis), keepdims)
+
+
+defjvp(anp.nansum, _nansum_jvp)
+
+
+def _nanmean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+
+    def vjp(g):
+        keep = ~_onp.isnan(_plain(x))
+        if where is not None and where is not _NoValue:
+            keep &= where
+        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _weights(keep, axes, xdtype)
+    return vjp
+
+
+defvjp(anp.nanmean, _nanmean_vjp, save=(0,))
+
+
+def _nanmean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    keep = ~_onp.isnan(_plain(x))
+    if _given(where):
+        keep &= where
+    return _sum_over(g * _weights(keep, axes, xdtype), axes, keepdims)
+
+
+defjvp(anp.nanmean, _nanmean_jvp)
+
+
+# =============================================================================
+# prod
+# =============================================================================
+def _prod_grad(gk, ansk, x, axes, initial):
+    """The cotangent of x for prod(x) over `axes`, given the keepdims-shaped cotangent gk and
+    output ansk: g * (product of the other entries of the group).
+
+    Without zeros that is g * ans / x. A zero entry gets the product of the others (nonzero
+    only when it is the group's single zero); the rule stays exact to second order with up to
+    two zeros per group (one zero: the others' product, which does not depend on the zero
+    entry; two zeros: the other zero's value times the nonzero product)."""
+    xp = _onp.asarray(_plain(x))
+    z = xp == 0
+    if not z.any():
+        return (gk * ansk) / x
+    nz = z.sum(axis=axes, keepdims=True)
+    nonzero = ~z
+    x1 = x * nonzero + z                      # x with every zero replaced by a constant 1
+    others = anp.prod(x1, axis=axes, keepdims=True)
+    if initial is not None and initial is not _NoValue:
+        others = others * initial
+    zx = x * z                                # the zero entries, as functions of x
+    other_zero = anp.sum(zx, axis=axes, keepdims=True) - zx
+    at_zero = z * (others * ((nz == 1) + (nz == 2) * other_zero))
+    return gk * ((ansk / x1) * nonzero + at_zero)
+
+
+def _prod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    _no_where("prod", where)
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+
+    def vjp(g):
+        gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+        ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+        return _prod_grad(gk, ansk, x, axes, initial)
+    return vjp
+
+
+defvjp(anp.prod, _prod_vjp, save=(0, "ans"))
+
+
+def _prod_jvp_of(g, ans, x, axis, keepdims, initial):
+    """sum over the group of g * (product of the other entries): ans * sum(g / x) without
+    zeros, the VJP's zero-safe factor otherwise."""
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    if not (_onp.asarray(_plain(x)) == 0).any():
+        return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
+    ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+    return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
+
+
+def _prod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+              where=None):
+    _no_where("prod", where)
+    return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
+
+
+defjvp(anp.prod, _prod_jvp)
+
+
+def _nanprod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                 where=None):
+    _no_where("nanprod", where)
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+
+    def vjp(g):
+        gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+        ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+        nans = _onp.isnan(_plain(x))
+        if not nans.any():
+            return _prod_grad(gk, ansk, x, axes, initial)
+        return _prod_grad(gk, ansk, anp.where(nans, 1, x), axes, initial) * ~nans
+    return vjp
+
+
+defvjp(anp.nanprod, _nanprod_vjp, save=(0, "ans"))
+
+
+def _nanprod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                 where=None):
+    _no_where("nanprod", where)
+    nans = _onp.isnan(_plain(x))
+    if not nans.any():
+        return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
+    return _prod_jvp_of(g * ~nans, ans, anp.where(nans, 1, x), axis, keepdims, initial)
+
+
+defjvp(anp.nanprod, _nanprod_jvp)
+
+
+# =============================================================================
+# max, min, ptp, median: the gradient goes to the entries that attain the value
+# =============================================================================
+def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                      * _chooser_weights(x, ans, axes, keepdims, where))
+
+
+def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                      * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
+
+
+defvjp(anp.max, _max_vjp, save=(0, "ans"))
+defvjp(anp.min, _max_vjp, save=(0, "ans"))
+defvjp(anp.nanmax, _nanmax_vjp, save=(0, "ans"))
+defvjp(anp.nanmin, _nanmax_vjp, save=(0, "ans"))
+
+
+def _max_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _chooser_weights(x, ans, axes, keepdims, where), axes, keepdims)
+
+
+def _nanmax_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    axes = _axes(len(shape_dtype(x)[0]), axis)
+    return _sum_over(g * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False),
+                     axes, keepdims)
+
+
+defjvp(anp.max, _max_jvp)
+defjvp(anp.min, _max_jvp)
+defjvp(anp.nanmax, _nanmax_jvp)
+defjvp(anp.nanmin, _nanmax_jvp)
+
+
+def _ptp_vjp(ans, x, axis=None, out=None, keepdims=False):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+
+    def vjp(g):
+        xp = _onp.asarray(_plain(x))
+        hi = xp.max(axis=axes, keepdims=True)
+        lo = xp.min(axis=axes, keepdims=True)
+        w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
+        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
+    return vjp
+
+
+defvjp(anp.ptp, _ptp_vjp, save=(0,))
+
+
+def _ptp_jvp(g, ans, x, axis=None, out=None, keepdims=False):
+    shape, xdtype = shape_dtype(x)
+    axes = _axes(len(shape), axis)
+    xp = _onp.asarray(_plain(x))
+    hi = xp.max(axis=axes, keepdims=True)
+    lo = xp.min(axis=axes, keepdims=True)
+    w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
+    return _sum_over(g * w, axes, keepdims)
+
+
+defjvp(anp.ptp, _ptp_jvp)
