@@ -63,6 +63,12 @@ cdef class Primitive:
     cdef readonly bint save_all_args  # the VJP reads every argument
     cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
     cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
+    cdef bint per_arg                 # saved set decided per call from the traced arguments:
+    cdef unsigned long long arg_masks[8]  # arguments argument k's rule reads (k < 8)
+    cdef unsigned int arg_ans         # bit k: argument k's rule reads the output
+    cdef unsigned int arg_known       # bit k: argument k has a per-argument entry
+    cdef public object save_fn        # save_fn(argnums, ans, args, kwargs) -> (ans_s, args_s): the
+                                      # record its rules read (a compact form), or None
     cdef public bint linear           # registered with def_linear (used by forward mode)
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
@@ -75,7 +81,7 @@ cdef class Primitive:
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs)
-    cdef tuple _saved_args(self, tuple args, bint reuse)
+    cdef tuple _saved_args(self, tuple args, bint reuse, unsigned long long mask, bint all_args)
     cdef void _update_mask(self) noexcept
 
 

@@ -371,6 +371,9 @@ cdef class Primitive:
         self.save_all_args = True
         self.save_args = frozenset()
         self.linear = False
+        self.per_arg = False
+        self.arg_known = self.arg_ans = 0
+        self.save_fn = None
         self.direct = False
         self.basic_view = False
         self.out_arg = -1
@@ -426,7 +429,44 @@ cdef class Primitive:
 
     def set_saved(self, save):
         """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
-        everything. Everything else is kept as ArrayMeta (shape and dtype only)."""
+        everything. Everything else is kept as ArrayMeta (shape and dtype only).
+
+        A dict {argnum: entries} declares it per argument: a call keeps the union of the
+        entries of its traced arguments only ('others' stands for every argument but that
+        one). A traced argument without an entry (or at a position past 7) keeps everything."""
+        self.per_arg = False
+        self.arg_known = self.arg_ans = 0
+        if isinstance(save, dict):
+            union = set()
+            for k, entries in save.items():
+                if not (isinstance(k, int) and k >= 0):
+                    raise ValueError(f"{self.name}: per-argument save keys are argument "
+                                     f"positions (non-negative ints), got {k!r}")
+                entries = tuple(entries)
+                if "others" in entries:
+                    union.add("args")
+                    entries = tuple(e for e in entries if e != "others")
+                    others = True
+                else:
+                    others = False
+                self._check_entries(entries)
+                union.update(entries)
+                if k >= 8:
+                    continue
+                mask = ~((<unsigned long long>1) << <int>k) if others else 0
+                if "args" in entries:
+                    mask = ~(<unsigned long long>0)
+                for e in entries:
+                    if isinstance(e, int) and e < 64:
+                        mask |= (<unsigned long long>1) << <int>e
+                    elif isinstance(e, int):
+                        mask = ~(<unsigned long long>0)     # (positions past 63: keep all)
+                self.arg_masks[k] = mask
+                self.arg_known |= 1u << <int>k
+                if "ans" in entries:
+                    self.arg_ans |= 1u << <int>k
+            self.per_arg = True
+            save = tuple(union)
         if save is None:
             self.save_ans = True
             self.save_all_args = True
@@ -434,10 +474,7 @@ cdef class Primitive:
             self.save_mask = 0
             return
         save = tuple(save)
-        for s in save:
-            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
-                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
-                                 f"positions (non-negative ints), got {s!r}")
+        self._check_entries(save)
         self.save_ans = "ans" in save
         self.save_all_args = "args" in save
         self.save_args = frozenset(s for s in save if isinstance(s, int))
@@ -449,6 +486,33 @@ cdef class Primitive:
             if a < 64:
                 mask |= (<unsigned long long>1) << <int>a
         self.save_mask = mask
+
+    def _check_entries(self, save):
+        for s in save:
+            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
+                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
+                                 f"positions (non-negative ints), got {s!r}")
+
+    def saved_set(self, argnums):
+        """What a call with traced arguments `argnums` keeps: ('ans'?, positions...) or
+        ('ans', 'args') for everything (the per-call counterpart of saved_spec)."""
+        cdef unsigned long long mask = 0
+        cdef bint sa = False, everything = not self.per_arg
+        if self.per_arg:
+            for a in argnums:
+                if a < 8 and (self.arg_known >> <int>a) & 1:
+                    mask |= self.arg_masks[a]
+                    sa = sa or bool((self.arg_ans >> <int>a) & 1)
+                else:
+                    everything = True
+        if everything:
+            return self.saved_spec
+        spec = ["ans"] if sa else []
+        if mask == ~(<unsigned long long>0):
+            spec.append("args")
+        else:
+            spec.extend([i for i in range(64) if (mask >> i) & 1])
+        return tuple(spec)
 
     @property
     def saved_spec(self):
@@ -481,19 +545,21 @@ cdef class Primitive:
         except (TypeError, ValueError):
             return None
 
-    cdef tuple _saved_args(self, tuple args, bint reuse):
-        """The arguments as the VJPs will see them: values they do not read replaced by their
-        metadata. With reuse, `args` (which nothing else references) is filled in place."""
+    cdef tuple _saved_args(self, tuple args, bint reuse, unsigned long long mask, bint all_args):
+        """The arguments as the VJPs will see them: values they do not read (bit clear in
+        `mask`) replaced by their metadata. With reuse, `args` (which nothing else references)
+        is filled in place. Positions past 63 follow save_args (a per-call set keeps them)."""
         cdef Py_ssize_t i, n
         cdef tuple out
         cdef object v
-        if self.save_all_args:
+        if all_args:
             return args
         n = PyTuple_GET_SIZE(args)
         out = args if reuse else PyTuple_New(n)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
-            if not ((i < 64 and (self.save_mask >> i) & 1) or (i >= 64 and i in self.save_args)):
+            if not ((i < 64 and (mask >> i) & 1)
+                    or (i >= 64 and (self.per_arg or i in self.save_args))):
                 v = _meta_of(v)
             elif out is args:
                 continue
@@ -511,6 +577,9 @@ cdef class Primitive:
         cdef object a, ans
         cdef tuple uargs, sargs
         cdef Py_ssize_t node
+        cdef unsigned long long mask
+        cdef bint all_args, save_ans
+        cdef int32_t a_k
         if top.sweeping:
             raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
                                f"while that same differentiation's backward pass runs (in one "
@@ -564,11 +633,33 @@ cdef class Primitive:
                 return box
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
+            elif self.save_fn is not None:     # the rules read a compact record of their own
+                ans_s, sargs = self.save_fn(
+                    tuple([refs[k].argnum for k in range(nrefs)]), ans, uargs,
+                    kwargs if kwargs is not None else _EMPTY)
+                if type(sargs) is not tuple:
+                    raise TypeError(f"{self.name}: save_fn must return (ans, args tuple)")
+            elif self.per_arg:          # the union of what the traced arguments' rules read
+                mask = 0
+                all_args = save_ans = False
+                for k in range(nrefs):
+                    a_k = refs[k].argnum
+                    if a_k < 8 and (self.arg_known >> a_k) & 1:
+                        mask |= self.arg_masks[a_k]
+                        if (self.arg_ans >> a_k) & 1:
+                            save_ans = True
+                    else:
+                        all_args = save_ans = True
+                        break
+                ans_s = ans if save_ans else _meta_of(ans)
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1, mask,
+                                         all_args)
             else:
                 ans_s = ans if self.save_ans else _meta_of(ans)
                 # the call may have kept the argument tuple (a Python function's *args): reuse
                 # it for the saved record only if this frame holds the sole reference
-                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1,
+                                         self.save_mask, self.save_all_args)
             del uargs
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
@@ -1970,6 +2061,12 @@ def transfer_box(Box target not None, Box source not None):
     tape._box_dropped(old)
     if target._node < tape.n_nodes:     # (releasing `old` may have released the tape)
         tape.nodes[target._node].flags |= NODE_BOX_ALIVE
+
+
+def meta_of(v):
+    """What a saved record keeps for a value its rules do not read: ArrayMeta for an array
+    (shape, dtype, type), the value itself for small Python objects."""
+    return _meta_of(v)
 
 
 def root_buffer(a):

@@ -11,6 +11,9 @@ Conventions (every table follows them):
 from . import vjps_elementwise, vjps_linalg, vjps_reductions, vjps_shape  # noqa: F401
 from . import fft_vjps, linalg_vjps  # noqa: F401
 from . import vjps_more  # noqa: F401
+from . import saved_sets  # noqa: E402
+
+saved_sets.register()      # per-call saved sets (after the tables: it overrides their save=)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)

@@ -19,6 +19,7 @@ import numpy as _onp
 from ..extend import (ArrayMeta, Box, defjvp, defjvp_argnums, defvjp,  # noqa: F401
                       defvjp_direct, primitive)
 from . import numpy_wrapper as anp
+from .saved_sets import unpack_positions
 from .vjp_util import (_SMALL, cast_like, unbroadcast, broadcast_cotangent,  # noqa: F401
                        shape_dtype)
 
@@ -109,6 +110,12 @@ def _weights(mask, axes, dtype):
 
 def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
     """Where the extremum `ans` is attained in x, ties split evenly (plain array)."""
+    return _weights(_chooser_mask(x, ans, axes, keepdims, where, nan_picks), axes,
+                    _onp.asarray(_plain(x)).dtype)
+
+
+def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
+    """The positions of x that attain the extremum `ans` (a plain bool array)."""
     xp = _onp.asarray(_plain(x))
     ap = _onp.asarray(_plain(ans))
     if (not keepdims or keepdims is _NoValue) and axes:
@@ -120,7 +127,7 @@ def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
         nans = _onp.isnan(ap)
         if nans.any():  # a nan maximum: the gradient goes to the nan entries
             mask |= _onp.isnan(xp) & nans
-    return _weights(mask, axes, xp.dtype)
+    return mask
 
 
 def _reverse(axis):
@@ -350,6 +357,9 @@ defjvp(anp.nanprod, _nanprod_jvp)
 def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                          * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                       * _chooser_weights(x, ans, axes, keepdims, where))
 
@@ -357,6 +367,9 @@ def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=No
 def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                          * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                       * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
 

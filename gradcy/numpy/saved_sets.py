@@ -1,0 +1,80 @@
+"""Saved sets decided per call: what a recorded call keeps for its backward pass.
+
+A rule's `save=` (gradcy.extend.defvjp) says what the rules of a primitive read. Here some
+primitives say it per argument, or keep a compact record of their own, so that a call keeps
+only what the rules of its *traced* arguments read:
+
+- products (multiply, divide, dot, matmul, einsum): the rule of an argument reads the other
+  arguments, so a call with one traced argument keeps only the others (``0.01 * x`` keeps
+  nothing of x; ``einsum('bsd,d->bs', prefix, q)`` with q constant keeps q, not the prefix);
+  divide's rule for x reads y only, its rule for y reads x and y;
+- max, min, nanmax, nanmin (amax, amin): the positions that attain the extremum, as a bit mask
+  (one bit per element of the input, ``numpy.packbits``) in place of the input and the output:
+  1/64 of a float64 input. The rules read the mask back with `unpack_positions`.
+
+A buffer held by several records is counted and kept once (the tape's hold table), so a
+value that another node keeps anyway costs nothing more: tanh's or exp's output written into an
+owned buffer is read back from the buffer's slot (the write path, gradcy/_core.pyx).
+
+What a call keeps: ``prim.saved_set(argnums)``; what a whole program keeps against a hand-written
+gradient: benchmarks/saved_bytes_audit.py.
+"""
+import numpy as _onp
+
+from .._core import meta_of
+from . import numpy_wrapper as anp
+
+__all__ = ["unpack_positions", "register"]
+
+_ndarray = _onp.ndarray
+_NoValue = _onp._NoValue
+
+
+def unpack_positions(packed, shape):
+    """The bool mask of `shape` stored by `pack_positions`."""
+    n = 1
+    for d in shape:
+        n *= d
+    return _onp.unpackbits(packed, count=n).reshape(shape).view(bool)
+
+
+def _pack_positions(mask):
+    return _onp.packbits(mask, axis=None)
+
+
+_EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
+
+
+def _extremum_saver(nan_picks):
+    from .vjps_reductions import _axes, _chooser_mask
+
+    def save(argnums, ans, args, kwargs):
+        x = args[0]
+        if type(x) is not _ndarray or not (type(ans) is _ndarray or _onp.isscalar(ans)):
+            return ans, args          # a traced outer value (nested) or a scalar: everything
+        opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
+        opts.update(kwargs)
+        axes = _axes(x.ndim, opts.get("axis"))
+        where = opts.get("where")
+        if type(where) is not _ndarray and where is not None and where is not _NoValue:
+            return ans, args
+        mask = _chooser_mask(x, ans, axes, opts.get("keepdims", False), where, nan_picks)
+        return _pack_positions(mask), (meta_of(x),) + args[1:]
+    return save
+
+
+def register():
+    """Install the per-call saved sets (run once, after the rule tables are imported)."""
+    per_arg = {
+        anp.multiply: {0: (1,), 1: (0,)},
+        anp.divide: {0: (1,), 1: (0, 1)},
+        anp.dot: {0: (1,), 1: (0,)},
+        anp.matmul: {0: (1,), 1: (0,)},
+        anp.einsum: {k: ("others",) for k in range(8)},
+    }
+    for prim, spec in per_arg.items():
+        prim.set_saved(spec)
+    for prim in (anp.max, anp.min):
+        prim.save_fn = _extremum_saver(True)
+    for prim in (anp.nanmax, anp.nanmin):
+        prim.save_fn = _extremum_saver(False)

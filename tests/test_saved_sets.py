@@ -1,0 +1,177 @@
+"""Saved sets decided per call (gradcy/numpy/saved_sets.py) and the saved-bytes audit
+(gradcy.memory.saved_audit): what a call keeps depends on which arguments are traced, and the
+gradients stay exact (central differences, float64, to second order)."""
+import os
+import sys
+
+import numpy as onp
+import pytest
+
+import gradcy.memory
+import gradcy.numpy as np
+from gradcy import grad
+from gradcy._core import ArrayMeta, Tape
+from gradcy.numpy.saved_sets import unpack_positions
+from gradcy.test_util import check_grads
+
+from counters import assert_counters_zero as assert_released  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+import reference_gradients as ref  # noqa: E402
+
+rng = onp.random.RandomState(13)
+
+
+def record_of(fun, traced, *args):
+    """(ans, args) saved by the node of fun's output, with args[k] traced for k in `traced`."""
+    t = Tape()
+    try:
+        vals = [t.new_leaf(a) if k in traced else a for k, a in enumerate(args)]
+        y = fun(*vals)
+        ans, sargs, _ = t.node_info(y._node)["saved"]
+        return ans, sargs
+    finally:
+        t.release()
+
+
+def kept(record):
+    """Which of the output and the arguments the record holds as arrays."""
+    ans, args = record
+    return ("ans",) * isinstance(ans, onp.ndarray) + tuple(
+        i for i, a in enumerate(args) if isinstance(a, onp.ndarray))
+
+
+A, B = rng.randn(3, 4), rng.randn(4, 5)
+X, Y = rng.randn(3, 4), rng.rand(3, 4) + 0.5
+
+
+@pytest.mark.parametrize("fun,args,traced,expect", [
+    (np.multiply, (X, Y), (0,), (1,)),
+    (np.multiply, (X, Y), (1,), (0,)),
+    (np.multiply, (X, Y), (0, 1), (0, 1)),
+    (np.divide, (X, Y), (0,), (1,)),
+    (np.divide, (X, Y), (1,), (0, 1)),
+    (np.divide, (X, Y), (0, 1), (0, 1)),
+    (np.dot, (A, B), (0,), (1,)),
+    (np.dot, (A, B), (1,), (0,)),
+    (np.matmul, (A, B), (0,), (1,)),
+    (np.matmul, (A, B), (0, 1), (0, 1)),
+    (lambda a, b: np.einsum("ij,jk->ik", a, b), (A, B), (0,), (2,)),
+    (lambda a, b: np.einsum("ij,jk->ik", a, b), (A, B), (1,), (1,)),
+    (lambda a, b: np.einsum("ij,jk->ik", a, b), (A, B), (0, 1), (1, 2)),
+    (lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]), (A, B), (1,), (0,)),
+])
+def test_saved_per_call(fun, args, traced, expect):
+    assert kept(record_of(fun, traced, *args)) == expect
+
+
+def test_saved_set_query():
+    assert np.divide.saved_set((0,)) == (1,)
+    assert np.divide.saved_set((1,)) == (0, 1)
+    assert np.multiply.saved_set((0, 1)) == (0, 1)
+    assert np.einsum.saved_set((1,)) == (0,) + tuple(range(2, 64))
+    assert np.exp.saved_set((0,)) == ("ans",)
+
+
+@pytest.mark.parametrize("argnum", [0, 1])
+@pytest.mark.parametrize("fun", [
+    np.multiply, np.divide, lambda a, b: np.dot(a, b.T), lambda a, b: np.matmul(a, b.T),
+    lambda a, b: np.einsum("ij,kj->ik", a, b), lambda a, b: np.einsum("ij,ij->i", a, b),
+    lambda a, b: np.einsum(a, [0, 1], b, [2, 1]),
+])
+def test_one_traced_argument_gradients(fun, argnum):
+    args = [X, Y]
+    f = (lambda a: fun(a, args[1])) if argnum == 0 else (lambda b: fun(args[0], b))
+    check_grads(f, modes=["rev"], order=2)(args[argnum])
+
+
+@pytest.mark.parametrize("name", ["max", "min", "nanmax", "nanmin", "amax", "amin"])
+@pytest.mark.parametrize("kw", [{}, {"axis": 1}, {"axis": 0, "keepdims": True},
+                                {"axis": (0, 2)}])
+def test_extrema_keep_positions(name, kw):
+    x = rng.randn(3, 5, 4)
+    f = getattr(np, name)
+    ans, args = record_of(lambda x: f(x, **kw), (0,), x)
+    assert type(args[0]) is ArrayMeta and ans.dtype == onp.uint8
+    assert ans.nbytes == (x.size + 7) // 8
+    ref_ans = getattr(onp, name)(x, **kw)
+    axis = kw.get("axis")
+    expect = x == (ref_ans if kw.get("keepdims") or axis is None
+                   else onp.expand_dims(ref_ans, axis))
+    assert onp.array_equal(unpack_positions(ans, x.shape), expect)
+    check_grads(lambda x: f(x, **kw), modes=["rev"], order=2)(x)
+
+
+def test_extrema_ties_and_nans():
+    x = onp.array([[1.0, 3.0, 3.0, 0.0], [2.0, onp.nan, 5.0, 5.0]])
+    g = grad(lambda x: np.sum(np.max(x, axis=1) * onp.array([1.0, 2.0])))(x)
+    assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0, 2.0, 0, 0]])      # nan is the maximum
+    g = grad(lambda x: np.sum(np.nanmax(x, axis=1)))(x)
+    assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0, 0, 0.5, 0.5]])
+    x = rng.randn(4, 6)
+    g = grad(lambda x: np.sum(np.max(x, axis=1, where=x < 1.0, initial=-10.0)))(x)
+    xm = onp.where(x < 1.0, x, -onp.inf)
+    assert onp.array_equal(g, (xm == xm.max(axis=1, keepdims=True)) * 1.0)
+
+
+def test_extremum_of_an_outer_trace_keeps_everything():
+    # nested differentiation: the inner record holds the outer trace's value, unchanged
+    x = rng.randn(3, 4)
+    h = grad(lambda x: np.sum(grad(lambda y: np.sum(np.max(y * x, axis=1) ** 2))(x)))(x)
+    hx = grad(lambda x: np.sum(2 * np.max(x * x, axis=1, keepdims=True)
+                               * (x * x == np.max(x * x, axis=1, keepdims=True)) * x))(x)
+    assert onp.allclose(h, hx)
+
+
+# ---------------------------------------------------------------------------- the audit
+def test_audit_exact_bytes_sin_chain():
+    x = rng.randn(100)
+
+    def f(x):
+        for _ in range(5):
+            x = np.sin(x) * 1.0001 + 0.01 * x
+        return np.sum(x)
+    a = gradcy.memory.saved_audit(f)(x)
+    # the hand-written gradient keeps each step's input: 5 arrays of 800 bytes; so does gradcy
+    assert a.total == 5 * 800
+    assert a.by_op["gradcy.numpy.sin"] == [5, 5 * 800]
+    assert a.by_op["gradcy.numpy.multiply"] == [10, 0]
+    assert onp.allclose(a.gradient, grad(f)(x))
+    assert_released()
+
+
+def test_audit_exact_bytes_softmax_read():
+    P, q = rng.randn(4, 6, 8), rng.randn(8)
+
+    def f(P):
+        s = np.einsum("bsd,d->bs", P, q)
+        w = np.exp(s - np.max(s, axis=1, keepdims=True))
+        w = w / np.sum(w, axis=1, keepdims=True)
+        return np.sum(np.einsum("bs,bsd->bd", w, P) ** 2)
+    a = gradcy.memory.saved_audit(f)(P)
+    bs, bsd, bd = 4 * 6 * 8, 4 * 6 * 8 * 8, 4 * 8 * 8
+    assert a.by_op["gradcy.numpy.max"] == [1, 3]                 # 24 bits
+    assert a.by_op["gradcy.numpy.exp"] == [1, bs]                # its output
+    assert a.by_op["gradcy.numpy.divide"] == [1, 4 * 8]          # the sums (its x: exp's output)
+    assert a.by_op["gradcy.numpy.einsum"] == [2, 8 * 8 + bs + bsd]   # q; w and P
+    assert a.by_op["gradcy.numpy.power"] == [1, bd]
+    assert a.total == 3 + bs + 32 + 64 + bs + bsd + bd
+
+
+def test_audit_attention_network_against_hand_written():
+    W, h0, q, b = ref.attention_inputs(B=2, D=8)
+    S = 6
+    f = ref.attention_inplace(np)
+    a = gradcy.memory.saved_audit(f)(W, h0, q, b, S)
+    assert onp.allclose(a.gradient, ref.hand_attention(W, h0, q, b, S), rtol=1e-10, atol=1e-12)
+    B, D = h0.shape
+    mem = B * (S + 1) * D * 8
+    ws = sum(B * (i + 1) * 8 for i in range(S))         # the attention weights of every step
+    reads = S * B * D * 8
+    hand = mem + ws + reads
+    # gradcy keeps what the hand-written gradient keeps, exp's outputs (as many bytes as the
+    # weights), the bit masks of max, the softmax sums, and the inputs W and q (the caller's
+    # arrays, which the hand-written gradient reads too)
+    masks = sum((B * (i + 1) + 7) // 8 for i in range(S))
+    assert a.total == hand + ws + masks + S * B * 8 + W.nbytes + q.nbytes
+    assert_released()
