@@ -374,6 +374,7 @@ cdef class Primitive:
         self.per_arg = False
         self.arg_known = self.arg_ans = 0
         self.save_fn = None
+        self.recomputable = False
         self.direct = False
         self.basic_view = False
         self.out_arg = -1
@@ -578,7 +579,8 @@ cdef class Primitive:
         cdef tuple uargs, sargs
         cdef Py_ssize_t node
         cdef unsigned long long mask
-        cdef bint all_args, save_ans
+        cdef bint all_args, save_ans, recomputed
+        cdef tuple new_sargs
         cdef int32_t a_k
         if top.sweeping:
             raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
@@ -663,8 +665,16 @@ cdef class Primitive:
             del uargs
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
+            recomputed = False
+            if top.recompute and not top.keep_args and self.write_vjp is None \
+                    and not self.basic_view:
+                new_sargs = _recompute_args(top, refs, nrefs, sargs)
+                recomputed = new_sargs is not sargs
+                sargs = new_sargs
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
+            if recomputed:
+                top.nodes[node].flags |= NODE_RECOMPUTE
             if top.owned:
                 top._owned_scan(node, ans_s, sargs)
         finally:
@@ -713,6 +723,89 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
+
+
+# =============================================================================
+# Recomputed outputs (Tape.recompute)
+# =============================================================================
+cdef bint _recompute_default = False
+
+
+def set_recompute_default(bint on):
+    """Whether new tapes recompute (Tape.recompute) unless told otherwise; returns the old
+    setting."""
+    global _recompute_default
+    old = _recompute_default
+    _recompute_default = on
+    return old
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Recomputed:
+    """A saved record's stand-in for the output of node `node` (an op whose own record holds
+    all its inputs): the backward pass makes the output again from that record before running
+    the VJP that reads it, so the record does not hold it meanwhile."""
+
+    def __repr__(self):
+        return f"Recomputed(node={self.node}, {self.meta!r})"
+
+
+cdef bint _record_holds_inputs(Node* n) noexcept:
+    """Whether node n's saved record holds every argument of its call as a plain value (no
+    metadata, no traced value of an outer differentiation, no keyword arguments)."""
+    cdef Py_ssize_t j
+    cdef object v
+    if n.saved_args is NULL or n.prim is NULL or not (<Primitive>n.prim).recomputable:
+        return False
+    if n.saved_kwargs is not NULL and <object>n.saved_kwargs is not None:
+        return False
+    if n.flags & (NODE_RELEASED | NODE_RECOMPUTE | NODE_STALE):
+        return False
+    for j in range(PyTuple_GET_SIZE(<object>n.saved_args)):
+        v = <object>PyTuple_GET_ITEM(<object>n.saved_args, j)
+        if type(v) is ArrayMeta or type(v) is Box or type(v) is Recomputed \
+                or type(v) is tuple or type(v) is list:
+            return False
+    return True
+
+
+cdef tuple _recompute_args(Tape top, ParentRef* refs, int32_t nrefs, tuple sargs):
+    """sargs with the outputs of recomputable parents replaced by Recomputed stand-ins (a new
+    tuple), or sargs itself when none is."""
+    cdef int32_t k
+    cdef Recomputed r
+    cdef list out = None
+    cdef object v
+    for k in range(nrefs):
+        v = <object>PyTuple_GET_ITEM(sargs, refs[k].argnum)
+        if not cnp.PyArray_CheckExact(v) or not _record_holds_inputs(&top.nodes[refs[k].node]):
+            continue
+        if out is None:
+            out = list(sargs)
+        r = Recomputed.__new__(Recomputed)
+        r.node = refs[k].node
+        r.meta = _meta_of(v)
+        out[refs[k].argnum] = r
+    if out is None:
+        return sargs
+    return tuple(out)
+
+
+cdef tuple _materialize(Tape t, tuple args):
+    """args with each Recomputed stand-in replaced by the output made again from its node's
+    record."""
+    cdef list out = list(args)
+    cdef Node* n
+    cdef Py_ssize_t j
+    for j in range(len(out)):
+        if type(out[j]) is Recomputed:
+            n = &t.nodes[(<Recomputed>out[j]).node]
+            if n.saved_args is NULL or n.prim is NULL:
+                raise RuntimeError(f"backward: the record that a recomputed value of node "
+                                   f"{(<Recomputed>out[j]).node} is made from was released")
+            out[j] = PyObject_Call((<Primitive>n.prim).fun, <tuple>n.saved_args, <object>NULL)
+    return tuple(out)
 
 
 cdef object _tangent_fixer = None
@@ -845,6 +938,7 @@ cdef class Tape:
         self.forward = forward
         self.observer = None
         self.keep_args = False
+        self.recompute = _recompute_default
         self.owned = {}
         _live_tapes += 1
 
@@ -1440,8 +1534,11 @@ cdef class Tape:
         cdef PyObject* rule
         cdef tuple callargs
         cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
-        cdef Py_ssize_t a, nargs = PyTuple_GET_SIZE(args)
+        cdef Py_ssize_t a, nargs
         cdef bint vector
+        if node.flags & NODE_RECOMPUTE:
+            args = _materialize(self, args)
+        nargs = PyTuple_GET_SIZE(args)
         if prim.write_vjp is not None:
             live = [k for k in range(n)
                     if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]

@@ -175,3 +175,65 @@ def test_audit_attention_network_against_hand_written():
     masks = sum((B * (i + 1) + 7) // 8 for i in range(S))
     assert a.total == hand + ws + masks + S * B * 8 + W.nbytes + q.nbytes
     assert_released()
+
+
+# ---------------------------------------------------------------------------- recompute
+def _softmax_net(P):
+    s = np.einsum("bsd,d->bs", P, Q8)
+    w = np.exp(s - np.max(s, axis=1, keepdims=True))
+    w = w / np.sum(w, axis=1, keepdims=True)
+    return np.sum(np.tanh(np.einsum("bs,bsd->bd", w, P)) ** 2)
+
+
+Q8 = rng.randn(8)
+
+
+def _overwritten(x):
+    buf = np.zeros((3, 4))
+    buf[:] = x                              # a buffer the tape owns
+    s = np.sum(buf, axis=1, keepdims=True)
+    w = buf / s                             # divide keeps buf and s: w can be made again
+    out = np.sum(w * x)                     # multiply would keep w: it keeps a stand-in
+    buf[0] = 7.0                            # overwrites what divide saved (a copy is kept)
+    return out + np.sum(buf * buf)
+
+
+@pytest.mark.parametrize("fun,shape", [
+    (_softmax_net, (4, 6, 8)), (_overwritten, (3, 4)),
+    (lambda x: np.sum(np.sin(x / (x * x + 1.0)) * np.cos(x)), (5,)),
+    (lambda x: np.sum(np.exp(x * x) * x), (2, 3)),
+])
+def test_recompute_same_gradient(fun, shape):
+    x = rng.rand(*shape) + 0.5
+    plain = grad(fun)(x)
+    again = grad(fun, recompute="elementwise")(x)
+    assert onp.array_equal(plain, again)                 # the same arithmetic, bit for bit
+    assert onp.array_equal(grad(fun, recompute="none")(x), plain)
+    check_grads(fun, modes=["rev"], order=1)(x)
+    assert_released()
+
+
+def test_recompute_keeps_less_and_counts_back_to_zero():
+    W, h0, q, b = ref.attention_inputs(B=2, D=8)
+    S = 6
+    f = ref.attention_inplace(np)
+    gradcy.memory.reset_peak()
+    g0 = grad(f)(W, h0, q, b, S)
+    peak_plain = gradcy.memory.stats()["peak_saved_bytes"]
+    gradcy.memory.reset_peak()
+    g1 = grad(f, recompute="elementwise")(W, h0, q, b, S)
+    peak_rc = gradcy.memory.stats()["peak_saved_bytes"]
+    assert onp.array_equal(g0, g1)
+    # the softmax weights (2 x (i + 1) float64 per step) are made again, not kept
+    assert peak_plain - peak_rc == sum(2 * (i + 1) * 8 for i in range(S))
+    assert_released()
+
+
+def test_recompute_second_order_and_bad_policy():
+    x = rng.rand(4) + 0.5
+    f = lambda x: np.sum(np.exp(x / np.sum(x)) * x)     # noqa: E731
+    h = grad(lambda x: np.sum(grad(f, recompute="elementwise")(x) * x))(x)
+    h0 = grad(lambda x: np.sum(grad(f)(x) * x))(x)
+    assert onp.allclose(h, h0, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="recompute must be"):
+        grad(f, recompute="everything")

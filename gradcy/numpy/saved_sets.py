@@ -42,6 +42,12 @@ def _pack_positions(mask):
     return _onp.packbits(mask, axis=None)
 
 
+# cheap elementwise ops: with recompute on (gradcy.grad(f, recompute="elementwise")), a
+# consumer that would keep the output of one of them keeps a stand-in instead, when the op's own
+# record holds all its inputs; the output is made again in the backward pass
+RECOMPUTABLE = ("add", "subtract", "multiply", "divide", "negative", "exp", "tanh", "sin",
+                "cos", "square", "sqrt", "log", "reciprocal", "absolute")
+
 _EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
 
 
@@ -74,6 +80,8 @@ def register():
     }
     for prim, spec in per_arg.items():
         prim.set_saved(spec)
+    for prim in RECOMPUTABLE:
+        getattr(anp, prim).recomputable = True
     for prim in (anp.max, anp.min):
         prim.save_fn = _extremum_saver(True)
     for prim in (anp.nanmax, anp.nanmin):
