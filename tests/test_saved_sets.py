@@ -106,6 +106,8 @@ def test_extrema_ties_and_nans():
     x = onp.array([[1.0, 3.0, 3.0, 0.0], [2.0, onp.nan, 5.0, 5.0]])
     g = grad(lambda x: np.sum(np.max(x, axis=1) * onp.array([1.0, 2.0])))(x)
     assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0, 2.0, 0, 0]])      # nan is the maximum
+    g = grad(lambda x: np.sum(np.max(x, axis=1, keepdims=True)))(x)        # (the fast path)
+    assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0, 1.0, 0, 0]])
     g = grad(lambda x: np.sum(np.nanmax(x, axis=1)))(x)
     assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0, 0, 0.5, 0.5]])
     x = rng.randn(4, 6)

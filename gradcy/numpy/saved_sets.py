@@ -48,6 +48,7 @@ def _pack_positions(mask):
 RECOMPUTABLE = ("add", "subtract", "multiply", "divide", "negative", "exp", "tanh", "sin",
                 "cos", "square", "sqrt", "log", "reciprocal", "absolute")
 
+_AXIS_KEEPDIMS = frozenset(("axis", "keepdims"))
 _EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
 
 
@@ -58,6 +59,12 @@ def _extremum_saver(nan_picks):
         x = args[0]
         if type(x) is not _ndarray or not (type(ans) is _ndarray or _onp.isscalar(ans)):
             return ans, args          # a traced outer value (nested) or a scalar: everything
+        if (len(args) == 1 and type(ans) is _ndarray and x.dtype.kind == "f"
+                and kwargs.keys() <= _AXIS_KEEPDIMS and kwargs.get("keepdims") is True
+                and type(kwargs.get("axis")) is int):
+            # the common case first (a softmax's max over one axis, keepdims): no nan maximum
+            if not (ans != ans).any():
+                return _onp.packbits(x == ans, axis=None), (meta_of(x),)
         opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
         opts.update(kwargs)
         axes = _axes(x.ndim, opts.get("axis"))

@@ -98,7 +98,7 @@ defvjp_direct(anp.multiply,
        lambda g, ans, x, y: unbroadcast(x * g, y), save=(0, 1))
 defvjp_direct(anp.divide,
        lambda g, ans, x, y: unbroadcast(g / y, x),
-       lambda g, ans, x, y: unbroadcast(-g * x / (y * y), y), save=(0, 1))
+       lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y), save=(0, 1))   # (reduce first)
 _holomorphic(anp.negative, lambda g, ans, x: -g, save=())
 defvjp(anp.positive, lambda ans, x: _identity, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
