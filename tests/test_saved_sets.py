@@ -11,7 +11,7 @@ import gradcy.memory
 import gradcy.numpy as np
 from gradcy import grad
 from gradcy._core import ArrayMeta, Tape
-from gradcy.numpy.saved_sets import unpack_positions
+from gradcy.numpy.saved_sets import Positions, extremum_masks, unpack_positions
 from gradcy.test_util import check_grads
 
 from counters import assert_counters_zero as assert_released  # noqa: E402
@@ -239,3 +239,22 @@ def test_recompute_second_order_and_bad_policy():
     assert onp.allclose(h, h0, rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match="recompute must be"):
         grad(f, recompute="everything")
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_elementwise_extrema_keep_three_bit_masks(name):
+    f = getattr(np, name)
+    x, y = rng.randn(3, 4), rng.randn(4)
+    y[1] = x[0, 1]                                          # one tie
+    ans, args = record_of(f, (0,), x, y)
+    assert type(ans) is Positions and ans.nbytes == (3 * 12 + 7) // 8
+    assert type(args[0]) is ArrayMeta and type(args[1]) is ArrayMeta
+    out = getattr(onp, name)(x, y)
+    assert onp.array_equal(extremum_masks(ans), [x == out, y == out + 0 * x, x == y])
+    gx, gy = grad(lambda x, y: np.sum(f(x, y) * onp.arange(12.0).reshape(3, 4)),
+                  argnum=(0, 1))(x, y)
+    w = onp.arange(12.0).reshape(3, 4)
+    assert onp.array_equal(gx, w * (x == out) / (1.0 + (x == y)))
+    assert onp.array_equal(gy, (w * (y == out) / (1.0 + (x == y))).sum(axis=0))
+    check_grads(lambda x: f(x, 0.1), modes=["rev"], order=2)(x + 0.05)      # (no ties)
+    check_grads(lambda x, y: f(x, y), argnum=(0, 1), modes=["rev"], order=2)(x, y + 0.01)

@@ -10,7 +10,10 @@ only what the rules of its *traced* arguments read:
   divide's rule for x reads y only, its rule for y reads x and y;
 - max, min, nanmax, nanmin (amax, amin): the positions that attain the extremum, as a bit mask
   (one bit per element of the input, ``numpy.packbits``) in place of the input and the output:
-  1/64 of a float64 input. The rules read the mask back with `unpack_positions`.
+  1/64 of a float64 input. The rules read the mask back with `unpack_positions`;
+- maximum, minimum, fmax, fmin: three bit masks of the output's shape (x == out, y == out,
+  x == y) as a `Positions` record in place of x, y and the output: ``maximum(x, 0.0)`` keeps
+  3 bits per element instead of two float64 arrays.
 
 A buffer held by several records is counted and kept once (the tape's hold table), so a
 value that another node keeps anyway costs nothing more: tanh's or exp's output written into an
@@ -24,7 +27,7 @@ import numpy as _onp
 from .._core import meta_of
 from . import numpy_wrapper as anp
 
-__all__ = ["unpack_positions", "register"]
+__all__ = ["unpack_positions", "register", "Positions"]
 
 _ndarray = _onp.ndarray
 _NoValue = _onp._NoValue
@@ -36,6 +39,33 @@ def unpack_positions(packed, shape):
     for d in shape:
         n *= d
     return _onp.unpackbits(packed, count=n).reshape(shape).view(bool)
+
+
+class Positions(_onp.ndarray):
+    """Bit masks (numpy.packbits) a saved record keeps in place of the values they were
+    chosen from; ``out_shape`` is the shape of one mask. An ndarray, so the tape counts it."""
+
+
+def _elementwise_extremum_save(argnums, ans, args, kwargs):
+    if kwargs or len(args) != 2 or type(ans) is not _ndarray or ans.dtype.kind not in "fc":
+        return ans, args
+    x, y = args
+    for v in (x, y):
+        if not (type(v) is _ndarray or type(v) in (float, int) or isinstance(v, _onp.generic)):
+            return ans, args          # a traced outer value (nested), a list: everything
+    shape = ans.shape
+    masks = _onp.empty((3,) + shape, dtype=bool)
+    _onp.equal(x, ans, out=masks[0])
+    _onp.equal(y, ans, out=masks[1])
+    _onp.equal(x, y, out=masks[2])
+    packed = _onp.packbits(masks, axis=None).view(Positions)
+    packed.out_shape = shape
+    return packed, (meta_of(x), meta_of(y))
+
+
+def extremum_masks(packed):
+    """(x == out, y == out, x == y) of a Positions record of maximum/minimum."""
+    return unpack_positions(packed, (3,) + packed.out_shape)
 
 
 def _pack_positions(mask):
@@ -91,5 +121,7 @@ def register():
         getattr(anp, prim).recomputable = True
     for prim in (anp.max, anp.min):
         prim.save_fn = _extremum_saver(True)
+    for prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
+        prim.save_fn = _elementwise_extremum_save
     for prim in (anp.nanmax, anp.nanmin):
         prim.save_fn = _extremum_saver(False)

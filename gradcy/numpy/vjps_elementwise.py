@@ -16,6 +16,7 @@ import numpy as _onp  # noqa: F401
 
 from ..extend import ArrayMeta, defjvp, defvjp, defvjp_direct, primitive  # noqa: F401
 from . import numpy_wrapper as anp
+from .saved_sets import Positions, extremum_masks
 from .vjp_util import balanced_eq, cast_like, unbroadcast, broadcast_cotangent, shape_dtype  # noqa: F401
 
 _LN2 = math.log(2.0)
@@ -315,6 +316,9 @@ defjvp(anp.angle, _angle_jvp)
 
 def _extremum_vjp(ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
+    if type(ans) is Positions:      # the record keeps bit masks only (saved_sets.py)
+        return _positions_vjp(ans, x, 0)
+
     def vjp(g):
         mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
         return unbroadcast(g * mask.astype(_dtype_of(ans), copy=False), x)
@@ -322,7 +326,18 @@ def _extremum_vjp(ans, x, y):
 
 
 def _extremum_vjp_y(ans, x, y):
+    if type(ans) is Positions:
+        return _positions_vjp(ans, y, 1)
     return _extremum_vjp(ans, y, x)
+
+
+def _positions_vjp(packed, target, k):
+    """The rule of argument k (0: x, 1: y) from the masks (x == ans, y == ans, x == y)."""
+    def vjp(g):
+        masks = extremum_masks(packed)
+        weight = masks[k] / (1.0 + masks[2])
+        return unbroadcast(g * weight.astype(_dtype_of(g), copy=False), target)
+    return vjp
 
 
 def _extremum_jvp(g, ans, x, y):
