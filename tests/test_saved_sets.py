@@ -258,3 +258,24 @@ def test_elementwise_extrema_keep_three_bit_masks(name):
     assert onp.array_equal(gy, (w * (y == out) / (1.0 + (x == y))).sum(axis=0))
     check_grads(lambda x: f(x, 0.1), modes=["rev"], order=2)(x + 0.05)      # (no ties)
     check_grads(lambda x, y: f(x, y), argnum=(0, 1), modes=["rev"], order=2)(x, y + 0.01)
+
+
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": None}])
+def test_sort_partition_keep_the_permutation(kw):
+    x = rng.randn(4, 5)
+    ans, args = record_of(lambda x: np.sort(x, **kw), (0,), x)
+    assert type(args[0]) is ArrayMeta and ans.dtype == onp.int16 and ans.nbytes == x.size * 2
+    check_grads(lambda x: np.sort(x, **kw), modes=["rev"], order=2)(x)
+    ans, args = record_of(lambda x: np.partition(x, 2, **kw), (0,), x)
+    assert type(args[0]) is ArrayMeta and ans.dtype == onp.int16
+    check_grads(lambda x: np.partition(x, 2, **kw), modes=["rev"], order=2)(x)
+    wts = onp.arange(20.0) if kw.get("axis", -1) is None else onp.arange(20.0).reshape(4, 5)
+    g = grad(lambda x: np.sum(np.sort(x, **kw) * wts))(x)
+    perm = onp.argsort(x, axis=kw.get("axis", -1), kind="stable")
+    expect = onp.zeros(x.size) if kw.get("axis", -1) is None else onp.zeros_like(x)
+    if kw.get("axis", -1) is None:
+        expect[perm] = onp.arange(20.0)
+        expect = expect.reshape(4, 5)
+    else:
+        onp.put_along_axis(expect, perm, onp.arange(20.0).reshape(4, 5), kw.get("axis", -1))
+    assert onp.array_equal(g, expect)

@@ -13,7 +13,10 @@ only what the rules of its *traced* arguments read:
   1/64 of a float64 input. The rules read the mask back with `unpack_positions`;
 - maximum, minimum, fmax, fmin: three bit masks of the output's shape (x == out, y == out,
   x == y) as a `Positions` record in place of x, y and the output: ``maximum(x, 0.0)`` keeps
-  3 bits per element instead of two float64 arrays.
+  3 bits per element instead of two float64 arrays;
+- sort, partition: the permutation that sorts (argsort / argpartition, computed once in the
+  forward pass) in the smallest integer type that holds the axis length (int16 up to 32767)
+  in place of the input.
 
 A buffer held by several records is counted and kept once (the tape's hold table), so a
 value that another node keeps anyway costs nothing more: tanh's or exp's output written into an
@@ -66,6 +69,37 @@ def _elementwise_extremum_save(argnums, ans, args, kwargs):
 def extremum_masks(packed):
     """(x == out, y == out, x == y) of a Positions record of maximum/minimum."""
     return unpack_positions(packed, (3,) + packed.out_shape)
+
+
+def _small_index(perm, n):
+    return perm.astype(_onp.int16 if n <= 32767 else _onp.int32 if n < 2 ** 31 else perm.dtype,
+                       copy=False)
+
+
+_SORT_ARGS = ("axis", "kind", "order", "stable")
+_PARTITION_ARGS = ("kth", "axis", "kind", "order")
+
+
+def _sort_save(argnums, ans, args, kwargs):
+    a = args[0]
+    opts = dict(zip(_SORT_ARGS, args[1:]))
+    opts.update(kwargs)
+    if type(a) is not _ndarray or a.ndim == 0 or opts.get("order") is not None:
+        return ans, args
+    axis = opts.get("axis", -1)
+    perm = _onp.argsort(a, axis=axis, kind="stable")
+    return _small_index(perm, a.size if axis is None else a.shape[axis]), (meta_of(a),) + args[1:]
+
+
+def _partition_save(argnums, ans, args, kwargs):
+    a = args[0]
+    opts = dict(zip(_PARTITION_ARGS, args[1:]))
+    opts.update(kwargs)
+    if type(a) is not _ndarray or a.ndim == 0 or opts.get("order") is not None:
+        return ans, args
+    axis = opts.get("axis", -1)
+    perm = _onp.argpartition(a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect"))
+    return _small_index(perm, a.size if axis is None else a.shape[axis]), (meta_of(a),) + args[1:]
 
 
 def _pack_positions(mask):
@@ -123,5 +157,7 @@ def register():
         prim.save_fn = _extremum_saver(True)
     for prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
         prim.save_fn = _elementwise_extremum_save
+    anp.sort.save_fn = _sort_save
+    anp.partition.save_fn = _partition_save
     for prim in (anp.nanmax, anp.nanmin):
         prim.save_fn = _extremum_saver(False)
