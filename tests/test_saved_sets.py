@@ -279,3 +279,19 @@ def test_sort_partition_keep_the_permutation(kw):
     else:
         onp.put_along_axis(expect, perm, onp.arange(20.0).reshape(4, 5), kw.get("axis", -1))
     assert onp.array_equal(g, expect)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("kw", [{}, {"axis": 1}, {"axis": 0, "keepdims": True}])
+def test_median_keeps_two_bit_masks(name, kw):
+    f = getattr(np, name)
+    for shape in ((4, 5), (3, 6)):                        # odd and even counts
+        x = rng.randn(*shape)
+        ans, args = record_of(lambda x: f(x, **kw), (0,), x)
+        assert type(ans) is Positions and type(args[0]) is ArrayMeta
+        assert ans.nbytes == (2 * x.size + 7) // 8
+        check_grads(lambda x: f(x, **kw), modes=["rev"], order=2)(x)
+    x = onp.array([[1.0, 2.0, 2.0, 5.0], [3.0, 1.0, 4.0, 1.0]], dtype=onp.float32)
+    g = grad(lambda x: np.sum(f(x, axis=1)))(x)
+    assert g.dtype == onp.float32
+    assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0.5, 0.25, 0, 0.25]])     # (1 + 3) / 2

@@ -848,7 +848,7 @@ def _kept(record):
     ("max", ("ans",)), ("min", ("ans",)), ("nanmax", ("ans",)), ("nanmin", ("ans",)),
     ("prod", ("ans", 0)), ("nanprod", ("ans", 0)), ("cumprod", ("ans", 0)),
     ("nancumprod", ("ans", 0)), ("std", ("ans", 0)), ("nanstd", ("ans", 0)),
-    ("var", (0,)), ("nanvar", (0,)), ("ptp", (0,)), ("median", (0,)), ("nanmedian", (0,)),
+    ("var", (0,)), ("nanvar", (0,)), ("ptp", (0,)), ("median", ("ans",)), ("nanmedian", ("ans",)),
     ("nansum", (0,)), ("nanmean", (0,)), ("nancumsum", (0,))])
 def test_saved_set(name, expect):
     x = rand(3, 4)

@@ -16,7 +16,9 @@ only what the rules of its *traced* arguments read:
   3 bits per element instead of two float64 arrays;
 - sort, partition: the permutation that sorts (argsort / argpartition, computed once in the
   forward pass) in the smallest integer type that holds the axis length (int16 up to 32767)
-  in place of the input.
+  in place of the input;
+- median, nanmedian: the bit masks of the entries equal to the lower and the upper middle
+  order statistics (a `Positions` record of two masks of the input's shape).
 
 A buffer held by several records is counted and kept once (the tape's hold table), so a
 value that another node keeps anyway costs nothing more: tanh's or exp's output written into an
@@ -58,9 +60,9 @@ def _elementwise_extremum_save(argnums, ans, args, kwargs):
             return ans, args          # a traced outer value (nested), a list: everything
     shape = ans.shape
     masks = _onp.empty((3,) + shape, dtype=bool)
-    _onp.equal(x, ans, out=masks[0])
-    _onp.equal(y, ans, out=masks[1])
-    _onp.equal(x, y, out=masks[2])
+    _onp.equal(x, ans, out=masks[0, ...])
+    _onp.equal(y, ans, out=masks[1, ...])
+    _onp.equal(x, y, out=masks[2, ...])
     packed = _onp.packbits(masks, axis=None).view(Positions)
     packed.out_shape = shape
     return packed, (meta_of(x), meta_of(y))
@@ -100,6 +102,35 @@ def _partition_save(argnums, ans, args, kwargs):
     axis = opts.get("axis", -1)
     perm = _onp.argpartition(a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect"))
     return _small_index(perm, a.size if axis is None else a.shape[axis]), (meta_of(a),) + args[1:]
+
+
+_MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
+
+
+def _median_saver(nan):
+    from .vjps_reductions import _axes
+
+    def save(argnums, ans, args, kwargs):
+        a = args[0]
+        if type(a) is not _ndarray or a.dtype.kind != "f":
+            return ans, args
+        opts = dict(zip(_MEDIAN_ARGS, args[1:]))
+        opts.update(kwargs)
+        axes = _axes(a.ndim, opts.get("axis"))
+        ax = None if len(axes) == a.ndim else axes
+        quantile = _onp.nanquantile if nan else _onp.quantile
+        masks = _onp.empty((2,) + a.shape, dtype=bool)
+        for k, method in enumerate(("lower", "higher")):
+            _onp.equal(a, quantile(a, 0.5, axis=ax, keepdims=True, method=method), out=masks[k, ...])
+        packed = _onp.packbits(masks, axis=None).view(Positions)
+        packed.out_shape, packed.value_dtype = a.shape, a.dtype
+        return packed, (meta_of(a),) + args[1:]
+    return save
+
+
+def median_masks(packed):
+    """(x == lower middle, x == upper middle) of a Positions record of median."""
+    return unpack_positions(packed, (2,) + packed.out_shape)
 
 
 def _pack_positions(mask):
@@ -157,6 +188,8 @@ def register():
         prim.save_fn = _extremum_saver(True)
     for prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
         prim.save_fn = _elementwise_extremum_save
+    anp.median.save_fn = _median_saver(False)
+    anp.nanmedian.save_fn = _median_saver(True)
     anp.sort.save_fn = _sort_save
     anp.partition.save_fn = _partition_save
     for prim in (anp.nanmax, anp.nanmin):
