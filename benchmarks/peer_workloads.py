@@ -29,10 +29,11 @@ WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet
 VARIANTS = {"memnet": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
                        "autograd": ("concat",), "torch": ("concat", "inplace"),
                        "jax": ("concat",)},
-            "attention": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
+            "attention": {"numpy": ("inplace",), "gradcy": ("inplace", "recompute", "concat"),
                           "autograd": ("concat",), "torch": ("concat", "inplace"),
                           "jax": ("concat",)}}
-VARIANT_LABEL = {"inplace": "in-place", "concat": "concat"}
+VARIANT_LABEL = {"inplace": "in-place", "concat": "concat",
+                 "recompute": "in-place, recompute='elementwise'"}
 
 
 class Unsupported(Exception):
@@ -178,7 +179,8 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=
         S = p["S"]
         return lambda W, x: block(dmem(W, x, S))
     if name == "attention":
-        datt = grad(fns["attention_" + variant])
+        datt = (grad(fns["attention_inplace"], recompute="elementwise") if variant == "recompute"
+                else grad(fns["attention_" + variant]))
         S = p["S"]
         return lambda W, h0, q, b: block(datt(W, h0, q, b, S))
     if name == "untraced":

@@ -278,6 +278,31 @@ cdef class ArrayMeta:
 
 
 cdef ArrayMeta _last_meta = None
+cdef dict _recent_metas = {}       # (shape, dtype, type) -> ArrayMeta, at most 64 (then cleared)
+cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share (never mutated)
+
+
+cdef object _shared_kwargs(dict kwargs):
+    """An equal dict shared by the records of calls with the same small keyword arguments
+    (axis=1, keepdims=True): one dict for a loop's records instead of one per call. Only
+    ints, bools, strings and None are shared (not floats: -0.0 == 0.0); anything else keeps
+    the call's dict."""
+    cdef object key
+    cdef PyObject* found
+    if len(kwargs) > 4:
+        return kwargs
+    for k, v in kwargs.items():
+        t = type(v)
+        if not (t is int or t is bool or t is str or v is None):
+            return kwargs
+    key = tuple([(k, type(v), v) for k, v in kwargs.items()])
+    found = PyDict_GetItem(_recent_kwargs, key)
+    if found is not NULL:
+        return <object>found
+    if len(_recent_kwargs) >= 64:
+        _recent_kwargs.clear()
+    _recent_kwargs[key] = kwargs
+    return kwargs
 
 
 cdef inline void _set_last_meta(ArrayMeta m) noexcept:
@@ -312,10 +337,20 @@ cdef object _meta_of(object v):
             dim = PyLong_FromSsize_t(dims[d])
             Py_INCREF(dim)
             PyTuple_SET_ITEM(shape, d, dim)
+        # a loop's records alternate between a few shapes: one ArrayMeta per recent shape
+        key = (shape, <object>cnp.PyArray_DESCR(<cnp.ndarray>v), type(v))
+        cached = PyDict_GetItem(_recent_metas, key)
+        if cached is not NULL:
+            m = <ArrayMeta>cached
+            _set_last_meta(m)
+            return m
         m = ArrayMeta.__new__(ArrayMeta)
         m.shape = shape
         m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
         m.type = type(v)
+        if len(_recent_metas) >= 64:
+            _recent_metas.clear()
+        _recent_metas[key] = m
         _set_last_meta(m)
         return m
     if type(v) is Box:
@@ -671,6 +706,8 @@ cdef class Primitive:
                 new_sargs = _recompute_args(top, refs, nrefs, sargs)
                 recomputed = new_sargs is not sargs
                 sargs = new_sargs
+            if kwargs is not None and not top.keep_args:
+                kwargs = _shared_kwargs(<dict>kwargs)
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
             if recomputed:
