@@ -2,7 +2,7 @@
 ends, per primitive and per call site, beside what a hand-written gradient of the same program
 must keep (the arrays its backward pass reads that its forward pass made).
 
-    python benchmarks/saved_bytes_audit.py [--S 64,256] [--D 200]
+    python benchmarks/saved_bytes_audit.py [--S 64,256] [--D 100] [--recompute]
 
 A regression in what a rule saves shows up here as a number (tests/test_saved_sets.py asserts
 exact counts on small programs). Bytes are of root buffers, each counted once, for the first
@@ -71,7 +71,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--S", default="64,256", help="attention step counts (comma list)")
     ap.add_argument("--D", type=int, default=100, help="tanh chain size")
+    ap.add_argument("--recompute", action="store_true",
+                    help="with recompute='elementwise' (gradcy._core.set_recompute_default)")
     args = ap.parse_args(argv)
+    if args.recompute:
+        from gradcy import _core
+        _core.set_recompute_default(True)
     Ss = [int(s) for s in args.S.split(",") if s]
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}\n")
     for prog in programs(Ss, args.D):
