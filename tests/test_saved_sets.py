@@ -295,3 +295,32 @@ def test_median_keeps_two_bit_masks(name, kw):
     g = grad(lambda x: np.sum(f(x, axis=1)))(x)
     assert g.dtype == onp.float32
     assert onp.array_equal(g, [[0, 0.5, 0.5, 0], [0.5, 0.25, 0, 0.25]])     # (1 + 3) / 2
+
+
+# ---------------------------------------------------------------------------- the benchmark
+def test_attention_hand_gradient_matches_finite_differences_and_gradcy():
+    W, h0, q, b = ref.attention_inputs(B=2, D=5)
+    S = 4
+    loss = ref.attention_inplace(onp)                   # plain NumPy runs it as is
+    assert ref.attention_concat(onp)(W, h0, q, b, S) == pytest.approx(loss(W, h0, q, b, S))
+    hand = ref.hand_attention(W, h0, q, b, S)
+    eps, fd = 1e-6, onp.zeros_like(W)
+    for idx in onp.ndindex(*W.shape):
+        E = onp.zeros_like(W)
+        E[idx] = eps
+        fd[idx] = (loss(W + E, h0, q, b, S) - loss(W - E, h0, q, b, S)) / (2 * eps)
+    onp.testing.assert_allclose(hand, fd, rtol=1e-6, atol=1e-8)
+    for make in (ref.attention_inplace, ref.attention_concat):
+        onp.testing.assert_allclose(grad(make(np))(W, h0, q, b, S), hand, rtol=1e-10,
+                                    atol=1e-12)
+
+
+def test_peers_driver_runs_attention(capsys):
+    import peers
+    rc = peers.main(["--workloads", "attention", "--S", "3", "--libs", "numpy,gradcy",
+                     "--repeats", "1", "--quick"])
+    out = capsys.readouterr().out
+    assert rc in (0, None)
+    assert "attention: B=4, D=64, S=3" in out and "recompute='elementwise'" in out
+    assert "GRADIENT DIFFERS" not in out
+    assert "attention targets" in out and "S=3 recompute: time" in out
