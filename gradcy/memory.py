@@ -374,6 +374,17 @@ class SavedAudit:
         ``op -> [nodes, bytes]``.
     gradient
         The gradient computed.
+
+    Examples
+    --------
+    >>> import numpy as onp
+    >>> import gradcy.memory
+    >>> import gradcy.numpy as np
+    >>> a = gradcy.memory.saved_audit(lambda x: np.sum(np.exp(x) * x))(onp.zeros(100))
+    >>> a.total, sorted(a.by_op)                  # multiply keeps exp(x) and x: 800 bytes each
+    (1600, ['gradcy.numpy.exp', 'gradcy.numpy.multiply', 'gradcy.numpy.sum'])
+    >>> print(a.table().splitlines()[0])
+           bytes   nodes  op at call site
     """
 
     def __init__(self):
