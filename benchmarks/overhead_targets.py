@@ -7,7 +7,11 @@ thread), so every library sees the same machine load, and medians of the ratios.
   the hand-written NumPy gradient (reference_gradients.hand_sinchain), autograd 1.9.1 and
   PyTorch eager;
 - untraced: gradcy.numpy.sin(x) against numpy.sin(x) on 3 elements;
-- dotchain: grad of the 100-step z = dot(x, z) chain (D=500) against the hand-written gradient.
+- dotchain: grad of the 100-step z = dot(x, z) chain (D=500) against the hand-written gradient;
+- dropped: the create-and-drop loop (grad of reference_gradients.dropped with respect to both
+  arguments, 2x2) against its NumPy floor (reference_gradients.hand_dropped).
+
+Targets (gradcy issue 13): overhead <= 1.5x and dropped <= 1.4x the hand-written floor.
 """
 import os
 
@@ -83,6 +87,20 @@ def main():
         ratios.append(t_g / t_np)
     print(f"\nuntraced gradcy.numpy.sin / numpy.sin on 3 elements: "
           f"{statistics.median(ratios):.3f} (median of {args.rounds} interleaved rounds)")
+    b, a = onp.random.RandomState(ref.SEED).standard_normal((2, 2, 2))
+    dd = grad(ref.dropped(gnp), argnum=(0, 1))
+    n = 2000
+
+    def loop(fn):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn(b, a)
+        return (time.perf_counter() - t0) / n
+    r = []
+    for _ in range(args.rounds):
+        r.append(loop(dd) / loop(ref.hand_dropped))
+    print(f"create-and-drop (2x2): gradcy / NumPy floor time {statistics.median(r):.3f} "
+          f"(median of {args.rounds} interleaved rounds of {n} iterations)")
     X, Z = ref.dotchain_inputs(args.D)
     dg = grad(ref.dotchain(gnp))
     assert onp.allclose(dg(X, Z), ref.hand_dotchain(X, Z))

@@ -10,6 +10,10 @@ memory[:, i + 1] = cell(memory[:, :i + 1], W)) and by concatenation. The cell's 
 primitive in gradcy (gradcy.scipy.special.softmax) and PyTorch (torch.softmax); autograd and JAX
 spell it with max, exp and sum. PyTorch rejects the plain in-place version (the buffer's
 version counter changes after the prefix is saved), so its in-place row clones each read.
+
+attention is gradcy issue 13's network as a user writes it (reference_gradients.
+attention_inplace): every library spells the softmax with max, exp and sum, and writes in place
+where it can (gradcy; PyTorch with a clone of each read) beside the concatenating version.
 """
 import numpy
 
@@ -18,14 +22,18 @@ import reference_gradients as ref
 LIBS = ("numpy", "gradcy", "autograd", "torch", "jax")
 LIB_LABEL = {"numpy": "numpy (hand)", "gradcy": "gradcy", "autograd": "autograd",
              "torch": "torch (CPU)", "jax": "jax (eager)"}
-WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet")
+WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet", "attention")
 
 # Rows per library: most workloads have one way of writing them (variant None); memnet has the
 # in-place and the concatenating one.
 VARIANTS = {"memnet": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
                        "autograd": ("concat",), "torch": ("concat", "inplace"),
-                       "jax": ("concat",)}}
-VARIANT_LABEL = {"inplace": "in-place", "concat": "concat"}
+                       "jax": ("concat",)},
+            "attention": {"numpy": ("inplace",), "gradcy": ("inplace", "recompute", "concat"),
+                          "autograd": ("concat",), "torch": ("concat", "inplace"),
+                          "jax": ("concat",)}}
+VARIANT_LABEL = {"inplace": "in-place", "concat": "concat",
+                 "recompute": "in-place, recompute='elementwise'"}
 
 
 class Unsupported(Exception):
@@ -64,6 +72,8 @@ def workload_params(args):
         "dropped": {"unit": "iter", "inner": 500 if quick else 2000, "small": True},
         "memnet": {"unit": "grad", "inner": 1, "small": False, "S": getattr(args, "S", None),
                    "B": ref.MEMNET_B, "D": ref.MEMNET_D},
+        "attention": {"unit": "grad", "inner": 1, "small": False,
+                      "S": getattr(args, "S", None), "B": ref.MEMNET_B, "D": ref.MEMNET_D},
     }
 
 
@@ -75,6 +85,7 @@ def workload_label(name, p):
         "tanhchain": f"tanhchain: {ref.TANH_STEPS} tanh(dot), D={p.get('D')}",
         "dropped": "dropped: create-and-drop, 2x2",
         "memnet": f"memnet: B={p.get('B')}, D={p.get('D')}, S={p.get('S')}",
+        "attention": f"attention: B={p.get('B')}, D={p.get('D')}, S={p.get('S')}",
     }[name]
 
 
@@ -85,6 +96,8 @@ def make_data(name, p):
         return ref.tanhchain_inputs(p["D"])
     if name == "memnet":
         return ref.memnet_inputs(p["B"], p["D"])
+    if name == "attention":
+        return ref.attention_inputs(p["B"], p["D"])
     rng = numpy.random.RandomState(ref.SEED)
     if name in ("overhead", "untraced"):
         return (rng.standard_normal(3),)
@@ -120,6 +133,9 @@ def _hand(name, p):
     if name == "memnet":
         S = p["S"]
         return lambda W, x: ref.hand_memnet(W, x, S)
+    if name == "attention":
+        S = p["S"]
+        return lambda W, h0, q, b: ref.hand_attention(W, h0, q, b, S)
     return {"overhead": ref.hand_sinchain, "dotchain": ref.hand_dotchain,
             "tanhchain": ref.hand_tanhchain}[name]
 
@@ -151,6 +167,8 @@ def _functions(m):
     fns = {"overhead": ref.sinchain(m), "dotchain": ref.dotchain(m),
            "tanhchain": ref.tanhchain(m), "dropped": ref.dropped(m)}
     fns.update(memnet_functions(m))
+    fns.update({"attention_inplace": ref.attention_inplace(m),
+                "attention_concat": ref.attention_concat(m)})
     return fns
 
 
@@ -160,6 +178,11 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=
         dmem = grad(fns["memnet_" + variant])
         S = p["S"]
         return lambda W, x: block(dmem(W, x, S))
+    if name == "attention":
+        datt = (grad(fns["attention_inplace"], recompute="elementwise") if variant == "recompute"
+                else grad(fns["attention_" + variant]))
+        S = p["S"]
+        return lambda W, h0, q, b: block(datt(W, h0, q, b, S))
     if name == "untraced":
         return _untraced(m.sin, p["inner"], block)
     if name == "dropped":
@@ -237,6 +260,31 @@ def memnet_torch_grad(torch, Wn, xn, S, variant):
     return torch.autograd.grad(loss, (W,))[0]
 
 
+def attention_torch_grad(torch, Wn, h0n, qn, bn, S, variant):
+    """d/dW of the attention network in PyTorch (softmax spelled with max, exp and sum, as
+    the user wrote it). inplace: each read of the memory cloned (see memnet_torch_grad)."""
+    W = torch.from_numpy(Wn).requires_grad_()
+    h0, q, b = torch.from_numpy(h0n), torch.from_numpy(qn), torch.from_numpy(bn)
+
+    def cell(prefix):
+        scores = torch.einsum("bsd,d->bs", prefix, q)
+        w = torch.exp(scores - scores.max(dim=1, keepdim=True)[0])
+        w = w / w.sum(dim=1, keepdim=True)
+        return torch.tanh(torch.einsum("bs,bsd->bd", w, prefix) @ W + b)
+
+    if variant == "concat":
+        mem = h0.unsqueeze(1)
+        for _ in range(S):
+            mem = torch.cat([mem, cell(mem).unsqueeze(1)], dim=1)
+    else:
+        mem = torch.zeros((h0.shape[0], S + 1, h0.shape[1]), dtype=h0.dtype)
+        mem[:, 0] = h0
+        for i in range(S):
+            mem[:, i + 1] = cell(mem[:, :i + 1].clone())
+    loss = mem[:, -1].sum() - mem.mean(dim=1).sum()
+    return torch.autograd.grad(loss, (W,))[0]
+
+
 def _torch(name, p, variant=None):
     import torch
     torch.set_num_threads(1)
@@ -290,6 +338,10 @@ def _torch(name, p, variant=None):
     if name == "memnet":
         S = p["S"]
         return (lambda Wn, xn: memnet_torch_grad(torch, Wn, xn, S, variant)), None
+    if name == "attention":
+        S = p["S"]
+        return (lambda Wn, h0n, qn, bn: attention_torch_grad(torch, Wn, h0n, qn, bn, S,
+                                                             variant)), None
     raise ValueError(name)
 
 

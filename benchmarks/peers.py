@@ -4,6 +4,7 @@
     python benchmarks/peers.py --quick          # fewer repeats, smaller sizes (a few minutes)
     python benchmarks/peers.py --workloads dotchain,tanhchain --libs numpy,gradcy,torch --D 1000
     python benchmarks/peers.py --workloads memnet --S 64,256,1024   # the memory network
+    python benchmarks/peers.py --workloads attention --S 64,256,1024   # gradcy issue 13
 
 Every (library, workload) pair runs in its own subprocess
 (`python benchmarks/peers.py --worker LIB WORKLOAD ...`) with the BLAS/OpenMP thread counts
@@ -45,6 +46,7 @@ import reference_gradients as ref
 from peer_workloads import (LIBS, WORKLOADS, Unsupported, build, lib_label, make_data,
                             memnet_functions, variants, workload_label, workload_params)
 
+STEPPED = ("memnet", "attention")   # workloads run once per --S, under the run guard
 MIN_TIMED_SECONDS = 0.5   # memnet: repeat a short gradient until this much has been timed ...
 MAX_SHORT_RUNS = 51       # ... up to this many runs
 MEMNET_S = (64, 256, 1024)       # steps (one row group each); --quick: the first two
@@ -218,7 +220,7 @@ def worker(lib, name, args):
 
     guard = None
     budget = None
-    if name == "memnet":
+    if name in STEPPED:
         max_gib = getattr(args, "max_gib", MEMNET_MAX_GIB)
         guard = _Guard(out, getattr(args, "max_seconds", MEMNET_MAX_SECONDS),
                        int(max_gib * 2 ** 30) if max_gib else None)
@@ -242,7 +244,7 @@ def worker(lib, name, args):
         if p["small"]:
             r = run(*data)                       # warm-up (imports, caches, first dispatch)
             del r
-        elif name == "memnet":                   # warm-up at S=2: lazy imports, first dispatch
+        elif name in STEPPED:                    # warm-up at S=2: lazy imports, first dispatch
             r = build(lib, name, dict(p, S=2), variant)[0](*data)
             del r
         n_runs = args.repeats
@@ -256,7 +258,7 @@ def worker(lib, name, args):
             fp = _fingerprint(r)
             del r
             k += 1
-            if k == 1 and name == "memnet" and not getattr(args, "quick", False):
+            if k == 1 and name in STEPPED and not getattr(args, "quick", False):
                 # short runs are noisy on a shared machine: at least MIN_TIMED_SECONDS of them
                 n_runs = max(n_runs, min(MAX_SHORT_RUNS, int(MIN_TIMED_SECONDS / (t1 - t0))))
             if budget and len(times) < n_runs and sum(times) + times[-1] > budget:
@@ -298,7 +300,7 @@ def worker(lib, name, args):
     gc.collect()
     if core is not None:
         st = core.stats()
-        if name in ("dotchain", "tanhchain", "overhead", "memnet"):
+        if name in ("dotchain", "tanhchain", "overhead") + STEPPED:
             out["notes"].append(f"core peak saved {fmt_bytes(st['peak_saved_bytes'])}")
         if st["live_nodes"] or st["live_tapes"] or name == "dropped":
             out["notes"].append(f"live nodes after: {st['live_nodes']}, "
@@ -466,7 +468,7 @@ def cases(workloads, args):
     """(workload, S) pairs in run order: memnet once per --S, the others once (S None)."""
     out = []
     for name in workloads:
-        if name == "memnet":
+        if name in STEPPED:
             out += [(name, S) for S in args.S]
         else:
             out.append((name, None))
@@ -516,6 +518,27 @@ def table(results, case_list, libs, params):
 
 def _ratio_text(a, b):
     return "-" if a is None or b is None or not b else f"{a / b:.2f}x"
+
+
+def attention_summary(results, Ss):
+    """The attention targets (gradcy issue 13): gradcy in place against the hand-written
+    gradient, time <= 1.4x and tracemalloc peak <= 1.3x."""
+    lines = ["attention targets (gradcy in-place against the hand-written gradient):"]
+    for S in Ss:
+        hand = results.get(("numpy", "inplace", "attention", S))
+        for variant in ("inplace", "recompute"):
+            gin = results.get(("gradcy", variant, "attention", S))
+            if not (hand and gin and hand.get("status") == "ok" and gin.get("status") == "ok"):
+                lines.append(f"  S={S} {variant}: n/a")
+                continue
+            t = gin["time"] / hand["time"]
+            m = (gin["tracemalloc_peak"] / hand["tracemalloc_peak"]
+                 if gin["tracemalloc_peak"] and hand["tracemalloc_peak"] else None)
+            lines.append(
+                f"  S={S} {variant}: time {t:.2f}x hand ({'ok' if t <= 1.4 else 'MISSES'} "
+                f"<= 1.4x); " + ("peak n/a" if m is None else
+                                 f"peak {m:.2f}x hand ({'ok' if m <= 1.3 else 'MISSES'} <= 1.3x)"))
+    return "\n".join(lines)
 
 
 def memnet_summary(results, Ss):
@@ -648,6 +671,9 @@ def main(argv=None):
     print()
     if "memnet" in workloads:
         print(memnet_summary(results, args.S))
+        print()
+    if "attention" in workloads:
+        print(attention_summary(results, args.S))
         print()
     print("time: median of the timed runs, per unit; vs hand: ratio to the hand-written NumPy "
           "gradient; tracemalloc peak: bytes allocated at once during one run (- when the "

@@ -12,9 +12,9 @@ imports NumPy only.
 - the inputs: seeded, so every tool measures the same arrays;
 - the functions, for any NumPy-like module m (gradcy.numpy, numpy, autograd.numpy, jax.numpy,
   torch where its names match): sinchain, dotchain, tanhchain, dropped, memnet_inplace,
-  memnet_concat;
+  memnet_concat, attention_inplace, attention_concat;
 - their gradients by hand: hand_sinchain, hand_dotchain, hand_tanhchain, hand_dropped,
-  hand_memnet, and the forward-mode derivative hand_jvp_sinchain.
+  hand_memnet, hand_attention, and the forward-mode derivative hand_jvp_sinchain.
 """
 import numpy
 
@@ -51,6 +51,17 @@ def memnet_inputs(B=MEMNET_B, D=MEMNET_D, seed=SEED):
     W = rng.standard_normal((D, D)) / numpy.sqrt(D)
     x = rng.standard_normal((B, D))
     return W, x
+
+
+def attention_inputs(B=MEMNET_B, D=MEMNET_D, seed=SEED):
+    """(W, h0, q, b) of the attention memory network (gradcy issue 13): W (D, D) scaled by
+    1/sqrt(D), h0 the first slot (B, D), q the fixed query (D,), b the bias (D,)."""
+    rng = numpy.random.RandomState(seed + 13)
+    W = rng.standard_normal((D, D)) / numpy.sqrt(D)
+    h0 = rng.standard_normal((B, D))
+    q = rng.standard_normal(D) / numpy.sqrt(D)
+    b = 0.1 * rng.standard_normal(D)
+    return W, h0, q, b
 
 
 # =============================================================================
@@ -133,6 +144,40 @@ def memnet_concat(m, softmax=None):
             out = cell(memory, W)
             memory = m.concatenate([memory, m.expand_dims(out, 1)], axis=1)
         return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+    return f
+
+
+def attention_inplace(m):
+    """f(W, h0, q, b, S): gradcy issue 13's attention memory network as a user writes it,
+    in place: step i attends over the written prefix with the fixed query q and writes
+    tanh(read @ W + b) into slot i + 1. Differentiated with respect to W."""
+    def f(W, h0, q, b, S):
+        B, D = h0.shape
+        mem = m.zeros((B, S + 1, D))
+        mem[:, 0] = h0
+        for i in range(S):
+            prefix = mem[:, :i + 1]
+            scores = m.einsum("bsd,d->bs", prefix, q)
+            w = m.exp(scores - m.max(scores, axis=1, keepdims=True))
+            w = w / m.sum(w, axis=1, keepdims=True)
+            read = m.einsum("bs,bsd->bd", w, prefix)
+            mem[:, i + 1] = m.tanh(m.dot(read, W) + b)
+        return m.sum(mem[:, -1]) - m.sum(m.mean(mem, axis=1))
+    return f
+
+
+def attention_concat(m):
+    """The same network growing its memory by concatenation (O(S^2) bytes of prefixes)."""
+    def f(W, h0, q, b, S):
+        mem = m.expand_dims(h0, 1)
+        for i in range(S):
+            scores = m.einsum("bsd,d->bs", mem, q)
+            w = m.exp(scores - m.max(scores, axis=1, keepdims=True))
+            w = w / m.sum(w, axis=1, keepdims=True)
+            read = m.einsum("bs,bsd->bd", w, mem)
+            out = m.tanh(m.dot(read, W) + b)
+            mem = m.concatenate([mem, m.expand_dims(out, 1)], axis=1)
+        return m.sum(mem[:, -1]) - m.sum(m.mean(mem, axis=1))
     return f
 
 
@@ -273,4 +318,53 @@ def hand_memnet(W, x, S):
         dW += P[:, -1].T @ g_u
         dM[:, i] += g_u @ WT
         del q, w, h, P, out, g_v, g_h, g_w, g_s, g_q, dP, g_u
+    return dW
+
+
+def hand_attention(W, h0, q, b, S):
+    """d/dW of attention_inplace (and attention_concat), by hand, in place.
+
+    Forward: memory M (B, S+1, D); step i reads the prefix P = M[:, :i+1]
+        w = softmax(einsum('bsd,d->bs', P, q))   (B, i+1)
+        r = einsum('bs,bsd->bd', w, P)           (B, D)
+        M[:, i+1] = tanh(r @ W + b)
+    and keeps (w, r) on a stack: P and the step's output stay in M, never overwritten.
+    Backward: one cotangent buffer dM, filled in place from the last step to the first.
+    """
+    B, D = h0.shape
+    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, h0))
+    M[:, 0] = h0
+    stack = []
+    for i in range(S):
+        n = i + 1
+        P = M[:, :n]
+        s = numpy.einsum("bsd,d->bs", P, q)
+        s -= s.max(axis=1, keepdims=True)
+        w = numpy.exp(s, out=s)
+        w /= w.sum(axis=1, keepdims=True)
+        r = numpy.einsum("bs,bsd->bd", w, P)
+        v = r @ W
+        v += b
+        numpy.tanh(v, out=M[:, n])
+        stack.append((w, r))
+        del P, s, w, r, v
+    dM = numpy.full_like(M, -1.0 / (S + 1))     # d loss / d M: minus the mean over the slots ...
+    dM[:, S] += 1.0                             # ... plus the last slot
+    dW = numpy.zeros_like(W)
+    WT = W.T
+    for i in range(S - 1, -1, -1):
+        n = i + 1
+        w, r = stack.pop()
+        P = M[:, :n]
+        out = M[:, n]
+        g_v = dM[:, n] * (1.0 - out * out)              # out = tanh(v), v = r @ W + b
+        dW += r.T @ g_v
+        g_r = g_v @ WT
+        g_w = numpy.einsum("bd,bsd->bs", g_r, P)        # r = einsum(w, P)
+        g_w -= numpy.sum(g_w * w, axis=1, keepdims=True)
+        g_w *= w                                        # softmax: g_s = w (g_w - <g_w, w>)
+        dP = dM[:, :n]                                  # a view: the slots are updated in place
+        dP += numpy.einsum("bs,bd->bsd", w, g_r)
+        dP += numpy.einsum("bs,d->bsd", g_w, q)         # s = einsum(P, q)
+        del w, r, P, out, g_v, g_r, g_w, dP
     return dW

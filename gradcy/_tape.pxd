@@ -36,6 +36,7 @@ cdef enum:
     NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
     NODE_CONSTANT = 32    # no traced input reaches it (a buffer made by a constructor): no cotangent
     NODE_STALE = 64       # a view whose memory a later write changed: using it raises
+    NODE_RECOMPUTE = 128  # its saved record has Recomputed entries (made again before its VJP)
 
 
 # =============================================================================
@@ -74,9 +75,16 @@ cdef class Primitive:
     cdef readonly bint save_all_args  # the VJP reads every argument
     cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
     cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
+    cdef bint per_arg                 # saved set decided per call from the traced arguments:
+    cdef unsigned long long arg_masks[8]  # arguments argument k's rule reads (k < 8)
+    cdef unsigned int arg_ans         # bit k: argument k's rule reads the output
+    cdef unsigned int arg_known       # bit k: argument k has a per-argument entry
+    cdef public object save_fn        # save_fn(argnums, ans, args, kwargs) -> (ans_s, args_s): the
+                                      # record its rules read (a compact form), or None
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
     cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
     cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
+    cdef public bint recomputable     # cheap elementwise: its output can be made again from its record
     cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
     cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
                                       # deprecated prim.defvjp / defgrad methods)
@@ -85,8 +93,15 @@ cdef class Primitive:
     cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs)
-    cdef tuple _saved_args(self, tuple args, bint reuse)
+    cdef tuple _saved_args(self, tuple args, bint reuse, unsigned long long mask, bint all_args)
     cdef void _update_mask(self) noexcept
+
+
+cdef class Recomputed:
+    # What a saved record keeps in place of the output of node `node` (a recomputable op whose
+    # own record holds its inputs): the output is made again from that record before the VJP.
+    cdef readonly Py_ssize_t node
+    cdef readonly object meta      # ArrayMeta of the value
 
 
 cdef class Tape:
@@ -109,6 +124,8 @@ cdef class Tape:
     cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
     cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
     cdef public bint keep_args     # save every argument and the output in full (graph recording)
+    cdef public bint recompute     # outputs of recomputable ops whose record holds their inputs
+                                   # are not kept by their consumers: made again in the backward
     cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
     cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array input: its traced views, or None
 

@@ -318,6 +318,31 @@ cdef object _method(str name):
 
 
 cdef ArrayMeta _last_meta = None
+cdef dict _recent_metas = {}       # (shape, dtype, type) -> ArrayMeta, at most 64 (then cleared)
+cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share (never mutated)
+
+
+cdef object _shared_kwargs(dict kwargs):
+    """An equal dict shared by the records of calls with the same small keyword arguments
+    (axis=1, keepdims=True): one dict for a loop's records instead of one per call. Only
+    ints, bools, strings and None are shared (not floats: -0.0 == 0.0); anything else keeps
+    the call's dict."""
+    cdef object key
+    cdef PyObject* found
+    if len(kwargs) > 4:
+        return kwargs
+    for k, v in kwargs.items():
+        t = type(v)
+        if not (t is int or t is bool or t is str or v is None):
+            return kwargs
+    key = tuple([(k, type(v), v) for k, v in kwargs.items()])
+    found = PyDict_GetItem(_recent_kwargs, key)
+    if found is not NULL:
+        return <object>found
+    if len(_recent_kwargs) >= 64:
+        _recent_kwargs.clear()
+    _recent_kwargs[key] = kwargs
+    return kwargs
 
 
 cdef inline void _set_last_meta(ArrayMeta m) noexcept:
@@ -352,10 +377,20 @@ cdef object _meta_of(object v):
             dim = PyLong_FromSsize_t(dims[d])
             Py_INCREF(dim)
             PyTuple_SET_ITEM(shape, d, dim)
+        # a loop's records alternate between a few shapes: one ArrayMeta per recent shape
+        key = (shape, <object>cnp.PyArray_DESCR(<cnp.ndarray>v), type(v))
+        cached = PyDict_GetItem(_recent_metas, key)
+        if cached is not NULL:
+            m = <ArrayMeta>cached
+            _set_last_meta(m)
+            return m
         m = ArrayMeta.__new__(ArrayMeta)
         m.shape = shape
         m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
         m.type = type(v)
+        if len(_recent_metas) >= 64:
+            _recent_metas.clear()
+        _recent_metas[key] = m
         _set_last_meta(m)
         return m
     if type(v) is Box:
@@ -370,6 +405,12 @@ cdef object _meta_of(object v):
     if isinstance(v, (tuple, list)):
         return tuple([_meta_of(e) for e in v])
     return v
+
+
+def meta_of(v):
+    """What a saved record keeps for a value its rules do not read: ArrayMeta for an array
+    (shape, dtype, type), the value itself for small Python objects."""
+    return _meta_of(v)
 
 
 # =============================================================================
@@ -395,6 +436,10 @@ cdef class Primitive:
         self.save_ans = True
         self.save_all_args = True
         self.save_args = frozenset()
+        self.per_arg = False
+        self.arg_known = self.arg_ans = 0
+        self.save_fn = None
+        self.recomputable = False
         self.direct = False
         self.basic_view = False
         self.out_arg = -1
@@ -450,7 +495,44 @@ cdef class Primitive:
 
     def set_saved(self, save):
         """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
-        everything. Everything else is kept as ArrayMeta (shape and dtype only)."""
+        everything. Everything else is kept as ArrayMeta (shape and dtype only).
+
+        A dict {argnum: entries} declares it per argument: a call keeps the union of the
+        entries of its traced arguments only ('others' stands for every argument but that
+        one). A traced argument without an entry (or at a position past 7) keeps everything."""
+        self.per_arg = False
+        self.arg_known = self.arg_ans = 0
+        if isinstance(save, dict):
+            union = set()
+            for k, entries in save.items():
+                if not (isinstance(k, int) and k >= 0):
+                    raise ValueError(f"{self.name}: per-argument save keys are argument "
+                                     f"positions (non-negative ints), got {k!r}")
+                entries = tuple(entries)
+                if "others" in entries:
+                    union.add("args")
+                    entries = tuple(e for e in entries if e != "others")
+                    others = True
+                else:
+                    others = False
+                self._check_entries(entries)
+                union.update(entries)
+                if k >= 8:
+                    continue
+                mask = ~((<unsigned long long>1) << <int>k) if others else 0
+                if "args" in entries:
+                    mask = ~(<unsigned long long>0)
+                for e in entries:
+                    if isinstance(e, int) and e < 64:
+                        mask |= (<unsigned long long>1) << <int>e
+                    elif isinstance(e, int):
+                        mask = ~(<unsigned long long>0)     # (positions past 63: keep all)
+                self.arg_masks[k] = mask
+                self.arg_known |= 1u << <int>k
+                if "ans" in entries:
+                    self.arg_ans |= 1u << <int>k
+            self.per_arg = True
+            save = tuple(union)
         if save is None:
             self.save_ans = True
             self.save_all_args = True
@@ -458,10 +540,7 @@ cdef class Primitive:
             self.save_mask = 0
             return
         save = tuple(save)
-        for s in save:
-            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
-                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
-                                 f"positions (non-negative ints), got {s!r}")
+        self._check_entries(save)
         self.save_ans = "ans" in save
         self.save_all_args = "args" in save
         self.save_args = frozenset(s for s in save if isinstance(s, int))
@@ -473,6 +552,33 @@ cdef class Primitive:
             if a < 64:
                 mask |= (<unsigned long long>1) << <int>a
         self.save_mask = mask
+
+    def _check_entries(self, save):
+        for s in save:
+            if not (s == "ans" or s == "args" or (isinstance(s, int) and s >= 0)):
+                raise ValueError(f"{self.name}: save entries are 'ans', 'args' or argument "
+                                 f"positions (non-negative ints), got {s!r}")
+
+    def saved_set(self, argnums):
+        """What a call with traced arguments `argnums` keeps: ('ans'?, positions...) or
+        ('ans', 'args') for everything (the per-call counterpart of saved_spec)."""
+        cdef unsigned long long mask = 0
+        cdef bint sa = False, everything = not self.per_arg
+        if self.per_arg:
+            for a in argnums:
+                if a < 8 and (self.arg_known >> <int>a) & 1:
+                    mask |= self.arg_masks[a]
+                    sa = sa or bool((self.arg_ans >> <int>a) & 1)
+                else:
+                    everything = True
+        if everything:
+            return self.saved_spec
+        spec = ["ans"] if sa else []
+        if mask == ~(<unsigned long long>0):
+            spec.append("args")
+        else:
+            spec.extend([i for i in range(64) if (mask >> i) & 1])
+        return tuple(spec)
 
     @property
     def saved_spec(self):
@@ -510,19 +616,21 @@ cdef class Primitive:
         except (TypeError, ValueError):
             return None
 
-    cdef tuple _saved_args(self, tuple args, bint reuse):
-        """The arguments as the VJPs will see them: values they do not read replaced by their
-        metadata. With reuse, `args` (which nothing else references) is filled in place."""
+    cdef tuple _saved_args(self, tuple args, bint reuse, unsigned long long mask, bint all_args):
+        """The arguments as the VJPs will see them: values they do not read (bit clear in
+        `mask`) replaced by their metadata. With reuse, `args` (which nothing else references)
+        is filled in place. Positions past 63 follow save_args (a per-call set keeps them)."""
         cdef Py_ssize_t i, n
         cdef tuple out
         cdef object v
-        if self.save_all_args:
+        if all_args:
             return args
         n = PyTuple_GET_SIZE(args)
         out = args if reuse else PyTuple_New(n)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
-            if not ((i < 64 and (self.save_mask >> i) & 1) or (i >= 64 and i in self.save_args)):
+            if not ((i < 64 and (mask >> i) & 1)
+                    or (i >= 64 and (self.per_arg or i in self.save_args))):
                 v = _meta_of(v)
             elif out is args:
                 continue
@@ -540,6 +648,10 @@ cdef class Primitive:
         cdef object a, ans
         cdef tuple uargs, sargs
         cdef Py_ssize_t node
+        cdef unsigned long long mask
+        cdef bint all_args, save_ans, recomputed
+        cdef tuple new_sargs
+        cdef int32_t a_k
         if top.sweeping:
             raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
                                f"while that same differentiation's backward pass runs (in one "
@@ -595,16 +707,48 @@ cdef class Primitive:
                 return box
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
+            elif self.save_fn is not None:     # the rules read a compact record of their own
+                ans_s, sargs = self.save_fn(
+                    tuple([refs[k].argnum for k in range(nrefs)]), ans, uargs,
+                    kwargs if kwargs is not None else _EMPTY)
+                if type(sargs) is not tuple:
+                    raise TypeError(f"{self.name}: save_fn must return (ans, args tuple)")
+            elif self.per_arg:          # the union of what the traced arguments' rules read
+                mask = 0
+                all_args = save_ans = False
+                for k in range(nrefs):
+                    a_k = refs[k].argnum
+                    if a_k < 8 and (self.arg_known >> a_k) & 1:
+                        mask |= self.arg_masks[a_k]
+                        if (self.arg_ans >> a_k) & 1:
+                            save_ans = True
+                    else:
+                        all_args = save_ans = True
+                        break
+                ans_s = ans if save_ans else _meta_of(ans)
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1, mask,
+                                         all_args)
             else:
                 ans_s = ans if self.save_ans else _meta_of(ans)
                 # the call may have kept the argument tuple (a Python function's *args): reuse
                 # it for the saved record only if this frame holds the sole reference
-                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1)
+                sargs = self._saved_args(uargs, Py_REFCNT(<PyObject*>uargs) == 1,
+                                         self.save_mask, self.save_all_args)
             del uargs
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
+            recomputed = False
+            if top.recompute and not top.keep_args and self.write_vjp is None \
+                    and not self.basic_view:
+                new_sargs = _recompute_args(top, refs, nrefs, sargs)
+                recomputed = new_sargs is not sargs
+                sargs = new_sargs
+            if kwargs is not None and not top.keep_args:
+                kwargs = _shared_kwargs(<dict>kwargs)
             node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
+            if recomputed:
+                top.nodes[node].flags |= NODE_RECOMPUTE
             if top.owned:
                 top._owned_scan(node, ans_s, sargs)
         finally:
@@ -655,6 +799,89 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
+
+
+# =============================================================================
+# Recomputed outputs (Tape.recompute)
+# =============================================================================
+cdef bint _recompute_default = False
+
+
+def set_recompute_default(bint on):
+    """Whether new tapes recompute (Tape.recompute) unless told otherwise; returns the old
+    setting."""
+    global _recompute_default
+    old = _recompute_default
+    _recompute_default = on
+    return old
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class Recomputed:
+    """A saved record's stand-in for the output of node `node` (an op whose own record holds
+    all its inputs): the backward pass makes the output again from that record before running
+    the VJP that reads it, so the record does not hold it meanwhile."""
+
+    def __repr__(self):
+        return f"Recomputed(node={self.node}, {self.meta!r})"
+
+
+cdef bint _record_holds_inputs(Node* n) noexcept:
+    """Whether node n's saved record holds every argument of its call as a plain value (no
+    metadata, no traced value of an outer differentiation, no keyword arguments)."""
+    cdef Py_ssize_t j
+    cdef object v
+    if n.saved_args is NULL or n.prim is NULL or not (<Primitive>n.prim).recomputable:
+        return False
+    if n.saved_kwargs is not NULL and <object>n.saved_kwargs is not None:
+        return False
+    if n.flags & (NODE_RELEASED | NODE_RECOMPUTE | NODE_STALE):
+        return False
+    for j in range(PyTuple_GET_SIZE(<object>n.saved_args)):
+        v = <object>PyTuple_GET_ITEM(<object>n.saved_args, j)
+        if type(v) is ArrayMeta or type(v) is Box or type(v) is Recomputed \
+                or type(v) is tuple or type(v) is list:
+            return False
+    return True
+
+
+cdef tuple _recompute_args(Tape top, ParentRef* refs, int32_t nrefs, tuple sargs):
+    """sargs with the outputs of recomputable parents replaced by Recomputed stand-ins (a new
+    tuple), or sargs itself when none is."""
+    cdef int32_t k
+    cdef Recomputed r
+    cdef list out = None
+    cdef object v
+    for k in range(nrefs):
+        v = <object>PyTuple_GET_ITEM(sargs, refs[k].argnum)
+        if not cnp.PyArray_CheckExact(v) or not _record_holds_inputs(&top.nodes[refs[k].node]):
+            continue
+        if out is None:
+            out = list(sargs)
+        r = Recomputed.__new__(Recomputed)
+        r.node = refs[k].node
+        r.meta = _meta_of(v)
+        out[refs[k].argnum] = r
+    if out is None:
+        return sargs
+    return tuple(out)
+
+
+cdef tuple _materialize(Tape t, tuple args):
+    """args with each Recomputed stand-in replaced by the output made again from its node's
+    record."""
+    cdef list out = list(args)
+    cdef Node* n
+    cdef Py_ssize_t j
+    for j in range(len(out)):
+        if type(out[j]) is Recomputed:
+            n = &t.nodes[(<Recomputed>out[j]).node]
+            if n.saved_args is NULL or n.prim is NULL:
+                raise RuntimeError(f"backward: the record that a recomputed value of node "
+                                   f"{(<Recomputed>out[j]).node} is made from was released")
+            out[j] = PyObject_Call((<Primitive>n.prim).fun, <tuple>n.saved_args, <object>NULL)
+    return tuple(out)
 
 
 cdef inline object _match_tangent(object t, object ans):
@@ -761,6 +988,7 @@ cdef class Tape:
         self.forward = forward
         self.observer = None
         self.keep_args = False
+        self.recompute = _recompute_default
         self.owned = {}
         _live_tapes += 1
 
@@ -1314,8 +1542,11 @@ cdef class Tape:
         cdef PyObject* rule
         cdef tuple callargs
         cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
-        cdef Py_ssize_t a, nargs = PyTuple_GET_SIZE(args)
+        cdef Py_ssize_t a, nargs
         cdef bint vector
+        if node.flags & NODE_RECOMPUTE:
+            args = _materialize(self, args)
+        nargs = PyTuple_GET_SIZE(args)
         if prim.write_vjp is not None:
             live = [k for k in range(n)
                     if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]

@@ -263,12 +263,14 @@ def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
         _core.pop_active(tape)
 
 
-def _trace(fun, args, kwargs, argnum, fname, consume, observer=None):
+def _trace(fun, args, kwargs, argnum, fname, consume, observer=None, recompute=None):
     """Run fun with args[argnum] traced; returns (VJP, plain output value)."""
     leaves, unflatten = _differentiated_leaves(args, argnum, fname)
     tape = Tape()
     if observer is not None:
         tape.observer = observer
+    if recompute is not None:
+        tape.recompute = recompute
     try:
         boxes = [tape.new_leaf(v) for v in leaves]
         leaf_nodes = [b._node for b in boxes]
@@ -512,7 +514,19 @@ def value_and_grad(fun, argnum=0):
     return value_and_grad_fun
 
 
-def grad(fun, argnum=0):
+def _recompute_flag(recompute):
+    """The tape setting of grad's `recompute` policy (None: the process default)."""
+    if recompute is None:
+        return None
+    if recompute in ("elementwise", True):
+        return True
+    if recompute in ("none", False):
+        return False
+    raise ValueError(f"grad: recompute must be 'elementwise', 'none' or None (the default), "
+                     f"got {recompute!r}")
+
+
+def grad(fun, argnum=0, recompute=None):
     """
     Returns a function which computes the gradient of a scalar-valued function.
 
@@ -525,6 +539,11 @@ def grad(fun, argnum=0):
     argnum : int or tuple of int, optional
         The positional argument to differentiate with respect to (default 0). With a tuple of
         ints the gradient is a tuple, one entry per listed argument.
+    recompute : {None, 'elementwise', 'none'}, optional
+        ``'elementwise'``: a value made by a cheap elementwise operation (divide, multiply,
+        exp, tanh, ...) whose own saved record holds all its inputs is not kept by the
+        operations that read it; the backward pass makes it again (same values, bit for bit).
+        Less memory, a little more arithmetic. Default: off.
 
     Returns
     -------
@@ -566,13 +585,17 @@ def grad(fun, argnum=0):
     >>> grad(grad(lambda t: t ** 3))(2.0)         # gradients of gradients
     12.0
     """
+    flag = _recompute_flag(recompute)
+
     @wrap_nary_f(fun, grad, argnum)
     def gradfun(*args, **kwargs):
-        # plain float arrays in, a real scalar out: the whole call runs in _core
-        g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad, _match_input)
-        if g is not NotImplemented:
-            return g
-        vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True)
+        if flag is None:
+            # plain float arrays in, a real scalar out: the whole call runs in _core
+            g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad,
+                           _match_input)
+            if g is not NotImplemented:
+                return g
+        vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True, recompute=flag)
         return _grad_of(vjp, ans, "grad", False)
     return gradfun
 

@@ -588,8 +588,9 @@ SAVED = [
     (np.fabs, 1, {0}), (np.sinc, 1, {0}), (np.deg2rad, 1, set()), (np.rad2deg, 1, set()),
     (np.degrees, 1, set()), (np.radians, 1, set()), (np.conjugate, 1, set()),
     (np.real, 1, set()), (np.imag, 1, set()), (np.angle, 1, {0}),
-    (np.maximum, 2, {"ans", 0, 1}), (np.minimum, 2, {"ans", 0, 1}),
-    (np.fmax, 2, {"ans", 0, 1}), (np.fmin, 2, {"ans", 0, 1}), (np.nan_to_num, 1, {0}),
+    # maximum and friends keep bit masks (a Positions array) in the output's place
+    (np.maximum, 2, {"ans"}), (np.minimum, 2, {"ans"}),
+    (np.fmax, 2, {"ans"}), (np.fmin, 2, {"ans"}), (np.nan_to_num, 1, {0}),
     (np.copysign, 2, {0, 1}), (np.fmod, 2, {0, 1}), (np.remainder, 2, {0, 1}),
     (np.heaviside, 2, {0}), (np.clip, 3, {0, 1, 2}), (np.where, 3, {0}),
 ]

@@ -61,6 +61,15 @@ def memnet_data():
 
 
 @functools.lru_cache(maxsize=None)
+def attention_data():
+    """(W, h0, q, b) of the attention memory network (gradcy issue 13); None at a commit
+    whose reference_gradients.py lacks it."""
+    if not hasattr(ref, "attention_inputs"):
+        raise NotImplementedError("reference_gradients.py has no attention network here")
+    return _readonly(*ref.attention_inputs())
+
+
+@functools.lru_cache(maxsize=None)
 def vector(n, seed=SEED):
     """A seeded float64 vector of n elements in (-2, 2) (valid for every per-op benchmark)."""
     rng = numpy.random.RandomState(seed)

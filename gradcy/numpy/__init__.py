@@ -16,6 +16,8 @@ from . import elementwise, products, reductions, manipulation, indexing, sorting
 from . import calculus, statistics, polynomials  # noqa: F401
 from . import fft, linalg, random  # noqa: F401
 from . import inplace  # noqa: F401  (writes into arrays; constructors that own buffers)
+from . import saved_sets  # per-call saved sets: after the rule tables, whose save= it overrides
+saved_sets.register()
 
 # front ends in place of the primitives of the same names
 from .indexing import block, choose, select  # noqa: F401

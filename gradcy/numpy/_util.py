@@ -29,6 +29,11 @@ def shape_dtype(x):
 def _unbroadcast(g, target):
     """The cotangent g (of a broadcast result) summed down to the shape of `target` and cast to
     its dtype (real part only for a real target)."""
+    if type(g) is _onp.ndarray and (type(target) is _onp.ndarray or type(target) is ArrayMeta):
+        shape = target.shape            # plain arrays of one ndim and dtype: one reduction
+        if g.ndim == len(shape) and g.dtype == target.dtype:
+            axes = tuple([i for i, (n, m) in enumerate(zip(g.shape, shape)) if m == 1 and n != 1])
+            return g.sum(axis=axes, keepdims=True) if axes else g
     shape, dtype = shape_dtype(target)
     gshape = _onp.shape(g) if type(g) is not _onp.ndarray else g.shape
     if len(gshape) > len(shape):

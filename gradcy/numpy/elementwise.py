@@ -17,6 +17,7 @@ import numpy as _onp
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
 from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
+from .saved_sets import Positions, extremum_masks
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -85,7 +86,7 @@ defvjp_direct(anp.multiply,
        lambda g, ans, x, y: unbroadcast(x * g, y), save=(0, 1))
 defvjp_direct(anp.divide,
        lambda g, ans, x, y: unbroadcast(g / y, x),
-       lambda g, ans, x, y: unbroadcast(-g * x / (y * y), y), save=(0, 1))
+       lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y), save=(0, 1))   # (reduce first)
 _holomorphic(anp.negative, lambda g, ans, x: -g, save=())
 defvjp(anp.positive, lambda ans, x: _identity, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
@@ -302,6 +303,9 @@ defjvp(anp.angle, _angle_jvp)
 
 def _extremum_vjp(ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
+    if type(ans) is Positions:      # the record keeps bit masks only (saved_sets.py)
+        return _positions_vjp(ans, x, 0)
+
     def vjp(g):
         mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
         return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
@@ -309,7 +313,18 @@ def _extremum_vjp(ans, x, y):
 
 
 def _extremum_vjp_y(ans, x, y):
+    if type(ans) is Positions:
+        return _positions_vjp(ans, y, 1)
     return _extremum_vjp(ans, y, x)
+
+
+def _positions_vjp(packed, target, k):
+    """The rule of argument k (0: x, 1: y) from the masks (x == ans, y == ans, x == y)."""
+    def vjp(g):
+        masks = extremum_masks(packed)
+        weight = masks[k] / (1.0 + masks[2])
+        return unbroadcast(g * weight.astype(_dtype(g), copy=False), target)
+    return vjp
 
 
 def _extremum_jvp(g, ans, x, y):

@@ -14,12 +14,13 @@ import string
 
 import numpy as _onp
 
-from .._core import Box
+from .._core import ArrayMeta, Box
 from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
 
 _ndarray = _onp.ndarray
+_META_OR_ARRAY = (_ndarray, ArrayMeta)
 _c_einsum = anp._c_einsum
 
 
@@ -122,7 +123,7 @@ defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save=(0, 1))
 # broadcast. A 2-D operand against a batched one gets its cotangent from one tensordot (one
 # large matrix product, no per-batch partial sums).
 def _matmul_rule_0(g, ans, A, B):
-    if type(g) is _ndarray and type(B) is _ndarray and type(A) is _ndarray and (
+    if type(g) is _ndarray and type(B) is _ndarray and type(A) in _META_OR_ARRAY and (
             B.ndim == 2 and A.ndim >= 2):
         r = _onp.matmul(g, B.T)             # the common case, without dispatch
         if r.dtype == A.dtype:
@@ -149,7 +150,7 @@ def _matmul_rule_0(g, ans, A, B):
 
 
 def _matmul_rule_1(g, ans, A, B):
-    if type(g) is _ndarray and type(A) is _ndarray and type(B) is _ndarray and (
+    if type(g) is _ndarray and type(A) is _ndarray and type(B) in _META_OR_ARRAY and (
             A.ndim == 2 and B.ndim >= 2):
         r = _onp.matmul(A.T, g)             # the common case, without dispatch
         if r.dtype == B.dtype:
@@ -365,10 +366,12 @@ def _einsum_vjp(argnums, ans, args, kwargs):
         (subscripts, ops), ks = _einsum_from_sublists(args), tuple([a // 2 for a in argnums])
     optimize = kwargs.get("optimize", False) if kwargs else False
     # the common case first: two or more plain operands of one dtype, no optimize
-    dtype = ops[0].dtype if type(ops[0]) is _ndarray else None
+    # an operand kept as ArrayMeta (the only traced one: saved_sets.py) is read for its
+    # shape and dtype only
+    dtype = ops[0].dtype if type(ops[0]) in _META_OR_ARRAY else None
     patterns = []
     for o in ops:
-        if type(o) is _ndarray:
+        if type(o) in _META_OR_ARRAY:
             shape = o.shape
             if o.dtype != dtype:
                 dtype = None
@@ -386,7 +389,7 @@ def _einsum_vjp(argnums, ans, args, kwargs):
                 _SAME_DTYPE_SPECS[key] = specs
         if specs is not None:
             return _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype)
-    plain = all([type(o) is _ndarray for o in ops])      # no traced or scalar operand
+    plain = all([type(o) in _META_OR_ARRAY for o in ops])      # no traced or scalar operand
     return lambda g: tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
                             for k in ks])
 

@@ -19,6 +19,7 @@ from .._core import ArrayMeta
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
 from ._util import _NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype
+from .saved_sets import unpack_positions
 
 # =============================================================================
 # Helpers (plain Python on shapes, plain NumPy on masks)
@@ -97,6 +98,12 @@ def _weights(mask, axes, dtype):
 
 def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
     """Where the extremum `ans` is attained in x, ties split evenly (plain array)."""
+    return _weights(_chooser_mask(x, ans, axes, keepdims, where, nan_picks), axes,
+                    _onp.asarray(_plain(x)).dtype)
+
+
+def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
+    """The positions of x that attain the extremum `ans` (a plain bool array)."""
     xp = _onp.asarray(_plain(x))
     ap = _onp.asarray(_plain(ans))
     if (not keepdims or keepdims is _NoValue) and axes:
@@ -108,7 +115,7 @@ def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
         nans = _onp.isnan(ap)
         if nans.any():  # a nan maximum: the gradient goes to the nan entries
             mask |= _onp.isnan(xp) & nans
-    return _weights(mask, axes, xp.dtype)
+    return mask
 
 
 def _reverse(axis):
@@ -338,6 +345,9 @@ defjvp(anp.nanprod, _nanprod_jvp)
 def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                          * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                       * _chooser_weights(x, ans, axes, keepdims, where))
 
@@ -345,6 +355,9 @@ def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=No
 def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                          * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                       * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
 

@@ -10,7 +10,7 @@ constants.
 """
 import numpy as _onp
 
-from .._core import Box, register_numpy_override
+from .._core import ArrayMeta, Box, register_numpy_override
 from ..registry import defjvp, defvjp
 from . import _wrap as anp
 from ._util import _binder, _intp, _norm_axis, _plain, _shape
@@ -32,6 +32,8 @@ def _permutation_vjp(a, perm, axis):
 def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
     if order is not None:
         raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
+    if type(a) is ArrayMeta:    # the record keeps the permutation only (saved_sets.py)
+        return _permutation_vjp(a, ans, axis)
     perm = anp.argsort(a, axis=axis, kind="stable")
     return _permutation_vjp(a, perm, axis)
 
@@ -39,6 +41,8 @@ def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
 def _partition_vjp(ans, a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("gradcy: partition with order= has no gradient")
+    if type(a) is ArrayMeta:    # the record keeps the permutation only (saved_sets.py)
+        return _permutation_vjp(a, ans, axis)
     perm = anp.argpartition(a, kth, axis=axis, kind=kind)
     return _permutation_vjp(a, perm, axis)
 

@@ -10,6 +10,7 @@ import numpy as _onp
 from .._core import Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
+from .saved_sets import Positions, median_masks
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
                     _plain, _plain_tree, _shape, _size, cast_like, shape_dtype, unbroadcast)
 from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
@@ -18,6 +19,12 @@ from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dt
 def _median_weights(x, axes, nan):
     """Half of the weight to each of the two middle order statistics (all of it to the middle
     one for an odd count), split evenly among the entries equal to it."""
+    if type(x) is Positions:    # the record keeps the two masks only (saved_sets.py)
+        m_lo, m_hi = median_masks(x)
+        w_lo = _weights(m_lo, axes, x.value_dtype)
+        if _onp.array_equal(m_lo, m_hi):
+            return w_lo
+        return (w_lo + _weights(m_hi, axes, w_lo.dtype)) * w_lo.dtype.type(0.5)
     xp = _onp.asarray(_plain(x))
     quantile = _onp.nanquantile if nan else _onp.quantile
     ax = None if len(axes) == xp.ndim else axes
@@ -32,15 +39,17 @@ def _median_weights(x, axes, nan):
 def _median_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    w = ans if type(ans) is Positions else x      # (the masks of saved_sets.py)
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _median_weights(x, axes, False))
+                      * _median_weights(w, axes, False))
 
 
 def _nanmedian_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    w = ans if type(ans) is Positions else x
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _median_weights(x, axes, True))
+                      * _median_weights(w, axes, True))
 
 
 defvjp(anp.median, _median_vjp, save=(0,))
