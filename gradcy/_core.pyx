@@ -22,7 +22,8 @@ from gradcy._tape import (
     Primitive, Tape, Box,
     _active, push_active, pop_active, active_tape,
     register_box_method, register_numpy_override,
-    install_hooks, meta_of, set_recompute_default, Recomputed,
+    install_hooks, meta_of, set_recompute_default, Recomputed, register_array_type,
+    is_array_value,
     unbroadcast, transfer_box, is_box, box_value, setitem_fast)
 from gradcy._fast import SCALAR_SEEDS, grad_fast
 from gradcy._write import write_into, untracked_sharers, view_index

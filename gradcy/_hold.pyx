@@ -9,6 +9,8 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 
 cimport numpy as cnp
 
+from gradcy._meta cimport _nbytes
+
 cnp.import_array()
 
 
@@ -50,7 +52,7 @@ cdef Py_ssize_t hold_update(HoldTable* t, object root, int sign) except -1:
                 return 0
             e.key = _DELETED
             t.live -= 1
-            return cnp.PyArray_NBYTES(<cnp.ndarray>root)
+            return _nbytes(root)
         if e.key == _DELETED and free_slot is NULL:
             free_slot = e
         i = (i + 1) & mask
@@ -63,7 +65,7 @@ cdef Py_ssize_t hold_update(HoldTable* t, object root, int sign) except -1:
     e.key = key
     e.count = 1
     t.live += 1
-    return cnp.PyArray_NBYTES(<cnp.ndarray>root)
+    return _nbytes(root)
 
 
 cdef int _rehash(HoldTable* t, Py_ssize_t want) except -1:

@@ -13,3 +13,7 @@ cdef class ArrayMeta:
 
 # True when g is an exact ndarray with the shape and dtype of target (an ndarray or ArrayMeta)
 cdef bint _same_shape_dtype(object g, object target) except -1
+
+
+# Bytes of an array: an ndarray's, or the nbytes another array type (dask, cupy) declares
+cdef Py_ssize_t _nbytes(object a) except -1

@@ -64,3 +64,14 @@ cdef bint _same_shape_dtype(object g, object target) except -1:
             return False
     gdtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>g)
     return gdtype is tdtype or gdtype == tdtype
+
+
+cdef Py_ssize_t _nbytes(object a) except -1:
+    """Bytes of array a: an ndarray's, or the nbytes another array type declares (0 when it
+    cannot say, e.g. dask arrays of unknown shape)."""
+    if cnp.PyArray_Check(a):
+        return cnp.PyArray_NBYTES(<cnp.ndarray>a)
+    try:
+        return int(a.nbytes)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return 0

@@ -49,7 +49,7 @@ cdef extern from "Python.h":
 
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
-from gradcy._meta cimport ArrayMeta, _same_shape_dtype
+from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
 from gradcy._regions cimport (OwnedBuffer, _root_key, _root_buffer, _region_hull,
                               _layout_region, _is_basic_index)
 from gradcy._regions import regions_overlap
@@ -217,12 +217,55 @@ def register_numpy_override(numpy_fn, gradcy_fn):
 
 cdef object _ndarray_array_ufunc = _np.ndarray.__array_ufunc__
 
+# Array types of other libraries that implement NumPy's dispatch protocols and hold plain
+# numbers (dask.array.Array, cupy.ndarray): values of the computation like ndarrays, which
+# gradcy traces, differentiates and saves as they are (never converted to numpy.ndarray).
+# type -> bool, filled on first sight of a type; _any_array_types: some type was True.
+cdef dict _array_types = {}
+cdef bint _any_array_types = False
+_ARRAY_MODULES = ("dask.array", "cupy")
+
+
+cdef bint _is_array_type(object t) except -1:
+    global _any_array_types
+    cdef PyObject* known = PyDict_GetItem(_array_types, t)
+    if known is not NULL:
+        return <object>known is True
+    mod = getattr(t, "__module__", None) or ""
+    ok = (isinstance(t, type) and not issubclass(t, _np.ndarray)
+          and hasattr(t, "__array_function__") and hasattr(t, "__array_ufunc__")
+          and any(mod == m or mod.startswith(m + ".") for m in _ARRAY_MODULES))
+    _array_types[t] = ok
+    if ok:
+        _any_array_types = True
+    return ok
+
+
+def register_array_type(t, bint is_array=True):
+    """Treat instances of type `t` as array values of their own (like dask.array.Array and
+    cupy.ndarray, which are recognised without registration): they implement NumPy's
+    __array_function__ / __array_ufunc__ and hold plain numbers, so gradcy traces them,
+    saves them as they are and counts their declared nbytes."""
+    global _any_array_types
+    _array_types[t] = bool(is_array)
+    if is_array:
+        _any_array_types = True
+
+
+def is_array_value(x):
+    """x is an instance of a registered (or recognised) array type other than numpy.ndarray."""
+    return (not cnp.PyArray_Check(x) and type(x) is not Box and type(x) is not float
+            and _is_array_type(type(x)))
+
 
 cdef bint _defers(object o):
     """o is an array-like container of its own (xarray.DataArray, ...) that implements
-    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values)."""
+    __array_ufunc__: a Box operator leaves the operation to it (it may hold traced values).
+    Array types that hold plain numbers (dask, cupy) do not: the Box records the operation."""
     cdef type t = type(o)
     if t is Box or t is float or t is int or t is _np.ndarray or t is complex or t is bool:
+        return False
+    if _is_array_type(t):
         return False
     uf = getattr(t, "__array_ufunc__", None)
     return uf is not None and uf is not _ndarray_array_ufunc and not issubclass(t, _np.ndarray)
@@ -395,8 +438,9 @@ cdef object _meta_of(object v):
         return m
     if type(v) is Box:
         inner = _meta_of((<Box>v)._value)
-        if type(inner) is ArrayMeta or type(inner) is tuple:
-            return inner
+        if type(inner) is ArrayMeta or type(inner) is tuple or (
+                _any_array_types and _is_array_type(type(inner))):
+            return inner        # (arrays of other types are saved as they are)
         m = ArrayMeta.__new__(ArrayMeta)
         m.shape = tuple(_np.shape(inner))
         m.dtype = _np.result_type(inner)
@@ -1031,18 +1075,23 @@ cdef class Tape:
         cdef object v
         if cnp.PyArray_Check(ans):
             total += self._hold(ans, sign)
+        elif _any_array_types and _is_array_type(type(ans)):
+            total += self._hold(ans, sign)
         n = PyTuple_GET_SIZE(args)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
             if cnp.PyArray_Check(v):
+                total += self._hold(v, sign)
+            elif _any_array_types and _is_array_type(type(v)):
                 total += self._hold(v, sign)
         return total
 
     cdef Py_ssize_t _hold(self, object a, int sign) except -1:
         """One more (sign=+1) or one fewer (-1) saved record holding the root buffer of `a`;
         returns its bytes when that changed whether the tape holds it at all, else 0
-        (_hold.hold_update)."""
-        return hold_update(&self.holds, _root_buffer(a), sign)
+        (_hold.hold_update). An array of another type (dask, cupy) is its own root and counts
+        the nbytes it declares."""
+        return hold_update(&self.holds, _root_buffer(a) if cnp.PyArray_Check(a) else a, sign)
 
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
                             object ans, tuple args, object kwargs,
@@ -1253,7 +1302,8 @@ cdef class Tape:
 
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1:
         cdef Node* node = &self.nodes[i]
-        cdef Py_ssize_t nb = cnp.PyArray_NBYTES(<cnp.ndarray>g) if cnp.PyArray_Check(g) else 0
+        cdef Py_ssize_t nb = cnp.PyArray_NBYTES(<cnp.ndarray>g) if cnp.PyArray_Check(g) else (
+            _nbytes(g) if _any_array_types and _is_array_type(type(g)) else 0)
         cdef PyObject* old = node.cotangent
         cdef Py_ssize_t oldnb = node.cot_bytes
         Py_INCREF(g)
@@ -1733,27 +1783,37 @@ cdef class Box:
     @property
     def shape(self):
         v = self._value
-        return v.shape if cnp.PyArray_Check(v) or type(v) is Box else _np.shape(v)
+        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+            return v.shape
+        return _np.shape(v)
 
     @property
     def ndim(self):
         v = self._value
-        return v.ndim if cnp.PyArray_Check(v) or type(v) is Box else _np.ndim(v)
+        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+            return v.ndim
+        return _np.ndim(v)
 
     @property
     def size(self):
         v = self._value
-        return v.size if cnp.PyArray_Check(v) or type(v) is Box else _np.size(v)
+        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+            return v.size
+        return _np.size(v)
 
     @property
     def dtype(self):
         v = self._value
-        return v.dtype if cnp.PyArray_Check(v) or type(v) is Box else _np.result_type(v)
+        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+            return v.dtype
+        return _np.result_type(v)
 
     @property
     def nbytes(self):
         v = self._value
-        return v.nbytes if cnp.PyArray_Check(v) or type(v) is Box else _np.asarray(v).nbytes
+        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+            return v.nbytes
+        return _np.asarray(v).nbytes
 
     @property
     def itemsize(self):

@@ -16,7 +16,7 @@ from functools import wraps
 
 import numpy as _np
 
-from . import _core
+from . import _core, backends
 from ._core import Box, Tape
 from ._core import grad_fast as _grad_fast
 from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
@@ -102,6 +102,11 @@ def _check_leaf(x, fname, argnum):
             raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
                             f"defined for floating-point and complex inputs. Pass "
                             f"x.astype(float) instead.")
+    elif backends.is_array_value(value):
+        if _np.dtype(value.dtype).kind not in "fc":
+            raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+                            f"defined for floating-point and complex inputs. Pass "
+                            f"x.astype(float) instead.")
     elif not isinstance(value, (float, complex)):
         raise TypeError(f"{fname}: argument {argnum} is a {type(value).__name__}; expected a "
                         f"float, complex, numpy array, or tuple/list/dict of these (a type of "
@@ -116,6 +121,8 @@ def _box_subclass_types():
 
 
 def _zeros_like(x):
+    if backends.is_array_value(x):
+        return _np.zeros_like(x)
     if type(x) is Box:
         return _np.zeros(x.shape, x.dtype)
     if isinstance(x, _np.ndarray):
@@ -140,6 +147,8 @@ def _match_input(g, x):
         return g
     if type(x) is Box:
         return g
+    if backends.is_array_value(g) or backends.is_array_value(x):
+        return backends.match_gradient(g, x)
     if isinstance(x, _np.ndarray):
         g = _np.asarray(g)
         if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
@@ -186,6 +195,12 @@ class VJP:
         self._packed = False       # the output was a container: g is flattened the same way
 
     def __call__(self, g):
+        cots = self._cotangents(g)
+        return self._unflatten(backends.compute_pending(cots, self._inputs))
+
+    def _cotangents(self, g):
+        """The matched cotangents of the input leaves (flat; Dask ones of NumPy inputs not
+        computed yet)."""
         tape = self._tape
         if tape is None or tape.released:
             raise _core.EscapedValueError(
@@ -201,7 +216,7 @@ class VJP:
         finally:
             if self._consume:
                 self.release()
-        return self._unflatten([_match_input(c, x) for c, x in zip(cots, self._inputs)])
+        return [_match_input(c, x) for c, x in zip(cots, self._inputs)]
 
     def release(self):
         """Free the tape and the buffers it saved now (idempotent); later calls raise
@@ -310,7 +325,17 @@ def _grad_of(vjp, ans, fname, with_value):
     except BaseException:
         vjp.release()
         raise
-    g = vjp(_ones_like(ans))
+    if not backends.is_array_value(ans):
+        g = vjp(_ones_like(ans))
+        return (ans, g) if with_value else g
+    # arrays of other libraries: Dask gradients of NumPy inputs (and with them the value) are
+    # computed together, so the graph they share runs once
+    unflatten, inputs = vjp._unflatten, vjp._inputs
+    cots = vjp._cotangents(_ones_like(ans))
+    if with_value and not any(backends.is_lazy(x) for x in inputs):
+        *cots, ans = backends.compute_pending(cots + [ans], inputs + [None])
+        return ans, unflatten(cots)
+    g = unflatten(backends.compute_pending(cots, inputs))
     return (ans, g) if with_value else g
 
 
@@ -364,6 +389,8 @@ def _ones_like(ans):
     one = _SCALAR_ONES.get(type(ans))
     if one is not None:          # the common seed: a real scalar output (immutable, shared)
         return one
+    if backends.is_array_value(ans):
+        return _np.ones_like(ans)
     if type(ans) is Box:
         return _np.ones_like(ans) if ans.ndim else _np.ones_like(ans)[()]
     if isinstance(ans, _np.ndarray):
@@ -382,6 +409,15 @@ def _check_scalar_output(ans, fname):
     value = ans
     while type(value) is Box:
         value = value._value
+    if backends.is_array_value(value):
+        if value.size != 1:
+            raise TypeError(f"{fname}: the function returned an array of shape {value.shape}; "
+                            f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
+                            f"make_vjp for array outputs.")
+        if _np.dtype(value.dtype).kind != "f":
+            raise TypeError(f"{fname}: the function returned a {type(value).__name__} of dtype "
+                            f"{value.dtype}; {fname} needs a real floating-point output")
+        return
     if isinstance(value, (bool, _np.bool_)) or (
             isinstance(value, _np.ndarray) and value.dtype.kind == "b"):
         raise TypeError(f"{fname}: the function returned a boolean ({value!r}), which has no "
@@ -406,7 +442,7 @@ def _check_float_output(ans, fname):
     t = type(value)
     if t is float or t is complex:
         return
-    if isinstance(value, (_np.ndarray, _np.generic)):
+    if isinstance(value, (_np.ndarray, _np.generic)) or backends.is_array_value(value):
         if value.dtype.kind in "fc":
             return
         what = f"a value of dtype {value.dtype}"

@@ -5,7 +5,8 @@ import math as _math
 
 import numpy as _onp
 
-from .._core import ArrayMeta, Box, install_hooks
+from .._core import ArrayMeta, Box, install_hooks, is_array_value
+from ..backends import broadcast_like
 from .._core import unbroadcast  # noqa: F401  (fast path in C, falls back to _unbroadcast)
 from . import _wrap as anp
 from ._wrap import _contains_box, _plain, _plain_tree  # noqa: F401  (helpers of the rules)
@@ -70,12 +71,15 @@ def balanced_eq(x, z, y):
 _SMALL = 4096   # elements: below this a materialised cotangent is cheaper than a view
 
 
-def broadcast_cotangent(g, shape):
+def broadcast_cotangent(g, shape, like=None):
     """g broadcast to `shape`: a read-only view for large shapes (no memory), a fresh writable
     array for small ones (cheaper than building the view, and handed out without a copy);
-    traced for a traced g."""
+    traced for a traced g. `like`: the array of that shape the cotangent is for, when saved
+    (an array of another library: the result is of its type, Dask with its chunks)."""
     if type(g) is Box:
         return anp.broadcast_to(g, shape)
+    if is_array_value(g) or is_array_value(like):
+        return broadcast_like(g, shape, like)
     if _math.prod(shape) <= _SMALL:
         out = _onp.empty(shape, dtype=_onp.result_type(g))
         out[...] = g

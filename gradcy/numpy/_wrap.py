@@ -22,8 +22,8 @@ import types
 
 import numpy as _np
 
-from .._core import (Box, TracerArrayConversionError, register_box_method,
-                     register_numpy_override, install_hooks)
+from .._core import (Box, TracerArrayConversionError, install_hooks, is_array_value,
+                     register_box_method, register_numpy_override)
 from ..registry import notrace_primitive, primitive
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
@@ -74,7 +74,13 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np.
         if keepdims is _np._NoValue:
             return _add_reduce(a, axis, dtype, out)
         return _add_reduce(a, axis, dtype, out, keepdims)
-    return _np.sum(a, axis, dtype, out, keepdims=keepdims, initial=initial, where=where)
+    # by keyword, and only what was given: other array libraries' sum (dask's, through
+    # __array_function__) take the same names in another order and no NumPy sentinels
+    kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
+          if v is not _np._NoValue}
+    if out is not None:
+        kw["out"] = out
+    return _np.sum(a, axis=axis, dtype=dtype, **kw)
 
 
 try:
@@ -649,11 +655,20 @@ def _box_getitem(A, idx):
     return getitem(A, idx)
 
 
+def _unboxed(x):
+    while type(x) is Box:
+        x = x._value
+    return x
+
+
 if hasattr(_np.ndarray, "mT"):
     def _mT(x):
         """x with its last two axes swapped (the VJP rules' transpose): a view of an ndarray,
         matrix_transpose of a traced value."""
-        return x.mT if type(x) is _np.ndarray else matrix_transpose(x)
+        if type(x) is _np.ndarray:
+            return x.mT
+        # (Dask has no matrix_transpose: its fallback would compute the array)
+        return swapaxes(x, -1, -2) if is_array_value(_unboxed(x)) else matrix_transpose(x)
 else:                               # NumPy 1.26: no ndarray.mT, no matrix_transpose
     def _mT(x):
         return x.swapaxes(-1, -2) if type(x) is _np.ndarray else swapaxes(x, -1, -2)
@@ -662,6 +677,8 @@ else:                               # NumPy 1.26: no ndarray.mT, no matrix_trans
 @primitive
 def astype(x, dtype, *args, **kwargs):
     """x.astype(dtype) as a primitive."""
+    if is_array_value(x):           # a Dask / CuPy array: its own astype, no conversion
+        return x.astype(dtype, *args, **kwargs)
     return _np.asarray(x).astype(dtype, *args, **kwargs)
 
 

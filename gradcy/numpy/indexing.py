@@ -15,7 +15,7 @@ import inspect
 
 import numpy as _onp
 
-from .._core import Box, SparseCotangent, register_numpy_override
+from .._core import Box, SparseCotangent, is_array_value, register_numpy_override
 from ..registry import (defjvp, defjvp_argnums, defvjp, defvjp_argnums, defvjp_direct,
                         nondifferentiable, primitive)
 from . import _wrap as anp
@@ -103,7 +103,27 @@ def _getitem_vjp(g, ans, A, idx):
         if g.dtype.kind == "c" and dtype.kind != "c":
             g = g.real
         return SparseCotangent(idx, g, shape, dtype, not _no_repeats(idx))
+    if type(g) is not Box and (is_array_value(g) or is_array_value(A)):
+        return _untake_like(g, idx, A, shape, dtype)
     return untake(g, idx, shape, dtype)
+
+
+def _untake_like(g, idx, A, shape, dtype):
+    """untake for a Dask / CuPy cotangent or array A (saved as it is): zeros made like A (or
+    like g when A is a NumPy array's metadata), g written in by the library's own item
+    assignment (lazy for Dask)."""
+    if not _no_repeats(idx):
+        raise NotImplementedError(
+            f"gradcy.numpy.getitem: the VJP of a read with repeated indices of a "
+            f"{type(g).__name__} adds at repeated positions (numpy.add.at), which "
+            f"{type(g).__module__.split('.')[0]} arrays do not support; read with a basic index "
+            f"or an index without repeats")
+    out = (_onp.zeros_like(A, dtype=dtype) if is_array_value(A)
+           else _onp.zeros_like(g, dtype=dtype, shape=shape))
+    if _onp.iscomplexobj(g) and out.dtype.kind != "c":
+        g = g.real
+    out[idx] = g
+    return out
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))

@@ -74,8 +74,8 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
-from .._core import (Box, OwnedBuffer, active_tape, layout_region,  # noqa: F401
-                     register_box_method, transfer_box)
+from .._core import (Box, OwnedBuffer, active_tape, is_array_value,  # noqa: F401
+                     layout_region, register_box_method, transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import unbroadcast
@@ -302,6 +302,9 @@ def _selected(g, idx):
     if type(g) is Box:
         gi = anp.getitem(g, idx)
         return gi if keep is None else anp.where(keep, gi, 0.0)
+    if is_array_value(g):
+        gi = g[idx]          # (a new array: Dask and CuPy indexing do not alias for writes)
+        return gi if keep is None else anp.where(keep, gi, 0.0)
     gi = _np.array(g[idx], copy=True)
     if keep is not None:
         gi[~keep] = 0
@@ -404,6 +407,11 @@ def _box_setitem(box, idx, value):
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
     plain = _innermost(box._value)
+    if is_array_value(plain):
+        # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
+        # at_set; the Box moves to the new version as for a NumPy buffer
+        transfer_box(box, at_set(box, idx, value))
+        return
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
@@ -801,7 +809,7 @@ def _temporary_target(box):
 # Functional updates: x.at[idx].set(v) and friends
 # =============================================================================
 def _at_set(x, idx, v):
-    out = _np.array(x, copy=True)
+    out = x.copy() if is_array_value(x) else _np.array(x, copy=True)
     out[idx] = v
     return out
 
@@ -991,7 +999,9 @@ def _owning(name, make, traced=None):
             return make(*plain, **kwargs)
         out = make(*plain, **kwargs)
         if type(out) is not _np.ndarray:
-            return out
+            # a Dask / CuPy array (zeros_like of one): a constant traced value, so traced
+            # values can be written into it (by its own item assignment, see _box_setitem)
+            return tape.new_constant(out) if is_array_value(out) else out
         if out.base is not None:   # e.g. array(x, copy=False) returning a view of x
             out = out.copy()
         return own(tape, out)

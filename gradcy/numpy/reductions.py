@@ -144,7 +144,7 @@ def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
         return full
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape)
+    g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape, x)
     if where is not None and where is not _NoValue:
         g = g * where
     return g

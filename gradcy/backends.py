@@ -1,0 +1,128 @@
+"""Array types of other libraries as values and data: dask.array.Array, cupy.ndarray.
+
+These types implement NumPy's dispatch protocols (``__array_function__``,
+``__array_ufunc__``), so gradcy's primitives, which call NumPy functions, run on them as they
+are: a Dask array builds a lazy graph, a CuPy array runs on the GPU. gradcy never converts
+them to ``numpy.ndarray``: zeros and ones are made like their input (``numpy.zeros_like``),
+shapes, dtypes and byte counts are read from the object, and the memory counters count the
+nbytes each array declares. dask.array and cupy are recognised by their module; other types
+with the same protocols are added with `register_array_type`.
+
+The gradient has the type of its input:
+
+- NumPy in, NumPy out. When it depends on Dask data it is a lazy Dask array inside the sweep;
+  gradcy computes it at the end (``value_and_grad`` computes the value and every gradient in
+  one ``dask.compute``, so the shared graph runs once).
+- Dask in, lazy Dask out, with the input's chunks.
+- CuPy in, CuPy out.
+
+A mixture gradcy cannot honour without converting between devices (a NumPy argument whose
+gradient is a CuPy array, a CuPy argument whose gradient is a Dask array) raises TypeError.
+"""
+import numpy as _np
+
+from ._core import is_array_value, register_array_type  # noqa: F401
+
+__all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
+           "broadcast_like",
+           "match_gradient", "compute_pending"]
+
+
+def is_lazy(x):
+    """x is a Dask collection (its values exist once computed)."""
+    return hasattr(type(x), "__dask_graph__") and is_array_value(x)
+
+
+def zeros_like(x):
+    """Zeros of x's shape and dtype, of x's array type (Dask: x's chunks)."""
+    return _np.zeros_like(x)
+
+
+def ones_like(x):
+    """Ones of x's shape and dtype, of x's array type (Dask: x's chunks)."""
+    return _np.ones_like(x)
+
+
+def broadcast_like(g, shape, like=None):
+    """g broadcast to `shape`, as an array of like's library when `like` (an array of that
+    shape, or None) is one (Dask: like's chunks, each made from g on its own), else of g's."""
+    if is_lazy(like) and tuple(like.shape) == tuple(shape):
+        import dask.array as da
+        return da.broadcast_to(g, shape, chunks=like.chunks)
+    if is_array_value(like) and not is_array_value(g):
+        g = zeros_like(like[(0,) * like.ndim]) + g       # on like's device
+    return _np.broadcast_to(g, shape)
+
+
+def _module(x):
+    return type(x).__module__.split(".")[0]
+
+
+def _mismatch(g, x, fname):
+    raise TypeError(
+        f"{fname}: the gradient of a {type(x).__module__}.{type(x).__name__} argument came out "
+        f"as a {type(g).__module__}.{type(g).__name__}; gradcy does not move arrays between "
+        f"array libraries (devices). Pass the arguments and the data as arrays of one library "
+        f"(NumPy parameters with Dask data are supported: the gradient is computed).")
+
+
+def match_gradient(g, x, fname="grad"):
+    """The gradient g (an array of any type, or a scalar) given input x when either is an
+    array of another library: x's type, shape and dtype (Dask: x's chunks). A lazy gradient
+    of a NumPy input stays lazy here; compute_pending computes it."""
+    if g is None:
+        return zeros_like(x) if is_array_value(x) else None
+    if not is_array_value(x):
+        # a NumPy (or scalar) input: a Dask gradient is computed later; other types refuse
+        if is_lazy(g):
+            if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
+                g = g.real
+            dtype = _np.result_type(x)
+            if g.dtype != dtype:
+                g = g.astype(dtype)
+            shape = _np.shape(x)
+            if tuple(g.shape) != tuple(shape):
+                g = _np.broadcast_to(g, shape)
+            return g
+        _mismatch(g, x, fname)
+    if is_array_value(g) and _module(g) != _module(x):
+        _mismatch(g, x, fname)
+    if not is_array_value(g):
+        # a gradient that no operation on x's library touched (a constant, a plain ndarray
+        # from NumPy-only terms): x's type, added onto zeros made like x
+        if isinstance(g, _np.ndarray) and _module(x) == "cupy":
+            _mismatch(g, x, fname)
+        g = zeros_like(x) + g
+    if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
+        g = g.real
+    if g.dtype != x.dtype:
+        g = g.astype(x.dtype)
+    if tuple(g.shape) != tuple(x.shape):
+        g = zeros_like(x) + g      # broadcast, keeping x's chunks
+    if is_lazy(x) and g.chunks != x.chunks:
+        g = g.rechunk(x.chunks)
+    return g
+
+
+def compute_pending(values, inputs):
+    """values with every lazy (Dask) entry whose input (same position in `inputs`; None: no
+    input, always computed) is not lazy replaced by its computed value, all in one
+    dask.compute so a graph they share runs once. Computed 0-d results become the input's
+    scalar type (a Python float input gets a float)."""
+    todo = [k for k, (v, x) in enumerate(zip(values, inputs))
+            if is_lazy(v) and not (x is not None and is_lazy(x))]
+    if not todo:
+        return values
+    import dask
+    done = dask.compute(*[values[k] for k in todo])
+    out = list(values)
+    for k, v in zip(todo, done):
+        x = inputs[k]
+        if isinstance(x, float):
+            v = float(v)
+        elif isinstance(x, _np.generic):
+            v = x.dtype.type(v)
+        elif isinstance(x, _np.ndarray) and not isinstance(v, _np.ndarray):
+            v = _np.asarray(v, dtype=x.dtype)   # a computed NumPy scalar of a 0-d array
+        out[k] = v
+    return out
