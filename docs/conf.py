@@ -1,8 +1,6 @@
 """Sphinx configuration of gradcy's documentation: python -m sphinx -W -b html docs docs/_build/html
 (.ci/docs). Pages are Markdown (MyST) or reStructuredText; the API reference is generated from
 the docstrings of the installed gradcy, by public name (gradcy.grad, gradcy.extend.defvjp, ...)."""
-import os
-
 import gradcy
 
 project = "gradcy"
@@ -32,15 +30,3 @@ html_theme_options = {"description": "Automatic differentiation of NumPy code",
                       "fixed_sidebar": True}
 
 pygments_style = "sphinx"
-
-
-def _drop_absent_pages(app, docname, source):
-    """The index's toctree lists architecture.md; until that page is written the entry is
-    left out (a toctree entry without its document is an error under -W)."""
-    if docname == "index" and not os.path.exists(os.path.join(app.srcdir, "architecture.md")):
-        source[0] = "\n".join(line for line in source[0].split("\n")
-                              if line.strip() != "architecture")
-
-
-def setup(app):
-    app.connect("source-read", _drop_absent_pages)
