@@ -133,13 +133,26 @@ cdef bint _unexplained_nested(list tapes, list starts, Py_ssize_t j, object o,
     return extra > 0
 
 
+cdef bint _shared_input(Tape tape, object value):
+    """Whether ndarray `value` (an input of tape, maybe an outer trace's Box of one) is in
+    memory that another input of tape is in too (the same array passed twice, a view of it)."""
+    while type(value) is Box:
+        value = (<Box>value)._value
+    if tape.inputs is None or not cnp.PyArray_Check(value):
+        return False
+    entry = tape.inputs.get(_root_key(value))
+    return entry is not None and (<OwnedBuffer>entry).site is not None and \
+        (<OwnedBuffer>entry).site > 1
+
+
 def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     """For a write into box's value, an ndarray the tape does not own (gradcy moves the Box to
     a new array instead): 1 when something other than the tape's saved records references
     that array (a traced view of it, another traced value of the same array), 2 when it is a
     view of an array something other than the saved records references, 3 when NumPy made it
-    read-only, else 0. NumPy would show the write through those; saved records keep their
-    values. 0 for an input (a leaf of any of the nested traces) and a non-array. Under nested
+    read-only, 4 for an input (a leaf of any of the nested traces) whose memory another
+    input of its trace is in, else 0. NumPy would show the write through those; saved
+    records keep their values. 0 for another input and a non-array. Under nested
     differentiation the same, with the saved records of every nested trace counted (they hold
     outer Boxes of the array and of its views; a user's name is an innermost Box), and an
     input's memory (the input itself returned by real, or a view of it) always refused.
@@ -155,7 +168,8 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
         if tape.released or box._node < 0 or box._node >= tape.n_nodes:
             return 0
         if tape.nodes[box._node].flags & NODE_LEAF:
-            return 0
+            # an input: 4 when another differentiated input of its trace shares its memory
+            return 4 if _shared_input(tape, box._value) else 0
         if type(box._value) is not Box:
             break
         if tapes is None:

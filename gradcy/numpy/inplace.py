@@ -714,6 +714,13 @@ def _check_unshared(box, plain, what, caller_refs=1):
             f"that writes through its views reach it.")
     if shared == 3:
         _check_writeable(plain)
+    if shared == 4:
+        raise ValueError(
+            f"gradcy: {what} on a differentiated argument {plain.shape} whose memory another "
+            f"differentiated argument shares (the same array passed twice, or an array and a "
+            f"view of it): NumPy would change both, and gradcy gives each argument its own "
+            f"derivative. Pass a copy (f(a, a.copy())), or write the result to a new array "
+            f"(a = a * 2).")
 
 
 def _inplace_result(result, value, op):
