@@ -875,6 +875,27 @@ def test_a_write_into_a_computed_array_nothing_else_sees_works_in_every_order():
     onp.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
 
 
+def test_an_outer_array_written_with_an_inner_value_raises_when_another_name_sees_it():
+    def outer(shared):
+        def f(x):
+            y = np.sin(x)
+
+            def inner(z):
+                t = y[1:] if shared else y[1:] * 1.0
+                t *= z[0]                        # NumPy changes y when t is its view
+                return np.sum(t * z[1:])
+            return np.sum(grad(inner)(x))
+        return f
+
+    with pytest.raises(ValueError, match="that is a view of another array"):
+        grad(outer(True))(W3)
+    got = grad(outer(False))(W3)                 # t is the only name: a new value is NumPy's
+
+    def by_value(x):
+        return np.sum(grad(lambda z: np.sum(np.sin(x)[1:] * z[0] * z[1:]))(x))
+    onp.testing.assert_allclose(got, grad(by_value)(W3), rtol=1e-12)
+
+
 def _scale_first(p, q):
     p *= 2.0                                     # NumPy: q changes too when it is p
     return np.sum(p * q)

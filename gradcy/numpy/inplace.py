@@ -760,7 +760,13 @@ def _box_iop(box, op, other):
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
-        return result            # traced by an inner differentiation: a new value
+        # traced by an inner differentiation: a new value, unless NumPy would show the write
+        # through another name (the outer trace cannot hold the inner one's value)
+        if not _temporary_target(box):
+            if tape.owned_info(plain) is not None:
+                _nested_check(tape, result)
+            _check_unshared(box, plain, entry[1])
+        return result
     r = result._value
     if type(r) is not _np.ndarray or r.shape != plain.shape or r.dtype != plain.dtype:
         result = _inplace_result(result, plain, op)
