@@ -10,7 +10,7 @@ cdef class OwnedBuffer:
     # A buffer a tape owns (writes into it happen in place): what was saved from it, and
     # which traced views of it exist. Maintained by _owned_note; read by the write path.
     cdef public object root        # the ndarray that owns the memory
-    cdef public object site        # "file:line" where the user created it
+    cdef public object site        # "file:line" where the user created it (an input's: how many inputs share its memory)
     cdef public object saved       # array('q'): node, position, node, position, ... of saved arrays in it
     cdef public object saved_hull  # hull of their regions; () nothing saved, None all of it
     cdef public dict views         # node -> region of traced views of it

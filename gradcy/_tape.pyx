@@ -1164,15 +1164,18 @@ cdef class Tape:
             plain = (<Box>plain)._value
         if cnp.PyArray_Check(plain):
             # track the input's traced views (a write into the input makes those it overlaps
-            # stale); two inputs in one memory: their regions are not told apart (root None)
+            # stale); two inputs in one memory: their regions are not told apart (root None),
+            # and a write into either raises (site counts the inputs: NumPy would change both)
             if self.inputs is None:
                 self.inputs = {}
             key = _root_key(plain)
             entry = self.inputs.get(key)
             if entry is None:
-                self.inputs[key] = OwnedBuffer(plain, None)
-            elif (<OwnedBuffer>entry).root is not plain:
-                (<OwnedBuffer>entry).root = None
+                self.inputs[key] = OwnedBuffer(plain, 1)
+            else:
+                (<OwnedBuffer>entry).site = (<OwnedBuffer>entry).site + 1
+                if (<OwnedBuffer>entry).root is not plain:
+                    (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)
 
     def input_entry(self, array):

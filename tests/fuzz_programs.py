@@ -41,6 +41,9 @@ FEATURES switch statement classes (all on by default; each failed on the code of
                    np.ascontiguousarray), which NumPy answers with buf itself
   overwrite_saved  a write over a buffer region that an operation with x or y read through a
                    view while the buffer held constants only
+  computed_view    v = t[...] (t.T, reshape, real, ...) of an array t gradcy computed, then
+                   v op= e or v[idx] = e, t maybe used later (issue #10: nested modes must
+                   raise where first order does, never return a NumPy-different result)
 Switched off, a feature is not generated, except those in MODE_SKIPS (too common to leave
 out), which are generated with their failing modes skipped.
 
@@ -60,7 +63,7 @@ import traceback
 import numpy as onp
 
 FEATURES = ("dup_adv", "view_iop", "zerod_write", "input_view", "stale_view", "view_setitem",
-            "alias_iop", "identity_ops", "overwrite_saved")
+            "alias_iop", "identity_ops", "overwrite_saved", "computed_view")
 # switched off, these are still generated but the listed modes are skipped for programs that
 # use them (they are too common to leave out); every other feature switched off is not generated
 MODE_SKIPS = {"stale_view": ("fwd",), "overwrite_saved": ("hvp",)}
@@ -549,6 +552,8 @@ class Generator:
             kinds += ["view_iop"] * 2
         if "view_setitem" in self.features:
             kinds += ["view_setitem"]
+        if "computed_view" in self.features:
+            kinds += ["computed_view"] * 6
         n_buffers = sum(1 for i in self.vars.values() if i["kind"] == "buffer")
         kind = "buffer" if n_buffers == 0 and self.rng.rand() < 0.8 else self._pick(kinds)
         return getattr(self, "_s_" + kind)()
@@ -685,6 +690,39 @@ class Generator:
         self._reads.append((name, Ellipsis))
         return items + [(f"{name} {op} {val}", {"view_iop"} | self._use_tags(val),
                          ("viewwrite", name, Ellipsis))]
+
+    def _s_computed_view(self):
+        """v = t[...] (or t.T, reshape, real, ... of t), then v op= e or v[idx] = e, for t an
+        array gradcy computed (not a buffer or input): NumPy changes t too, so a later use of
+        t must raise a documented error in every mode, first and second order alike."""
+        temps = [n for n, i in self.vars.items() if i["kind"] == "temp"
+                 and isinstance(self.env.get(n), onp.ndarray) and self.env[n].ndim]
+        if not temps:
+            raise _Reject("no computed array")
+        base = self._pick(temps)
+        name = self._name("c")
+        if self.rng.rand() < 0.6:
+            shape = self._val(base).shape
+            parts = [self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
+                     for n in shape[:int(self.rng.randint(1, len(shape) + 1))]]
+            text = f"{base}[{', '.join(p[0] for p in parts)}]"
+        else:
+            text = self._pick(VIEW_OPS).format(base)
+        v = eval(text, self.env)
+        if not isinstance(v, onp.ndarray) or not v.flags.writeable or not v.size:
+            raise _Reject("not a writable view")
+        tags = {"computed_view"}
+        if v.ndim and self.rng.rand() < 0.4:
+            idx_text, idx, itags = self.index(v.shape, write=True)
+            val = self._value(onp.empty(v.shape)[idx].shape, "=")
+            write = (f"{name}[{idx_text}] = {val}", tags | itags | self._use_tags(val),
+                     ("viewwrite", name, idx))
+        else:
+            op = self._pick(("+=", "-=", "*="))
+            val = self._value(v.shape, op)
+            write = (f"{name} {op} {val}", tags | self._use_tags(val),
+                     ("viewwrite", name, Ellipsis))
+        return [(f"{name} = {text}", tags, ("temp", name, None)), write]
 
     def _s_rows(self):
         """for row in a: row op= e (rows of a 1-d array are scalars: NumPy rebinds them)."""
@@ -1016,10 +1054,19 @@ class Checker:
         return self._fd_dir
 
     def fd_hvp(self):
-        """Central differences of gradcy's gradient along v (first order is checked in rev)."""
+        """Central differences of gradcy's gradient along v (first order is checked in rev).
+        Called after a second-order mode returned: when the gradient raises a documented error
+        instead, the mode returned what nothing checks (issue #10: a nested mode raises where
+        first order does, or agrees with NumPy), a failure."""
         if self._fd2 is None:
             from gradcy import grad
-            self._fd2 = self._central(grad(self.gradcy_f, (0, 1)), FD_STEP2, *self.v)
+            try:
+                self._fd2 = self._central(grad(self.gradcy_f, (0, 1)), FD_STEP2, *self.v)
+            except Exception as e:   # noqa: BLE001 - classified below
+                if any(isinstance(e, t) and m in str(e) for t, m in _documented()):
+                    raise Failure("nested_returned", f"second order returned where the "
+                                  f"gradient raises {str(e).splitlines()[0][:200]}") from None
+                raise
         return self._fd2
 
     # ---- checks ---------------------------------------------------------------------------

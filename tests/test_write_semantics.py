@@ -795,6 +795,143 @@ def test_a_view_of_an_input_written_under_nested_differentiation_raises():
             d(X4)
 
 
+def _every_order(f, x):
+    """grad, and the second-order modes (hessian, jacobian of grad, forward over reverse, a
+    grad of a sum of grads): each a thunk."""
+    from gradcy import jacobian
+    return {"grad": lambda: grad(f)(x), "hessian": lambda: hessian(f)(x),
+            "jacobian(grad)": lambda: jacobian(grad(f))(x),
+            "fwd over rev": lambda: make_jvp(grad(f))(x)(onp.ones(x.shape)),
+            "grad of grad": lambda: grad(lambda z: np.sum(grad(f)(z)))(x),
+            "third order": lambda: grad(lambda z: np.sum(hessian(f)(z)))(x)}
+
+
+def _y_view_live(x, m):
+    y = m.sin(x)
+    v = y[1:]
+    v *= 3.0                                     # NumPy changes y too
+    return m.sum(y * y)
+
+
+def _y_reshape_live(x, m):
+    y = m.sin(x)
+    r = m.reshape(y, (2, 2))
+    r += 1.0
+    return m.sum(y * x)
+
+
+def _y_transpose_live(x, m):
+    y = m.outer(x[:2], x[2:])
+    t = y.T
+    t[0] = x[0]
+    return m.sum(y * y)
+
+
+def _y_real_live(x, m):
+    y = m.tanh(x)
+    r = m.real(y)                                # NumPy returns y itself
+    r *= 2.0
+    return m.sum(y * x)
+
+
+def _y_0d_live(x, m):
+    y = m.sin(x)
+    s = m.reshape(y[1:2], ())                    # a 0-d view of y
+    s *= 2.0
+    return m.sum(y * y)
+
+
+@pytest.mark.parametrize("prog", [_y_view_live, _y_reshape_live, _y_transpose_live,
+                                  _y_real_live, _y_0d_live])
+def test_a_write_through_a_view_of_a_computed_array_raises_in_every_order(prog):
+    # first order raises; nested differentiation used to return results NumPy does not give
+    for mode, run in _every_order(lambda x: prog(x, np), X4).items():
+        with pytest.raises(ValueError, match="that is a view of another array|memory another "
+                                             "traced value shares"):
+            run()
+
+
+def test_a_write_into_a_computed_array_nothing_else_sees_works_in_every_order():
+    def prog(x, m):
+        v = m.sin(x)[1:]                         # its base: only the tape's records hold it
+        v *= 3.0
+        t = m.exp(x)                             # exp saves its output
+        t *= 2.0
+        r = m.reshape(m.cos(x), (2, 2)).T
+        r += 1.0
+        s = m.sum(m.tanh(x))
+        s *= 2.0
+        for k in range(2):
+            t += v[k]
+        return m.sum(v * v) + m.sum(t * x) + m.sum(r ** 2) + s * s
+
+    check_program(prog, X4)
+    f = lambda x: prog(x, np)                    # noqa: E731
+    want = hessian(f)(X4)
+    for mode in ("jacobian(grad)",):
+        onp.testing.assert_allclose(_every_order(f, X4)[mode](), want, rtol=1e-12)
+    g = grad(lambda z: np.sum(hessian(f)(z)))(X4)   # third order: central differences
+    numeric = _numeric_grad(lambda z: onp.sum(hessian(f)(z)), X4)
+    onp.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_an_outer_array_written_with_an_inner_value_raises_when_another_name_sees_it():
+    def outer(shared):
+        def f(x):
+            y = np.sin(x)
+
+            def inner(z):
+                t = y[1:] if shared else y[1:] * 1.0
+                t *= z[0]                        # NumPy changes y when t is its view
+                return np.sum(t * z[1:])
+            return np.sum(grad(inner)(x))
+        return f
+
+    with pytest.raises(ValueError, match="that is a view of another array"):
+        grad(outer(True))(W3)
+    got = grad(outer(False))(W3)                 # t is the only name: a new value is NumPy's
+
+    def by_value(x):
+        return np.sum(grad(lambda z: np.sum(np.sin(x)[1:] * z[0] * z[1:]))(x))
+    onp.testing.assert_allclose(got, grad(by_value)(W3), rtol=1e-12)
+
+
+def _scale_first(p, q):
+    p *= 2.0                                     # NumPy: q changes too when it is p
+    return np.sum(p * q)
+
+
+def _set_first(p, q):
+    p[0] = 5.0
+    return np.sum(p * q)
+
+
+@pytest.mark.parametrize("f", [_scale_first, _set_first])
+def test_a_write_into_an_argument_another_argument_shares_raises(f):
+    a = onp.array([0.3, 0.7, -0.4])
+    z = onp.array(0.5)
+    cases = [lambda: grad(f, (0, 1))(a, a),
+             lambda: grad(f, (0, 1))(a, a[:]),
+             lambda: grad(f, (1, 0))(a[1:], a),
+             lambda: make_jvp(f, (0, 1))(a, a)((onp.ones(3), onp.ones(3))),
+             lambda: grad(lambda t: f(*t))((a, a)),
+             lambda: grad(lambda x: np.sum(grad(f, (0, 1))(x, x)[0]))(a)]
+    if f is _scale_first:
+        cases.append(lambda: grad(f, (0, 1))(z, z))
+    for run in cases:
+        with pytest.raises(ValueError, match=r"another differentiated argument shares .* "
+                                             r"Pass a copy"):
+            run()
+    onp.testing.assert_array_equal(a, [0.3, 0.7, -0.4])
+    # a copy: each argument its own array, as NumPy would have them
+    gp, gq = grad(f, (0, 1))(a, a.copy())
+    p = a.copy()
+    f(p, a)
+    onp.testing.assert_allclose(gq, p)
+    # one argument used twice is one array, and the write reaches both uses
+    onp.testing.assert_allclose(grad(lambda x: _scale_first(x, x))(a), 8.0 * a)
+
+
 def test_augmented_op_on_a_slice_of_a_computed_array():
     def prog(x, m):
         y = m.sin(x)

@@ -50,8 +50,13 @@ What follows NumPy, and what raises
   traced view of it, the same array returned by real or squeeze, or, when it is a view, the
   array it views) that raises; references held by the tape's saved records do not count (they
   keep their values). An input is exempt: gradcy works on a copy, which the tape owns. Under
-  nested differentiation only an input's memory is checked (the inner traces' records hold
-  outer values, which the reference counts cannot tell from a user's names).
+  nested differentiation the same holds, counting the saved records of every nested trace
+  (they hold outer Boxes of the array and its views; a user's name is an innermost Box); an
+  input's memory is always refused there. An outer array written with a value an inner
+  differentiation traces is rebound to the new value only when nothing else would see it.
+- A write into a differentiated argument whose memory another differentiated argument shares
+  (f(a, a), f(a, a[1:]), a tuple holding a twice) raises: NumPy would change both, and each
+  argument has its own derivative; pass a copy.
   gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
   tape owns.
 - Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
@@ -703,7 +708,8 @@ def _check_unshared(box, plain, what, caller_refs=1):
     read-only. References held by the tape's saved records do not count: gradcy never writes
     into this memory, so they keep their values. An input is exempt: gradcy works on a copy
     and never changes the caller's array (views of an input taken before a write into it keep
-    the old values). Nested differentiation is not checked."""
+    the old values), unless another differentiated input shares its memory (raises). Under
+    nested differentiation, every nested trace's saved records count."""
     shared = _core.untracked_sharers(box, caller_refs + _CALL_REFS)
     if shared == 1:
         raise ValueError(
@@ -722,6 +728,13 @@ def _check_unshared(box, plain, what, caller_refs=1):
             f"that writes through its views reach it.")
     if shared == 3:
         _check_writeable(plain)
+    if shared == 4:
+        raise ValueError(
+            f"gradcy: {what} on a differentiated argument {plain.shape} whose memory another "
+            f"differentiated argument shares (the same array passed twice, or an array and a "
+            f"view of it): NumPy would change both, and gradcy gives each argument its own "
+            f"derivative. Pass a copy (f(a, a.copy())), or write the result to a new array "
+            f"(a = a * 2).")
 
 
 def _inplace_result(result, value, op):
@@ -761,7 +774,13 @@ def _box_iop(box, op, other):
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
-        return result            # traced by an inner differentiation: a new value
+        # traced by an inner differentiation: a new value, unless NumPy would show the write
+        # through another name (the outer trace cannot hold the inner one's value)
+        if not _temporary_target(box):
+            if tape.owned_info(plain) is not None:
+                _nested_check(tape, result)
+            _check_unshared(box, plain, entry[1])
+        return result
     r = result._value
     if type(r) is not _np.ndarray or r.shape != plain.shape or r.dtype != plain.dtype:
         result = _inplace_result(result, plain, op)
