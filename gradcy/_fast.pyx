@@ -8,6 +8,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 import numpy as _np
 cimport numpy as cnp
 
+from gradcy._regions cimport _root_key
 from gradcy._tape cimport Tape, Box
 from gradcy._tape import push_active, pop_active
 
@@ -50,6 +51,22 @@ cdef object _match_fast(object g, object x, object match):
     return match(g, x)
 
 
+cdef bint _in_roots(set roots, object a) except -1:
+    """Whether a (an ndarray, or a tuple, list or dict holding some) is in the memory of one of
+    the root buffers whose keys are `roots`."""
+    if cnp.PyArray_CheckExact(a):
+        return _root_key(a) in roots
+    if type(a) is tuple or type(a) is list:
+        for e in a:
+            if _in_roots(roots, e):
+                return True
+    elif type(a) is dict:
+        for e in (<dict>a).values():
+            if _in_roots(roots, e):
+                return True
+    return False
+
+
 def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
               bint with_value, finish, match):
     """grad(fun, argnum)(*args) (with_value: value_and_grad) when every differentiated
@@ -83,6 +100,16 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
         if not _fast_leaf(v):
             return NotImplemented
         leaves.append(v)
+    if nargs > n or kwargs:
+        # an argument beside the differentiated ones in the memory of one of them: the Python
+        # path marks that input shared (a write into it raises: NumPy would change both)
+        roots = {_root_key(v) for v in leaves if cnp.PyArray_CheckExact(v)}
+        if roots:
+            for i in range(nargs):
+                if i not in idx and _in_roots(roots, <object>PyTuple_GET_ITEM(args, i)):
+                    return NotImplemented
+            if kwargs and _in_roots(roots, list(kwargs.values())):
+                return NotImplemented
     tape = Tape()
     try:
         new_args = list(args)

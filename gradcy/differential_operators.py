@@ -261,6 +261,28 @@ def _check_argnum(args, argnum, fname, besides=""):
                              f"keyword are not differentiated)")
 
 
+def _note_shared_arguments(tape, args, kwargs, argnum):
+    """A plain ndarray passed beside the differentiated ones (not differentiated, top level or
+    in a tuple/list/dict) whose memory a differentiated input is in: that input is marked as
+    shared, so a write into it raises (NumPy would change the other argument too, which gradcy
+    never writes)."""
+    diff = set(argnum) if type(argnum) is tuple or type(argnum) is list else {argnum}
+    diff = {i % len(args) for i in diff}
+    others = [a for i, a in enumerate(args) if i not in diff] + list(kwargs.values())
+    while others:
+        a = others.pop()
+        if type(a) is tuple or type(a) is list:
+            others.extend(a)
+        elif type(a) is dict:
+            others.extend(a.values())
+        elif type(a) is _np.ndarray:
+            entry = tape.input_entry(a)
+            if entry is not None:
+                entry.site = (entry.site or 1) + 1
+                if entry.root is not a:
+                    entry.root = None
+
+
 def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
     """fun(*args) with args[argnum] replaced by traced_x, with `tape` this thread's active
     differentiation while it runs (array constructors hand out buffers it owns)."""
@@ -271,6 +293,8 @@ def _call_traced(tape, fun, args, kwargs, argnum, traced_x):
     else:
         new_args[argnum] = traced_x
     del traced_x
+    if tape.inputs is not None:
+        _note_shared_arguments(tape, args, kwargs, argnum)
     _core.push_active(tape)
     try:
         return fun(*new_args, **kwargs)

@@ -54,9 +54,9 @@ What follows NumPy, and what raises
   (they hold outer Boxes of the array and its views; a user's name is an innermost Box); an
   input's memory is always refused there. An outer array written with a value an inner
   differentiation traces is rebound to the new value only when nothing else would see it.
-- A write into a differentiated argument whose memory another differentiated argument shares
-  (f(a, a), f(a, a[1:]), a tuple holding a twice) raises: NumPy would change both, and each
-  argument has its own derivative; pass a copy.
+- A write into a differentiated argument whose memory another argument shares (f(a, a),
+  f(a, a[1:]), a tuple holding a twice, differentiated or not) raises: NumPy would change
+  both, and gradcy never writes the caller's arrays; pass a copy.
   gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
   tape owns.
 - Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
@@ -731,10 +731,9 @@ def _check_unshared(box, plain, what, caller_refs=1):
     if shared == 4:
         raise ValueError(
             f"gradcy: {what} on a differentiated argument {plain.shape} whose memory another "
-            f"differentiated argument shares (the same array passed twice, or an array and a "
-            f"view of it): NumPy would change both, and gradcy gives each argument its own "
-            f"derivative. Pass a copy (f(a, a.copy())), or write the result to a new array "
-            f"(a = a * 2).")
+            f"argument shares (the same array passed twice, or an array and a view of it): "
+            f"NumPy would change both, and gradcy never writes the caller's arrays. Pass a "
+            f"copy (f(a, a.copy())), or write the result to a new array (a = a * 2).")
 
 
 def _inplace_result(result, value, op):
