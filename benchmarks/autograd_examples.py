@@ -6,9 +6,11 @@ arrays it leaves in its namespace equal, and how long each took.
                                            [--max-iters N]
 
 The examples come from autograd's sdist (pip download; or --sdist). Each runs as __main__ in
-a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, animation frames not
+a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend,
+animation frames not
 rendered (plt.draw, plt.pause and draw_idle do nothing; savefig renders), and NumPy's global
-random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that download MNIST get a synthetic
+random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that
+download MNIST get a synthetic
 stand-in of the same shapes and dtypes (MNIST_STANDIN below, --mnist-n training images); the
 others need no data beyond the files shipped in the sdist. --max-iters N (for the long
 examples: deep_gaussian_process, fluidsim, gplvm, ode_net, mixture_variational_inference) caps
