@@ -555,7 +555,7 @@ def _strided_index(view, root):
         return None
     rstrides = [st // item for st in root.strides]
     lo = []
-    for d, rs in enumerate(rstrides):
+    for rs in rstrides:
         k = off // rs if rs else 0
         lo.append(k)
         off -= k * rs
