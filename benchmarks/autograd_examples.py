@@ -141,7 +141,7 @@ def worker(backend, path, outfile, max_iters=None):
         for name, value in ns.items():
             if not name.startswith("_"):
                 _numeric_leaves(value, name, result["arrays"])
-    except BaseException as e:  # noqa: B036  (SystemExit from an example counts as a failure)
+    except BaseException as e:  # SystemExit from an example counts as a failure
         result["seconds"] = time.perf_counter() - t0
         result["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     result["stdout"] = buf.getvalue()

@@ -74,8 +74,8 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
-from .._core import (Box, OwnedBuffer, active_tape, is_array_value,  # noqa: F401
-                     layout_region, register_box_method, transfer_box)
+from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
+                     transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import unbroadcast
