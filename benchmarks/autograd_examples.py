@@ -6,9 +6,11 @@ arrays it leaves in its namespace equal, and how long each took.
                                            [--max-iters N]
 
 The examples come from autograd's sdist (pip download; or --sdist). Each runs as __main__ in
-a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend, animation frames not
+a fresh process, in a scratch copy of the examples folder, with matplotlib's Agg backend,
+animation frames not
 rendered (plt.draw, plt.pause and draw_idle do nothing; savefig renders), and NumPy's global
-random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that download MNIST get a synthetic
+random state and unseeded RandomState() seeded with 0 (both backends alike). Examples that
+download MNIST get a synthetic
 stand-in of the same shapes and dtypes (MNIST_STANDIN below, --mnist-n training images); the
 others need no data beyond the files shipped in the sdist. --max-iters N (for the long
 examples: deep_gaussian_process, fluidsim, gplvm, ode_net, mixture_variational_inference) caps
@@ -139,7 +141,7 @@ def worker(backend, path, outfile, max_iters=None):
         for name, value in ns.items():
             if not name.startswith("_"):
                 _numeric_leaves(value, name, result["arrays"])
-    except BaseException as e:  # noqa: B036  (SystemExit from an example counts as a failure)
+    except BaseException as e:  # SystemExit from an example counts as a failure
         result["seconds"] = time.perf_counter() - t0
         result["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     result["stdout"] = buf.getvalue()

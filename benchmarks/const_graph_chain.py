@@ -15,20 +15,20 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import argparse
+import statistics
+import sys
+import time
 
-import numpy as onp  # noqa: E402
+import numpy as onp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference_gradients as ref  # noqa: E402
+import reference_gradients as ref
 
-import gradcy.numpy as gnp  # noqa: E402
-from gradcy import grad  # noqa: E402
-from gradcy.misc import const_graph, tracers  # noqa: E402
-from overhead_targets import once  # noqa: E402  (one timer for the side-by-side scripts)
+import gradcy.numpy as gnp
+from gradcy import grad
+from gradcy.misc import const_graph, tracers
+from overhead_targets import once  # (one timer for the side-by-side scripts)
 
 
 def main():

@@ -9,7 +9,8 @@ float64 of --gb GB, generated chunk-wise by dask.array.random and persisted on t
 unless --no-persist), same point w. Measured, interleaved, medians of --repeats:
 
 - gradient: gradcy ``grad(loss)(w, X, y)`` (loss: dask-glm's own formula,
-  sum(z + log1p(exp(-z))) - y . z with z = X @ w; --loss logaddexp for logaddexp(0, z) - y z) with NumPy w (gradcy computes the Dask gradient,
+  sum(z + log1p(exp(-z))) - y . z with z = X @ w; --loss logaddexp for logaddexp(0, z) - y z)
+  with NumPy w (gradcy computes the Dask gradient,
   one dask.compute) against ``Logistic.gradient(X.dot(w), X, y).compute()``;
 - Hessian: gradcy ``hessian(loss)`` at a Dask w (lazy d x d result, computed) against
   ``Logistic.hessian(X.dot(w), X).compute()``.
@@ -71,7 +72,7 @@ def main():
         z = X @ w
         return np.sum(np.logaddexp(0.0, z) - y * z)
     if args.loss == "logaddexp":
-        loss = loss_logaddexp  # noqa: F811
+        loss = loss_logaddexp
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            memory_limit=args.memory_limit, dashboard_address=None)

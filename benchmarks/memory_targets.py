@@ -15,19 +15,19 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import gc  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
+import argparse
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
 
-import numpy as onp  # noqa: E402
+import numpy as onp
 
-import gradcy.numpy as np  # noqa: E402
-import reference_gradients as ref  # noqa: E402
-from gradcy import checkpoint, grad, memory  # noqa: E402
-from peer_workloads import memnet_functions  # noqa: E402
+import gradcy.numpy as np
+import reference_gradients as ref
+from gradcy import checkpoint, grad, memory
+from peer_workloads import memnet_functions
 
 
 # ---------------------------------------------------------------------------- workloads
@@ -170,7 +170,7 @@ def main():
               f"{t_ck * 1e3:.0f} | {t_plain * 1e3:.0f} | {t_ck / t_plain:.3f} |")
     n = args.drop_iters
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401  (availability check: ImportError without torch)
     except ImportError:
         g_it = drop_loop_gradcy(n)
         torch_note = "torch not installed"
@@ -195,7 +195,8 @@ def memnet(steps, repeats):
     fns = memnet_functions(np)
     inplace, concat = grad(fns["memnet_inplace"]), grad(fns["memnet_concat"])
     W, x = ref.memnet_inputs()
-    print(f"\n| memnet B={ref.MEMNET_B}, D={ref.MEMNET_D} | hand ms | in place ms | ratio | concat ms | in place / concat "
+    print(f"\n| memnet B={ref.MEMNET_B}, D={ref.MEMNET_D} | hand ms | in place ms | ratio "
+          "| concat ms | in place / concat "
           "| hand peak MiB | in place peak MiB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for S in steps:

@@ -18,17 +18,17 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import timeit  # noqa: E402
+import argparse
+import statistics
+import sys
+import time
+import timeit
 
-import numpy as onp  # noqa: E402
+import numpy as onp
 
-import gradcy.numpy as gnp  # noqa: E402
-import reference_gradients as ref  # noqa: E402
-from gradcy import grad  # noqa: E402
+import gradcy.numpy as gnp
+import reference_gradients as ref
+from gradcy import grad
 
 
 def once(fn):

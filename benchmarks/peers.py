@@ -290,7 +290,7 @@ def worker(lib, name, args):
             out["notes"].append("checked against gradcy (allclose, rtol 1e-9)")
     except Unsupported as exc:
         return dict(out, status="n/a", reason=str(exc))
-    except Exception as exc:                     # noqa: BLE001 - reported, never hidden
+    except Exception as exc:  # reported, never hidden
         msg = str(exc).strip().splitlines()
         if isinstance(exc, AssertionError):
             msg = [" ".join(line.strip() for line in msg[:4])]
@@ -385,7 +385,7 @@ def _cpu_model():
 
 def _loadavg():
     try:
-        return ", load average %.2f %.2f %.2f (1/5/15 min)" % os.getloadavg()
+        return ", load average {:.2f} {:.2f} {:.2f} (1/5/15 min)".format(*os.getloadavg())
     except (OSError, AttributeError):
         return ""
 
@@ -491,7 +491,7 @@ def table(results, case_list, libs, params):
         base = results.get(("numpy", variants(name, "numpy")[0], name, S))
         ok_base = base is not None and base.get("status") == "ok"
         label = f"{workload_label(name, p)} (per {p['unit']})"
-        for lib, variant in ((lib, v) for lib in libs for v in variants(name, lib)):
+        for lib, variant in ((lb, v) for lb in libs for v in variants(name, lb)):
             r = results.get((lib, variant, name, S))
             if r is None:
                 continue

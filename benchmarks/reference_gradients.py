@@ -170,7 +170,7 @@ def attention_concat(m):
     """The same network growing its memory by concatenation (O(S^2) bytes of prefixes)."""
     def f(W, h0, q, b, S):
         mem = m.expand_dims(h0, 1)
-        for i in range(S):
+        for _i in range(S):
             scores = m.einsum("bsd,d->bs", mem, q)
             w = m.exp(scores - m.max(scores, axis=1, keepdims=True))
             w = w / m.sum(w, axis=1, keepdims=True)

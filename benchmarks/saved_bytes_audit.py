@@ -17,10 +17,10 @@ import time
 import numpy as onp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference_gradients as ref  # noqa: E402
+import reference_gradients as ref
 
-import gradcy.memory  # noqa: E402
-import gradcy.numpy as np  # noqa: E402
+import gradcy.memory
+import gradcy.numpy as np
 
 
 def _nbytes(*arrays):

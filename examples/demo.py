@@ -33,7 +33,7 @@ from gradcy import memory, value_and_grad
 
 # the workloads shared with the benchmarks: benchmarks/reference_gradients.py
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-import reference_gradients as ref  # noqa: E402
+import reference_gradients as ref
 
 SEED = 0
 MiB = 2.0 ** 20
@@ -64,7 +64,8 @@ def init_params(n_in, n_hidden, rng):
 
 
 def logits(params, X):
-    """Written with gradcy.numpy: the same code runs on arrays and, inside grad, on traced values."""
+    """Written with gradcy.numpy: the same code runs on arrays and, inside grad, on traced
+    values."""
     h = gnp.tanh(gnp.dot(X, params["W1"]) + params["b1"])
     return gnp.dot(h, params["W2"]) + params["b2"]
 
@@ -111,7 +112,8 @@ def train(epochs, batch=64, lr=0.02, n_hidden=32, log=print):
                 params[k] = params[k] - lr * m_hat / (numpy.sqrt(v_hat) + eps)
         if epoch == 1 or epoch % max(1, epochs // 10) == 0 or epoch == epochs:
             log(f"epoch {epoch:3d}  loss {total / len(X):.4f}  train accuracy "
-                f"{accuracy(params, X, y):6.1%}  test accuracy {accuracy(params, X_test, y_test):6.1%}")
+                f"{accuracy(params, X, y):6.1%}  test accuracy "
+                f"{accuracy(params, X_test, y_test):6.1%}")
     final_loss = float(loss(params, X, y))
     train_acc, test_acc = accuracy(params, X, y), accuracy(params, X_test, y_test)
     log(f"final: loss {final_loss:.4f}, train accuracy {train_acc:.1%}, test accuracy "
@@ -250,7 +252,7 @@ def plot_chain(runs, D, path):
 
 def _have_matplotlib():
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401  (availability check: ImportError without matplotlib)
     except ImportError:
         return False
     return True

@@ -27,18 +27,19 @@ from .differential_operators import (checkpoint, deriv, elementwise_grad, make_g
                                      holomorphic_grad, jacobian, make_vjp, multigrad_dict,
                                      tensor_jacobian_product, value_and_grad,
                                      vector_jacobian_product)
-from . import numpy  # noqa: F401  (registers the operators of traced values)
-from . import memory  # noqa: F401
-from . import builtins, misc  # noqa: F401
-from .vspace import vspace  # noqa: F401
+from . import numpy  # (registers the operators of traced values)
+from . import memory
+from . import builtins, misc
+from .vspace import vspace
 # autograd's module paths (core, tracer, wrap_util, util, test_util, scipy) and its top-level
 # primitive (with autograd's deprecated prim.defvjp/defgrad methods)
-from . import core, scipy, test_util, tracer, util, wrap_util  # noqa: F401,E402
-from .core import primitive  # noqa: E402,F401
+from . import core, scipy, test_util, tracer, util, wrap_util
+from .core import primitive
 
 __version__ = "0.1.0"
 
-__all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_grad", "grad_and_aux", "grad_named", "elementwise_grad",
+__all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_grad",
+           "grad_and_aux", "grad_named", "elementwise_grad",
            "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product",
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
            "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",
@@ -47,4 +48,4 @@ __all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_gra
 
 # autograd exports its container builtins at the top level; so does gradcy (last, because
 # they shadow Python's names in this module)
-from .builtins import dict, isinstance, list, tuple, type  # noqa: E402,F401,A001
+from .builtins import dict, isinstance, list, tuple, type

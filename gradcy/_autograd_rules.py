@@ -11,7 +11,7 @@ from export(globals()), called at the module's end.
 import numpy as _onp
 
 from . import _core
-from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum  # noqa: F401
+from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum
 
 __all__ = ["vjp_maker", "vjp_argnum_maker", "jvp_rule", "jvp_argnum_rule", "export"]
 
@@ -149,7 +149,7 @@ def unbroadcast_einsum(x, target_meta, subscript):
     return w.moveaxis(unbroadcast(moved, meta), 0, start)
 
 
-from .numpy._util import balanced_eq  # noqa: E402
+from .numpy._util import balanced_eq  # noqa: F401  (export() reads it from globals())
 
 
 def replace_zero(x, val):

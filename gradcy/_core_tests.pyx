@@ -166,7 +166,6 @@ def record_chain(Primitive prim not None, Py_ssize_t n, Py_ssize_t fan=2, seed=1
     if n > 10_000_000:
         raise ValueError("n <= 10_000_000")
     leaf = t.new_leaf(0.0)
-    leaf_index = leaf._node
     for i in range(1, n + 1):
         nrefs = 0
         plist = []

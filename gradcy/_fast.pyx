@@ -22,7 +22,8 @@ cnp.import_array()
 # =============================================================================
 cdef dict _SCALAR_SEEDS = {float: 1.0, _np.float64: _np.float64(1), _np.float32: _np.float32(1),
                            _np.float16: _np.float16(1)}
-SCALAR_SEEDS = _SCALAR_SEEDS     # real scalar output type -> the seed 1 of that type (read-only use)
+SCALAR_SEEDS = _SCALAR_SEEDS     # real scalar output type -> the
+                                 # seed 1 of that type (read-only use)
 
 
 cdef inline bint _fast_leaf(object v):

@@ -4,7 +4,8 @@
 # Tape._free_all() calls (release(), __dealloc__).
 
 cdef struct HoldEntry:
-    void* key                # address of a root ndarray held by saved records; NULL empty, 1 deleted
+    void* key                # address of a root ndarray held by
+                             # saved records; NULL empty, 1 deleted
     Py_ssize_t count         # saved records (of this tape) that hold it
 
 cdef struct HoldTable:

@@ -38,7 +38,6 @@ cdef class ArrayMeta:
         return f"ArrayMeta(shape={self.shape}, dtype={self.dtype}, type={self.type.__name__})"
 
 
-
 cdef bint _same_shape_dtype(object g, object target) except -1:
     cdef int nd, d
     cdef cnp.npy_intp* dims

@@ -10,18 +10,23 @@ cdef class OwnedBuffer:
     # A buffer a tape owns (writes into it happen in place): what was saved from it, and
     # which traced views of it exist. Maintained by _owned_note; read by the write path.
     cdef public object root        # the ndarray that owns the memory
-    cdef public object site        # "file:line" where the user created it (an input's: how many inputs share its memory)
-    cdef public object saved       # array('q'): node, position, node, position, ... of saved arrays in it
+    cdef public object site        # "file:line" where the user created it (an input's: how
+                                   # many arguments share its memory)
+    cdef public object saved       # array('q'): node, position, node,
+                                   # position, ... of saved arrays in it
     cdef public object saved_hull  # hull of their regions; () nothing saved, None all of it
     cdef public dict views         # node -> region of traced views of it
     cdef public object view_hull   # hull of the view regions
     cdef public Py_ssize_t view_limit  # prune dead views when the table grows past this
-    cdef public object box         # weak reference to the buffer's Box (moves with each write), or None
+    cdef public object box         # weak reference to the buffer's Box
+                                   # (moves with each write), or None
     cdef public bint functional    # nested differentiation: writes make a new version (a copy)
-    cdef public object target      # an input's: the owned copy its first write made (views go there)
+    cdef public object target      # an input's: the owned copy its
+                                   # first write made (views go there)
 
 
-cdef object _root_key(object a)                   # id of ndarray a's root buffer (key of Tape.owned)
+cdef object _root_key(object a)                   # id of ndarray a's root
+                                                  # buffer (key of Tape.owned)
 cdef object _root_buffer(object a)                # the ndarray owning a's memory
 cdef bint _is_basic_index(object idx)             # ints, slices, None, Ellipsis only
 cdef object _layout_region(object view, object root)   # the region of root that view covers

@@ -34,7 +34,6 @@ cdef object _root_buffer(object a):
     return a
 
 
-
 def root_buffer(a):
     """The ndarray that owns the memory of ndarray `a` (a itself when it owns it)."""
     if not cnp.PyArray_Check(a):
@@ -52,7 +51,6 @@ cdef bint _is_basic_index(object idx):
                 return False
         return True
     return type(idx) is int or type(idx) is slice or idx is Ellipsis or idx is None
-
 
 
 def is_basic_index(idx):

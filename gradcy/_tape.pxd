@@ -34,7 +34,8 @@ cdef enum:
     NODE_PINNED = 4       # an output that a backward pass will start from: never dead
     NODE_RELEASED = 8     # saved record released (VJP ran, node dead or unreachable)
     NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
-    NODE_CONSTANT = 32    # no traced input reaches it (a buffer made by a constructor): no cotangent
+    NODE_CONSTANT = 32    # no traced input reaches it (a buffer
+                          # made by a constructor): no cotangent
     NODE_STALE = 64       # a view whose memory a later write changed: using it raises
     NODE_RECOMPUTE = 128  # its saved record has Recomputed entries (made again before its VJP)
 
@@ -44,12 +45,15 @@ cdef enum:
 # =============================================================================
 cdef struct Node:
     PyObject* prim           # owned ref to the Primitive that made the value; NULL for a leaf
-    PyObject* saved_ans      # owned: the output, or its ArrayMeta if the VJP does not read it; NULL once released
-    PyObject* saved_args     # owned: tuple of arguments (unread buffers as ArrayMeta); NULL once released
+    PyObject* saved_ans      # owned: the output, or its ArrayMeta if the
+                             # VJP does not read it; NULL once released
+    PyObject* saved_args     # owned: tuple of arguments (unread
+                             # buffers as ArrayMeta); NULL once released
     PyObject* saved_kwargs   # owned: the call's keyword arguments, or None; NULL once released
     PyObject* cotangent      # owned ref to the accumulated cotangent; NULL until one arrives
     Py_ssize_t parent_start  # index of this node's first ParentRef in the tape's parent pool
-    Py_ssize_t saved_bytes   # bytes of buffers this node's record holds (shared buffers counted once)
+    Py_ssize_t saved_bytes   # bytes of buffers this node's record
+                             # holds (shared buffers counted once)
     Py_ssize_t cot_bytes     # bytes of the cotangent slot, as counted in the tape's totals
     int32_t nparents         # number of traced arguments, i.e. ParentRefs
     int32_t nconsumers       # recorded nodes that read this value and are not dead
@@ -67,14 +71,15 @@ cdef class Primitive:
     cdef readonly object fun          # the raw function, called on unboxed values
     cdef readonly str name            # qualified name used in error messages
     cdef public dict vjpmakers        # argnum -> maker(ans, *args, **kw) -> vjp(g); None = zero
-    cdef public object vjp_argnums    # maker(argnums, ans, args, kwargs) -> vjp(g) -> tuple, or None
+    cdef public object vjp_argnums    # maker(argnums, ans, args, kwargs)
+                                      # -> vjp(g) -> tuple, or None
     cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
     cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
     cdef public bint traced           # False: run on unboxed values, record nothing
     cdef readonly bint save_ans       # the VJP reads the output value
     cdef readonly bint save_all_args  # the VJP reads every argument
     cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
-    cdef unsigned long long save_mask # bit i set: argument i (< 64) is in save_args
+    cdef unsigned long long save_mask  # bit i set: argument i (< 64) is in save_args
     cdef bint per_arg                 # saved set decided per call from the traced arguments:
     cdef unsigned long long arg_masks[8]  # arguments argument k's rule reads (k < 8)
     cdef unsigned int arg_ans         # bit k: argument k's rule reads the output
@@ -82,9 +87,12 @@ cdef class Primitive:
     cdef public object save_fn        # save_fn(argnums, ans, args, kwargs) -> (ans_s, args_s): the
                                       # record its rules read (a compact form), or None
     cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
-    cdef public object write_vjp      # in-place write: write_vjp(argnums, g, g_owned, ans, args, kw)
-    cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents of a view may land in A's slot
-    cdef public bint recomputable     # cheap elementwise: its output can be made again from its record
+    cdef public object write_vjp      # in-place write: write_vjp(argnums,
+                                      # g, g_owned, ans, args, kw)
+    cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents
+                                      # of a view may land in A's slot
+    cdef public bint recomputable     # cheap elementwise: its output
+                                      # can be made again from its record
     cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
     cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
                                       # deprecated prim.defvjp / defgrad methods)
@@ -115,19 +123,23 @@ cdef class Tape:
     cdef readonly long long trace_id   # unique for the life of the process, never reused
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
-    cdef bint release_pending      # release() was called during the sweep: it runs when the sweep ends
+    cdef bint release_pending      # release() was called during the
+                                   # sweep: it runs when the sweep ends
     cdef readonly bint forward     # forward mode: slots hold tangents, nothing is saved
     cdef readonly Py_ssize_t saved_bytes       # bytes held by saved records now
     cdef readonly Py_ssize_t peak_saved_bytes  # most saved bytes held at once
     cdef readonly Py_ssize_t cotangent_bytes   # bytes held by cotangent slots now
     cdef readonly Py_ssize_t peak_bytes        # most saved + cotangent bytes held at once
     cdef readonly Py_ssize_t live_nodes        # nodes whose saved record has not been released
-    cdef public object observer    # callable(event, index, name, saved_bytes, cotangent_bytes) or None
+    cdef public object observer    # callable(event, index, name,
+                                   # saved_bytes, cotangent_bytes) or None
     cdef public bint keep_args     # save every argument and the output in full (graph recording)
     cdef public bint recompute     # outputs of recomputable ops whose record holds their inputs
                                    # are not kept by their consumers: made again in the backward
-    cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers this tape owns and writes in place
-    cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array input: its traced views, or None
+    cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers
+                                   # this tape owns and writes in place
+    cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array
+                                   # input: its traced views, or None
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
@@ -154,9 +166,10 @@ cdef class Tape:
 
 
 cdef class Box:
-    cdef readonly object _value    # the value the primitive produced (a Box of an outer trace when nested)
+    cdef readonly object _value    # the value the primitive produced (a
+                                   # Box of an outer trace when nested)
     cdef readonly Tape _tape       # the tape that recorded it
-    cdef readonly Py_ssize_t _node # its node index in the tape's arena
+    cdef readonly Py_ssize_t _node  # its node index in the tape's arena
     cdef object __weakref__        # an owned buffer's info refers to its Box weakly
 
 

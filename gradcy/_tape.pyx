@@ -46,7 +46,6 @@ cdef extern from "Python.h":
     object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
 
 
-
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
 from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
@@ -71,9 +70,9 @@ cdef inline void _count_bytes(Tape t, Py_ssize_t dsaved, Py_ssize_t dcot) noexce
     _saved_bytes += dsaved
     _cotangent_bytes += dcot
     if _saved_bytes > _peak_saved_bytes:
-        _peak_saved_bytes = _saved_bytes
+        _peak_saved_bytes = _saved_bytes  # no-cython-lint (a C global: see `global` above)
     if _saved_bytes + _cotangent_bytes > _peak_bytes:
-        _peak_bytes = _saved_bytes + _cotangent_bytes
+        _peak_bytes = _saved_bytes + _cotangent_bytes  # no-cython-lint (a C global too)
 
 
 # =============================================================================
@@ -362,7 +361,8 @@ cdef object _method(str name):
 
 cdef ArrayMeta _last_meta = None
 cdef dict _recent_metas = {}       # (shape, dtype, type) -> ArrayMeta, at most 64 (then cleared)
-cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share (never mutated)
+cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share
+                                   # (never mutated)
 
 
 cdef object _shared_kwargs(dict kwargs):
@@ -374,7 +374,7 @@ cdef object _shared_kwargs(dict kwargs):
     cdef PyObject* found
     if len(kwargs) > 4:
         return kwargs
-    for k, v in kwargs.items():
+    for v in kwargs.values():
         t = type(v)
         if not (t is int or t is bool or t is str or v is None):
             return kwargs
@@ -1438,7 +1438,8 @@ cdef class Tape:
             return 0
         if type(c) is Box:
             return self._set_cotangent(i, c + g.dense())
-        dense = _np.array(c, dtype=g.dtype, copy=True, order="C")   # contiguous: later slot adds are fast
+        # contiguous: later slot adds are fast
+        dense = _np.array(c, dtype=g.dtype, copy=True, order="C")
         g.add_into(dense)
         return self._set_cotangent(i, dense)
 
@@ -1518,7 +1519,6 @@ cdef class Tape:
         (None where none arrived)."""
         cdef Py_ssize_t i, k
         cdef Node* node
-        cdef int32_t np_
         if self.released:
             raise EscapedValueError("backward: this differentiation's tape has been released; "
                                     "a VJP function from make_vjp cannot be used after release()")
@@ -1920,6 +1920,7 @@ cdef class Box:
     def __rfloordiv__(self, other): return _binop("floor_divide", other, self)
     def __mod__(self, other): return _binop("mod", self, other)
     def __rmod__(self, other): return _binop("mod", other, self)
+
     def __pow__(self, other, mod=None):
         if mod is not None:
             _raise_pow_mod(self, other, mod)
@@ -1941,6 +1942,7 @@ cdef class Box:
     def __le__(self, other): return _method("less_equal")(self, other)
     def __gt__(self, other): return _method("greater")(self, other)
     def __ge__(self, other): return _method("greater_equal")(self, other)
+
     def __getitem__(self, idx):
         if _getitem_primitive is not None and cnp.PyArray_CheckExact(self._value):
             return (<Primitive>_getitem_primitive)._dispatch((self, idx), _EMPTY)
@@ -2084,8 +2086,6 @@ def box_value(x):
     return (<Box>x)._value if type(x) is Box else x
 
 
-
-
 cdef inline int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
                               bint is_write) except -1:
     """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
@@ -2176,7 +2176,6 @@ cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -
         b.view_hull = hull
         b.view_limit = 2 * len(b.views) + 64
     return 0
-
 
 
 # =============================================================================

@@ -20,7 +20,6 @@ cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
 
 
-
 def write_into(buf, idx, value):
     """buf[idx] = value, in place; returns buf (the write primitive's function)."""
     buf[idx] = value
@@ -33,7 +32,7 @@ cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra
     held by something other than the saved records of nodes start, ... (directly, or through
     a saved array whose base is arr and that nothing else holds). `own_view`: a view of arr
     whose reference is among the expected ones."""
-    cdef Py_ssize_t i, k
+    cdef Py_ssize_t i
     cdef Node* node
     cdef dict views = {}
     for i in range(max(start, 0), tape.n_nodes):

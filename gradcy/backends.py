@@ -21,7 +21,7 @@ gradient is a CuPy array, a CuPy argument whose gradient is a Dask array) raises
 """
 import numpy as _np
 
-from ._core import is_array_value, register_array_type  # noqa: F401
+from ._core import is_array_value, register_array_type
 
 __all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
            "broadcast_like",

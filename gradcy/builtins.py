@@ -175,10 +175,10 @@ class dict(_dict, metaclass=_ContainerMeta):
 # traced), so the sequence operations are plain functions that work on traced elements, and
 # their rules below are the index bookkeeping autograd's have.
 # =============================================================================
-from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum  # noqa: E402,F401
-from .registry import notrace_primitive, primitive  # noqa: E402,F401
-from .util import subvals  # noqa: E402,F401
-from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,  # noqa: E402,F401
+from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from .registry import notrace_primitive, primitive
+from .util import subvals
+from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,
                      SequenceVSpace, SparseObject, TupleVSpace, VSpace, vspace)
 
 SequenceBox = DictBox = Box

@@ -9,7 +9,7 @@ and does not use them.
 """
 import warnings
 from collections.abc import MutableMapping
-from functools import reduce  # noqa: F401  (autograd.core has it)
+from functools import reduce  # (autograd.core has it)
 
 from . import differential_operators as _do
 from ._core import Box, Primitive

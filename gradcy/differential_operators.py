@@ -1327,5 +1327,5 @@ def make_jvp_reversemode(fun, x):
 
 
 # autograd.differential_operators's other names
-from .builtins import tuple as atuple  # noqa: E402,F401
-from .vspace import vspace  # noqa: E402,F401
+from .builtins import tuple as atuple  # noqa: F401  (autograd.differential_operators has atuple)
+from .vspace import vspace

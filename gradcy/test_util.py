@@ -9,9 +9,9 @@ import itertools
 
 import numpy as _np
 
-from .core import vspace  # noqa: F401  (autograd.test_util has it)
+from .core import vspace  # (autograd.test_util has it)
 from .differential_operators import _match_input, make_jvp, make_vjp, tree_flatten
-from .wrap_util import get_name, unary_to_nary  # noqa: F401
+from .wrap_util import get_name, unary_to_nary
 
 EPS = 1e-6
 RTOL = 1e-5

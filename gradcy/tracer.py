@@ -134,7 +134,7 @@ def trace(start_node, fun, x):
                 return unflatten(values), t.nodes[packed._node]
         if type(end_box) is Box and end_box._tape is t.tape:
             return end_box._value, t.nodes[end_box._node]
-        warnings.warn("Output seems independent of input.")
+        warnings.warn("Output seems independent of input.")  # noqa: B028  (as autograd warns)
         return end_box, None
 
 

@@ -46,7 +46,8 @@ deprecation_msg = ("quick_grad_check is deprecated; use "
                    "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)")
 
 
-def quick_grad_check(fun, arg0, extra_args=(), kwargs={}, verbose=True, eps=1e-4, rtol=1e-4,
+def quick_grad_check(fun, arg0, extra_args=(), kwargs={},  # noqa: B006  (autograd's; only read)
+                     verbose=True, eps=1e-4, rtol=1e-4,
                      atol=1e-6, rs=None):
     """Deprecated: check_grads of fun with respect to arg0, reverse mode, first order."""
     warnings.warn(deprecation_msg, DeprecationWarning, stacklevel=2)

@@ -1162,7 +1162,7 @@ class Checker:
             status, kind, detail = "pass", "", ""
         except Failure as e:
             status, kind, detail = "fail", e.kind, e.detail
-        except Exception as e:       # noqa: BLE001 - classified below
+        except Exception as e:       # classified below
             documented = any(isinstance(e, t) and m in str(e) for t, m in _documented())
             if documented:
                 status, kind, detail = "raised", type(e).__name__, str(e).split("\n")[0]

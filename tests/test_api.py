@@ -18,7 +18,7 @@ from gradcy.extend import defvjp, primitive
 # =============================================================================
 # Helpers
 # =============================================================================
-from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401
+from counters import (_counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
                       assert_counters_zero, opened)
 
 
@@ -280,7 +280,7 @@ def test_complex_input_follows_autograd_convention():
     z = 1.0 + 2.0j
     g = grad(f)(z)
     assert type(g) is complex
-    fr = lambda a, b: ((a + 1j * b) ** 2).real + 3.0 * b  # noqa: E731
+    fr = lambda a, b: ((a + 1j * b) ** 2).real + 3.0 * b
     h = 1e-6
     da = (fr(1 + h, 2) - fr(1 - h, 2)) / (2 * h)
     db = (fr(1, 2 + h) - fr(1, 2 - h)) / (2 * h)
@@ -611,7 +611,7 @@ def test_two_threads_differentiate_concurrently():
                 if not onp.allclose(g, ref, rtol=1e-12):
                     errors.append((f.__name__, g))
                     return
-        except BaseException as e:  # noqa: BLE001
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=run, args=(fa, xa, ga_ref)),

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import asv_plots  # noqa: E402
+import asv_plots
 
 COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a",
            "stats_ci_99_b", "stats_q_25", "stats_q_75", "stats_number", "stats_repeat",
@@ -45,7 +45,7 @@ def write_results(root):
     (results / "box").mkdir(parents=True)
     (results / "benchmarks.json").write_text(json.dumps(BENCHMARKS))
     (results / "box" / "machine.json").write_text(json.dumps({"machine": "box", "version": 1}))
-    for i, (commit, (date, rows)) in enumerate(sorted(RUNS.items())[::-1]):
+    for _i, (commit, (date, rows)) in enumerate(sorted(RUNS.items())[::-1]):
         data = {"commit_hash": commit, "env_name": "existing-py", "date": date,
                 "params": {"machine": "box"}, "python": "3.11", "requirements": {},
                 "env_vars": {}, "result_columns": COLUMNS, "version": 2,

@@ -15,7 +15,7 @@ import pytest
 
 import gradcy
 import gradcy.numpy as gnp
-from counters import _counters_back_to_zero  # noqa: F401  (counters back to zero)
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.test_util import check_grads
 
 RTOL = 1e-7
@@ -512,7 +512,7 @@ def test_tracer_nodes_and_python_evaluators():
     assert LOG[0].parents == (root, root) and LOG[0].argnums == (0, 1)
     assert end is LOG[-1] and LOG[1].parents == (LOG[0],)
     # autograd's Python evaluators over gradcy's rules
-    f = lambda x: gnp.sum(gnp.tanh(x) * x)          # noqa: E731
+    f = lambda x: gnp.sum(gnp.tanh(x) * x)
     x = _rs(15).randn(4)
     _, end = trace(VJPNode.new_root(), f, x)
     onp.testing.assert_allclose(backward_pass(1.0, end), gradcy.grad(f)(x))
@@ -535,7 +535,7 @@ def test_const_graph_replays_without_calling_the_function():
         return gradcy.grad(lambda x: gnp.sum(gnp.sin(x) * y + x ** 2))(x * y)
     fast = const_graph(foo)
     rs = _rs(17)
-    for k in range(4):
+    for _k in range(4):
         x, y = rs.randn(3), rs.randn(3)
         onp.testing.assert_allclose(fast(x, y), foo(x, y), rtol=1e-13)
     assert len(calls) == 4 + 1          # foo itself 4 times, fast only at the first call
@@ -668,7 +668,8 @@ def test_scipy_rule_views_agree():
                 st.gamma.grad_gamma_logpdf_arg1(x, a), st.t.grad_tlogpdf_x(x, a, 0.1, 1.3),
                 st.t.grad_tlogpdf_df(x, a, 0.1, 1.3), st.t.grad_tlogpdf_diff(x, a),
                 mvn.covgrad(xm, m, C), sig.compute_conv_size(5, 3, "valid"),
-                tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []), "full")[1]["out"]["conv"]),
+                tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []),
+                                     "full")[1]["out"]["conv"]),
                 sp.make_grad_logsumexp(onp.log(onp.sum(onp.exp(x))), x)(1.5),
                 sp.make_gammainc_vjp_arg1(1)(None, a, x)(onp.ones(4))]
         if backend == "autograd":

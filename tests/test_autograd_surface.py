@@ -121,7 +121,8 @@ def _effective_params(fun):
 
 
 def _generic(params):
-    return all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "called_by_autograd_dispatcher"
+    return all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               or p.name == "called_by_autograd_dispatcher"
                for p in params)
 
 
@@ -141,7 +142,8 @@ def _accepts(mine, theirs):
             if i < len(positional):
                 # an optional parameter is often passed by name (argnum=, modes=, order=)
                 if positional[i].name != p.name and p.default is not p.empty:
-                    problems.append(f"parameter {i} is {positional[i].name!r}, autograd's {p.name!r}")
+                    problems.append(f"parameter {i} is {positional[i].name!r}, "
+                                    f"autograd's {p.name!r}")
             elif not var_pos:
                 problems.append(f"no positional parameter {i} ({p.name!r})")
         elif p.name not in names and not var_kw:

@@ -14,9 +14,9 @@ from gradcy import grad, make_jvp, memory
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import peer_workloads as pw  # noqa: E402
-import peers  # noqa: E402
-import reference_gradients as ref  # noqa: E402
+import peer_workloads as pw
+import peers
+import reference_gradients as ref
 
 COVERED = set()          # registers no primitive
 

@@ -9,7 +9,7 @@ import pytest
 
 import gradcy
 import gradcy.numpy as gnp
-from counters import _counters_back_to_zero  # noqa: F401  (counters back to zero)
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.misc import const_graph, tracers
 
 
@@ -39,7 +39,7 @@ def test_compiled_and_interpreted_replays_agree_exactly():
     rs = onp.random.RandomState(3)
     g = gradcy.grad(f_mixed, argnum=(0, 1))
     compiled, interpreted = _both(lambda x, y: gnp.concatenate([a.ravel() for a in g(x, y)]))
-    for k in range(3):
+    for _k in range(3):
         x, y = rs.randn(4, 2), rs.randn(4, 3)
         want = onp.concatenate([a.ravel() for a in g(x, y)])
         for fast in (compiled, interpreted):

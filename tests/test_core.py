@@ -28,7 +28,7 @@ def delta():
     return {k: v - _BASELINE.get(k, 0) for k, v in s.items()}
 
 
-from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401
+from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
                       assert_counters_zero, opened)
 
 
@@ -65,7 +65,7 @@ def test_arena_growth_is_geometric_and_nodes_survive_reallocation():
         assert n + 1 <= info["cap_nodes"] < 2 * (n + 1)
         assert 2 * n <= info["cap_parents"] < 4 * n
         # the node capacity only changed when the arena was full
-        for (n_prev, cn_prev, _), (n_after, cn, _) in zip(history, history[1:]):
+        for (_n_prev, cn_prev, _), (n_after, cn, _) in zip(history, history[1:]):
             if cn != cn_prev:
                 assert n_after - 1 == cn_prev, (n_after, cn_prev, cn)
         # every node intact after all the reallocations
@@ -840,9 +840,11 @@ def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
 def test_install_hooks_rejects_unknown_names_and_wrong_kinds():
     with pytest.raises(TypeError, match=r"install_hooks: unknown hook 'outt'; the hooks are out, "):
         _core.install_hooks(outt=print)
-    with pytest.raises(TypeError, match=r"hook 'getitem' is a gradcy Primitive, got builtin_function"):
+    with pytest.raises(TypeError,
+                       match=r"hook 'getitem' is a gradcy Primitive, got builtin_function"):
         _core.install_hooks(getitem=print)
     with pytest.raises(TypeError, match=r"hook 'out' must be callable, got int"):
         _core.install_hooks(out=3)
-    with pytest.raises(TypeError, match=r"write, before_write and after_write are installed together"):
+    with pytest.raises(TypeError,
+                       match=r"write, before_write and after_write are installed together"):
         _core.install_hooks(write=None)

@@ -20,7 +20,7 @@ from gradcy import _core, checkpoint, grad, hessian_vector_product, make_jvp
 from gradcy._core import EscapedValueError, Tape
 from gradcy.extend import defjvp, defvjp, primitive
 
-from counters import _counters_back_to_zero  # noqa: F401  (counters back to zero after each test)
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZERO = {"live_tapes": 0, "live_nodes": 0, "saved_bytes": 0, "cotangent_bytes": 0}
@@ -310,7 +310,7 @@ def test_recording_from_another_thread_while_the_owner_runs_is_traced():
 # 8. Every Python-visible callable with hostile arguments
 # =============================================================================
 sys.path.insert(0, HERE)
-import hostile_calls  # noqa: E402
+import hostile_calls
 
 
 @pytest.mark.parametrize("group", hostile_calls.GROUPS)

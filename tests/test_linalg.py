@@ -7,7 +7,7 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-import gradcy.numpy.linalg  # noqa: F401
+import gradcy.numpy.linalg  # noqa: F401  (binds the submodule attribute gradcy.numpy.linalg)
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.test_util import check_grads

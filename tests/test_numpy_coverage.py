@@ -17,7 +17,8 @@ from vjp_harness import rand
 # NumPy 1.26 names trapezoid trapz, and has no unstack, cumulative_sum, cumulative_prod
 trapezoid = getattr(np, "trapezoid", None) or np.trapz
 needs = pytest.mark.skipif
-_PRIMS = [W.append, W.insert, W.delete, W.resize, W.diagflat, W.extract, indexing._choose_p, indexing._select_p,
+_PRIMS = [W.append, W.insert, W.delete, W.resize, W.diagflat, W.extract, indexing._choose_p,
+          indexing._select_p,
           W.meshgrid, W.broadcast_arrays, W.trim_zeros, W.sort_complex,
           W.asanyarray, W.ascontiguousarray, W.asfortranarray, W.asarray_chkfinite, W.require,
           W.unwrap, W.real_if_close, W.nextafter, W.modf, W.frexp, W.divmod, W.i0,

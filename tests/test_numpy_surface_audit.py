@@ -16,7 +16,6 @@ Both parts enumerate their functions from NumPy and gradcy themselves, so a new 
 without a spec fails the completeness checks. The counts of what ran are printed (-s) and
 checked against the enumeration.
 """
-import inspect
 import types
 import warnings
 
@@ -25,13 +24,13 @@ import pytest
 
 import gradcy
 import gradcy.numpy as gnp
-import gradcy.numpy.fft  # noqa: F401
-import gradcy.numpy.linalg  # noqa: F401
+import gradcy.numpy.fft
+import gradcy.numpy.linalg  # noqa: F401  (binds the submodule attribute gradcy.numpy.linalg)
 import gradcy.scipy.special as gsp
 from gradcy import TracerArrayConversionError, grad
 from gradcy._core import Primitive
 from gradcy.numpy.numpy_wrapper import parameters
-from counters import _counters_back_to_zero  # noqa: F401
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 RNG = onp.random.RandomState(7)
 X0 = RNG.uniform(0.15, 0.85, size=(3, 4))              # distinct, away from 0.5 and integers
@@ -147,7 +146,8 @@ def _numpy_deprecates(modname, name):
     fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
     build, _ = _spec(modname, name)
     args, kwargs = build(X0)
-    return any(issubclass(c, DeprecationWarning) for c, _ in _warnings_of(lambda: fn(*args, **kwargs)))
+    return any(issubclass(c, DeprecationWarning)
+               for c, _ in _warnings_of(lambda: fn(*args, **kwargs)))
 
 
 def _read(buffers):
@@ -236,7 +236,7 @@ def _audit(program, x=X0):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             g = grad(program)(x.copy())
-    except Exception as e:     # noqa: BLE001  (any exception is classified)
+    except Exception as e:  # (any exception is classified)
         assert _clear(e), f"unclear error {type(e).__name__}: {e}"
         return "raised"
     ref = _central(program, x)
@@ -287,7 +287,8 @@ def test_every_out_function_is_audited():
     names = {n for _, n in OUT_FUNCTIONS}
     assert set(NO_FLOAT_VALUES) <= names
     # the specs of functions this NumPy has (concat, cumulative_sum are NumPy 2's)
-    assert {n for n in SPECS if hasattr(onp, n)} - {"multi_dot"} <= names and ("numpy.linalg", "multi_dot") in OUT_FUNCTIONS
+    assert {n for n in SPECS if hasattr(onp, n)} - {"multi_dot"} <= names
+    assert ("numpy.linalg", "multi_dot") in OUT_FUNCTIONS
     # the enumeration found numpy's out= functions (ufuncs, reductions, linalg, fft)
     for expected in [("numpy", "add"), ("numpy", "sum"), ("numpy", "dot"), ("numpy", "cumsum"),
                      ("numpy", "clip"), ("numpy", "einsum"), ("numpy", "take"),
@@ -426,7 +427,7 @@ def test_nan_to_num_copy_false_writes_into_its_argument(via):
 # =============================================================================
 def _nondifferentiable():
     found = {}
-    for prefix, mod in [("numpy", gnp), ("numpy.linalg", gnp.linalg), ("numpy.fft", gnp.fft),
+    for _prefix, mod in [("numpy", gnp), ("numpy.linalg", gnp.linalg), ("numpy.fft", gnp.fft),
                         ("scipy.special", gsp)]:
         for name in sorted(dir(mod)):
             p = getattr(mod, name)

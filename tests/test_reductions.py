@@ -8,7 +8,7 @@ import pytest
 
 import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
-from gradcy._core import ArrayMeta, Box, Tape, install_hooks
+from gradcy._core import ArrayMeta, Tape, install_hooks
 from gradcy.numpy._util import match_tangent
 from gradcy.numpy.saved_sets import unpack_positions
 from gradcy.test_util import check_grads

@@ -14,10 +14,10 @@ from gradcy._core import ArrayMeta, Tape
 from gradcy.numpy.saved_sets import Positions, extremum_masks, unpack_positions
 from gradcy.test_util import check_grads
 
-from counters import assert_counters_zero as assert_released  # noqa: E402
+from counters import assert_counters_zero as assert_released
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import reference_gradients as ref  # noqa: E402
+import reference_gradients as ref
 
 rng = onp.random.RandomState(13)
 
@@ -233,7 +233,7 @@ def test_recompute_keeps_less_and_counts_back_to_zero():
 
 def test_recompute_second_order_and_bad_policy():
     x = rng.rand(4) + 0.5
-    f = lambda x: np.sum(np.exp(x / np.sum(x)) * x)     # noqa: E731
+    f = lambda x: np.sum(np.exp(x / np.sum(x)) * x)
     h = grad(lambda x: np.sum(grad(f, recompute="elementwise")(x) * x))(x)
     h0 = grad(lambda x: np.sum(grad(f)(x) * x))(x)
     assert onp.allclose(h, h0, rtol=1e-12, atol=1e-14)

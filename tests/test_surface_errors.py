@@ -12,7 +12,7 @@ import gradcy
 import gradcy.numpy as np
 from gradcy import (TracerArrayConversionError, elementwise_grad, grad, jacobian, make_jvp,
                     make_vjp, value_and_grad)
-from counters import _counters_back_to_zero  # noqa: F401
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from vjp_harness import check
 
 X = onp.array([0.3, -1.2, 0.31, 2.5, -1.25, 0.7])           # distinct values: no ties
@@ -122,7 +122,7 @@ def test_unique_along_an_axis():
 
 def test_intersect1d_sends_the_gradient_to_ar1():
     a1, a2 = onp.array([0.3, 2.0, -1.0, 0.7]), onp.array([0.7, 5.0, 0.3])
-    f = lambda a, b: _weighted(np.intersect1d(a, b))     # noqa: E731
+    f = lambda a, b: _weighted(np.intersect1d(a, b))
     g1, g2 = grad(f, (0, 1))(a1, a2)
     assert onp.array_equal(g1, [WEIGHTS[0], 0.0, 0.0, WEIGHTS[1]]) and not g2.any()
     # where the function is smooth (the shared values move together) the gradient is exact

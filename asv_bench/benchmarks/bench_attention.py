@@ -28,7 +28,7 @@ def _impl(impl):
     try:
         small = g(*data, 3)
     except NotImplementedError as exc:
-        raise NotImplementedError(f"attention {impl} at this commit: {exc}")
+        raise NotImplementedError(f"attention {impl} at this commit: {exc}") from exc
     if not numpy.allclose(small, common.ref.hand_attention(*data, 3), rtol=1e-9, atol=1e-12):
         raise ValueError(f"gradcy's attention {impl} gradient differs from the hand-written one")
     return g

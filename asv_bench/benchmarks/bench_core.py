@@ -5,7 +5,7 @@ times in a chain from one leaf; the tape is then swept (backward from the last n
 released. This isolates the cost of dispatch, Box creation, node append, the reverse sweep and
 release, which every traced NumPy call pays on top of its own work.
 """
-from . import common  # noqa: F401  (pins the BLAS threads before NumPy is imported)
+from . import common  # (pins the BLAS threads before NumPy is imported)
 
 try:
     from gradcy._core import Tape
@@ -44,7 +44,7 @@ class RecordSweepRelease:
             t.backward(b._node, 1.0, True, [leaf._node])
             t.release()
         except (TypeError, AttributeError) as exc:
-            raise NotImplementedError(f"gradcy._core.Tape differs at this commit: {exc}")
+            raise NotImplementedError(f"gradcy._core.Tape differs at this commit: {exc}") from exc
 
     def time_record_release(self, n):
         t, leaf, b = _record(n)

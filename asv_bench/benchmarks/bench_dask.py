@@ -26,7 +26,7 @@ class DaskLogistic:
             import dask
             import dask.array as da
         except ImportError as exc:
-            raise NotImplementedError(f"dask is not installed ({exc})")
+            raise NotImplementedError(f"dask is not installed ({exc})") from exc
         dask.config.set(scheduler="threads")
         rng = numpy.random.default_rng(common.SEED)
         X = rng.standard_normal((self.N, self.D))
@@ -40,7 +40,7 @@ class DaskLogistic:
                     warnings.simplefilter("ignore", FutureWarning)
                     from dask_glm.families import Logistic
             except ImportError as exc:
-                raise NotImplementedError(f"dask-glm is not installed ({exc})")
+                raise NotImplementedError(f"dask-glm is not installed ({exc})") from exc
             X_, y_, w_ = self.X, self.y, self.w
             self.fn = lambda: Logistic.gradient(X_.dot(w_), X_, y_).compute()
             return

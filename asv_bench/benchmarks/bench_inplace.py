@@ -30,7 +30,7 @@ def _gradcy_memnet(variant):
     try:
         small = g(W, x, 3)
     except NotImplementedError as exc:        # MissingVJPError: an op without a VJP here
-        raise NotImplementedError(f"memnet {variant} at this commit: {exc}")
+        raise NotImplementedError(f"memnet {variant} at this commit: {exc}") from exc
     if not numpy.allclose(small, common.ref.hand_memnet(W, x, 3), rtol=1e-9, atol=1e-12):
         raise ValueError(f"gradcy's memnet {variant} gradient differs from the hand-written one")
     return g

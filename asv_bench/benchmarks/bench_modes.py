@@ -38,7 +38,8 @@ class ForwardMode:
         try:
             ans, t = jvp(self.x, self.v)
         except (NotImplementedError, TypeError, AttributeError) as exc:
-            raise NotImplementedError(f"forward mode of sin/multiply/add at this commit: {exc}")
+            raise NotImplementedError(
+                f"forward mode of sin/multiply/add at this commit: {exc}") from exc
         _, t_hand = common.ref.hand_jvp_sinchain(self.x, self.v)
         if not numpy.allclose(t, t_hand):
             raise ValueError("gradcy's forward-mode tangent differs from the hand-written one")
@@ -125,7 +126,8 @@ class HigherOrder:
         try:
             self.hvp(self.x, self.v)
         except (NotImplementedError, TypeError, AttributeError) as exc:
-            raise NotImplementedError(f"grad of grad of sin/multiply/add at this commit: {exc}")
+            raise NotImplementedError(
+                f"grad of grad of sin/multiply/add at this commit: {exc}") from exc
 
     def time_hessian_vector_product(self):
         self.hvp(self.x, self.v)

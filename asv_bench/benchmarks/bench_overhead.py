@@ -67,7 +67,7 @@ class PerOp:
         try:
             g = self.grad(self.x, self.c)
         except (NotImplementedError, AttributeError) as exc:  # op not registered at this commit
-            raise NotImplementedError(str(exc))
+            raise NotImplementedError(str(exc)) from exc
         if not numpy.allclose(g, self.hand(self.x, self.c)):
             raise ValueError(f"gradcy gradient of {op} differs from the hand-written one")
 

@@ -15,13 +15,13 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import functools  # noqa: E402
-import gc  # noqa: E402
-import importlib.util  # noqa: E402
-import pathlib  # noqa: E402
-import tracemalloc  # noqa: E402
+import functools
+import gc
+import importlib.util
+import pathlib
+import tracemalloc
 
-import numpy  # noqa: E402
+import numpy
 
 
 def _load_by_path(path):
@@ -44,23 +44,23 @@ def _readonly(*arrays):
     return arrays if len(arrays) > 1 else arrays[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dot_data(d=D):
     return _readonly(*ref.dotchain_inputs(d, seed=SEED))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tanh_data(d=D):
     return _readonly(*ref.tanhchain_inputs(d, seed=SEED + 1))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def memnet_data():
     """(W, x) of the memory network."""
     return _readonly(*ref.memnet_inputs(seed=SEED + 4))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def attention_data():
     """(W, h0, q, b) of the attention memory network (gradcy issue 13); None at a commit
     whose reference_gradients.py lacks it."""
@@ -69,14 +69,14 @@ def attention_data():
     return _readonly(*ref.attention_inputs())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vector(n, seed=SEED):
     """A seeded float64 vector of n elements in (-2, 2) (valid for every per-op benchmark)."""
     rng = numpy.random.RandomState(seed)
     return _readonly(rng.uniform(-2.0, 2.0, n))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_pair():
     """(b, a): the 2x2 arrays of the create-and-drop loop."""
     rng = numpy.random.RandomState(SEED + 2)
@@ -93,7 +93,7 @@ def require(module, *names):
     try:
         mod = importlib.import_module(module)
     except ImportError as exc:
-        raise NotImplementedError(f"{module} is not in this commit ({exc})")
+        raise NotImplementedError(f"{module} is not in this commit ({exc})") from exc
     if not names:
         return mod
     missing = [n for n in names if not hasattr(mod, n)]

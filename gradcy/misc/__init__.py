@@ -4,7 +4,7 @@ from .flatten import flatten, flatten_func
 from .fixed_points import fixed_point
 from . import optimizers
 from .tracers import const_graph
-from . import fixed_points, tracers  # noqa: F401
+from . import fixed_points, tracers
 
 __all__ = ["flatten", "flatten_func", "fixed_point", "optimizers", "const_graph", "tracers",
            "fixed_points"]

@@ -137,6 +137,6 @@ _ensure_saved(8)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

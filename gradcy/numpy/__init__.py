@@ -7,26 +7,26 @@ differentiation owns (inplace).
 """
 import numpy as _np
 
-from ._wrap import *  # noqa: F401,F403  (every NumPy function, as a primitive)
+from ._wrap import *  # (every NumPy function, as a primitive)
 from ._wrap import __all__ as _wrapped
-from .extras import *  # noqa: F401,F403  (r_, c_, integer types, autograd.numpy's helpers)
+from .extras import *  # (r_, c_, integer types, autograd.numpy's helpers)
 from .extras import __all__ as _extras
 # the rules, by family (importing a file registers its rules)
-from . import elementwise, products, reductions, manipulation, indexing, sorting  # noqa: F401
-from . import calculus, statistics, polynomials  # noqa: F401
-from . import fft, linalg, random  # noqa: F401
-from . import inplace  # noqa: F401  (writes into arrays; constructors that own buffers)
+from . import elementwise, products, reductions, manipulation, indexing, sorting
+from . import calculus, statistics, polynomials
+from . import fft, linalg, random
+from . import inplace  # (writes into arrays; constructors that own buffers)
 from . import saved_sets  # per-call saved sets: after the rule tables, whose save= it overrides
 saved_sets.register()
 
 # front ends in place of the primitives of the same names
-from .indexing import block, choose, select  # noqa: F401
-from .sorting import intersect1d, setdiff1d, setxor1d, union1d, unique  # noqa: F401
-from .statistics import histogram, histogram2d, histogram_bin_edges, histogramdd  # noqa: F401
-from .manipulation import bartlett, blackman, hamming, hanning  # noqa: F401
+from .indexing import block, choose, select
+from .sorting import intersect1d, setdiff1d, setxor1d, union1d, unique
+from .statistics import histogram, histogram2d, histogram_bin_edges, histogramdd
+from .manipulation import bartlett, blackman, hamming, hanning
 if hasattr(_np, "unique_all"):      # NumPy >= 2
-    from .sorting import unique_all, unique_counts, unique_inverse, unique_values  # noqa: F401
-from .inplace import at  # noqa: F401
+    from .sorting import unique_all, unique_counts, unique_inverse, unique_values
+from .inplace import at
 
 # constructors whose arrays a differentiation owns (writes into them are recorded)
 _owning = {}
@@ -41,6 +41,6 @@ del _owning
 __all__ = list(dict.fromkeys(list(_wrapped) + list(_extras))) + ["linalg", "fft", "random", "at"]
 
 # autograd.numpy's modules (re-exports of the above)
-from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper  # noqa: F401,E402
+from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper
 
 __version__ = _np.__version__

@@ -260,6 +260,6 @@ del _prim, _kind, _one, _r, _ir
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

@@ -79,8 +79,8 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
-from .._core import (Box, OwnedBuffer, active_tape, is_array_value,  # noqa: F401
-                     layout_region, register_box_method, transfer_box)
+from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
+                     transfer_box)
 from ..registry import defjvp, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import unbroadcast
@@ -560,7 +560,7 @@ def _strided_index(view, root):
         return None
     rstrides = [st // item for st in root.strides]
     lo = []
-    for d, rs in enumerate(rstrides):
+    for rs in rstrides:
         k = off // rs if rs else 0
         lo.append(k)
         off -= k * rs

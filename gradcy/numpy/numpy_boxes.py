@@ -1,8 +1,8 @@
 """autograd.numpy.numpy_boxes's names: gradcy has one traced-value type, Box, for arrays,
 scalars and sequences alike, so ArrayBox and SequenceBox are Box."""
 from .._core import Box
-from ..registry import primitive  # noqa: F401  (autograd.numpy.numpy_boxes has it)
-from ..tracer import trace_primitives_map  # noqa: F401
+from ..registry import primitive  # (autograd.numpy.numpy_boxes has it)
+from ..tracer import trace_primitives_map
 
 __all__ = ["ArrayBox", "SequenceBox", "Box", "nondiff_methods", "diff_methods"]
 

@@ -121,7 +121,8 @@ def _median_saver(nan):
         quantile = _onp.nanquantile if nan else _onp.quantile
         masks = _onp.empty((2,) + a.shape, dtype=bool)
         for k, method in enumerate(("lower", "higher")):
-            _onp.equal(a, quantile(a, 0.5, axis=ax, keepdims=True, method=method), out=masks[k, ...])
+            _onp.equal(a, quantile(a, 0.5, axis=ax, keepdims=True, method=method),
+                       out=masks[k, ...])
         packed = _onp.packbits(masks, axis=None).view(Positions)
         packed.out_shape, packed.value_dtype = a.shape, a.dtype
         return packed, (meta_of(a),) + args[1:]

@@ -482,7 +482,7 @@ def _quantile_rules(prim, nan, scale):
         return w_lo + t[..., None].astype(w_lo.dtype) * dW
 
     def vjp_a(ans, a, *args, **kwargs):
-        shape, dtype = _shape(a), _dtype(a)
+        dtype = _dtype(a)
         args = (a,) + args
 
         def vjp(g):

@@ -228,6 +228,6 @@ defjvp_argnums(_odeint_p, _odeint_jvp)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

@@ -417,6 +417,6 @@ defjvp(_cho_factor_p, _cho_factor_jvp)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

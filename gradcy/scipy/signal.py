@@ -185,6 +185,6 @@ defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

@@ -24,11 +24,11 @@ from . import _import_scipy
 
 _sp = _import_scipy("scipy.special")
 
-from .._core import register_numpy_override  # noqa: E402
-from .._core import Primitive  # noqa: E402
-from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
-from ..numpy import _wrap as anp  # noqa: E402
-from ..numpy._util import cast_like, shape_dtype, unbroadcast  # noqa: E402
+from .._core import register_numpy_override
+from .._core import Primitive
+from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive
+from ..numpy import _wrap as anp
+from ..numpy._util import cast_like, shape_dtype, unbroadcast
 
 _PREFIX = "gradcy.scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -81,7 +81,7 @@ jv = _wrap("jv")                    # the same scipy ufunc as jn
 y0 = _wrap("y0")
 y1 = _wrap("y1")
 yn = _wrap("yn")
-round = _wrap("round")  # noqa: A001  (scipy.special.round; piecewise constant)
+round = _wrap("round")  # (scipy.special.round; piecewise constant)
 
 
 def _softmax(x, axis=None):
@@ -340,6 +340,6 @@ del _p
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export  # noqa: E402
+from .._autograd_rules import export as _export
 
 _export(globals())

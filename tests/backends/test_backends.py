@@ -7,7 +7,7 @@ the input's chunks; CuPy in, CuPy out).
 """
 import numpy as onp
 import pytest
-from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401
+from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 import gradcy
 import gradcy.numpy as np
@@ -184,7 +184,7 @@ def test_jvp(backend):
     name, to, back = backend
     x = onp.linspace(-1.0, 1.0, 30)
     v = onp.cos(x)
-    f = lambda t: np.exp(np.sin(t)) * t              # noqa: E731
+    f = lambda t: np.exp(np.sin(t)) * t
     expect_t = make_jvp(f)(x)(v)[1]
     xb, vb = to(x, 10), to(v, 10)
     ans, t = make_jvp(f)(xb)(vb)

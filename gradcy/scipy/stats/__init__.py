@@ -15,6 +15,6 @@ from .. import _import_scipy
 
 _import_scipy("scipy.stats")
 
-from . import beta, chi2, dirichlet, gamma, multivariate_normal, norm, poisson, t  # noqa: E402
+from . import beta, chi2, dirichlet, gamma, multivariate_normal, norm, poisson, t
 
 __all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]

@@ -10,10 +10,10 @@ from .. import _import_scipy
 
 _chi2 = _import_scipy("scipy.stats").chi2
 
-from ...registry import defjvp, defvjp_direct, primitive  # noqa: E402
-from ...numpy import _wrap as anp  # noqa: E402
-from ...numpy._util import unbroadcast  # noqa: E402
-from ..special import psi  # noqa: E402
+from ...registry import defjvp, defvjp_direct, primitive
+from ...numpy import _wrap as anp
+from ...numpy._util import unbroadcast
+from ..special import psi
 
 _P = "gradcy.scipy.stats.chi2"
 _HALF_LN2 = 0.5 * math.log(2.0)
@@ -66,6 +66,6 @@ defjvp(cdf, lambda g, ans, x, df: g * pdf(x, df))
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export  # noqa: E402
+from ..._autograd_rules import export as _export
 
 _export(globals())

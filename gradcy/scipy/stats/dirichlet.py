@@ -11,10 +11,10 @@ from .. import _import_scipy
 
 _dirichlet = _import_scipy("scipy.stats").dirichlet
 
-from ...registry import defjvp, defvjp_direct, notrace_primitive, primitive  # noqa: E402
-from ...numpy import _wrap as anp  # noqa: E402
-from ...numpy._util import unbroadcast  # noqa: E402
-from ..special import digamma  # noqa: E402
+from ...registry import defjvp, defvjp_direct, notrace_primitive, primitive
+from ...numpy import _wrap as anp
+from ...numpy._util import unbroadcast
+from ..special import digamma
 
 _P = "gradcy.scipy.stats.dirichlet"
 
@@ -101,6 +101,6 @@ defjvp(pdf,
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export  # noqa: E402
+from ..._autograd_rules import export as _export
 
 _export(globals())

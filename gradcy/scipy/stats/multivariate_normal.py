@@ -13,10 +13,10 @@ from .. import _import_scipy
 
 _mvn = _import_scipy("scipy.stats").multivariate_normal
 
-from ...registry import defjvp, defvjp_direct, primitive  # noqa: E402
-from ...numpy import linalg as _la  # noqa: E402
-from ...numpy import _wrap as anp  # noqa: E402
-from ...numpy._util import unbroadcast  # noqa: E402
+from ...registry import defjvp, defvjp_direct, primitive
+from ...numpy import linalg as _la
+from ...numpy import _wrap as anp
+from ...numpy._util import unbroadcast
 
 _P = "gradcy.scipy.stats.multivariate_normal"
 
@@ -171,6 +171,6 @@ defjvp(entropy, None, _entropy_jvp_cov)
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export  # noqa: E402
+from ..._autograd_rules import export as _export
 
 _export(globals())

@@ -7,9 +7,9 @@ from .. import _import_scipy
 
 _poisson = _import_scipy("scipy.stats").poisson
 
-from ...registry import defjvp, defvjp_direct, primitive  # noqa: E402
-from ...numpy import _wrap as anp  # noqa: E402
-from ...numpy._util import unbroadcast  # noqa: E402
+from ...registry import defjvp, defvjp_direct, primitive
+from ...numpy import _wrap as anp
+from ...numpy._util import unbroadcast
 
 _P = "gradcy.scipy.stats.poisson"
 
@@ -53,6 +53,6 @@ defjvp(cdf, lambda g, ans, k, mu: -g * pmf(anp.floor(k), mu), argnums=(1,))
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export  # noqa: E402
+from ..._autograd_rules import export as _export
 
 _export(globals())
