@@ -1062,7 +1062,7 @@ class Checker:
             from gradcy import grad
             try:
                 self._fd2 = self._central(grad(self.gradcy_f, (0, 1)), FD_STEP2, *self.v)
-            except Exception as e:   # noqa: BLE001 - classified below
+            except Exception as e:   # (any exception: classified below)
                 if any(isinstance(e, t) and m in str(e) for t, m in _documented()):
                     raise Failure("nested_returned", f"second order returned where the "
                                   f"gradient raises {str(e).splitlines()[0][:200]}") from None

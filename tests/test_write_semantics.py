@@ -845,7 +845,7 @@ def _y_0d_live(x, m):
                                   _y_real_live, _y_0d_live])
 def test_a_write_through_a_view_of_a_computed_array_raises_in_every_order(prog):
     # first order raises; nested differentiation used to return results NumPy does not give
-    for mode, run in _every_order(lambda x: prog(x, np), X4).items():
+    for _mode, run in _every_order(lambda x: prog(x, np), X4).items():
         with pytest.raises(ValueError, match="that is a view of another array|memory another "
                                              "traced value shares"):
             run()
@@ -866,7 +866,7 @@ def test_a_write_into_a_computed_array_nothing_else_sees_works_in_every_order():
         return m.sum(v * v) + m.sum(t * x) + m.sum(r ** 2) + s * s
 
     check_program(prog, X4)
-    f = lambda x: prog(x, np)                    # noqa: E731
+    f = lambda x: prog(x, np)
     want = hessian(f)(X4)
     for mode in ("jacobian(grad)",):
         onp.testing.assert_allclose(_every_order(f, X4)[mode](), want, rtol=1e-12)
