@@ -16,7 +16,7 @@ from ._core import Box, Primitive
 from ._tape import ArgnumVJP
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
                        defvjp_argnum, defvjp_argnums, primitive as primitive_)
-from .tracer import Node, getval, isbox, toposort, trace
+from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map
 from .util import func, subval
 from .vspace import SparseObject, VSpace, vspace
 
@@ -148,7 +148,6 @@ class _RuleRegistry(MutableMapping):
             prim.jvp_argnums = None
 
     def __iter__(self):
-        from .tracer import trace_primitives_map
         trace_primitives_map._fill()
         return iter([p for p in set(dict.values(trace_primitives_map)) if self._has(p)])
 
