@@ -5,7 +5,7 @@ is converted here, once, to the one form the backward sweep calls (gradcy._tape.
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 """
-from ._tape import ArgnumVJP, JointVJP, Primitive
+from ._tape import ArgnumVJP, JointVJP, Primitive, maker_rule
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
            "defvjp_argnums",
@@ -215,9 +215,7 @@ def _set_argnum_rules(prim, argnums, rules):
 
 def _as_direct(maker):
     """maker(ans, *args, **kwargs) -> vjp(g), as rule(g, ans, *args, **kwargs)."""
-    if maker is None:
-        return None
-    return lambda g, ans, *args, **kwargs: maker(ans, *args, **kwargs)(g)
+    return None if maker is None else maker_rule(maker)
 
 
 def defvjp_argnums(prim, vjpmaker, save=None):
