@@ -8,10 +8,18 @@ small array helpers (unbroadcast, balanced_eq, repeat_to_match_shape, ...) are w
 gradcy.numpy, so they are differentiable. Each gradcy module that autograd has gets its names
 from export(globals()), called at the module's end.
 """
+import builtins
+import sys
+
 import numpy as _onp
+from numpy.lib.stride_tricks import as_strided
 
 from . import _core
-from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from ._tape import ArgnumVJP
+from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from .tracer import register_notrace
+from .util import func
+from .vspace import SparseObject, vspace
 
 __all__ = ["vjp_maker", "vjp_argnum_maker", "jvp_rule", "jvp_argnum_rule", "export"]
 
@@ -21,19 +29,15 @@ __all__ = ["vjp_maker", "vjp_argnum_maker", "jvp_rule", "jvp_argnum_rule", "expo
 # =============================================================================
 def _vjp_of(prim, argnum, ans, args, kwargs):
     """vjp(g) of argument argnum from the rule registered on prim (read now)."""
-    if prim.vjp_argnums is not None:
-        vjp = prim.vjp_argnums((argnum,), ans, tuple(args), kwargs)
-        return lambda g: vjp(g)[0]
-    if argnum not in prim.vjpmakers:
+    rule = prim.vjp
+    if isinstance(rule, ArgnumVJP) and argnum not in rule.rules:
         raise _core.MissingVJPError(f"{prim.name} has no VJP for argument {argnum}; register "
                                     f"one with gradcy.extend.defvjp")
-    rule = prim.vjpmakers[argnum]
-    if rule is None:
-        from .vspace import vspace
-        return lambda g: vspace(args[argnum]).zeros()
-    if prim.direct:
-        return lambda g: rule(g, ans, *args, **kwargs)
-    return rule(ans, *args, **kwargs)
+
+    def vjp(g):
+        out = rule((argnum,), g, ans, tuple(args), kwargs)[0]
+        return vspace(args[argnum]).zeros() if out is None else out
+    return vjp
 
 
 def vjp_maker(prim, argnum=0):
@@ -60,7 +64,6 @@ def _jvp_of(prim, argnum, g, ans, args, kwargs):
                                     f"one with gradcy.extend.defjvp")
     rule = prim.jvpmakers[argnum]
     if rule is None:
-        from .vspace import vspace
         return vspace(ans).zeros()
     return rule(g, ans, *args, **kwargs)
 
@@ -360,11 +363,7 @@ def irfft_grad(get_args, rfft_fun, ans, x, *args, **kwargs):
 # =============================================================================
 def _numpy_vjps(w):
     from .numpy.numpy_boxes import ArrayBox
-    from .util import func
     from .core import VJPNode
-    from .tracer import register_notrace
-    from .vspace import SparseObject, vspace
-    from .registry import primitive
     names = dict(ArrayBox=ArrayBox, SparseObject=SparseObject, VJPNode=VJPNode, defvjp=defvjp,
                  defvjp_argnum=defvjp_argnum, func=func, primitive=primitive,
                  register_notrace=register_notrace, vspace=vspace)
@@ -413,10 +412,6 @@ _SHARED_VJPS = ("dot_adjoint_0", "dot_adjoint_1", "matmul_adjoint_0", "matmul_ad
 def _numpy_jvps(w):
     from .core import JVPNode
     from .numpy.numpy_boxes import ArrayBox
-    from .registry import def_linear
-    from .tracer import register_notrace
-    from .util import func
-    from .vspace import vspace
     names = dict(ArrayBox=ArrayBox, JVPNode=JVPNode, def_linear=def_linear, defjvp=defjvp,
                  defjvp_argnum=defjvp_argnum, func=func, register_notrace=register_notrace,
                  vspace=vspace, atleast_jvpmaker=atleast_jvpmaker, broadcast=broadcast)
@@ -434,8 +429,6 @@ def _numpy_jvps(w):
 
 
 def _fft():
-    from .registry import primitive
-    from .vspace import vspace
     return dict(defvjp=defvjp, primitive=primitive, vspace=vspace, fft_grad=fft_grad,
                 rfft_grad=rfft_grad, irfft_grad=irfft_grad, truncate_pad=truncate_pad,
                 check_no_repeated_axes=check_no_repeated_axes, check_even_shape=check_even_shape,
@@ -550,8 +543,6 @@ def einsum_tensordot(A, B, axes, reverse=False):
 
 
 def _scipy_signal(mod):
-    from numpy.lib.stride_tricks import as_strided
-
     def grad_convolve(argnum, ans, A, B, axes=None, dot_axes=((), ()), mode="full"):
         """The VJP of convolve(A, B, axes, dot_axes, mode) for argument argnum."""
         return _vjp_by_tracing(lambda A, B: mod.convolve(A, B, axes, dot_axes, mode), argnum,
@@ -574,7 +565,6 @@ def _scipy_special(mod):
 
 
 def _scipy_stats(name, mod):
-    from .registry import primitive
     names = dict(defvjp=defvjp, unbroadcast_f=unbroadcast_f, primitive=primitive)
     short = name.rsplit(".", 1)[1]
     if short == "beta":
@@ -648,20 +638,16 @@ def export(namespace):
     elif name == "gradcy.numpy.fft":
         names = _fft()
     elif name == "gradcy.numpy.linalg":
-        import sys
         names = _linalg(sys.modules[name])
     elif name.startswith("gradcy.scipy.stats."):
-        import sys
         names = _scipy_stats(name, sys.modules[name])
     elif name.startswith("gradcy.scipy.") or name.startswith("gradcy.misc."):
-        import sys
         maker = {"gradcy.scipy.integrate": _scipy_integrate, "gradcy.scipy.linalg": _scipy_linalg,
                  "gradcy.scipy.signal": _scipy_signal,
                  "gradcy.scipy.special": _scipy_special}.get(name)
         names = maker(sys.modules[name]) if maker else _misc(name, sys.modules[name])
     else:
         raise KeyError(f"gradcy._autograd_rules.export: no names for {name}")
-    import builtins
     shadowing = {k: v for k, v in names.items() if hasattr(builtins, k)}
     for k, v in names.items():
         if k not in shadowing:

@@ -10,8 +10,8 @@
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
 #   the node's VJP ran in a consuming sweep, when the node dies or cannot reach the output of a
 #   sweep), or Tape._free_all() (release(), __dealloc__).
-# - Node.cotangent: Tape._take_cotangent() when the node's VJP consumes it, the end of
-#   backward(), or Tape._free_all().
+# - Node.cotangent (a tangent on a forward-mode tape): Tape._take_cotangent() when the node's
+#   VJP consumes it, the end of backward(), or Tape._free_all().
 # - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
 # - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
 #   `owned`; the rest with the Tape object.
@@ -50,7 +50,8 @@ cdef struct Node:
     PyObject* saved_args     # owned: tuple of arguments (unread
                              # buffers as ArrayMeta); NULL once released
     PyObject* saved_kwargs   # owned: the call's keyword arguments, or None; NULL once released
-    PyObject* cotangent      # owned ref to the accumulated cotangent; NULL until one arrives
+    PyObject* cotangent      # owned ref to the accumulated cotangent (on a forward-mode tape,
+                             # Tape.forward: the value's tangent); NULL until one arrives
     Py_ssize_t parent_start  # index of this node's first ParentRef in the tape's parent pool
     Py_ssize_t saved_bytes   # bytes of buffers this node's record
                              # holds (shared buffers counted once)
@@ -70,9 +71,8 @@ cdef struct ParentRef:
 cdef class Primitive:
     cdef readonly object fun          # the raw function, called on unboxed values
     cdef readonly str name            # qualified name used in error messages
-    cdef public dict vjpmakers        # argnum -> maker(ans, *args, **kw) -> vjp(g); None = zero
-    cdef public object vjp_argnums    # maker(argnums, ans, args, kwargs)
-                                      # -> vjp(g) -> tuple, or None
+    cdef readonly VJP vjp             # the reverse-mode rule, in the one form the sweep calls
+                                      # (gradcy.registry builds it; never None)
     cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
     cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
     cdef public bint traced           # False: run on unboxed values, record nothing
@@ -86,9 +86,6 @@ cdef class Primitive:
     cdef unsigned int arg_known       # bit k: argument k has a per-argument entry
     cdef public object save_fn        # save_fn(argnums, ans, args, kwargs) -> (ans_s, args_s): the
                                       # record its rules read (a compact form), or None
-    cdef public bint direct           # vjpmakers hold rules rule(g, ans, *args, **kw) -> cotangent
-    cdef public object write_vjp      # in-place write: write_vjp(argnums,
-                                      # g, g_owned, ans, args, kw)
     cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents
                                       # of a view may land in A's slot
     cdef public bint recomputable     # cheap elementwise: its output
@@ -174,3 +171,29 @@ cdef class Box:
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node)
+
+
+# =============================================================================
+# Reverse-mode rules
+# =============================================================================
+cdef class VJP:
+    # A primitive's reverse-mode rule in the one form the sweep calls: run() adds the
+    # cotangents of node `i`'s traced, non-constant parents (ParentRefs start .. start+n) into
+    # their slots. gradcy.registry converts every registration API to one of the two kinds below
+    # once, when the rule is registered.
+    cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
+    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
+                 bint g_owned, object ans, tuple args, object kwargs) except -1
+
+
+cdef class ArgnumVJP(VJP):
+    # one rule per argument: rules[argnum](g, ans, *args, **kwargs) -> that argument's
+    # cotangent; None = zero; a missing argnum raises MissingVJPError
+    cdef readonly dict rules
+
+
+cdef class JointVJP(VJP):
+    # one rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
+    # per argnum (g_owned: fn may overwrite g)
+    cdef readonly object fn
+    cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views

@@ -464,6 +464,121 @@ cdef enum:
     MAX_INLINE_PARENTS = 16
 
 
+cdef class VJP:
+    """A primitive's reverse-mode rule in the one form the backward sweep calls (see
+    ArgnumVJP, JointVJP); gradcy.registry builds it when a rule is registered."""
+
+    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
+                 bint g_owned, object ans, tuple args, object kwargs) except -1:
+        raise NotImplementedError(f"{prim.name}: VJP is abstract")
+
+    def __call__(self, argnums, g, ans, args, kwargs):
+        """The cotangents of the arguments at positions argnums (None for a zero rule), for
+        views of the rule in other calling conventions."""
+        raise NotImplementedError
+
+
+@cython.final
+cdef class ArgnumVJP(VJP):
+    """One rule per argument: rules[argnum](g, ans, *args, **kwargs) -> its cotangent."""
+
+    def __cinit__(self, dict rules not None):
+        self.rules = rules
+
+    def copy(self):
+        return ArgnumVJP(dict(self.rules))
+
+    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
+                 bint g_owned, object ans, tuple args, object kwargs) except -1:
+        cdef Py_ssize_t k, a, nargs = PyTuple_GET_SIZE(args)
+        cdef ParentRef ref
+        cdef PyObject* rule
+        cdef tuple callargs
+        cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
+        # calls without keywords take a vectorcall on a C array (no argument tuple to build
+        # and free); calls with keywords go through an argument tuple
+        cdef bint vector = kwargs is None and nargs <= MAX_INLINE_PARENTS
+        if vector:
+            argv[0] = <PyObject*>g
+            argv[1] = <PyObject*>ans
+            for a in range(nargs):
+                argv[2 + a] = PyTuple_GET_ITEM(args, a)
+        else:
+            callargs = (g, ans) + args
+        for k in range(n):
+            ref = tape.parents[start + k]
+            if tape.nodes[ref.node].flags & NODE_CONSTANT:
+                continue
+            rule = PyDict_GetItem(self.rules, ref.argnum)
+            if rule is NULL:
+                raise MissingVJPError(
+                    f"{prim.name} has no VJP for argument {ref.argnum}; register one with "
+                    f"gradcy.extend.defvjp")
+            if <object>rule is None:
+                continue
+            if vector:
+                out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
+            elif kwargs is None:
+                out = PyObject_Call(<object>rule, callargs, <object>NULL)
+            else:
+                out = PyObject_Call(<object>rule, callargs, kwargs)
+            tape._accumulate(ref.node, out)
+            out = None      # the product is the slot's now (or added into it): free it here
+        return 0
+
+    def __call__(self, argnums, g, ans, args, kwargs):
+        out = []
+        for argnum in argnums:
+            if argnum not in self.rules:
+                raise MissingVJPError(f"no VJP for argument {argnum}; register one with "
+                                      f"gradcy.extend.defvjp")
+            rule = self.rules[argnum]
+            out.append(None if rule is None else rule(g, ans, *args, **(kwargs or {})))
+        return tuple(out)
+
+
+def maker_rule(maker):
+    """A VJP maker(ans, *args, **kwargs) -> vjp(g) as a rule(g, ans, *args, **kwargs) of an
+    ArgnumVJP (compiled: cheaper to call than the same closure in Python)."""
+    def rule(g, ans, *args, **kwargs):
+        return maker(ans, *args, **kwargs)(g)
+    return rule
+
+
+@cython.final
+cdef class JointVJP(VJP):
+    """One rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
+    per argnum (g_owned: fn may write into g). maker: what was registered, if anything else."""
+
+    def __cinit__(self, fn, maker=None, bint writes=False):
+        self.fn = fn
+        self.maker = maker
+        self.writes = writes
+
+    def copy(self):
+        return self
+
+    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
+                 bint g_owned, object ans, tuple args, object kwargs) except -1:
+        cdef Py_ssize_t k
+        live = [k for k in range(n)
+                if not (tape.nodes[tape.parents[start + k].node].flags & NODE_CONSTANT)]
+        if not live:
+            return 0
+        argnums = tuple([tape.parents[start + k].argnum for k in live])
+        owned = (g_owned and cnp.PyArray_CheckExact(g)
+                 and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
+                 and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
+        grads = self.fn(argnums, g, owned, ans, args, kwargs if kwargs is not None else {})
+        for j, k in enumerate(live):
+            tape._accumulate(tape.parents[start + k].node, grads[j])
+        return 0
+
+    def __call__(self, argnums, g, ans, args, kwargs):
+        return tuple(self.fn(tuple(argnums), g, False, ans, tuple(args),
+                             kwargs if kwargs is not None else {}))
+
+
 @cython.final
 cdef class Primitive:
     """A function the tape records as one node. Calls without a Box among the positional
@@ -472,8 +587,7 @@ cdef class Primitive:
     def __cinit__(self, fun, name=None):
         self.fun = fun
         self.name = name if name is not None else getattr(fun, "__name__", repr(fun))
-        self.vjpmakers = {}
-        self.vjp_argnums = None
+        self.vjp = ArgnumVJP({})
         self.jvpmakers = {}
         self.jvp_argnums = None
         self.traced = True
@@ -484,7 +598,6 @@ cdef class Primitive:
         self.arg_known = self.arg_ans = 0
         self.save_fn = None
         self.recomputable = False
-        self.direct = False
         self.basic_view = False
         self.out_arg = -1
 
@@ -536,6 +649,28 @@ cdef class Primitive:
         if top is None:
             return _run_body(self.fun, args, <PyObject*>kwargs)
         return self._record(top, mixed, args, kwargs)
+
+    def set_vjp(self, VJP vjp not None):
+        """Install the reverse-mode rule (gradcy.registry builds it from the registration)."""
+        self.vjp = vjp
+
+    @property
+    def vjpmakers(self):
+        """argnum -> rule(g, ans, *args, **kwargs) (None: zero cotangent) of a per-argument
+        rule, the registry's own dict; {} for a rule of all arguments."""
+        return self.vjp.rules if type(self.vjp) is ArgnumVJP else {}
+
+    @property
+    def vjp_argnums(self):
+        """The maker(argnums, ans, args, kwargs) -> vjp(g) registered for all arguments,
+        or None."""
+        return self.vjp.maker if type(self.vjp) is JointVJP else None
+
+    @property
+    def direct(self):
+        """True: the rules in vjpmakers take (g, ans, *args, **kwargs) (registration converts
+        makers to this form)."""
+        return True
 
     def set_saved(self, save):
         """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
@@ -782,7 +917,7 @@ cdef class Primitive:
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
             recomputed = False
-            if top.recompute and not top.keep_args and self.write_vjp is None \
+            if top.recompute and not top.keep_args and not self.vjp.writes \
                     and not self.basic_view:
                 new_sargs = _recompute_args(top, refs, nrefs, sargs)
                 recomputed = new_sargs is not sargs
@@ -1586,72 +1721,11 @@ cdef class Tape:
         # node fields are read before any Python code runs.
         cdef Node* node = &self.nodes[i]
         cdef Primitive prim = <Primitive>node.prim
-        cdef object ans = <object>node.saved_ans
         cdef tuple args = <tuple>node.saved_args
-        cdef object kwargs = <object>node.saved_kwargs
-        cdef Py_ssize_t k, start = node.parent_start
-        cdef int32_t n = node.nparents
-        cdef ParentRef ref
-        cdef PyObject* rule
-        cdef tuple callargs
-        cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
-        cdef Py_ssize_t a, nargs
-        cdef bint vector
         if node.flags & NODE_RECOMPUTE:
             args = _materialize(self, args)
-        nargs = PyTuple_GET_SIZE(args)
-        if prim.write_vjp is not None:
-            live = [k for k in range(n)
-                    if not (self.nodes[self.parents[start + k].node].flags & NODE_CONSTANT)]
-            argnums = tuple([self.parents[start + k].argnum for k in live])
-            owned = (g_owned and cnp.PyArray_CheckExact(g)
-                     and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
-                     and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
-            grads = prim.write_vjp(argnums, g, owned, ans, args,
-                                   kwargs if kwargs is not None else {})
-            for j, k in enumerate(live):
-                self._accumulate(self.parents[start + k].node, grads[j])
-            return
-        if prim.vjp_argnums is not None:
-            argnums = tuple([self.parents[start + k].argnum for k in range(n)])
-            grads = prim.vjp_argnums(argnums, ans, args, kwargs if kwargs is not None else {})(g)
-            for k in range(n):
-                self._accumulate(self.parents[start + k].node, grads[k])
-            return
-        # direct rules of calls without keywords take a vectorcall on a C array (no argument
-        # tuple to build and free); everything else goes through an argument tuple
-        vector = prim.direct and kwargs is None and nargs <= MAX_INLINE_PARENTS
-        if vector:
-            argv[0] = <PyObject*>g
-            argv[1] = <PyObject*>ans
-            for a in range(nargs):
-                argv[2 + a] = PyTuple_GET_ITEM(args, a)
-        elif prim.direct:
-            callargs = (g, ans) + args
-        else:
-            callargs = (ans,) + args
-        for k in range(n):
-            ref = self.parents[start + k]
-            if self.nodes[ref.node].flags & NODE_CONSTANT:
-                continue
-            rule = PyDict_GetItem(prim.vjpmakers, ref.argnum)
-            if rule is NULL:
-                raise MissingVJPError(
-                    f"{prim.name} has no VJP for argument {ref.argnum}; register one with "
-                    f"gradcy.extend.defvjp")
-            if <object>rule is None:
-                continue
-            # no keyword dict at all when the call had none: cheaper to call
-            if vector:
-                out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
-            elif kwargs is None:
-                out = PyObject_Call(<object>rule, callargs, <object>NULL)
-            else:
-                out = PyObject_Call(<object>rule, callargs, kwargs)
-            if not prim.direct:
-                out = out(g)
-            self._accumulate(ref.node, out)
-            out = None      # the product is the slot's now (or added into it): free it here
+        prim.vjp.run(self, prim, node.parent_start, node.nparents, g, g_owned,
+                     <object>node.saved_ans, args, <object>node.saved_kwargs)
 
     # ---- release --------------------------------------------------------------------------
     cdef int _free_all(self) noexcept:

@@ -13,9 +13,10 @@ from functools import reduce  # (autograd.core has it)
 
 from . import differential_operators as _do
 from ._core import Box, Primitive
+from ._tape import ArgnumVJP
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
                        defvjp_argnum, defvjp_argnums, primitive as primitive_)
-from .tracer import Node, getval, isbox, toposort, trace
+from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map
 from .util import func, subval
 from .vspace import SparseObject, VSpace, vspace
 
@@ -56,33 +57,26 @@ class _VJPRules:
 
     def __init__(self, prim):
         self.prim = prim
-        self.vjpmakers = dict(prim.vjpmakers)
-        self.vjp_argnums = prim.vjp_argnums
-        self.direct = prim.direct
+        self.vjp = prim.vjp.copy()
         self.saved = prim.saved_spec
 
     def restore(self, prim):
-        prim.vjpmakers = dict(self.vjpmakers)
-        prim.vjp_argnums = self.vjp_argnums
-        prim.direct = self.direct
+        prim.set_vjp(self.vjp.copy())
         prim.set_saved(self.saved)
 
     def __call__(self, argnums, ans, args, kwargs):
-        if self.vjp_argnums is not None:
-            return self.vjp_argnums(tuple(argnums), ans, tuple(args), kwargs)
-        vjps = []
+        argnums = tuple(argnums)
+        rules = getattr(self.vjp, "rules", None)
         for argnum in argnums:
-            if argnum not in self.vjpmakers:
+            if rules is not None and argnum not in rules:
                 raise NotImplementedError(f"VJP of {_name(self.prim)} wrt argnum {argnum} not "
                                           f"defined; register one with gradcy.extend.defvjp")
-            rule = self.vjpmakers[argnum]
-            if rule is None:
-                vjps.append(lambda g, a=args[argnum]: vspace(a).zeros())
-            elif self.direct:
-                vjps.append(lambda g, r=rule: r(g, ans, *args, **kwargs))
-            else:
-                vjps.append(rule(ans, *args, **kwargs))
-        return lambda g: tuple(vjp(g) for vjp in vjps)
+
+        def vjp(g):
+            out = self.vjp(argnums, g, ans, args, kwargs)
+            return tuple(vspace(args[a]).zeros() if o is None else o
+                         for a, o in zip(argnums, out))
+        return vjp
 
 
 class _JVPRules:
@@ -122,7 +116,7 @@ class _RuleRegistry(MutableMapping):
         if type(prim) is not Primitive:
             return False
         if self.kind == "vjp":
-            return bool(prim.vjpmakers) or prim.vjp_argnums is not None
+            return bool(prim.vjpmakers) or prim.vjp_argnums is not None or prim.vjp.writes
         return bool(prim.jvpmakers) or prim.jvp_argnums is not None
 
     def __getitem__(self, prim):
@@ -148,14 +142,12 @@ class _RuleRegistry(MutableMapping):
         if not self._has(prim):
             raise KeyError(prim)
         if self.kind == "vjp":
-            prim.vjpmakers = {}
-            prim.vjp_argnums = None
+            prim.set_vjp(ArgnumVJP({}))
         else:
             prim.jvpmakers = {}
             prim.jvp_argnums = None
 
     def __iter__(self):
-        from .tracer import trace_primitives_map
         trace_primitives_map._fill()
         return iter([p for p in set(dict.values(trace_primitives_map)) if self._has(p)])
 

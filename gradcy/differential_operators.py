@@ -20,7 +20,8 @@ from . import _core, backends
 from ._core import Box, Tape
 from ._core import grad_fast as _grad_fast
 from .registry import defjvp_argnums, defvjp_argnum, defvjp_argnums, primitive
-from .wrap_util import unary_to_nary, wrap_nary_f
+from .vspace import VSpace, vspace
+from .wrap_util import _check_argnum, unary_to_nary, wrap_nary_f
 
 __all__ = ["grad", "value_and_grad", "grad_and_aux", "elementwise_grad", "make_vjp",
            "vector_jacobian_product", "jacobian", "hessian", "hessian_vector_product",
@@ -116,7 +117,6 @@ def _check_leaf(x, fname, argnum):
 
 def _box_subclass_types():
     """The value types registered with a Box subclass (Box.register) that have a VSpace."""
-    from .vspace import VSpace
     return [t for t in Box.type_mappings if t in VSpace.mappings]
 
 
@@ -242,23 +242,6 @@ def _differentiated_leaves(args, argnum, fname):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
     return leaves, unflatten
-
-
-def _check_argnum(args, argnum, fname, besides=""):
-    """Raise an error naming argnum and the number of positional arguments unless every
-    entry of argnum (an int, or a tuple/list of ints) indexes one of args (`besides`: what
-    else the call was given, for the error)."""
-    n = len(args)
-    multi = type(argnum) is tuple or type(argnum) is list
-    for i in (argnum if multi else (argnum,)):
-        if isinstance(i, bool) or not isinstance(i, (int, _np.integer)):
-            raise TypeError(f"{fname}: argnum must be an int or a tuple of ints, got "
-                            f"{argnum!r}; to differentiate by name use grad_named")
-        if not -n <= i < n:
-            raise IndexError(f"{fname}: argnum={argnum!r} but the function was called with {n} "
-                             f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
-                             f"counts positional arguments from 0 (arguments passed by "
-                             f"keyword are not differentiated)")
 
 
 def _note_shared_arguments(tape, args, kwargs, argnum):
@@ -1328,4 +1311,3 @@ def make_jvp_reversemode(fun, x):
 
 # autograd.differential_operators's other names
 from .builtins import tuple as atuple  # noqa: F401  (autograd.differential_operators has atuple)
-from .vspace import vspace

@@ -1,8 +1,11 @@
 """Registration of primitives and their derivative rules onto the core.
 
-The public surface is gradcy.extend, which re-exports these.
+The public surface is gradcy.extend, which re-exports these. Every reverse-mode registration
+is converted here, once, to the one form the backward sweep calls (gradcy._tape.VJP): per
+argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
+``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 """
-from ._core import Primitive
+from ._tape import ArgnumVJP, JointVJP, Primitive, maker_rule
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
            "defvjp_argnums",
@@ -162,9 +165,7 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None):
     gradcy...MissingVJPError: ...no VJP for argument 1...
     """
     _check_prim(prim, "defvjp")
-    argnums = range(len(vjpmakers)) if argnums is None else argnums
-    for argnum, maker in zip(argnums, vjpmakers):
-        prim.vjpmakers[argnum] = _as_direct(maker) if prim.direct else maker
+    _set_argnum_rules(prim, argnums, [_as_direct(m) for m in vjpmakers])
     prim.set_saved(save)
 
 
@@ -198,19 +199,23 @@ def defvjp_direct(prim, *rules, argnums=None, save=None):
     24.0
     """
     _check_prim(prim, "defvjp_direct")
-    if not prim.direct:
-        prim.vjpmakers = {a: _as_direct(m) for a, m in prim.vjpmakers.items()}
-        prim.direct = True
-    argnums = range(len(rules)) if argnums is None else argnums
-    for argnum, rule in zip(argnums, rules):
-        prim.vjpmakers[argnum] = rule
+    _set_argnum_rules(prim, argnums, rules)
     prim.set_saved(save)
 
 
+def _set_argnum_rules(prim, argnums, rules):
+    """Add per-argument rules (direct form) to prim's rule; a rule of all arguments is
+    replaced."""
+    if type(prim.vjp) is not ArgnumVJP:
+        prim.set_vjp(ArgnumVJP({}))
+    argnums = range(len(rules)) if argnums is None else argnums
+    for argnum, rule in zip(argnums, rules):
+        prim.vjp.rules[argnum] = rule
+
+
 def _as_direct(maker):
-    if maker is None:
-        return None
-    return lambda g, ans, *args, **kwargs: maker(ans, *args, **kwargs)(g)
+    """maker(ans, *args, **kwargs) -> vjp(g), as rule(g, ans, *args, **kwargs)."""
+    return None if maker is None else maker_rule(maker)
 
 
 def defvjp_argnums(prim, vjpmaker, save=None):
@@ -241,8 +246,19 @@ def defvjp_argnums(prim, vjpmaker, save=None):
     (5.0, 2.0)
     """
     _check_prim(prim, "defvjp_argnums")
-    prim.vjp_argnums = vjpmaker
+    prim.set_vjp(JointVJP(lambda argnums, g, g_owned, ans, args, kwargs:
+                          vjpmaker(argnums, ans, args, kwargs)(g), vjpmaker))
     prim.set_saved(save)
+
+
+def defvjp_write(prim, rule, save=None):
+    """Register the reverse-mode rule of an in-place write primitive (gradcy.numpy.inplace):
+    ``rule(argnums, g, g_owned, ans, args, kwargs)`` returns one cotangent per argnum and may
+    write into ``g`` when ``g_owned`` is true. Its records are never recomputed."""
+    _check_prim(prim, "defvjp_write")
+    prim.set_vjp(JointVJP(rule, None, True))
+    if save is not None:
+        prim.set_saved(save)
 
 
 def defvjp_argnum(prim, vjpmaker, save=None):

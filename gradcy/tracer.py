@@ -12,15 +12,18 @@ record (value, primitive, arguments, keyword arguments, positions of the traced 
 their nodes). gradcy's differentiation does not go through these nodes (it sweeps the tape in
 Cython); they are for programs that inspect or replay a trace.
 """
+import sys
 import warnings
 from collections import defaultdict
 from contextlib import contextmanager
 
 import numpy as _np
 
-from ._core import Box, Tape
+from ._core import Box, Primitive, Tape
+from .differential_operators import _check_leaf, pack_outputs, tree_flatten
 from .registry import notrace_primitive, primitive
 from .util import subvals, toposort
+from .vspace import VSpace
 from .wrap_util import wraps
 
 __all__ = ["trace", "Node", "primitive", "notrace_primitive", "register_notrace",
@@ -99,7 +102,6 @@ trace_stack = TraceStack()
 def new_box(value, trace, node):
     """A traced value of `trace` (from trace_stack.new_trace()) whose node is `node`; a
     container gets one traced value per leaf, all with that node."""
-    from .differential_operators import _check_leaf, tree_flatten
     leaves, unflatten = tree_flatten(value)
     for leaf in leaves:
         _check_leaf(leaf, "new_box", 0)
@@ -112,7 +114,6 @@ def new_box(value, trace, node):
 
 
 def _flat_boxes(x, tape):
-    from .differential_operators import tree_flatten
     leaves = tree_flatten(x)[0]
     return leaves, [leaf for leaf in leaves if type(leaf) is Box and leaf._tape is tape]
 
@@ -120,7 +121,6 @@ def _flat_boxes(x, tape):
 def trace(start_node, fun, x):
     """Run fun(x) with x traced from start_node; returns (output value, output node), or
     (output, None) with a warning when the output does not depend on x."""
-    from .differential_operators import pack_outputs, tree_flatten
     with trace_stack.new_trace() as t:
         start_box = new_box(x, t, start_node)
         end_box = fun(start_box)
@@ -161,7 +161,6 @@ class _BoxTypeMappings(dict):
     (Box.register), else Box, for every type gradcy can trace."""
 
     def __missing__(self, value_type):
-        from .vspace import VSpace
         sub = Box.type_mappings.get(value_type)
         if sub is not None:
             return sub
@@ -207,8 +206,6 @@ class _TracePrimitivesMap(dict):
     gradcy.scipy modules that are imported."""
 
     def _fill(self):
-        import sys
-        from ._core import Primitive
         for name, mod in list(sys.modules.items()):
             if mod is None or not (name == "gradcy.numpy" or name.startswith("gradcy.numpy.")
                                    or name.startswith("gradcy.scipy.")):

@@ -7,6 +7,8 @@
 
 argnum may be an int or a tuple/list of ints (then x is the tuple of those arguments).
 """
+import numpy as _np
+
 from .util import subvals
 
 __all__ = ["unary_to_nary", "wraps", "wrap_nary_f", "get_name", "get_doc", "subvals"]
@@ -63,9 +65,25 @@ def unary_to_nary(unary_operator):
             try:
                 x = tuple(args[i] for i in argnum) if multi else args[argnum]
             except IndexError:
-                from .differential_operators import _check_argnum
                 _check_argnum(args, argnum, get_name(unary_operator))
                 raise
             return unary_operator(unary_f, x, *nary_op_args, **nary_op_kwargs)
         return nary_f
     return nary_operator
+
+
+def _check_argnum(args, argnum, fname, besides=""):
+    """Raise an error naming argnum and the number of positional arguments unless every
+    entry of argnum (an int, or a tuple/list of ints) indexes one of args (`besides`: what
+    else the call was given, for the error)."""
+    n = len(args)
+    multi = type(argnum) is tuple or type(argnum) is list
+    for i in (argnum if multi else (argnum,)):
+        if isinstance(i, bool) or not isinstance(i, (int, _np.integer)):
+            raise TypeError(f"{fname}: argnum must be an int or a tuple of ints, got "
+                            f"{argnum!r}; to differentiate by name use grad_named")
+        if not -n <= i < n:
+            raise IndexError(f"{fname}: argnum={argnum!r} but the function was called with {n} "
+                             f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
+                             f"counts positional arguments from 0 (arguments passed by "
+                             f"keyword are not differentiated)")

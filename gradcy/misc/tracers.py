@@ -135,7 +135,7 @@ def _program(tape, out_node, slot_of, n_inputs):
         if info["prim"] is None or info["saved"] is None:
             raise ValueError(f"const_graph: node {i} of the recording has no replayable call "
                              f"(an array buffer written during the call?)")
-        if info["prim"].write_vjp is not None:
+        if info["prim"].vjp.writes:
             raise NotImplementedError(
                 "const_graph: the function writes into an array (buf[idx] = value); a "
                 "recorded write cannot be replayed. Build the array functionally (concatenate, "

@@ -201,3 +201,11 @@ def _zeros_of(a, dtype=None):
     """Zeros of the shape of argument a (an array, a traced value, an ArrayMeta or a scalar), of
     dtype `dtype` (default: a's)."""
     return _onp.zeros(_shape(a), _dtype(a) if dtype is None else dtype)
+
+
+def unpack_positions(packed, shape):
+    """The bool mask of `shape` a Positions record (gradcy.numpy.saved_sets) stores packed."""
+    n = 1
+    for d in shape:
+        n *= d
+    return _onp.unpackbits(packed, count=n).reshape(shape).view(bool)

@@ -81,7 +81,7 @@ import numpy as _np
 from .. import _core
 from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
                      transfer_box)
-from ..registry import defjvp, defvjp_direct, primitive
+from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
 from . import _wrap as anp
 from ._util import unbroadcast
 
@@ -344,7 +344,7 @@ def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     return [g if a == 0 else g_value for a in argnums]
 
 
-write.write_vjp = _write_vjp
+defvjp_write(write, _write_vjp)
 defjvp(write,
        lambda g, ans, buf, idx, value: at_set(g, idx, 0.0),
        None,

@@ -18,8 +18,8 @@ import numpy as _onp
 from .._core import ArrayMeta
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
-from ._util import _NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype
-from .saved_sets import unpack_positions
+from ._util import (_NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype,
+                    unpack_positions)
 
 # =============================================================================
 # Helpers (plain Python on shapes, plain NumPy on masks)

@@ -31,19 +31,13 @@ import numpy as _onp
 
 from .._core import meta_of
 from . import _wrap as anp
+from ._util import unpack_positions
+from .reductions import _axes, _chooser_mask
 
 __all__ = ["unpack_positions", "register", "Positions"]
 
 _ndarray = _onp.ndarray
 _NoValue = _onp._NoValue
-
-
-def unpack_positions(packed, shape):
-    """The bool mask of `shape` stored by `pack_positions`."""
-    n = 1
-    for d in shape:
-        n *= d
-    return _onp.unpackbits(packed, count=n).reshape(shape).view(bool)
 
 
 class Positions(_onp.ndarray):
@@ -108,8 +102,6 @@ _MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
 
 
 def _median_saver(nan):
-    from .reductions import _axes
-
     def save(argnums, ans, args, kwargs):
         a = args[0]
         if type(a) is not _ndarray or a.dtype.kind != "f":
@@ -149,8 +141,6 @@ _EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
 
 
 def _extremum_saver(nan_picks):
-    from .reductions import _axes, _chooser_mask
-
     def save(argnums, ans, args, kwargs):
         x = args[0]
         if type(x) is not _ndarray or not (type(ans) is _ndarray or _onp.isscalar(ans)):
