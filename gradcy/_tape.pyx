@@ -1822,6 +1822,12 @@ cdef int _check_box(Tape t, Box box, str caller) except -1:
 # =============================================================================
 # The traced value
 # =============================================================================
+cdef inline bint _has_array_attrs(object v) except -1:
+    """v answers shape/ndim/size/dtype/nbytes itself (an ndarray, a Box of an outer trace, an
+    array of another library); otherwise NumPy's functions read them (Python scalars, lists)."""
+    return cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v))
+
+
 @cython.freelist(64)   # (Cython uses the free list for exact Boxes only, not subclasses)
 @cython.no_gc   # a Box refers to its tape and a plain value; neither refers back to Boxes of it
 cdef class Box:
@@ -1860,35 +1866,35 @@ cdef class Box:
     @property
     def shape(self):
         v = self._value
-        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+        if _has_array_attrs(v):
             return v.shape
         return _np.shape(v)
 
     @property
     def ndim(self):
         v = self._value
-        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+        if _has_array_attrs(v):
             return v.ndim
         return _np.ndim(v)
 
     @property
     def size(self):
         v = self._value
-        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+        if _has_array_attrs(v):
             return v.size
         return _np.size(v)
 
     @property
     def dtype(self):
         v = self._value
-        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+        if _has_array_attrs(v):
             return v.dtype
         return _np.result_type(v)
 
     @property
     def nbytes(self):
         v = self._value
-        if cnp.PyArray_Check(v) or type(v) is Box or _is_array_type(type(v)):
+        if _has_array_attrs(v):
             return v.nbytes
         return _np.asarray(v).nbytes
 
