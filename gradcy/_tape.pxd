@@ -1,10 +1,11 @@
 # Contract of gradcy/_tape.pyx, the engine: the tape (an arena of typed nodes and the backward
-# sweep over it), the primitives that record onto it and the traced value (Box). These three
-# refer to one another (a Primitive records onto a Tape and returns a Box, a Box dispatches
-# Primitives and tells its Tape when it is dropped, the sweep calls the Primitives' rules), so
-# they are one module; the parts they use and that use nothing of them are modules below it
-# (_counters, _hold, _meta, _regions, _cotangents), the front-end helpers that only use them are
-# modules above it (_fast, _write).
+# sweep over it) and the primitives that record onto it (and their rules, which the sweep
+# calls): they refer to one another, so they are one module. The traced value (Box, _box.pxd),
+# the tables and hooks the operator layer installs (_hooks.pxd) and the owned-buffer writes
+# (_write.pxd) are parts of their own that this one cimports and that cimport it (the module
+# body of each calls nothing of the others, so Python may import any of them first); the parts
+# they use and that use nothing of them are modules below it (_errors, _counters, _hold, _meta,
+# _regions, _cotangents), grad's fast path is above it (_fast).
 #
 # What this part owns, and where each owned reference is released:
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
@@ -15,10 +16,9 @@
 # - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
 # - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
 #   `owned`; the rest with the Tape object.
-# - Box._value, Box._tape: with the Box (Box.__dealloc__ tells the tape its node lost its Box,
-#   Tape._box_dropped()). A Box holds its Tape; a Tape never holds its Boxes.
-# - The module's hooks (installed by the operator layer) and registries: for the life of the
-#   process.
+# - A Box (_box.pxd) holds its Tape; a Tape never holds its Boxes (make_box sets the node's
+#   NODE_BOX_ALIVE, Box.__dealloc__ clears it through Tape._box_dropped()).
+# - _DETACHED: for the life of the process.
 from libc.stdint cimport int32_t, uint8_t
 from cpython.object cimport PyObject
 
@@ -162,15 +162,8 @@ cdef class Tape:
     cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned)
 
 
-cdef class Box:
-    cdef readonly object _value    # the value the primitive produced (a
-                                   # Box of an outer trace when nested)
-    cdef readonly Tape _tape       # the tape that recorded it
-    cdef readonly Py_ssize_t _node  # its node index in the tape's arena
-    cdef object __weakref__        # an owned buffer's info refers to its Box weakly
-
-
-cdef Box make_box(object value, Tape tape, Py_ssize_t node)
+# the tape of Boxes not made by make_box and of Boxes left detached by transfer_box (released)
+cdef Tape _DETACHED
 
 
 # =============================================================================
