@@ -2,7 +2,10 @@
 engine's parts, each a .pyx (implementation) with a .pxd (contract, lifetimes):
 
 - gradcy._tape: the tape (arena of nodes, backward sweep, release), Primitive (dispatch and
-  recording) and its rules, the active differentiation of each thread;
+  recording), the active differentiation of each thread;
+- gradcy._rules: a primitive's reverse-mode rule in the one form the sweep calls (VJP);
+- gradcy._recompute: recomputed outputs (Recomputed, set_recompute_default);
+- gradcy._saved: the compact form of a saved record (meta_of);
 - gradcy._box: Box (the traced value) and the front end's helpers on Boxes;
 - gradcy._hooks: the tables and hooks the operator layer fills (Box methods, NumPy overrides,
   array types, install_hooks);
@@ -28,7 +31,9 @@ from gradcy._regions import (OwnedBuffer, root_buffer, is_basic_index, layout_re
 from gradcy._tape import (
     Primitive, Tape,  # no-cython-lint
     _active, push_active, pop_active, active_tape,  # no-cython-lint
-    meta_of, set_recompute_default, Recomputed, unbroadcast)  # no-cython-lint
+    unbroadcast)  # no-cython-lint
+from gradcy._saved import meta_of  # no-cython-lint
+from gradcy._recompute import set_recompute_default, Recomputed  # no-cython-lint
 from gradcy._box import Box, transfer_box, is_box, box_value  # no-cython-lint
 from gradcy._hooks import (register_box_method, register_numpy_override,  # no-cython-lint
                            install_hooks, register_array_type, is_array_value)  # no-cython-lint

@@ -24,10 +24,15 @@ from cpython.object cimport PyObject
 
 from gradcy._cotangents cimport SparseCotangent
 from gradcy._hold cimport HoldTable
+from gradcy._rules cimport VJP
 
 # =============================================================================
 # Node flags
 # =============================================================================
+cdef enum:
+    MAX_INLINE_PARENTS = 16   # a call's ParentRefs (a rule's argument vector) up to this many
+                              # arguments live on the C stack
+
 cdef enum:
     NODE_LEAF = 1         # an input of the differentiation: no primitive, no parents
     NODE_BOX_ALIVE = 2    # the Box carrying this node's value still exists
@@ -102,13 +107,6 @@ cdef class Primitive:
     cdef void _update_mask(self) noexcept
 
 
-cdef class Recomputed:
-    # What a saved record keeps in place of the output of node `node` (a recomputable op whose
-    # own record holds its inputs): the output is made again from that record before the VJP.
-    cdef readonly Py_ssize_t node
-    cdef readonly object meta      # ArrayMeta of the value
-
-
 cdef class Tape:
     cdef Node* nodes               # the arena; node i's parents all have indices < i
     cdef Py_ssize_t n_nodes        # nodes in use
@@ -164,29 +162,3 @@ cdef class Tape:
 
 # the tape of Boxes not made by make_box and of Boxes left detached by transfer_box (released)
 cdef Tape _DETACHED
-
-
-# =============================================================================
-# Reverse-mode rules
-# =============================================================================
-cdef class VJP:
-    # A primitive's reverse-mode rule in the one form the sweep calls: run() adds the
-    # cotangents of node `i`'s traced, non-constant parents (ParentRefs start .. start+n) into
-    # their slots. gradcy.registry converts every registration API to one of the two kinds below
-    # once, when the rule is registered.
-    cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
-    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
-                 bint g_owned, object ans, tuple args, object kwargs) except -1
-
-
-cdef class ArgnumVJP(VJP):
-    # one rule per argument: rules[argnum](g, ans, *args, **kwargs) -> that argument's
-    # cotangent; None = zero; a missing argnum raises MissingVJPError
-    cdef readonly dict rules
-
-
-cdef class JointVJP(VJP):
-    # one rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
-    # per argnum (g_owned: fn may overwrite g)
-    cdef readonly object fn
-    cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views

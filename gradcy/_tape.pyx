@@ -23,7 +23,7 @@ from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.object cimport PyObject_Call
 from cpython.dict cimport PyDict_GetItem
-from cpython.long cimport PyLong_FromVoidPtr, PyLong_FromSsize_t
+from cpython.long cimport PyLong_FromVoidPtr
 from libc.stdint cimport int32_t, uint8_t, SIZE_MAX
 from libc.string cimport memset
 
@@ -37,19 +37,19 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
-    object PyObject_Vectorcall(PyObject* callable, PyObject** args, size_t nargsf,
-                               PyObject* kwnames)
     object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
 
 
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
-from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
+from gradcy._meta cimport _same_shape_dtype, _nbytes
 from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
 from gradcy._hold cimport hold_update, hold_free
-from gradcy._errors import (EscapedValueError, MissingVJPError, TracerArrayConversionError,
-                            MissingJVPError)
+from gradcy._errors import EscapedValueError, TracerArrayConversionError, MissingJVPError
+from gradcy._rules cimport ArgnumVJP, JointVJP
+from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
+from gradcy._saved cimport _meta_of, _shared_kwargs
 from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
@@ -139,226 +139,9 @@ cdef inline bint _is_box(object a) noexcept:
     return type(a) is Box or (_n_box_subtypes != 0 and isinstance(a, Box))
 
 
-cdef ArrayMeta _last_meta = None
-cdef dict _recent_metas = {}       # (shape, dtype, type) -> ArrayMeta, at most 64 (then cleared)
-cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share
-                                   # (never mutated)
-
-
-cdef object _shared_kwargs(dict kwargs):
-    """An equal dict shared by the records of calls with the same small keyword arguments
-    (axis=1, keepdims=True): one dict for a loop's records instead of one per call. Only
-    ints, bools, strings and None are shared (not floats: -0.0 == 0.0); anything else keeps
-    the call's dict."""
-    cdef object key
-    cdef PyObject* found
-    if len(kwargs) > 4:
-        return kwargs
-    for v in kwargs.values():
-        t = type(v)
-        if not (t is int or t is bool or t is str or v is None):
-            return kwargs
-    key = tuple([(k, type(v), v) for k, v in kwargs.items()])
-    found = PyDict_GetItem(_recent_kwargs, key)
-    if found is not NULL:
-        return <object>found
-    if len(_recent_kwargs) >= 64:
-        _recent_kwargs.clear()
-    _recent_kwargs[key] = kwargs
-    return kwargs
-
-
-cdef inline void _set_last_meta(ArrayMeta m) noexcept:
-    global _last_meta
-    _last_meta = m
-
-
-cdef object _meta_of(object v):
-    """What a saved record holds for a value it does not keep: metadata for buffers, the value
-    itself for small Python objects (ints, floats, None, strings, dtypes)."""
-    cdef ArrayMeta m
-    cdef int d, nd
-    cdef cnp.npy_intp* dims
-    cdef tuple shape
-    if cnp.PyArray_Check(v):
-        # built from the array struct directly: no attribute lookups on this hot path
-        nd = cnp.PyArray_NDIM(<cnp.ndarray>v)
-        dims = cnp.PyArray_DIMS(<cnp.ndarray>v)
-        m = _last_meta
-        # ArrayMeta is immutable: consecutive values of one shape and dtype (a loop over
-        # same-shaped arrays) share one
-        if (m is not None and m.type is type(v)
-                and <PyObject*>m.dtype is <PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>v)
-                and PyTuple_GET_SIZE(m.shape) == nd):
-            for d in range(nd):
-                if <cnp.npy_intp>(<object>PyTuple_GET_ITEM(m.shape, d)) != dims[d]:
-                    break
-            else:
-                return m
-        shape = PyTuple_New(nd)
-        for d in range(nd):
-            dim = PyLong_FromSsize_t(dims[d])
-            Py_INCREF(dim)
-            PyTuple_SET_ITEM(shape, d, dim)
-        # a loop's records alternate between a few shapes: one ArrayMeta per recent shape
-        key = (shape, <object>cnp.PyArray_DESCR(<cnp.ndarray>v), type(v))
-        cached = PyDict_GetItem(_recent_metas, key)
-        if cached is not NULL:
-            m = <ArrayMeta>cached
-            _set_last_meta(m)
-            return m
-        m = ArrayMeta.__new__(ArrayMeta)
-        m.shape = shape
-        m.dtype = <object>cnp.PyArray_DESCR(<cnp.ndarray>v)
-        m.type = type(v)
-        if len(_recent_metas) >= 64:
-            _recent_metas.clear()
-        _recent_metas[key] = m
-        _set_last_meta(m)
-        return m
-    if type(v) is Box:
-        inner = _meta_of((<Box>v)._value)
-        if type(inner) is ArrayMeta or type(inner) is tuple or (
-                _any_array_types and _is_array_type(type(inner))):
-            return inner        # (arrays of other types are saved as they are)
-        m = ArrayMeta.__new__(ArrayMeta)
-        m.shape = tuple(_np.shape(inner))
-        m.dtype = _np.result_type(inner)
-        m.type = type(inner)
-        return m
-    if isinstance(v, (tuple, list)):
-        return tuple([_meta_of(e) for e in v])
-    return v
-
-
-def meta_of(v):
-    """What a saved record keeps for a value its rules do not read: ArrayMeta for an array
-    (shape, dtype, type), the value itself for small Python objects."""
-    return _meta_of(v)
-
-
 # =============================================================================
 # Primitive dispatch
 # =============================================================================
-cdef enum:
-    MAX_INLINE_PARENTS = 16
-
-
-cdef class VJP:
-    """A primitive's reverse-mode rule in the one form the backward sweep calls (see
-    ArgnumVJP, JointVJP); gradcy.registry builds it when a rule is registered."""
-
-    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
-                 bint g_owned, object ans, tuple args, object kwargs) except -1:
-        raise NotImplementedError(f"{prim.name}: VJP is abstract")
-
-    def __call__(self, argnums, g, ans, args, kwargs):
-        """The cotangents of the arguments at positions argnums (None for a zero rule), for
-        views of the rule in other calling conventions."""
-        raise NotImplementedError
-
-
-@cython.final
-cdef class ArgnumVJP(VJP):
-    """One rule per argument: rules[argnum](g, ans, *args, **kwargs) -> its cotangent."""
-
-    def __cinit__(self, dict rules not None):
-        self.rules = rules
-
-    def copy(self):
-        return ArgnumVJP(dict(self.rules))
-
-    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
-                 bint g_owned, object ans, tuple args, object kwargs) except -1:
-        cdef Py_ssize_t k, a, nargs = PyTuple_GET_SIZE(args)
-        cdef ParentRef ref
-        cdef PyObject* rule
-        cdef tuple callargs
-        cdef PyObject* argv[MAX_INLINE_PARENTS + 2]
-        # calls without keywords take a vectorcall on a C array (no argument tuple to build
-        # and free); calls with keywords go through an argument tuple
-        cdef bint vector = kwargs is None and nargs <= MAX_INLINE_PARENTS
-        if vector:
-            argv[0] = <PyObject*>g
-            argv[1] = <PyObject*>ans
-            for a in range(nargs):
-                argv[2 + a] = PyTuple_GET_ITEM(args, a)
-        else:
-            callargs = (g, ans) + args
-        for k in range(n):
-            ref = tape.parents[start + k]
-            if tape.nodes[ref.node].flags & NODE_CONSTANT:
-                continue
-            rule = PyDict_GetItem(self.rules, ref.argnum)
-            if rule is NULL:
-                raise MissingVJPError(
-                    f"{prim.name} has no VJP for argument {ref.argnum}; register one with "
-                    f"gradcy.extend.defvjp")
-            if <object>rule is None:
-                continue
-            if vector:
-                out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
-            elif kwargs is None:
-                out = PyObject_Call(<object>rule, callargs, <object>NULL)
-            else:
-                out = PyObject_Call(<object>rule, callargs, kwargs)
-            tape._accumulate(ref.node, out)
-            out = None      # the product is the slot's now (or added into it): free it here
-        return 0
-
-    def __call__(self, argnums, g, ans, args, kwargs):
-        out = []
-        for argnum in argnums:
-            if argnum not in self.rules:
-                raise MissingVJPError(f"no VJP for argument {argnum}; register one with "
-                                      f"gradcy.extend.defvjp")
-            rule = self.rules[argnum]
-            out.append(None if rule is None else rule(g, ans, *args, **(kwargs or {})))
-        return tuple(out)
-
-
-def maker_rule(maker):
-    """A VJP maker(ans, *args, **kwargs) -> vjp(g) as a rule(g, ans, *args, **kwargs) of an
-    ArgnumVJP (compiled: cheaper to call than the same closure in Python)."""
-    def rule(g, ans, *args, **kwargs):
-        return maker(ans, *args, **kwargs)(g)
-    return rule
-
-
-@cython.final
-cdef class JointVJP(VJP):
-    """One rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
-    per argnum (g_owned: fn may write into g). maker: what was registered, if anything else."""
-
-    def __cinit__(self, fn, maker=None, bint writes=False):
-        self.fn = fn
-        self.maker = maker
-        self.writes = writes
-
-    def copy(self):
-        return self
-
-    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
-                 bint g_owned, object ans, tuple args, object kwargs) except -1:
-        cdef Py_ssize_t k
-        live = [k for k in range(n)
-                if not (tape.nodes[tape.parents[start + k].node].flags & NODE_CONSTANT)]
-        if not live:
-            return 0
-        argnums = tuple([tape.parents[start + k].argnum for k in live])
-        owned = (g_owned and cnp.PyArray_CheckExact(g)
-                 and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
-                 and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
-        grads = self.fn(argnums, g, owned, ans, args, kwargs if kwargs is not None else {})
-        for j, k in enumerate(live):
-            tape._accumulate(tape.parents[start + k].node, grads[j])
-        return 0
-
-    def __call__(self, argnums, g, ans, args, kwargs):
-        return tuple(self.fn(tuple(argnums), g, False, ans, tuple(args),
-                             kwargs if kwargs is not None else {}))
-
-
 @cython.final
 cdef class Primitive:
     """A function the tape records as one node. Calls without a Box among the positional
@@ -758,89 +541,6 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
-
-
-# =============================================================================
-# Recomputed outputs (Tape.recompute)
-# =============================================================================
-cdef bint _recompute_default = False
-
-
-def set_recompute_default(bint on):
-    """Whether new tapes recompute (Tape.recompute) unless told otherwise; returns the old
-    setting."""
-    global _recompute_default
-    old = _recompute_default
-    _recompute_default = on
-    return old
-
-
-@cython.final
-@cython.auto_pickle(False)
-cdef class Recomputed:
-    """A saved record's stand-in for the output of node `node` (an op whose own record holds
-    all its inputs): the backward pass makes the output again from that record before running
-    the VJP that reads it, so the record does not hold it meanwhile."""
-
-    def __repr__(self):
-        return f"Recomputed(node={self.node}, {self.meta!r})"
-
-
-cdef bint _record_holds_inputs(Node* n) noexcept:
-    """Whether node n's saved record holds every argument of its call as a plain value (no
-    metadata, no traced value of an outer differentiation, no keyword arguments)."""
-    cdef Py_ssize_t j
-    cdef object v
-    if n.saved_args is NULL or n.prim is NULL or not (<Primitive>n.prim).recomputable:
-        return False
-    if n.saved_kwargs is not NULL and <object>n.saved_kwargs is not None:
-        return False
-    if n.flags & (NODE_RELEASED | NODE_RECOMPUTE | NODE_STALE):
-        return False
-    for j in range(PyTuple_GET_SIZE(<object>n.saved_args)):
-        v = <object>PyTuple_GET_ITEM(<object>n.saved_args, j)
-        if type(v) is ArrayMeta or type(v) is Box or type(v) is Recomputed \
-                or type(v) is tuple or type(v) is list:
-            return False
-    return True
-
-
-cdef tuple _recompute_args(Tape top, ParentRef* refs, int32_t nrefs, tuple sargs):
-    """sargs with the outputs of recomputable parents replaced by Recomputed stand-ins (a new
-    tuple), or sargs itself when none is."""
-    cdef int32_t k
-    cdef Recomputed r
-    cdef list out = None
-    cdef object v
-    for k in range(nrefs):
-        v = <object>PyTuple_GET_ITEM(sargs, refs[k].argnum)
-        if not cnp.PyArray_CheckExact(v) or not _record_holds_inputs(&top.nodes[refs[k].node]):
-            continue
-        if out is None:
-            out = list(sargs)
-        r = Recomputed.__new__(Recomputed)
-        r.node = refs[k].node
-        r.meta = _meta_of(v)
-        out[refs[k].argnum] = r
-    if out is None:
-        return sargs
-    return tuple(out)
-
-
-cdef tuple _materialize(Tape t, tuple args):
-    """args with each Recomputed stand-in replaced by the output made again from its node's
-    record."""
-    cdef list out = list(args)
-    cdef Node* n
-    cdef Py_ssize_t j
-    for j in range(len(out)):
-        if type(out[j]) is Recomputed:
-            n = &t.nodes[(<Recomputed>out[j]).node]
-            if n.saved_args is NULL or n.prim is NULL:
-                raise RuntimeError(f"backward: the record that a recomputed value of node "
-                                   f"{(<Recomputed>out[j]).node} is made from was released")
-            out[j] = PyObject_Call((<Primitive>n.prim).fun, <tuple>n.saved_args, <object>NULL)
-    return tuple(out)
 
 
 cdef inline object _match_tangent(object t, object ans):
