@@ -236,6 +236,19 @@ def view_index(Box view not None, Box buf not None):
 # The bookkeeping of owned buffers and of inputs: saved arrays and traced views in them
 # (_tape records them as it records nodes)
 # =============================================================================
+cdef inline bint _is_argument(object ans, tuple args) except -1:
+    """ans is one of args itself (seen through outer traces' Boxes): the primitive returned an
+    argument's array (real or squeeze of a float buffer, ...)."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        while type(a) is Box:
+            a = (<Box>a)._value
+        if a is ans:
+            return True
+    return False
+
+
 cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
                        bint is_write) except -1:
     """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
@@ -243,23 +256,13 @@ cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
     it stale). A primitive that returns an argument's array itself (real or squeeze of a float
     buffer) makes a view of all of it; only the write primitive's output is the buffer's own
     new version."""
-    cdef Py_ssize_t i
     while type(ans) is Box:
         ans = (<Box>ans)._value
     if not cnp.PyArray_Check(ans):
         return 0
     root = _root_buffer(ans)
-    if root is ans:
-        if is_write:
-            return 0
-        for i in range(PyTuple_GET_SIZE(args)):
-            a = <object>PyTuple_GET_ITEM(args, i)
-            while type(a) is Box:
-                a = (<Box>a)._value
-            if a is ans:
-                break
-        else:
-            return 0            # a new array
+    if root is ans and (is_write or not _is_argument(ans, args)):
+        return 0                # a new array, or the buffer's new version
     info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
     if info is not None:
         _owned_note(tape, info, True, node, ans, -1)
@@ -270,21 +273,13 @@ cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) ex
     """Node `node`'s value `ans` (an outer trace's value when nested): note it as a traced view
     of an input when it is an ndarray in an input's memory (a view of it, or the input itself
     returned by real, squeeze, ...). Costs a pointer test for a new array."""
-    cdef Py_ssize_t i
     cdef PyObject* e
     while type(ans) is Box:
         ans = (<Box>ans)._value
     if not cnp.PyArray_Check(ans):
         return 0
-    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL:
-        for i in range(PyTuple_GET_SIZE(args)):
-            a = <object>PyTuple_GET_ITEM(args, i)
-            while type(a) is Box:
-                a = (<Box>a)._value
-            if a is ans:
-                break
-        else:
-            return 0            # a new array
+    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL and not _is_argument(ans, args):
+        return 0                # a new array
     e = PyDict_GetItem(tape.inputs, _root_key(ans))
     if e is NULL:
         return 0
