@@ -1,11 +1,12 @@
 # Contract of gradcy/_tape.pyx, the engine: the tape (an arena of typed nodes and the backward
-# sweep over it) and the primitives that record onto it (and their rules, which the sweep
-# calls): they refer to one another, so they are one module. The traced value (Box, _box.pxd),
-# the tables and hooks the operator layer installs (_hooks.pxd) and the owned-buffer writes
-# (_write.pxd) are parts of their own that this one cimports and that cimport it (the module
-# body of each calls nothing of the others, so Python may import any of them first); the parts
-# they use and that use nothing of them are modules below it (_errors, _counters, _hold, _meta,
-# _regions, _cotangents), grad's fast path is above it (_fast).
+# sweep over it) and the primitives that record onto it. The parts they refer to and that refer
+# to them are parts of their own that this one cimports and that cimport it: the rules the sweep
+# calls (_rules.pxd, the type of Primitive.vjp), recomputed outputs (_recompute.pxd), the
+# compact saved record (_saved.pxd), the traced value (Box, _box.pxd), the tables and hooks the
+# operator layer installs (_hooks.pxd) and the owned-buffer writes (_write.pxd); the module body
+# of each calls nothing of the others, so Python may import any of them first. The parts they
+# use and that use nothing of them are modules below it (_errors, _counters, _hold, _meta,
+# _regions, _cotangents); grad's fast path is above it (_fast).
 #
 # What this part owns, and where each owned reference is released:
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
