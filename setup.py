@@ -34,13 +34,20 @@ if TRACE:
 extensions = [
     Extension(name, [path], include_dirs=[numpy.get_include()], define_macros=macros)
     for name, path in [
-        # the engine's parts (each a .pyx with its .pxd contract), in cimport order
+        # the engine's parts (each a .pyx with its .pxd contract), in cimport order (_tape,
+        # _rules, _recompute, _saved, _box, _hooks and _write cimport one another)
+        ("gradcy._errors", "gradcy/_errors.pyx"),
         ("gradcy._counters", "gradcy/_counters.pyx"),
         ("gradcy._meta", "gradcy/_meta.pyx"),
         ("gradcy._cotangents", "gradcy/_cotangents.pyx"),
         ("gradcy._regions", "gradcy/_regions.pyx"),
         ("gradcy._hold", "gradcy/_hold.pyx"),
         ("gradcy._tape", "gradcy/_tape.pyx"),
+        ("gradcy._rules", "gradcy/_rules.pyx"),
+        ("gradcy._recompute", "gradcy/_recompute.pyx"),
+        ("gradcy._saved", "gradcy/_saved.pyx"),
+        ("gradcy._box", "gradcy/_box.pyx"),
+        ("gradcy._hooks", "gradcy/_hooks.pyx"),
         ("gradcy._fast", "gradcy/_fast.pyx"),
         ("gradcy._write", "gradcy/_write.pyx"),
         # the module the Python layer imports (re-exports the parts' Python API)

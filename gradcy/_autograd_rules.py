@@ -15,7 +15,7 @@ import numpy as _onp
 from numpy.lib.stride_tricks import as_strided
 
 from . import _core
-from ._tape import ArgnumVJP
+from ._rules import ArgnumVJP
 from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .tracer import register_notrace
 from .util import func

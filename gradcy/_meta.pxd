@@ -1,8 +1,8 @@
 # Contract of gradcy/_meta.pyx: ArrayMeta, the metadata a saved record keeps in place of a
-# buffer its VJP does not read (built by _tape._meta_of), and the test of a cotangent's shape
+# buffer its VJP does not read (built by _saved._meta_of), and the test of a cotangent's shape
 # and dtype against an array or an ArrayMeta. Owns nothing but the fields of each ArrayMeta
 # (released with it); an ArrayMeta lives in the saved records of its tape (released with the
-# record, _tape.pxd) and in _tape's one-entry cache of the last one made.
+# record, _tape.pxd) and in _saved's caches of the last ones made.
 
 cdef class ArrayMeta:
     # Shape and dtype of a value whose buffer a VJP declared it does not need.

@@ -1,7 +1,7 @@
 """ArrayMeta, the metadata a saved record keeps instead of a buffer its VJP does not read, and
 the shape-and-dtype test of a cotangent against an array or an ArrayMeta.
 
-Contract: _meta.pxd. The tape module builds ArrayMeta objects (_tape._meta_of); this module
+Contract: _meta.pxd. _saved._meta_of builds ArrayMeta objects; this module
 owns no state.
 """
 cimport cython

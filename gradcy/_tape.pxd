@@ -1,10 +1,12 @@
 # Contract of gradcy/_tape.pyx, the engine: the tape (an arena of typed nodes and the backward
-# sweep over it), the primitives that record onto it and the traced value (Box). These three
-# refer to one another (a Primitive records onto a Tape and returns a Box, a Box dispatches
-# Primitives and tells its Tape when it is dropped, the sweep calls the Primitives' rules), so
-# they are one module; the parts they use and that use nothing of them are modules below it
-# (_counters, _hold, _meta, _regions, _cotangents), the front-end helpers that only use them are
-# modules above it (_fast, _write).
+# sweep over it) and the primitives that record onto it. The parts they refer to and that refer
+# to them are parts of their own that this one cimports and that cimport it: the rules the sweep
+# calls (_rules.pxd, the type of Primitive.vjp), recomputed outputs (_recompute.pxd), the
+# compact saved record (_saved.pxd), the traced value (Box, _box.pxd), the tables and hooks the
+# operator layer installs (_hooks.pxd) and the owned-buffer writes (_write.pxd); the module body
+# of each calls nothing of the others, so Python may import any of them first. The parts they
+# use and that use nothing of them are modules below it (_errors, _counters, _hold, _meta,
+# _regions, _cotangents); grad's fast path is above it (_fast).
 #
 # What this part owns, and where each owned reference is released:
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
@@ -15,19 +17,23 @@
 # - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
 # - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
 #   `owned`; the rest with the Tape object.
-# - Box._value, Box._tape: with the Box (Box.__dealloc__ tells the tape its node lost its Box,
-#   Tape._box_dropped()). A Box holds its Tape; a Tape never holds its Boxes.
-# - The module's hooks (installed by the operator layer) and registries: for the life of the
-#   process.
+# - A Box (_box.pxd) holds its Tape; a Tape never holds its Boxes (make_box sets the node's
+#   NODE_BOX_ALIVE, Box.__dealloc__ clears it through Tape._box_dropped()).
+# - _DETACHED: for the life of the process.
 from libc.stdint cimport int32_t, uint8_t
 from cpython.object cimport PyObject
 
 from gradcy._cotangents cimport SparseCotangent
 from gradcy._hold cimport HoldTable
+from gradcy._rules cimport VJP
 
 # =============================================================================
 # Node flags
 # =============================================================================
+cdef enum:
+    MAX_INLINE_PARENTS = 16   # a call's ParentRefs (a rule's argument vector) up to this many
+                              # arguments live on the C stack
+
 cdef enum:
     NODE_LEAF = 1         # an input of the differentiation: no primitive, no parents
     NODE_BOX_ALIVE = 2    # the Box carrying this node's value still exists
@@ -102,13 +108,6 @@ cdef class Primitive:
     cdef void _update_mask(self) noexcept
 
 
-cdef class Recomputed:
-    # What a saved record keeps in place of the output of node `node` (a recomputable op whose
-    # own record holds its inputs): the output is made again from that record before the VJP.
-    cdef readonly Py_ssize_t node
-    cdef readonly object meta      # ArrayMeta of the value
-
-
 cdef class Tape:
     cdef Node* nodes               # the arena; node i's parents all have indices < i
     cdef Py_ssize_t n_nodes        # nodes in use
@@ -162,38 +161,5 @@ cdef class Tape:
     cdef _run_vjp(self, Py_ssize_t i, object g, bint g_owned)
 
 
-cdef class Box:
-    cdef readonly object _value    # the value the primitive produced (a
-                                   # Box of an outer trace when nested)
-    cdef readonly Tape _tape       # the tape that recorded it
-    cdef readonly Py_ssize_t _node  # its node index in the tape's arena
-    cdef object __weakref__        # an owned buffer's info refers to its Box weakly
-
-
-cdef Box make_box(object value, Tape tape, Py_ssize_t node)
-
-
-# =============================================================================
-# Reverse-mode rules
-# =============================================================================
-cdef class VJP:
-    # A primitive's reverse-mode rule in the one form the sweep calls: run() adds the
-    # cotangents of node `i`'s traced, non-constant parents (ParentRefs start .. start+n) into
-    # their slots. gradcy.registry converts every registration API to one of the two kinds below
-    # once, when the rule is registered.
-    cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
-    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
-                 bint g_owned, object ans, tuple args, object kwargs) except -1
-
-
-cdef class ArgnumVJP(VJP):
-    # one rule per argument: rules[argnum](g, ans, *args, **kwargs) -> that argument's
-    # cotangent; None = zero; a missing argnum raises MissingVJPError
-    cdef readonly dict rules
-
-
-cdef class JointVJP(VJP):
-    # one rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
-    # per argnum (g_owned: fn may overwrite g)
-    cdef readonly object fn
-    cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views
+# the tape of Boxes not made by make_box and of Boxes left detached by transfer_box (released)
+cdef Tape _DETACHED

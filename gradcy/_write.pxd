@@ -1,8 +1,28 @@
-# Contract of gradcy/_write.pyx: what the write path of gradcy/numpy/inplace.py asks about a
-# tape. Reads the tape's arena (_tape.pxd) under the GIL; owns no references beyond its calls.
+# Contract of gradcy/_write.pyx: writes into buffers a tape owns. Reads the tape's arena
+# (_tape.pxd) under the GIL; fills the OwnedBuffer entries (_regions.pxd) of Tape.owned and
+# Tape.inputs, which the tape owns and drops in its release; owns no references beyond its
+# calls.
 from gradcy._tape cimport Tape
+from gradcy._box cimport Box
+from gradcy._regions cimport OwnedBuffer
 
 # whether some of `extra` references to arr are held by more than the saved records of
 # nodes start, ... of tape
 cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra,
                        object own_view) except -1
+
+# what _tape's recording tells: node `node`'s value `ans` (args: the call's arguments) is a
+# traced view in a buffer the tape owns (_note_if_view; is_write: the write primitive's own
+# output, the buffer's new version) or in an input's memory (_note_input_view); a saved array
+# (view=False, position: its argument position, -1 the output) or a traced view (view=True) in
+# the owned buffer `info` (_owned_note)
+cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
+                       bint is_write) except -1
+cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1
+cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
+                     Py_ssize_t position) except -1
+
+# Box.__setitem__'s fast path: box[idx] = value recorded here when box is an owned buffer of its
+# tape, idx a basic index and value plain or traced on the same tape; False (nothing done) when
+# gradcy/numpy/inplace.py must do it
+cdef bint _setitem_fast(Box box, object idx, object value) except -1

@@ -1,18 +1,26 @@
-"""What the write path of gradcy/numpy/inplace.py asks about a tape before writing into a
-traced array: who else references it (untracked_sharers), and whether a traced value is a
-basic-index view of a buffer's current version (view_index); and the write primitive's
-function (write_into).
+"""Writes into buffers a tape owns: the bookkeeping of each owned buffer (the saved arrays and
+the traced views in it, noted as they are recorded), the common write the core records itself
+(Box.__setitem__'s fast path, setitem_fast), and what the write path of
+gradcy/numpy/inplace.py asks about a tape before writing into a traced array: who else
+references it (untracked_sharers), and whether a traced value is a basic-index view of a
+buffer's current version (view_index); and the write primitive's function (write_into).
 
-Contract: _write.pxd. Reads the tape's arena, owns nothing. (The write recorded by the core
-itself, Box.__setitem__'s fast path, is _tape._setitem_fast: it runs inside Box.)
+Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned
+and Tape.inputs; owns nothing.
 """
 from cpython.object cimport PyObject
-from cpython.tuple cimport PyTuple_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.long cimport PyLong_FromVoidPtr
 
 cimport numpy as cnp
 
-from gradcy._tape cimport Tape, Box, Node, Primitive, NODE_LEAF, NODE_STALE
-from gradcy._regions cimport _is_basic_index, _root_key, OwnedBuffer
+from gradcy._tape cimport (Tape, Node, Primitive, NODE_LEAF, NODE_STALE, NODE_BOX_ALIVE)
+from gradcy._box cimport Box, _transfer_box
+from gradcy._hooks cimport _EMPTY, _write_primitive, _before_write, _after_write
+from gradcy._regions cimport (_is_basic_index, _root_key, _root_buffer, _layout_region,
+                              _region_hull, OwnedBuffer)
+from gradcy._regions import regions_overlap
 
 cnp.import_array()
 
@@ -26,6 +34,18 @@ def write_into(buf, idx, value):
     return buf
 
 
+cdef list _saved_items(Node* node):
+    """The values node's saved record holds (output, arguments, keyword values); [] once it
+    is released."""
+    if node.saved_args is NULL:
+        return []
+    items = [<object>node.saved_ans] if node.saved_ans is not NULL else []
+    items.extend(<tuple>node.saved_args)
+    if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
+        items.extend((<dict>node.saved_kwargs).values())
+    return items
+
+
 cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra,
                        object own_view) except -1:
     """Whether, of the `extra` references to ndarray `arr` beyond the expected ones, some are
@@ -33,17 +53,9 @@ cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra
     a saved array whose base is arr and that nothing else holds). `own_view`: a view of arr
     whose reference is among the expected ones."""
     cdef Py_ssize_t i
-    cdef Node* node
     cdef dict views = {}
     for i in range(max(start, 0), tape.n_nodes):
-        node = &tape.nodes[i]
-        if node.saved_args is NULL:
-            continue
-        items = [<object>node.saved_ans] if node.saved_ans is not NULL else []
-        items.extend(<tuple>node.saved_args)
-        if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
-            items.extend((<dict>node.saved_kwargs).values())
-        for x in items:
+        for x in _saved_items(&tape.nodes[i]):
             if x is arr:
                 extra -= 1
             elif (cnp.PyArray_Check(x) and x is not own_view
@@ -53,7 +65,6 @@ cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra
                     views[id(x)] = [x, 1]
                 else:
                     entry[1] += 1
-        del items
     x = None
     for entry in views.values():
         extra -= 1                           # the saved view's own reference to arr
@@ -88,21 +99,13 @@ cdef bint _unexplained_nested(list tapes, list starts, Py_ssize_t j, object o,
     Boxes (expected)."""
     cdef Py_ssize_t i, m
     cdef Py_ssize_t k = len(tapes)
-    cdef Node* node
     cdef Tape tape
     cdef dict views = {}, wrappers = {}
     cdef bint array = j == k
     for m in range(min(j, k)):
         tape = <Tape>tapes[m]
         for i in range(max(<Py_ssize_t>starts[m], 0), tape.n_nodes):
-            node = &tape.nodes[i]
-            if node.saved_args is NULL:
-                continue
-            items = [<object>node.saved_ans] if node.saved_ans is not NULL else []
-            items.extend(<tuple>node.saved_args)
-            if node.saved_kwargs is not NULL and type(<object>node.saved_kwargs) is dict:
-                items.extend((<dict>node.saved_kwargs).values())
-            for x in items:
+            for x in _saved_items(&tape.nodes[i]):
                 if x is o:
                     extra -= 1
                     continue
@@ -118,7 +121,6 @@ cdef bint _unexplained_nested(list tapes, list starts, Py_ssize_t j, object o,
                         break
                     x = (<Box>x)._value
             x = None
-            del items
     for x in views.values():
         extra -= 1                        # the view's reference to o
         # its holders: the dict, this local, and (checked by the call) records and Boxes
@@ -228,3 +230,185 @@ def view_index(Box view not None, Box buf not None):
         return None
     idx = (<tuple>node.saved_args)[1]
     return idx if _is_basic_index(idx) else None
+
+
+# =============================================================================
+# The bookkeeping of owned buffers and of inputs: saved arrays and traced views in them
+# (_tape records them as it records nodes)
+# =============================================================================
+cdef inline bint _is_argument(object ans, tuple args) except -1:
+    """ans is one of args itself (seen through outer traces' Boxes): the primitive returned an
+    argument's array (real or squeeze of a float buffer, ...)."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        while type(a) is Box:
+            a = (<Box>a)._value
+        if a is ans:
+            return True
+    return False
+
+
+cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
+                       bint is_write) except -1:
+    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
+    traced view when its memory belongs to a buffer the tape owns (a later write over it makes
+    it stale). A primitive that returns an argument's array itself (real or squeeze of a float
+    buffer) makes a view of all of it; only the write primitive's output is the buffer's own
+    new version."""
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
+    root = _root_buffer(ans)
+    if root is ans and (is_write or not _is_argument(ans, args)):
+        return 0                # a new array, or the buffer's new version
+    info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
+    if info is not None:
+        _owned_note(tape, info, True, node, ans, -1)
+    return 0
+
+
+cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1:
+    """Node `node`'s value `ans` (an outer trace's value when nested): note it as a traced view
+    of an input when it is an ndarray in an input's memory (a view of it, or the input itself
+    returned by real, squeeze, ...). Costs a pointer test for a new array."""
+    cdef PyObject* e
+    while type(ans) is Box:
+        ans = (<Box>ans)._value
+    if not cnp.PyArray_Check(ans):
+        return 0
+    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL and not _is_argument(ans, args):
+        return 0                # a new array
+    e = PyDict_GetItem(tape.inputs, _root_key(ans))
+    if e is NULL:
+        return 0
+    entry = <OwnedBuffer>e
+    root = entry.root
+    r = None if root is None or ans is root else _layout_region(ans, root)
+    _add_view(tape, entry.target if entry.target is not None else entry, node, r)
+    return 0
+
+
+cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
+                     Py_ssize_t position) except -1:
+    """Record a saved array (view=False) or a new traced view (view=True) that lives in an
+    owned buffer."""
+    cdef OwnedBuffer b = <OwnedBuffer?>info
+    root = _root_buffer(array) if b.functional else b.root
+    r = None if array is root else _layout_region(array, root)
+    if not view:
+        b.saved.append(node)
+        b.saved.append(position)
+        b.saved_hull = _region_hull(b.saved_hull, r)
+        return 0
+    return _add_view(tape, b, node, r)
+
+
+cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -1:
+    """Record traced view `node` over region r of buffer b (pruning dead ones as it grows)."""
+    cdef Py_ssize_t n
+    b.views[node] = r
+    b.view_hull = _region_hull(b.view_hull, r)
+    if len(b.views) > b.view_limit:
+        hull = ()
+        for k in list(b.views):
+            n = k
+            if n < tape.n_nodes and (tape.nodes[n].flags & NODE_BOX_ALIVE):
+                hull = _region_hull(hull, b.views[k])
+            else:
+                del b.views[k]
+        b.view_hull = hull
+        b.view_limit = 2 * len(b.views) + 64
+    return 0
+
+
+# =============================================================================
+# The common in-place write, buf[basic index] = value into a buffer this tape owns, decided and
+# recorded here; everything else (copy on first write, advanced indices, forward mode, nested
+# differentiation, errors) is gradcy/numpy/inplace.py's _box_setitem
+# =============================================================================
+def setitem_fast(Box box not None, idx, value):
+    """Record box[idx] = value in the core when it can (see _setitem_fast); False when the
+    caller must (nothing was done)."""
+    return _setitem_fast(box, idx, value)
+
+
+cdef inline bint _hull_overlaps(object hull, object r) except -1:
+    if type(hull) is tuple and PyTuple_GET_SIZE(hull) == 0:
+        return False
+    return regions_overlap(hull, r)
+
+
+cdef bint _is_view_of_slot(Box value, object slot, Tape tape) except -1:
+    """value (traced on tape, not stale) is an array with exactly slot's memory and layout."""
+    cdef int d
+    v = value._value
+    if (not cnp.PyArray_CheckExact(v)
+            or cnp.PyArray_DATA(<cnp.ndarray>v) != cnp.PyArray_DATA(<cnp.ndarray>slot)
+            or not cnp.PyArray_SAMESHAPE(<cnp.ndarray>v, <cnp.ndarray>slot)
+            or cnp.PyArray_TYPE(<cnp.ndarray>v) != cnp.PyArray_TYPE(<cnp.ndarray>slot)
+            or value._node < 0 or value._node >= tape.n_nodes
+            or tape.nodes[value._node].flags & NODE_STALE):
+        return False
+    for d in range(cnp.PyArray_NDIM(<cnp.ndarray>v)):
+        if (cnp.PyArray_DIMS(<cnp.ndarray>v)[d] > 1 and cnp.PyArray_STRIDES(<cnp.ndarray>v)[d]
+                != cnp.PyArray_STRIDES(<cnp.ndarray>slot)[d]):
+            return False
+    return True
+
+
+cdef bint _setitem_fast(Box box, object idx, object value) except -1:
+    """box[idx] = value when box is an owned buffer of its tape, idx a basic index, and value
+    plain or traced on the same tape; False (nothing done) otherwise."""
+    cdef Tape tape = box._tape
+    cdef OwnedBuffer info
+    cdef Py_ssize_t vnode
+    if _write_primitive is None or tape.forward or tape.released or not tape.owned:
+        return False
+    buf = box._value
+    if not cnp.PyArray_CheckExact(buf):
+        return False
+    if type(value) is Box and ((<Box>value)._tape is not tape
+                               or type((<Box>value)._value) is Box):
+        return False
+    found = tape.owned.get(PyLong_FromVoidPtr(<void*>buf))
+    if (type(found) is not OwnedBuffer or (<OwnedBuffer>found).root is not buf
+            or (<OwnedBuffer>found).functional):
+        return False
+    ref = (<OwnedBuffer>found).box
+    if ref is None or ref() is not box:
+        return False            # another traced value that is the buffer's array (real,
+                                # squeeze of it): a write through a view, inplace.py's
+    if not _is_basic_index(idx):
+        return False
+    slot = buf[idx]
+    if not cnp.PyArray_CheckExact(slot) or cnp.PyArray_BASE(<cnp.ndarray>slot) is NULL:
+        return False
+    if type(value) is Box and _is_view_of_slot((<Box>value), slot, tape):
+        return True             # buf[i] += v wrote through the view buf[i]: writing it back
+                                # stores the values already there
+    info = <OwnedBuffer>found
+    r = _layout_region(slot, buf)
+    if _hull_overlaps(info.saved_hull, r):
+        _before_write(tape, info, r)
+    new = (<Primitive>_write_primitive)._dispatch((box, idx, value), _EMPTY)
+    if not isinstance(new, Box):
+        raise TypeError(f"{(<Primitive>_write_primitive).name} returned "
+                        f"{type(new).__name__}, not a traced value")
+    _transfer_box(box, <Box>new)
+    if _hull_overlaps(info.view_hull, r):
+        _after_write(tape, info, r)
+    if type(value) is Box:
+        # the written value is the saved output of the op that made it (tanh, exp, ...): its
+        # VJP reads it from the slot, and the separate array can go (a later write over the
+        # slot preserves a copy first, like any saved view)
+        vnode = (<Box>value)._node
+        if 0 <= vnode < tape.n_nodes and tape.nodes[vnode].saved_ans is not NULL:
+            ans = <object>tape.nodes[vnode].saved_ans
+            if (ans is (<Box>value)._value and cnp.PyArray_CheckExact(ans)
+                    and cnp.PyArray_SAMESHAPE(<cnp.ndarray>ans, <cnp.ndarray>slot)
+                    and cnp.PyArray_TYPE(<cnp.ndarray>ans) == cnp.PyArray_TYPE(<cnp.ndarray>slot)):
+                tape.replace_saved(vnode, -1, slot)
+                _owned_note(tape, info, False, vnode, slot, -1)
+    return True

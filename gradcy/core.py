@@ -13,7 +13,7 @@ from functools import reduce  # (autograd.core has it)
 
 from . import differential_operators as _do
 from ._core import Box, Primitive
-from ._tape import ArgnumVJP
+from ._rules import ArgnumVJP
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
                        defvjp_argnum, defvjp_argnums, primitive as primitive_)
 from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map

@@ -1,11 +1,12 @@
 """Registration of primitives and their derivative rules onto the core.
 
 The public surface is gradcy.extend, which re-exports these. Every reverse-mode registration
-is converted here, once, to the one form the backward sweep calls (gradcy._tape.VJP): per
+is converted here, once, to the one form the backward sweep calls (gradcy._rules.VJP): per
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 """
-from ._tape import ArgnumVJP, JointVJP, Primitive, maker_rule
+from ._rules import ArgnumVJP, JointVJP, maker_rule
+from ._tape import Primitive
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
            "defvjp_argnums",

@@ -1,0 +1,31 @@
+# Contract of gradcy/_rules.pyx: a primitive's reverse-mode rule in the one form the sweep
+# calls (Primitive.vjp, _tape.pxd). A rule owns what was registered (its dict of rules, its
+# function), released with it; run() owns nothing beyond its call. _tape cimports it (the
+# type of Primitive.vjp) and it cimports _tape (the arena run() adds into): the module body of
+# each calls nothing of the other.
+from libc.stdint cimport int32_t
+
+from gradcy._tape cimport Tape, Primitive
+
+
+cdef class VJP:
+    # A primitive's reverse-mode rule in the one form the sweep calls: run() adds the
+    # cotangents of node `i`'s traced, non-constant parents (ParentRefs start .. start+n) into
+    # their slots. gradcy.registry converts every registration API to one of the two kinds below
+    # once, when the rule is registered.
+    cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
+    cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
+                 bint g_owned, object ans, tuple args, object kwargs) except -1
+
+
+cdef class ArgnumVJP(VJP):
+    # one rule per argument: rules[argnum](g, ans, *args, **kwargs) -> that argument's
+    # cotangent; None = zero; a missing argnum raises MissingVJPError
+    cdef readonly dict rules
+
+
+cdef class JointVJP(VJP):
+    # one rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
+    # per argnum (g_owned: fn may overwrite g)
+    cdef readonly object fn
+    cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views
