@@ -12,8 +12,8 @@ import numpy as _onp
 from .._core import ArrayMeta, Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
-from ._util import (_dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain, _same, _shape,
-                    _zeros_of, cast_like, shape_dtype, unbroadcast)
+from ._util import (_binder, _dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain,
+                    _same, _shape, _zeros_of, cast_like, shape_dtype, unbroadcast)
 from .indexing import unrepeat, untake
 
 # =============================================================================
@@ -531,64 +531,48 @@ defjvp(anp.linspace, _linspace_jvp(0), _linspace_jvp(1))
 
 
 
-def _logspace_vjp(which):
-    def maker(ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        tdtype = _dtype(target)
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
+def _geometric_rules(prim, np_fn, rate, save):
+    """Rules of logspace and geomspace: samples exp((1 - t) a + t b), so d out / d start =
+    out (1 - t) rate and d out / d stop = out t rate, with rate(end, kw, ax, bshape) (end:
+    start or stop; kw: the call's arguments, bound) broadcast against the samples."""
+    bind = _binder(np_fn)
 
-        def vjp(g):
-            if not _space_dtype(dtype):
-                return None
-            lb = anp.log(_expand_at(base, ax, bshape))
-            c = anp.sum(g * ans * lb * w.astype(_float_dtype(tdtype)), axis=ax)
-            return cast_like(unbroadcast(c, target), tdtype)
-        return vjp
-    return maker
+    def frame(which, ans, args, kwargs):
+        kw = bind(args, kwargs)
+        end = kw["start"] if which == 0 else kw["stop"]
+        ax, t, bshape = _space_frame(ans, kw["num"], kw["endpoint"], kw["axis"])
+        return kw, end, ax, (1.0 - t) if which == 0 else t, bshape
 
+    def vjp_maker(which):
+        def maker(ans, *args, **kwargs):
+            kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
+            tdtype = _dtype(end)
 
-def _logspace_jvp(which):
-    def jvp(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-        lb = anp.log(_expand_at(base, ax, bshape))
-        return _expand_at(g, ax, bshape) * w * ans * lb
-    return jvp
+            def vjp(g):
+                if not _space_dtype(kw["dtype"]):
+                    return None
+                c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape),
+                            axis=ax)
+                return cast_like(unbroadcast(c, end), tdtype)
+            return vjp
+        return maker
 
+    def jvp(which):
+        def rule(g, ans, *args, **kwargs):
+            kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
+            return _expand_at(g, ax, bshape) * w * ans * rate(end, kw, ax, bshape)
+        return rule
 
-defvjp(anp.logspace, _logspace_vjp(0), _logspace_vjp(1), save=("ans", 4))
-defjvp(anp.logspace, _logspace_jvp(0), _logspace_jvp(1))
-
-
-def _geomspace_vjp(which):
-    def maker(ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        tdtype = _dtype(target)
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-
-        def vjp(g):
-            if not _space_dtype(dtype):
-                return None
-            c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) / _expand_at(target, ax, bshape),
-                        axis=ax)
-            return cast_like(unbroadcast(c, target), tdtype)
-        return vjp
-    return maker
+    defvjp(prim, vjp_maker(0), vjp_maker(1), save=save)
+    defjvp(prim, jvp(0), jvp(1))
 
 
-def _geomspace_jvp(which):
-    def jvp(g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-        return _expand_at(g / target, ax, bshape) * w * ans
-    return jvp
-
-
-defvjp(anp.geomspace, _geomspace_vjp(0), _geomspace_vjp(1), save=("ans", 0, 1))
-defjvp(anp.geomspace, _geomspace_jvp(0), _geomspace_jvp(1))
+# logspace: base ** (...), rate ln(base); geomspace: exp of a log-linear mix, rate 1 / end
+_geometric_rules(anp.logspace, _onp.logspace,
+                 lambda end, kw, ax, bshape: anp.log(_expand_at(kw["base"], ax, bshape)),
+                 save=("ans", 4))
+_geometric_rules(anp.geomspace, _onp.geomspace,
+                 lambda end, kw, ax, bshape: 1.0 / _expand_at(end, ax, bshape), save=("ans", 0, 1))
 
 
 # Window constructors: M is a count of points, not a value to differentiate
