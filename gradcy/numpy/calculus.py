@@ -145,8 +145,11 @@ def _drop_initial(g, ax, include_initial):
     return anp.getitem(g, _at(ax, slice(1, None))) if include_initial else g
 
 
-if hasattr(anp, "cumulative_sum"):
-    def _cumulative_sum_vjp(ans, x, axis=None, dtype=None, out=None, include_initial=False):
+def _cumulative_vjp(grad):
+    """The VJP maker of cumulative_sum / cumulative_prod from grad(g, y, x, ax) for an x of
+    ndim >= 1: g (in x's dtype) and y() (the output, read only when called) without the
+    initial entry."""
+    def maker(ans, x, axis=None, dtype=None, out=None, include_initial=False):
         shape, xdtype = _shape(x), _dtype(x)
         ax = _cum_axis(x, axis)
 
@@ -154,29 +157,21 @@ if hasattr(anp, "cumulative_sum"):
             g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
             if not shape:
                 return anp.reshape(g, ())
-            return _revcumsum(g, ax)
+            return grad(g, lambda: _drop_initial(cast_like(ans, xdtype), ax, include_initial), x,
+                        ax)
         return vjp
+    return maker
 
+
+if hasattr(anp, "cumulative_sum"):
     def _cumulative_sum_jvp(g, ans, x, axis=None, dtype=None, out=None,
                             include_initial=False):
         return anp.cumulative_sum(g, axis=axis, include_initial=include_initial)
 
-    defvjp(anp.cumulative_sum, _cumulative_sum_vjp, save=())
+    defvjp(anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)), save=())
     defjvp(anp.cumulative_sum, _cumulative_sum_jvp)
 
 if hasattr(anp, "cumulative_prod"):
-    def _cumulative_prod_vjp(ans, x, axis=None, dtype=None, out=None, include_initial=False):
-        shape, xdtype = _shape(x), _dtype(x)
-        ax = _cum_axis(x, axis)
-
-        def vjp(g):
-            g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
-            y = _drop_initial(cast_like(ans, xdtype), ax, include_initial)
-            if not shape:
-                return anp.reshape(g, ())
-            return _cumprod_grad(g, y, x, ax)
-        return vjp
-
     def _cumulative_prod_jvp(g, ans, x, axis=None, dtype=None, out=None,
                              include_initial=False):
         ax = _cum_axis(x, axis)
@@ -191,7 +186,8 @@ if hasattr(anp, "cumulative_prod"):
             t = anp.concatenate([_onp.zeros(zshape, _dtype(t)), t], axis=ax)
         return t
 
-    defvjp(anp.cumulative_prod, _cumulative_prod_vjp, save=(0, "ans"))
+    defvjp(anp.cumulative_prod, _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
+           save=(0, "ans"))
     defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 
 
