@@ -339,3 +339,37 @@ def test_saved(prim, args, expected):
             assert type(s) is not ArrayMeta, f"argument {i} should be saved"
         else:
             assert type(s) is ArrayMeta, f"argument {i} should be ArrayMeta, is {type(s)}"
+
+
+# =============================================================================
+# The wrappers (gradcy.scipy.stats._dist.scipy_functions): plain functions of SciPy's signature
+# =============================================================================
+_PARAMS = {"norm": "x, loc=0.0, scale=1.0", "t": "x, df, loc=0.0, scale=1.0", "beta": "x, a, b",
+           "chi2": "x, df", "gamma": "x, a", "poisson": "k, mu", "dirichlet": "x, alpha"}
+
+
+@pytest.mark.parametrize("dist", sorted(_PARAMS))
+def test_wrapper_signature_name_and_doc(dist):
+    import inspect
+    for name in FUNCTIONS[dist]:
+        prim = getattr(getattr(st, dist), name)
+        assert prim.name == f"gradcy.scipy.stats.{dist}.{name}"
+        assert str(inspect.signature(prim)) == f"({_PARAMS[dist]})"
+        call = ", ".join(p.split("=")[0] for p in _PARAMS[dist].split(", "))
+        assert prim.__doc__ == f"scipy.stats.{dist}.{name}({call})"
+        assert prim.fun.__module__ == f"gradcy.scipy.stats.{dist}"
+        with pytest.raises(TypeError, match=rf"^{name}\(\) takes"):
+            prim(*range(len(_PARAMS[dist].split(", ")) + 1))
+
+
+def test_wrappers_pass_keywords_to_scipy():
+    x = onp.array([0.3, -0.5, 1.2])
+    onp.testing.assert_array_equal(st.norm.logcdf(x, scale=2.0), ss.norm.logcdf(x, 0.0, 2.0))
+    onp.testing.assert_array_equal(st.t.pdf(x, 3.0, scale=1.5, loc=0.1),
+                                   ss.t.pdf(x, 3.0, 0.1, 1.5))
+    onp.testing.assert_array_equal(st.gamma.cdf(x + 1.0, a=2.5), ss.gamma.cdf(x + 1.0, 2.5))
+    # the rules get the keyword arguments too: d/dx log p = -(x - loc) / scale**2
+    g = grad(lambda x: np.sum(st.norm.logpdf(x, scale=1.5)))(x)
+    onp.testing.assert_allclose(g, -x / 1.5 ** 2, rtol=1e-14)
+    g = grad(lambda x: np.sum(st.t.logcdf(x, 3.0, loc=0.2)))(x)
+    onp.testing.assert_allclose(g, ss.t.pdf(x, 3.0, 0.2) / ss.t.cdf(x, 3.0, 0.2), rtol=1e-12)

@@ -145,8 +145,11 @@ def _drop_initial(g, ax, include_initial):
     return anp.getitem(g, _at(ax, slice(1, None))) if include_initial else g
 
 
-if hasattr(anp, "cumulative_sum"):
-    def _cumulative_sum_vjp(ans, x, axis=None, dtype=None, out=None, include_initial=False):
+def _cumulative_vjp(grad):
+    """The VJP maker of cumulative_sum / cumulative_prod from grad(g, y, x, ax) for an x of
+    ndim >= 1: g (in x's dtype) and y() (the output, read only when called) without the
+    initial entry."""
+    def maker(ans, x, axis=None, dtype=None, out=None, include_initial=False):
         shape, xdtype = _shape(x), _dtype(x)
         ax = _cum_axis(x, axis)
 
@@ -154,29 +157,21 @@ if hasattr(anp, "cumulative_sum"):
             g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
             if not shape:
                 return anp.reshape(g, ())
-            return _revcumsum(g, ax)
+            return grad(g, lambda: _drop_initial(cast_like(ans, xdtype), ax, include_initial), x,
+                        ax)
         return vjp
+    return maker
 
+
+if hasattr(anp, "cumulative_sum"):
     def _cumulative_sum_jvp(g, ans, x, axis=None, dtype=None, out=None,
                             include_initial=False):
         return anp.cumulative_sum(g, axis=axis, include_initial=include_initial)
 
-    defvjp(anp.cumulative_sum, _cumulative_sum_vjp, save=())
+    defvjp(anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)), save=())
     defjvp(anp.cumulative_sum, _cumulative_sum_jvp)
 
 if hasattr(anp, "cumulative_prod"):
-    def _cumulative_prod_vjp(ans, x, axis=None, dtype=None, out=None, include_initial=False):
-        shape, xdtype = _shape(x), _dtype(x)
-        ax = _cum_axis(x, axis)
-
-        def vjp(g):
-            g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
-            y = _drop_initial(cast_like(ans, xdtype), ax, include_initial)
-            if not shape:
-                return anp.reshape(g, ())
-            return _cumprod_grad(g, y, x, ax)
-        return vjp
-
     def _cumulative_prod_jvp(g, ans, x, axis=None, dtype=None, out=None,
                              include_initial=False):
         ax = _cum_axis(x, axis)
@@ -191,7 +186,8 @@ if hasattr(anp, "cumulative_prod"):
             t = anp.concatenate([_onp.zeros(zshape, _dtype(t)), t], axis=ax)
         return t
 
-    defvjp(anp.cumulative_prod, _cumulative_prod_vjp, save=(0, "ans"))
+    defvjp(anp.cumulative_prod, _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
+           save=(0, "ans"))
     defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 
 
@@ -392,6 +388,37 @@ defjvp(anp.gradient, _gradient_jvp)
 
 
 # =============================================================================
+# trapezoid and interp: joint rules from one plan of the call
+# =============================================================================
+def _planned_rules(prim, plan, vjps, jvps, missing, save):
+    """Joint rules of prim from one plan of the call, plan(args, kwargs) -> (p, kw) (kw: the
+    arguments, bound), made once per call, and parts per argument k: vjps[k](g, p, kw) is its
+    cotangent, jvps[k](g, p, kw) the output tangent its tangent g causes (summed over the
+    arguments). An argument without a part raises NotImplementedError(missing)."""
+    def part(parts, k):
+        if k not in parts:
+            raise NotImplementedError(missing)
+        return parts[k]
+
+    def vjp_maker(argnums, ans, args, kwargs):
+        def vjp(g):
+            p, kw = plan(args, kwargs)
+            return tuple([part(vjps, k)(g, p, kw) for k in argnums])
+        return vjp
+
+    def jvp(argnums, gs, ans, args, kwargs):
+        p, kw = plan(args, kwargs)
+        total = None
+        for k, g in zip(argnums, gs):
+            t = part(jvps, k)(g, p, kw)
+            total = t if total is None else total + t
+        return total
+
+    defvjp_argnums(prim, vjp_maker, save=save)
+    defjvp_argnums(prim, jvp)
+
+
+# =============================================================================
 # trapezoid: sum(d * (y[1:] + y[:-1]) / 2, axis) with d = diff(x) (or dx)
 # =============================================================================
 class _Trap:
@@ -425,6 +452,10 @@ class _Trap:
     def pair_mean(self, y):
         return (anp.getitem(y, self.hi) + anp.getitem(y, self.lo)) * 0.5
 
+    def expand(self, g):
+        """The output's cotangent with the reduced axis back (size 1) where it was dropped."""
+        return anp.expand_dims(g, self.ap) if len(_shape(g)) < self.np else g
+
 
 def _trap_bind(args, kwargs):
     kw = _trap_binder(args, kwargs)
@@ -436,64 +467,41 @@ _trapezoid = getattr(anp, "trapezoid", None) or anp.trapz
 _trap_binder = _binder(getattr(_onp, "trapezoid", None) or _onp.trapz)
 
 
-def _trapezoid_vjp(argnums, ans, args, kwargs):
-    def vjp(g):
-        tr, kw = _trap_bind(args, kwargs)
-        y, x, dx = kw["y"], kw["x"], kw["dx"]
-        gk = anp.expand_dims(g, tr.ap) if len(_shape(g)) < tr.np else g
-        out = []
-        for k in argnums:
-            if k == 0:
-                h = gk * tr.d(x, dx) * 0.5
-                full = list(_shape(h))
-                full[tr.ap] = tr.yshape[tr.ay] - 1
-                h = anp.broadcast_to(h, tuple(_onp.broadcast_shapes(tuple(full), _shape(h))))
-                pad_hi = [(0, 0)] * len(_shape(h))
-                pad_lo = [(0, 0)] * len(_shape(h))
-                pad_hi[tr.ap] = (1, 0)
-                pad_lo[tr.ap] = (0, 1)
-                c = unbroadcast(anp.pad(h, pad_hi) + anp.pad(h, pad_lo), y)
-            elif k == 1:
-                gd = gk * tr.pair_mean(y)
-                if tr.x1d:
-                    gd = anp.sum(gd, axis=tuple(i for i in range(len(_shape(gd)))
-                                                if i != tr.ap))
-                    c = _diff_transpose(gd, 1, 0)
-                else:
-                    dshape = list(tr.xshape)
-                    dshape[tr.ax] -= 1
-                    gd = unbroadcast(gd, _onp.broadcast_to(_onp.empty((), _dtype(x)),
-                                                           tuple(dshape)))
-                    c = _diff_transpose(gd, 1, tr.ax)
-                c = cast_like(c, _dtype(x))
-            elif k == 2:
-                c = unbroadcast(g * anp.sum(tr.pair_mean(y), axis=tr.ay), dx)
-            else:
-                raise NotImplementedError("gradcy.numpy.trapezoid: axis has no gradient")
-            out.append(c)
-        return tuple(out)
-    return vjp
+def _trap_vjp_y(g, tr, kw):
+    h = tr.expand(g) * tr.d(kw["x"], kw["dx"]) * 0.5
+    full = list(_shape(h))
+    full[tr.ap] = tr.yshape[tr.ay] - 1
+    h = anp.broadcast_to(h, tuple(_onp.broadcast_shapes(tuple(full), _shape(h))))
+    pad_hi = [(0, 0)] * len(_shape(h))
+    pad_lo = [(0, 0)] * len(_shape(h))
+    pad_hi[tr.ap] = (1, 0)
+    pad_lo[tr.ap] = (0, 1)
+    return unbroadcast(anp.pad(h, pad_hi) + anp.pad(h, pad_lo), kw["y"])
 
 
-def _trapezoid_jvp(argnums, gs, ans, args, kwargs):
-    tr, kw = _trap_bind(args, kwargs)
-    y, x, dx = kw["y"], kw["x"], kw["dx"]
-    total = None
-    for k, g in zip(argnums, gs):
-        if k == 0:
-            t = _trapezoid(g, x, dx, kw["axis"])
-        elif k == 1:
-            t = anp.sum(tr.d(g, None) * tr.pair_mean(y), axis=tr.ap)
-        elif k == 2:
-            t = g * anp.sum(tr.pair_mean(y), axis=tr.ay)
-        else:
-            raise NotImplementedError("gradcy.numpy.trapezoid: axis has no gradient")
-        total = t if total is None else total + t
-    return total
+def _trap_vjp_x(g, tr, kw):
+    x = kw["x"]
+    gd = tr.expand(g) * tr.pair_mean(kw["y"])
+    if tr.x1d:
+        gd = anp.sum(gd, axis=tuple(i for i in range(len(_shape(gd))) if i != tr.ap))
+        c = _diff_transpose(gd, 1, 0)
+    else:
+        dshape = list(tr.xshape)
+        dshape[tr.ax] -= 1
+        gd = unbroadcast(gd, _onp.broadcast_to(_onp.empty((), _dtype(x)), tuple(dshape)))
+        c = _diff_transpose(gd, 1, tr.ax)
+    return cast_like(c, _dtype(x))
 
 
-defvjp_argnums(_trapezoid, _trapezoid_vjp, save=(0, 1, 2))
-defjvp_argnums(_trapezoid, _trapezoid_jvp)
+_planned_rules(
+    _trapezoid, _trap_bind,
+    {0: _trap_vjp_y,
+     1: _trap_vjp_x,
+     2: lambda g, tr, kw: unbroadcast(g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay), kw["dx"])},
+    {0: lambda g, tr, kw: _trapezoid(g, kw["x"], kw["dx"], kw["axis"]),
+     1: lambda g, tr, kw: anp.sum(tr.d(g, None) * tr.pair_mean(kw["y"]), axis=tr.ap),
+     2: lambda g, tr, kw: g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay)},
+    "gradcy.numpy.trapezoid: axis has no gradient", save=(0, 1, 2))
 
 
 # =============================================================================
@@ -543,6 +551,11 @@ class _InterpPlan:
     def fp_idx(self, idx):
         return idx if self.fp_index is None else self.fp_index[idx]
 
+    def check_xp(self):
+        if self.period is not None:
+            raise NotImplementedError("gradcy.numpy.interp: no gradient with respect to xp with "
+                                      "period=")
+
     def t(self, x, xp):
         """The interpolation fractions, traced in x and xp (0 outside)."""
         if self.period is not None:
@@ -585,65 +598,46 @@ def _interp_plan(args, kwargs):
     return _InterpPlan(kw["x"], kw["xp"], kw["left"], kw["right"], kw["period"]), kw
 
 
-def _interp_vjp(argnums, ans, args, kwargs):
-    def vjp(g):
-        plan, kw = _interp_plan(args, kwargs)
-        x, xp, fp = kw["x"], kw["xp"], kw["fp"]
-        out = []
-        for k in argnums:
-            if k == 0:
-                c = unbroadcast(g * plan.slope(x, xp, fp), x)
-            elif k == 1:
-                if plan.period is not None:
-                    raise NotImplementedError("gradcy.numpy.interp: no gradient with respect "
-                                              "to xp with period=")
-                t, _ = plan.t(x, xp)
-                s = -g * plan.slope(x, xp, fp)
-                c = (_scatter(s * (1.0 - t), plan.lo, (plan.n,), _dtype(s))
-                     + _scatter(s * t, plan.hi, (plan.n,), _dtype(s)))
-                c = cast_like(c, _dtype(xp))
-            elif k == 2:
-                wlo, whi, lo, hi = plan.weights(x, xp)
-                gd = _dtype(g)
-                c = _scatter(g * wlo, lo, (plan.n,), gd) + _scatter(g * whi, hi, (plan.n,), gd)
-                c = cast_like(c, _dtype(fp))
-            elif k == 3:
-                c = unbroadcast(anp.sum(g * plan.below), kw["left"])
-            elif k == 4:
-                c = unbroadcast(anp.sum(g * plan.above), kw["right"])
-            else:
-                raise NotImplementedError("gradcy.numpy.interp: period has no gradient")
-            out.append(c)
-        return tuple(out)
-    return vjp
-
-
-def _interp_jvp(argnums, gs, ans, args, kwargs):
-    plan, kw = _interp_plan(args, kwargs)
+def _interp_vjp_xp(g, plan, kw):
     x, xp, fp = kw["x"], kw["xp"], kw["fp"]
-    total = None
-    for k, g in zip(argnums, gs):
-        if k == 0:
-            t = g * plan.slope(x, xp, fp)
-        elif k == 1:
-            if plan.period is not None:
-                raise NotImplementedError("gradcy.numpy.interp: no gradient with respect to "
-                                          "xp with period=")
-            tt, _ = plan.t(x, xp)
-            s = plan.slope(x, xp, fp)
-            t = -s * ((1.0 - tt) * anp.take(g, plan.lo) + tt * anp.take(g, plan.hi))
-        elif k == 2:
-            wlo, whi, lo, hi = plan.weights(x, xp)
-            t = wlo * anp.take(g, lo) + whi * anp.take(g, hi)
-        elif k == 3:
-            t = g * plan.below
-        elif k == 4:
-            t = g * plan.above
-        else:
-            raise NotImplementedError("gradcy.numpy.interp: period has no gradient")
-        total = t if total is None else total + t
-    return total
+    plan.check_xp()
+    t, _ = plan.t(x, xp)
+    s = -g * plan.slope(x, xp, fp)
+    c = (_scatter(s * (1.0 - t), plan.lo, (plan.n,), _dtype(s))
+         + _scatter(s * t, plan.hi, (plan.n,), _dtype(s)))
+    return cast_like(c, _dtype(xp))
 
 
-defvjp_argnums(anp.interp, _interp_vjp, save=(0, 1, 2, 5))
-defjvp_argnums(anp.interp, _interp_jvp)
+def _interp_vjp_fp(g, plan, kw):
+    wlo, whi, lo, hi = plan.weights(kw["x"], kw["xp"])
+    gd = _dtype(g)
+    c = _scatter(g * wlo, lo, (plan.n,), gd) + _scatter(g * whi, hi, (plan.n,), gd)
+    return cast_like(c, _dtype(kw["fp"]))
+
+
+def _interp_jvp_xp(g, plan, kw):
+    x, xp, fp = kw["x"], kw["xp"], kw["fp"]
+    plan.check_xp()
+    tt, _ = plan.t(x, xp)
+    s = plan.slope(x, xp, fp)
+    return -s * ((1.0 - tt) * anp.take(g, plan.lo) + tt * anp.take(g, plan.hi))
+
+
+def _interp_jvp_fp(g, plan, kw):
+    wlo, whi, lo, hi = plan.weights(kw["x"], kw["xp"])
+    return wlo * anp.take(g, lo) + whi * anp.take(g, hi)
+
+
+_planned_rules(
+    anp.interp, _interp_plan,
+    {0: lambda g, plan, kw: unbroadcast(g * plan.slope(kw["x"], kw["xp"], kw["fp"]), kw["x"]),
+     1: _interp_vjp_xp,
+     2: _interp_vjp_fp,
+     3: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.below), kw["left"]),
+     4: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.above), kw["right"])},
+    {0: lambda g, plan, kw: g * plan.slope(kw["x"], kw["xp"], kw["fp"]),
+     1: _interp_jvp_xp,
+     2: _interp_jvp_fp,
+     3: lambda g, plan, kw: g * plan.below,
+     4: lambda g, plan, kw: g * plan.above},
+    "gradcy.numpy.interp: period has no gradient", save=(0, 1, 2, 5))

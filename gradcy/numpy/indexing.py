@@ -60,6 +60,7 @@ def untake(g, idx, shape, dtype):
 
 
 defvjp(untake, lambda ans, g, idx, shape, dtype: lambda h: anp.getitem(h, idx), save=(1,))
+defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype), None)
 
 
 @primitive
@@ -90,6 +91,7 @@ def unrepeat(g, repeats, axis, shape):
 
 defvjp(unrepeat, lambda ans, g, repeats, axis, shape:
        lambda h: anp.repeat(h, repeats, axis), save=(1,))
+defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
 
 
 # =============================================================================
@@ -127,28 +129,36 @@ def _untake_like(g, idx, A, shape, dtype):
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
+defjvp(anp.getitem,
+       lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g,
+                                          idx), None)
 anp.getitem.basic_view = True    # with a basic index, its cotangent may go into A's slot
 
 
-def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
-    shape, dtype = shape_dtype(a)
-    if axis is None:
-        n = int(_onp.prod(shape))
-    else:
-        ax = _norm_axis(axis, len(shape))
-        n = shape[ax]
-    idx = indices
-    if mode == "wrap":
-        idx = _onp.mod(idx, n)
-    elif mode == "clip":
-        idx = _onp.clip(idx, 0, n - 1)
-    if axis is None:
+def _untake_vjp(shape, dtype, idx, ax):
+    """vjp(g) of the selection idx along axis ax of an array of `shape` and `dtype` (ax None:
+    of its flattened form)."""
+    if ax is None:
+        n = _size(shape)
         return lambda g: anp.reshape(untake(g, idx, (n,), dtype), shape)
     full = (slice(None),) * ax + (idx,)
     return lambda g: untake(g, full, shape, dtype)
 
 
+def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
+    shape, dtype = shape_dtype(a)
+    ax = None if axis is None else _norm_axis(axis, len(shape))
+    n = _size(shape) if ax is None else shape[ax]
+    idx = indices
+    if mode == "wrap":
+        idx = _onp.mod(idx, n)
+    elif mode == "clip":
+        idx = _onp.clip(idx, 0, n - 1)
+    return _untake_vjp(shape, dtype, idx, ax)
+
+
 defvjp(anp.take, _take_vjp, None, save=(1,))
+defjvp(anp.take, _same(anp.take), None)
 
 
 def _along_axis_index(shape, indices, ax):
@@ -166,39 +176,22 @@ def _along_axis_index(shape, indices, ax):
 def _take_along_axis_vjp(ans, arr, indices, axis=-1):
     shape, dtype = shape_dtype(arr)
     if axis is None:
-        n = int(_onp.prod(shape))
-        return lambda g: anp.reshape(untake(g, indices, (n,), dtype), shape)
+        return _untake_vjp(shape, dtype, indices, None)
     full = _along_axis_index(shape, _onp.asarray(indices), _norm_axis(axis, len(shape)))
     return lambda g: untake(g, full, shape, dtype)
 
 
 defvjp(anp.take_along_axis, _take_along_axis_vjp, None, save=(1,))
+defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
 
 
 def _compress_vjp(ans, condition, a, axis=None, out=None):
     shape, dtype = shape_dtype(a)
     pos = _onp.flatnonzero(_onp.asarray(condition))
-    if axis is None:
-        n = int(_onp.prod(shape))
-        return lambda g: anp.reshape(untake(g, pos, (n,), dtype), shape)
-    full = (slice(None),) * _norm_axis(axis, len(shape)) + (pos,)
-    return lambda g: untake(g, full, shape, dtype)
+    return _untake_vjp(shape, dtype, pos, None if axis is None else _norm_axis(axis, len(shape)))
 
 
 defvjp(anp.compress, None, _compress_vjp, save=(0,))
-
-
-defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype), None)
-defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
-
-
-defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
-
-defjvp(anp.getitem,
-       lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g,
-                                          idx), None)
-defjvp(anp.take, _same(anp.take), None)
-defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
 defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
        anp.compress(condition, g, *args, **kwargs))
 

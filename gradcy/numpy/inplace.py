@@ -83,7 +83,7 @@ from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box
                      transfer_box)
 from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
 from . import _wrap as anp
-from ._util import unbroadcast
+from ._util import _plain, unbroadcast
 
 __all__ = ["at", "OwnedBuffer"]
 
@@ -202,12 +202,6 @@ def _site():
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _innermost(value):
-    while type(value) is Box:
-        value = value._value
-    return value
-
-
 def _nested(tape):
     """Whether another differentiation is active around `tape` (this thread): it may hold the
     memory of tape's buffers, so writes into them make new versions instead."""
@@ -219,7 +213,7 @@ def _register(tape, box, functional=False):
     """Make box's value (a fresh ndarray only box holds, or an outer trace's value of one) a
     buffer the tape owns. Functional: writes into it make a new version (nested
     differentiation), its Box moving to each."""
-    info = OwnedBuffer(_innermost(box._value), _site())
+    info = OwnedBuffer(_plain(box._value), _site())
     info.box = _weakref.ref(box)
     info.functional = functional or _nested(tape)
     tape.register_owned(info.root, info)
@@ -232,7 +226,7 @@ _VERSIONS = {}        # id -> weak reference to an earlier version of a function
 def _adopt(tape, info, box):
     """After a functional write, box's new value is the buffer's current version. Earlier
     versions stay registered while they live: views of them are views of the buffer."""
-    old, new = info.root, _innermost(box._value)
+    old, new = info.root, _plain(box._value)
 
     def forget(ref, owned=tape.owned, key=id(old), info=info):
         _VERSIONS.pop(id(ref), None)
@@ -253,7 +247,7 @@ def own(tape, array):
 
 def _functional_write(tape, info, box, idx, value):
     """box[idx] = value as a new version of the buffer (nested differentiation)."""
-    r = region(idx, _innermost(box._value).shape)
+    r = region(idx, _plain(box._value).shape)
     transfer_box(box, at_set(box, idx, value))
     _adopt(tape, info, box)
     info.functional = True
@@ -374,7 +368,7 @@ def _refuse_order_dependent_write(buf, idx, value):
     """Under a NumPy whose buf[advanced idx] = value reads elements of value it has already
     written (NumPy 1.x), raise when value is memory of an element that idx writes: the result
     then depends on NumPy's write order, which gradcy does not follow."""
-    buf, value = _innermost(buf), _innermost(value)
+    buf, value = _plain(buf), _plain(value)
     if (type(buf) is not _np.ndarray or type(value) is not _np.ndarray
             or region(idx, buf.shape) is not None or not _np.may_share_memory(buf, value)):
         return                   # a basic index (NumPy copies), or no memory in common
@@ -411,7 +405,7 @@ def _box_setitem(box, idx, value):
     _nested_check(tape, value)
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
-    plain = _innermost(box._value)
+    plain = _plain(box._value)
     if is_array_value(plain):
         # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
         # at_set; the Box moves to the new version as for a NumPy buffer
@@ -652,7 +646,7 @@ def _write_view(view, info, v, idx, value):
     if whole is None:
         raise _unmappable(v, info)
     ridx, _, from_root = whole
-    if buf is None or _innermost(buf._value) is not info.root:
+    if buf is None or _plain(buf._value) is not info.root:
         # the buffer's own Box is gone: only its views see its memory. The view gets the new
         # values (a new array); the views it overlaps would see them in NumPy: they go stale
         new = at_set(view, idx, value)
@@ -739,7 +733,7 @@ def _check_unshared(box, plain, what, caller_refs=1):
 def _inplace_result(result, value, op):
     """NumPy's rules for `value op= other`: the result keeps value's shape and dtype (cast
     with same_kind)."""
-    r = _innermost(result)
+    r = _plain(result)
     if type(r) is not _np.ndarray or r.shape != value.shape:
         shape = _np.shape(r)
         if shape != value.shape:
@@ -752,7 +746,7 @@ def _inplace_result(result, value, op):
             raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
                             f"{value.dtype!r} with casting rule 'same_kind'")
         result = anp.astype(result, value.dtype)
-    if type(_innermost(result)) is not _np.ndarray:
+    if type(_plain(result)) is not _np.ndarray:
         result = anp.array(result)   # a NumPy scalar from a 0-d array's op: it stays an array
     return result
 
@@ -768,7 +762,7 @@ def _box_iop(box, op, other):
     result = entry[0](box, other)
     plain = box._value
     if type(plain) is not _np.ndarray:
-        plain = _innermost(plain)
+        plain = _plain(plain)
         if type(plain) is not _np.ndarray:
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
@@ -997,13 +991,6 @@ class at:
 # =============================================================================
 # Array constructors: inside a differentiation they return a buffer the tape owns
 # =============================================================================
-def _plain(a):
-    """A constructor's argument without its tracing (shapes and prototypes are constants)."""
-    while type(a) is Box:
-        a = a._value
-    return a
-
-
 def _owning(name, make, traced=None):
     """A constructor that, inside a differentiation, returns a buffer the tape owns. `traced`
     (full, full_like) is the primitive to use when a fill value is itself traced."""
@@ -1032,7 +1019,7 @@ def _owning(name, make, traced=None):
 
 def _owned_copy(source, result):
     """A traced copy of `source` made by the active differentiation: the tape owns it."""
-    plain = _innermost(result)
+    plain = _plain(result)
     if (type(result) is Box and result is not source and type(plain) is _np.ndarray
             and plain.base is None and plain is not _plain(source)):
         tape = active_tape()

@@ -12,8 +12,8 @@ import numpy as _onp
 from .._core import ArrayMeta, Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
-from ._util import (_dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain, _same, _shape,
-                    _zeros_of, cast_like, shape_dtype, unbroadcast)
+from ._util import (_binder, _dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain,
+                    _same, _shape, _zeros_of, cast_like, shape_dtype, unbroadcast)
 from .indexing import unrepeat, untake
 
 # =============================================================================
@@ -80,21 +80,34 @@ def _rollaxis_vjp(ans, x, axis, start=0):
     return _transpose_vjp(ans, x, tuple(perm))
 
 
+def _reshape_jvp(g, ans, x, *args, **kwargs):
+    if len(args) < 2 and not kwargs:
+        # the tangent has x's shape: only the output's shape matters (order 'C')
+        return g.reshape(ans.shape) if type(g) is _ndarray else anp.reshape(g, _shape(ans))
+    return anp.reshape(g, *args, **kwargs)
+
+
 defvjp(anp.reshape, _reshape_vjp, save=())
+defjvp(anp.reshape, _reshape_jvp)
 defvjp(anp.ravel, _ravel_vjp, save=())
 # axes (a tuple, or rarely an array) are kept: they are metadata, not a buffer of the input
 defvjp(anp.transpose, _transpose_vjp, save=(1,))
 if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
     defvjp(anp.permute_dims, _transpose_vjp, save=(1,))
+    defjvp(anp.permute_dims, _same(anp.permute_dims))
 defvjp(anp.swapaxes, lambda ans, x, axis1, axis2: lambda g: anp.swapaxes(g, axis1, axis2), save=())
 defvjp(anp.moveaxis, lambda ans, x, source, destination:
        lambda g: anp.moveaxis(g, destination, source), save=())
 defvjp(anp.rollaxis, _rollaxis_vjp, save=())
 if hasattr(anp, "matrix_transpose"):
     defvjp(anp.matrix_transpose, lambda ans, x: lambda g: anp.swapaxes(g, -1, -2), save=())
+    defjvp(anp.matrix_transpose, _same(anp.matrix_transpose))
 defvjp(anp.expand_dims, _reshape_to, save=())
 defvjp(anp.squeeze, _reshape_to, save=())
 defvjp(anp.broadcast_to, lambda ans, x, *a, **k: lambda g: unbroadcast(g, x), save=())
+for _f in (anp.ravel, anp.transpose, anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims,
+           anp.squeeze, anp.broadcast_to):
+    defjvp(_f, _same(_f))
 
 
 def _atleast_vjp(argnums, ans, args, kwargs):
@@ -108,8 +121,19 @@ def _atleast_vjp(argnums, ans, args, kwargs):
     return vjp
 
 
+def _atleast_jvp(fn):
+    def jvp(argnums, gs, ans, args, kwargs):
+        if len(args) == 1:
+            return fn(gs[0])
+        ts = dict(zip(argnums, gs))
+        dtype = _onp.result_type(*[shape_dtype(g)[1] for g in gs])
+        return fn(*[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args)])
+    return jvp
+
+
 for _f in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
     defvjp_argnums(_f, _atleast_vjp, save=())
+    defjvp_argnums(_f, _atleast_jvp(_f))
 
 
 # =============================================================================
@@ -144,12 +168,32 @@ def _concatenate_vjp(argnums, ans, args, kwargs):
 defvjp_argnums(anp.concatenate_args, _concatenate_vjp, save=())
 
 
+def _concatenate_jvp(argnums, gs, ans, args, kwargs):
+    ts = dict(zip(argnums, gs))
+    dtype = ans.dtype
+    return anp.concatenate_args(args[0], *[ts[k] if k in ts else _zeros_of(a, dtype)
+                                           for k, a in enumerate(args[1:], 1)])
+
+
+defjvp_argnums(anp.concatenate_args, _concatenate_jvp)
+
+
 def _array_from_args_vjp(argnums, ans, args, kwargs):
     dtypes = {k: shape_dtype(args[k])[1] for k in argnums}
     return lambda g: tuple(cast_like(anp.getitem(g, k), dtypes[k]) for k in argnums)
 
 
 defvjp_argnums(anp.array_from_args, _array_from_args_vjp, save=())
+
+
+def _array_from_args_jvp(argnums, gs, ans, args, kwargs):
+    ts = dict(zip(argnums, gs))
+    dtype = ans.dtype
+    return anp.array_from_args(*[ts[k] if k in ts else _zeros_of(a, dtype)
+                                 for k, a in enumerate(args)])
+
+
+defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
 
 
 def _unsplit(x, ios, ax):
@@ -177,6 +221,8 @@ defvjp(anp.hsplit, lambda ans, x, ios: _unsplit(x, ios, 1 if len(_shape(x)) > 1 
        save=(1,))
 defvjp(anp.vsplit, lambda ans, x, ios: _unsplit(x, ios, 0), None, save=(1,))
 defvjp(anp.dsplit, lambda ans, x, ios: _unsplit(x, ios, 2), None, save=(1,))
+for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
+    defjvp(_f, _same(_f), None)
 
 
 def _container_take_vjp(ans, A, idx):
@@ -192,6 +238,7 @@ def _container_take_vjp(ans, A, idx):
 
 
 defvjp(anp.container_take, _container_take_vjp, None, save=())
+defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
 
 
 # =============================================================================
@@ -203,8 +250,19 @@ def _astype_vjp(ans, x, *args, **kwargs):
 
 
 defvjp(anp.astype, _astype_vjp, None, save=())
+
+
+def _astype_jvp(g, ans, x, *args, **kwargs):
+    dtype = ans.dtype
+    if dtype.kind not in "fc":      # an integer or boolean result is a constant
+        return None
+    return cast_like(g, dtype)
+
+
+defjvp(anp.astype, _astype_jvp, None)
 # anp.copy_ is the primitive (gradcy.numpy.copy may be a wrapper that dispatches to it)
 defvjp(anp.copy_, lambda ans, x, *a, **k: lambda g: g, save=())
+defjvp(anp.copy_, lambda g, ans, x, *a, **k: g)
 
 
 # =============================================================================
@@ -213,6 +271,8 @@ defvjp(anp.copy_, lambda ans, x, *a, **k: lambda g: g, save=())
 defvjp(anp.flip, lambda ans, m, axis=None: lambda g: anp.flip(g, axis), save=())
 defvjp(anp.fliplr, lambda ans, m: lambda g: anp.fliplr(g), save=())
 defvjp(anp.flipud, lambda ans, m: lambda g: anp.flipud(g), save=())
+for _f in (anp.flip, anp.fliplr, anp.flipud):
+    defjvp(_f, _same(_f))
 
 
 def _roll_vjp(ans, a, shift, axis=None):
@@ -222,7 +282,9 @@ def _roll_vjp(ans, a, shift, axis=None):
 
 
 defvjp(anp.roll, _roll_vjp, None, save=(1,))
+defjvp(anp.roll, _same(anp.roll), None)
 defvjp(anp.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: anp.rot90(g, -k, axes), save=())
+defjvp(anp.rot90, _same(anp.rot90))
 
 
 def _tile_vjp(ans, A, reps):
@@ -237,8 +299,10 @@ def _tile_vjp(ans, A, reps):
 
 
 defvjp(anp.tile, _tile_vjp, save=(1,))
+defjvp(anp.tile, _same(anp.tile))
 defvjp(anp.repeat, lambda ans, a, repeats, axis=None:
        lambda g: unrepeat(g, repeats, axis, _shape(a)), None, save=(1,))
+defjvp(anp.repeat, _same(anp.repeat), None)
 
 _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 
@@ -271,111 +335,6 @@ def _pad_vjp(ans, x, pad_width, mode="constant", **kwargs):
 defvjp(anp.pad, _pad_vjp, None, save=(1,))
 
 
-def _tri_vjp(fn):
-    def maker(ans, m, k=0):
-        shape = _shape(m)
-        if len(shape) >= 2:
-            return lambda g: fn(g, k)
-        # a 1-D m is broadcast along the rows of the output
-        return lambda g: anp.reshape(anp.sum(fn(g, k), axis=0), shape)
-    return maker
-
-
-defvjp(anp.tril, _tri_vjp(anp.tril), save=())
-defvjp(anp.triu, _tri_vjp(anp.triu), save=())
-
-
-def _diag_vjp(ans, v, k=0):
-    shape, dtype = shape_dtype(v)
-    if len(shape) == 1:
-        return lambda g: anp.diag(g, k)
-    n = _shape(ans)[0]
-    pos = (_onp.arange(n) + max(-k, 0), _onp.arange(n) + max(k, 0))
-    return lambda g: untake(g, pos, shape, dtype)
-
-
-defvjp(anp.diag, _diag_vjp, save=())
-
-
-# =============================================================================
-# JVPs (forward mode)
-# =============================================================================
-# Every function here is linear in its array argument (sort and partition are linear for a
-# fixed permutation), so the JVP applies the same function, with the same non-array
-# arguments, to the tangent. The engine sums the rules over traced arguments and casts the
-# sum to the output's shape and dtype.
-
-
-def _reshape_jvp(g, ans, x, *args, **kwargs):
-    if len(args) < 2 and not kwargs:
-        # the tangent has x's shape: only the output's shape matters (order 'C')
-        return g.reshape(ans.shape) if type(g) is _ndarray else anp.reshape(g, _shape(ans))
-    return anp.reshape(g, *args, **kwargs)
-
-
-defjvp(anp.reshape, _reshape_jvp)
-defjvp(anp.ravel, _same(anp.ravel))
-defjvp(anp.transpose, _same(anp.transpose))
-if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
-    defjvp(anp.permute_dims, _same(anp.permute_dims))
-for _f in (anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims, anp.squeeze,
-           anp.broadcast_to):
-    defjvp(_f, _same(_f))
-if hasattr(anp, "matrix_transpose"):
-    defjvp(anp.matrix_transpose, _same(anp.matrix_transpose))
-
-
-def _atleast_jvp(fn):
-    def jvp(argnums, gs, ans, args, kwargs):
-        if len(args) == 1:
-            return fn(gs[0])
-        ts = dict(zip(argnums, gs))
-        dtype = _onp.result_type(*[shape_dtype(g)[1] for g in gs])
-        return fn(*[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args)])
-    return jvp
-
-
-for _f in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
-    defjvp_argnums(_f, _atleast_jvp(_f))
-
-
-def _concatenate_jvp(argnums, gs, ans, args, kwargs):
-    ts = dict(zip(argnums, gs))
-    dtype = ans.dtype
-    return anp.concatenate_args(args[0], *[ts[k] if k in ts else _zeros_of(a, dtype)
-                                           for k, a in enumerate(args[1:], 1)])
-
-
-def _array_from_args_jvp(argnums, gs, ans, args, kwargs):
-    ts = dict(zip(argnums, gs))
-    dtype = ans.dtype
-    return anp.array_from_args(*[ts[k] if k in ts else _zeros_of(a, dtype)
-                                 for k, a in enumerate(args)])
-
-
-defjvp_argnums(anp.concatenate_args, _concatenate_jvp)
-defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
-
-for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
-    defjvp(_f, _same(_f), None)
-
-
-def _astype_jvp(g, ans, x, *args, **kwargs):
-    dtype = ans.dtype
-    if dtype.kind not in "fc":      # an integer or boolean result is a constant
-        return None
-    return cast_like(g, dtype)
-
-
-defjvp(anp.astype, _astype_jvp, None)
-defjvp(anp.copy_, lambda g, ans, x, *a, **k: g)
-
-for _f in (anp.flip, anp.fliplr, anp.flipud, anp.rot90, anp.tile, anp.tril, anp.triu, anp.diag):
-    defjvp(_f, _same(_f))
-defjvp(anp.roll, _same(anp.roll), None)
-defjvp(anp.repeat, _same(anp.repeat), None)
-
-
 def _pad_jvp(g, ans, x, pad_width, mode="constant", **kwargs):
     if mode in ("constant", "empty"):
         # the fill is a constant: its tangent is zero
@@ -389,6 +348,34 @@ def _pad_jvp(g, ans, x, pad_width, mode="constant", **kwargs):
 
 
 defjvp(anp.pad, _pad_jvp, None)
+
+
+def _tri_vjp(fn):
+    def maker(ans, m, k=0):
+        shape = _shape(m)
+        if len(shape) >= 2:
+            return lambda g: fn(g, k)
+        # a 1-D m is broadcast along the rows of the output
+        return lambda g: anp.reshape(anp.sum(fn(g, k), axis=0), shape)
+    return maker
+
+
+for _f in (anp.tril, anp.triu):
+    defvjp(_f, _tri_vjp(_f), save=())
+    defjvp(_f, _same(_f))
+
+
+def _diag_vjp(ans, v, k=0):
+    shape, dtype = shape_dtype(v)
+    if len(shape) == 1:
+        return lambda g: anp.diag(g, k)
+    n = _shape(ans)[0]
+    pos = (_onp.arange(n) + max(-k, 0), _onp.arange(n) + max(k, 0))
+    return lambda g: untake(g, pos, shape, dtype)
+
+
+defvjp(anp.diag, _diag_vjp, save=())
+defjvp(anp.diag, _same(anp.diag))
 del _f
 
 
@@ -531,64 +518,48 @@ defjvp(anp.linspace, _linspace_jvp(0), _linspace_jvp(1))
 
 
 
-def _logspace_vjp(which):
-    def maker(ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        tdtype = _dtype(target)
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
+def _geometric_rules(prim, np_fn, rate, save):
+    """Rules of logspace and geomspace: samples exp((1 - t) a + t b), so d out / d start =
+    out (1 - t) rate and d out / d stop = out t rate, with rate(end, kw, ax, bshape) (end:
+    start or stop; kw: the call's arguments, bound) broadcast against the samples."""
+    bind = _binder(np_fn)
 
-        def vjp(g):
-            if not _space_dtype(dtype):
-                return None
-            lb = anp.log(_expand_at(base, ax, bshape))
-            c = anp.sum(g * ans * lb * w.astype(_float_dtype(tdtype)), axis=ax)
-            return cast_like(unbroadcast(c, target), tdtype)
-        return vjp
-    return maker
+    def frame(which, ans, args, kwargs):
+        kw = bind(args, kwargs)
+        end = kw["start"] if which == 0 else kw["stop"]
+        ax, t, bshape = _space_frame(ans, kw["num"], kw["endpoint"], kw["axis"])
+        return kw, end, ax, (1.0 - t) if which == 0 else t, bshape
 
+    def vjp_maker(which):
+        def maker(ans, *args, **kwargs):
+            kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
+            tdtype = _dtype(end)
 
-def _logspace_jvp(which):
-    def jvp(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-        lb = anp.log(_expand_at(base, ax, bshape))
-        return _expand_at(g, ax, bshape) * w * ans * lb
-    return jvp
+            def vjp(g):
+                if not _space_dtype(kw["dtype"]):
+                    return None
+                c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape),
+                            axis=ax)
+                return cast_like(unbroadcast(c, end), tdtype)
+            return vjp
+        return maker
 
+    def jvp(which):
+        def rule(g, ans, *args, **kwargs):
+            kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
+            return _expand_at(g, ax, bshape) * w * ans * rate(end, kw, ax, bshape)
+        return rule
 
-defvjp(anp.logspace, _logspace_vjp(0), _logspace_vjp(1), save=("ans", 4))
-defjvp(anp.logspace, _logspace_jvp(0), _logspace_jvp(1))
-
-
-def _geomspace_vjp(which):
-    def maker(ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        tdtype = _dtype(target)
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-
-        def vjp(g):
-            if not _space_dtype(dtype):
-                return None
-            c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) / _expand_at(target, ax, bshape),
-                        axis=ax)
-            return cast_like(unbroadcast(c, target), tdtype)
-        return vjp
-    return maker
+    defvjp(prim, vjp_maker(0), vjp_maker(1), save=save)
+    defjvp(prim, jvp(0), jvp(1))
 
 
-def _geomspace_jvp(which):
-    def jvp(g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-        target = start if which == 0 else stop
-        ax, t, bshape = _space_frame(ans, num, endpoint, axis)
-        w = (1.0 - t) if which == 0 else t
-        return _expand_at(g / target, ax, bshape) * w * ans
-    return jvp
-
-
-defvjp(anp.geomspace, _geomspace_vjp(0), _geomspace_vjp(1), save=("ans", 0, 1))
-defjvp(anp.geomspace, _geomspace_jvp(0), _geomspace_jvp(1))
+# logspace: base ** (...), rate ln(base); geomspace: exp of a log-linear mix, rate 1 / end
+_geometric_rules(anp.logspace, _onp.logspace,
+                 lambda end, kw, ax, bshape: anp.log(_expand_at(kw["base"], ax, bshape)),
+                 save=("ans", 4))
+_geometric_rules(anp.geomspace, _onp.geomspace,
+                 lambda end, kw, ax, bshape: 1.0 / _expand_at(end, ax, bshape), save=("ans", 0, 1))
 
 
 # Window constructors: M is a count of points, not a value to differentiate

@@ -82,7 +82,7 @@ def _sum_over(t, axes, keepdims):
 
 
 def _no_where(name, where):
-    if where is not None and where is not _NoValue:
+    if _given(where):
         raise NotImplementedError(f"gradcy.numpy.{name}: the gradient with where= is not "
                                   f"supported; mask the input instead (gradcy.numpy.where)")
 
@@ -188,20 +188,19 @@ def _mean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=
 defjvp(anp.mean, _mean_jvp)
 
 
+def _counted(x, where):
+    """The entries a nan-reduction counts (plain mask): not NaN, and in where= when given."""
+    keep = ~_onp.isnan(_plain(x))
+    if _given(where):
+        keep &= where
+    return keep
+
+
 def _nansum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    if where is not None and where is not _NoValue:
-        where = _onp.broadcast_to(where, shape)
-
-    def vjp(g):
-        g = _keep(cast_like(g, xdtype), shape, axes, keepdims)
-        keep = ~_onp.isnan(_plain(x))
-        if where is not None and where is not _NoValue:
-            keep &= where
-        return g * keep
-    return vjp
+    return lambda g: _keep(cast_like(g, xdtype), shape, axes, keepdims) * _counted(x, where)
 
 
 defvjp(anp.nansum, _nansum_vjp, save=(0,))
@@ -209,9 +208,7 @@ defvjp(anp.nansum, _nansum_vjp, save=(0,))
 
 def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=None):
-    keep = ~_onp.isnan(_plain(x))
-    if _given(where):
-        keep &= where
+    keep = _counted(x, where)
     return _sum_over(g * keep, _axes(_onp.ndim(keep), axis), keepdims)
 
 
@@ -222,12 +219,8 @@ def _nanmean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
 
-    def vjp(g):
-        keep = ~_onp.isnan(_plain(x))
-        if where is not None and where is not _NoValue:
-            keep &= where
-        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _weights(keep, axes, xdtype)
-    return vjp
+    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                      * _weights(_counted(x, where), axes, xdtype))
 
 
 defvjp(anp.nanmean, _nanmean_vjp, save=(0,))
@@ -236,10 +229,7 @@ defvjp(anp.nanmean, _nanmean_vjp, save=(0,))
 def _nanmean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    keep = ~_onp.isnan(_plain(x))
-    if _given(where):
-        keep &= where
-    return _sum_over(g * _weights(keep, axes, xdtype), axes, keepdims)
+    return _sum_over(g * _weights(_counted(x, where), axes, xdtype), axes, keepdims)
 
 
 defjvp(anp.nanmean, _nanmean_jvp)
@@ -272,71 +262,51 @@ def _prod_grad(gk, ansk, x, axes, initial):
     return gk * ((ansk / x1) * nonzero + at_zero)
 
 
-def _prod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+def _nans_as_one(x):
+    """(x with its NaNs replaced by 1, their plain mask), or (x, None) without NaNs: nanprod is
+    the prod of the first, with no gradient at the NaNs."""
+    nans = _onp.isnan(_plain(x))
+    return (anp.where(nans, 1, x), nans) if nans.any() else (x, None)
+
+
+def _prod_vjp(name):
+    def maker(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
               where=None):
-    _no_where("prod", where)
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
+        _no_where(name, where)
+        shape, xdtype = shape_dtype(x)
+        axes = _axes(len(shape), axis)
 
-    def vjp(g):
-        gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
-        ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
-        return _prod_grad(gk, ansk, x, axes, initial)
-    return vjp
+        def vjp(g):
+            gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+            ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+            x1, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
+            c = _prod_grad(gk, ansk, x1, axes, initial)
+            return c if nans is None else c * ~nans
+        return vjp
+    return maker
 
 
-defvjp(anp.prod, _prod_vjp, save=(0, "ans"))
-
-
-def _prod_jvp_of(g, ans, x, axis, keepdims, initial):
+def _prod_jvp(name):
     """sum over the group of g * (product of the other entries): ans * sum(g / x) without
     zeros, the VJP's zero-safe factor otherwise."""
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-    if not (_onp.asarray(_plain(x)) == 0).any():
-        return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
-    ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
-    return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
-
-
-def _prod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-              where=None):
-    _no_where("prod", where)
-    return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
-
-
-defjvp(anp.prod, _prod_jvp)
-
-
-def _nanprod_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-                 where=None):
-    _no_where("nanprod", where)
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-
-    def vjp(g):
-        gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+    def jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+            where=None):
+        _no_where(name, where)
+        x, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
+        if nans is not None:
+            g = g * ~nans
+        shape, xdtype = shape_dtype(x)
+        axes = _axes(len(shape), axis)
+        if not (_onp.asarray(_plain(x)) == 0).any():
+            return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
         ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
-        nans = _onp.isnan(_plain(x))
-        if not nans.any():
-            return _prod_grad(gk, ansk, x, axes, initial)
-        return _prod_grad(gk, ansk, anp.where(nans, 1, x), axes, initial) * ~nans
-    return vjp
+        return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
+    return jvp
 
 
-defvjp(anp.nanprod, _nanprod_vjp, save=(0, "ans"))
-
-
-def _nanprod_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-                 where=None):
-    _no_where("nanprod", where)
-    nans = _onp.isnan(_plain(x))
-    if not nans.any():
-        return _prod_jvp_of(g, ans, x, axis, keepdims, initial)
-    return _prod_jvp_of(g * ~nans, ans, anp.where(nans, 1, x), axis, keepdims, initial)
-
-
-defjvp(anp.nanprod, _nanprod_jvp)
+for _p, _name in ((anp.prod, "prod"), (anp.nanprod, "nanprod")):
+    defvjp(_p, _prod_vjp(_name), save=(0, "ans"))
+    defjvp(_p, _prod_jvp(_name))
 
 
 # =============================================================================

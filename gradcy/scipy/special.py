@@ -49,39 +49,13 @@ def _wrap(name):
     return p
 
 
-# The primitives with rules (registered below), and the two piecewise constant ones.
-beta = _wrap("beta")
-betainc = _wrap("betainc")
-betaln = _wrap("betaln")
-gamma = _wrap("gamma")
-gammaln = _wrap("gammaln")
-gammainc = _wrap("gammainc")
-gammaincc = _wrap("gammaincc")
-gammasgn = _wrap("gammasgn")
-rgamma = _wrap("rgamma")
-multigammaln = _wrap("multigammaln")
-psi = _wrap("psi")
-digamma = _wrap("digamma")          # the same scipy ufunc as psi
-polygamma = _wrap("polygamma")
-erf = _wrap("erf")
-erfc = _wrap("erfc")
-erfinv = _wrap("erfinv")
-erfcinv = _wrap("erfcinv")
-expit = _wrap("expit")
-logit = _wrap("logit")
-logsumexp = _wrap("logsumexp")
-i0 = _wrap("i0")
-i1 = _wrap("i1")
-iv = _wrap("iv")
-ive = _wrap("ive")
-j0 = _wrap("j0")
-j1 = _wrap("j1")
-jn = _wrap("jn")
-jv = _wrap("jv")                    # the same scipy ufunc as jn
-y0 = _wrap("y0")
-y1 = _wrap("y1")
-yn = _wrap("yn")
-round = _wrap("round")  # (scipy.special.round; piecewise constant)
+# The primitives with rules (registered below), and the two piecewise constant ones (gammasgn,
+# round). psi and digamma are the same scipy ufunc, as are jn and jv.
+(beta, betainc, betaln, gamma, gammaln, gammainc, gammaincc, gammasgn, rgamma, multigammaln, psi,
+ digamma, polygamma, erf, erfc, erfinv, erfcinv, expit, logit, logsumexp, i0, i1, iv, ive, j0, j1,
+ jn, jv, y0, y1, yn, round) = map(_wrap, """beta betainc betaln gamma gammaln gammainc gammaincc
+    gammasgn rgamma multigammaln psi digamma polygamma erf erfc erfinv erfcinv expit logit
+    logsumexp i0 i1 iv ive j0 j1 jn jv y0 y1 yn round""".split())
 
 
 def _softmax(x, axis=None):
@@ -149,13 +123,9 @@ def _like(t, ans):
 
 def _unary(prim, deriv, save):
     """Rules of an elementwise f with f'(x) = deriv(ans, x). SciPy computes float16 inputs in
-    float32 or float64, so the cotangent is cast back to x's dtype (free when it already is)."""
-    defvjp_direct(prim, lambda g, ans, x: unbroadcast(g * deriv(ans, x), x), save=save)
-    defjvp(prim, lambda g, ans, x: _like(g * deriv(ans, x), ans))
-
-
-def _unary_cast(prim, deriv, save):
-    """Like _unary, for a derivative that may come out wider than x (float64 for float32)."""
+    float32 or float64, and a derivative may come out wider than x (polygamma, yn: float64 for
+    float32), so the cotangent is cast back to x's dtype and the tangent to the output's (free
+    when they already are)."""
     defvjp_direct(prim, lambda g, ans, x: unbroadcast(g * deriv(ans, x), x), save=save)
     defjvp(prim, lambda g, ans, x: _like(g * deriv(ans, x), ans))
 
@@ -174,7 +144,7 @@ _unary(gamma, lambda ans, x: ans * psi(x), save=("ans", 0))
 _unary(gammaln, lambda ans, x: psi(x), save=(0,))
 _unary(rgamma, lambda ans, x: -psi(x) * ans, save=("ans", 0))
 for _p in (psi, digamma):
-    _unary_cast(_p, lambda ans, x: polygamma(1, x), save=(0,))
+    _unary(_p, lambda ans, x: polygamma(1, x), save=(0,))
 _last_arg(polygamma, lambda ans, n, x: polygamma(n + 1, x), save=(0, 1))
 
 
@@ -333,7 +303,7 @@ _last_arg(jn, lambda ans, n, x: (jn(n - 1, x) - jn(n + 1, x)) * 0.5, save=(0, 1)
 _last_arg(jv, lambda ans, v, x: (jv(v - 1, x) - jv(v + 1, x)) * 0.5, save=(0, 1))
 _unary(y0, lambda ans, x: -y1(x), save=(0,))
 # yn(2, x) is float64 for a float32 x
-_unary_cast(y1, lambda ans, x: (y0(x) - yn(2, x)) * 0.5, save=(0,))
+_unary(y1, lambda ans, x: (y0(x) - yn(2, x)) * 0.5, save=(0,))
 _last_arg(yn, lambda ans, n, x: (yn(n - 1, x) - yn(n + 1, x)) * 0.5, save=(0, 1))
 
 del _p

@@ -8,31 +8,15 @@ the simplex, so only its component along the simplex is observable numerically.
 import numpy as _onp
 
 from .. import _import_scipy
-
-_dirichlet = _import_scipy("scipy.stats").dirichlet
-
-from ...registry import defjvp, defvjp_direct, notrace_primitive, primitive
+from ...registry import notrace_primitive
 from ...numpy import _wrap as anp
 from ...numpy._util import unbroadcast
 from ..special import digamma
+from ._dist import Rules, density_rules, scipy_functions
 
-_P = "gradcy.scipy.stats.dirichlet"
-
-
-def pdf(x, alpha):
-    """scipy.stats.dirichlet.pdf(x, alpha)"""
-    return _dirichlet.pdf(x, alpha)
-
-
-def logpdf(x, alpha):
-    """scipy.stats.dirichlet.logpdf(x, alpha)"""
-    return _dirichlet.logpdf(x, alpha)
-
-
-pdf = primitive(pdf, _P + ".pdf")
-logpdf = primitive(logpdf, _P + ".logpdf")
+pdf, logpdf = scipy_functions(__name__, "pdf logpdf", "x, alpha")
 # random draws are constants to differentiation
-rvs = notrace_primitive(_dirichlet.rvs, _P + ".rvs")
+rvs = notrace_primitive(_import_scipy("scipy.stats").dirichlet.rvs, __name__ + ".rvs")
 
 
 def _full(x, alpha):
@@ -59,7 +43,7 @@ def _sum_points(v):
 
 
 # log p = sum_k (alpha_k - 1) log x_k - sum_k log Gamma(alpha_k) + log Gamma(sum_k alpha_k)
-def _vjp_x(w, x, alpha):
+def _vjp_x(w, ans, x, alpha):
     xf, a, implied = _full(x, alpha)
     gx = _per_point(w, xf) * (a - 1.0) / xf
     if implied:
@@ -67,7 +51,7 @@ def _vjp_x(w, x, alpha):
     return unbroadcast(gx, x)
 
 
-def _vjp_alpha(w, x, alpha):
+def _vjp_alpha(w, ans, x, alpha):
     xf, a, _ = _full(x, alpha)
     ga = _sum_points(_per_point(w, xf) * anp.log(xf))
     ga = ga + anp.sum(w) * (digamma(anp.sum(alpha)) - digamma(alpha))
@@ -88,16 +72,7 @@ def _jvp_alpha(t, ans, x, alpha):
     return anp.reshape(out, _onp.shape(ans))
 
 
-defvjp_direct(logpdf,
-              lambda g, ans, x, alpha: _vjp_x(g, x, alpha),
-              lambda g, ans, x, alpha: _vjp_alpha(g, x, alpha), save=(0, 1))
-defjvp(logpdf, _jvp_x, _jvp_alpha)
-defvjp_direct(pdf,
-              lambda g, ans, x, alpha: _vjp_x(g * ans, x, alpha),
-              lambda g, ans, x, alpha: _vjp_alpha(g * ans, x, alpha), save=("ans", 0, 1))
-defjvp(pdf,
-       lambda t, ans, x, alpha: ans * _jvp_x(t, ans, x, alpha),
-       lambda t, ans, x, alpha: ans * _jvp_alpha(t, ans, x, alpha))
+density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_alpha], [_jvp_x, _jvp_alpha]), save=(0, 1))
 
 
 # autograd's names in this module (views of the rules above; gradcy._autograd_rules)

@@ -9,36 +9,14 @@ no derivatives.
 """
 import numpy as _onp
 
-from .. import _import_scipy
-
-_mvn = _import_scipy("scipy.stats").multivariate_normal
-
-from ...registry import defjvp, defvjp_direct, primitive
 from ...numpy import linalg as _la
 from ...numpy import _wrap as anp
 from ...numpy._util import unbroadcast
+from ...registry import defjvp, defvjp_direct
+from ._dist import Rules, density_rules, scipy_functions
 
-_P = "gradcy.scipy.stats.multivariate_normal"
-
-
-def pdf(x, mean=None, cov=1, allow_singular=False):
-    """scipy.stats.multivariate_normal.pdf(x, mean, cov, allow_singular)"""
-    return _mvn.pdf(x, mean, cov, allow_singular)
-
-
-def logpdf(x, mean=None, cov=1, allow_singular=False):
-    """scipy.stats.multivariate_normal.logpdf(x, mean, cov, allow_singular)"""
-    return _mvn.logpdf(x, mean, cov, allow_singular)
-
-
-def entropy(mean=None, cov=1):
-    """scipy.stats.multivariate_normal.entropy(mean, cov)"""
-    return _mvn.entropy(mean, cov)
-
-
-pdf = primitive(pdf, _P + ".pdf")
-logpdf = primitive(logpdf, _P + ".logpdf")
-entropy = primitive(entropy, _P + ".entropy")
+pdf, logpdf = scipy_functions(__name__, "pdf logpdf", "x, mean=None, cov=1, allow_singular=False")
+(entropy,) = scipy_functions(__name__, "entropy", "mean=None, cov=1")
 
 
 def _dim(mean, cov):
@@ -73,7 +51,7 @@ def _cov_cotangent(G, cov, d):
 
 def _check(allow_singular):
     if allow_singular:
-        raise NotImplementedError(f"{_P}: no derivative with respect to cov with "
+        raise NotImplementedError(f"{__name__}: no derivative with respect to cov with "
                                   f"allow_singular=True (the density is not differentiable at "
                                   f"a singular covariance)")
 
@@ -92,18 +70,18 @@ def _parts(x, mean, cov, allow_singular):
 
 # log p(x) = -(x - m)' J (x - m) / 2 - log det(2 pi cov) / 2, J = inv(cov):
 #   d/dx = -J (x - m), d/dm = J (x - m), d/dcov = (J (x - m)(x - m)' J - J) / 2
-def _vjp_x(w, x, mean, cov, allow_singular):
+def _vjp_x(w, ans, x, mean=None, cov=1, allow_singular=False):
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     return unbroadcast(anp.reshape(-anp.reshape(w, (-1, 1)) * s, _onp.shape(x)), x)
 
 
-def _vjp_mean(w, x, mean, cov, allow_singular):
+def _vjp_mean(w, ans, x, mean=None, cov=1, allow_singular=False):
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     gm = anp.sum(anp.reshape(w, (-1, 1)) * s, axis=0)
     return unbroadcast(anp.reshape(gm, _onp.shape(mean)), mean)
 
 
-def _vjp_cov(w, x, mean, cov, allow_singular):
+def _vjp_cov(w, ans, x, mean=None, cov=1, allow_singular=False):
     _check(allow_singular)
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     ws = anp.reshape(w, (-1, 1)) * s
@@ -111,17 +89,17 @@ def _vjp_cov(w, x, mean, cov, allow_singular):
     return _cov_cotangent(G, cov, d)
 
 
-def _jvp_x(t, ans, x, mean, cov, allow_singular):
+def _jvp_x(t, ans, x, mean=None, cov=1, allow_singular=False):
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     return anp.reshape(-anp.sum(anp.reshape(t, (-1, d)) * s, axis=1), _onp.shape(ans))
 
 
-def _jvp_mean(t, ans, x, mean, cov, allow_singular):
+def _jvp_mean(t, ans, x, mean=None, cov=1, allow_singular=False):
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     return anp.reshape(anp.matmul(s, anp.reshape(t, (d,))), _onp.shape(ans))
 
 
-def _jvp_cov(t, ans, x, mean, cov, allow_singular):
+def _jvp_cov(t, ans, x, mean=None, cov=1, allow_singular=False):
     _check(allow_singular)
     d, r, J, s = _parts(x, mean, cov, allow_singular)
     T = _cov_matrix(t, d)
@@ -129,29 +107,8 @@ def _jvp_cov(t, ans, x, mean, cov, allow_singular):
     return anp.reshape(out, _onp.shape(ans))
 
 
-def _register(prim, factor, save):
-    """logpdf (factor = g) and pdf (factor = g * ans)."""
-    defvjp_direct(
-        prim,
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: _vjp_x(
-            factor(g, ans), x, mean, cov, allow_singular),
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: _vjp_mean(
-            factor(g, ans), x, mean, cov, allow_singular),
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: _vjp_cov(
-            factor(g, ans), x, mean, cov, allow_singular),
-        save=save)
-    defjvp(
-        prim,
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: factor(_jvp_x(
-            g, ans, x, mean, cov, allow_singular), ans),
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: factor(_jvp_mean(
-            g, ans, x, mean, cov, allow_singular), ans),
-        lambda g, ans, x, mean=None, cov=1, allow_singular=False: factor(_jvp_cov(
-            g, ans, x, mean, cov, allow_singular), ans))
-
-
-_register(logpdf, lambda g, ans: g, save=(0, 1, 2))
-_register(pdf, lambda g, ans: g * ans, save=("ans", 0, 1, 2))
+density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_mean, _vjp_cov], [_jvp_x, _jvp_mean, _jvp_cov]),
+              save=(0, 1, 2))
 
 
 # entropy = log det(2 pi e cov) / 2: d/dcov = inv(cov) / 2; the mean does not enter
