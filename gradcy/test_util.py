@@ -10,7 +10,10 @@ import itertools
 import numpy as _np
 
 from .core import vspace  # (autograd.test_util has it)
-from .differential_operators import _match_input, make_jvp, make_vjp, tree_flatten
+from ._arguments import _match_input
+from ._forward_mode import make_jvp
+from ._pytree import tree_flatten
+from ._reverse_mode import make_vjp
 from .wrap_util import get_name, unary_to_nary
 
 EPS = 1e-6

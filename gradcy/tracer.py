@@ -20,7 +20,9 @@ from contextlib import contextmanager
 import numpy as _np
 
 from ._core import Box, Primitive, Tape
-from .differential_operators import _check_leaf, pack_outputs, tree_flatten
+from ._arguments import _check_leaf
+from ._pytree import tree_flatten
+from ._tracing import pack_outputs
 from .registry import notrace_primitive, primitive
 from .util import subvals, toposort
 from .vspace import VSpace

@@ -65,9 +65,3 @@ _density_rules(pdf, lambda g, ans: g * ans, save=("ans", 0, 1, 2))
 
 defvjp_direct(cdf, lambda g, ans, x, a, b: unbroadcast(g * pdf(x, a, b), x), save=(0, 1, 2))
 defjvp(cdf, lambda g, ans, x, a, b: g * pdf(x, a, b))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

@@ -63,9 +63,3 @@ _density_rules(pdf, lambda g, ans: g * ans, save=("ans", 0, 1))
 
 defvjp_direct(cdf, lambda g, ans, x, df: unbroadcast(g * pdf(x, df), x), save=(0, 1))
 defjvp(cdf, lambda g, ans, x, df: g * pdf(x, df))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

@@ -98,9 +98,3 @@ defvjp_direct(pdf,
 defjvp(pdf,
        lambda t, ans, x, alpha: ans * _jvp_x(t, ans, x, alpha),
        lambda t, ans, x, alpha: ans * _jvp_alpha(t, ans, x, alpha))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

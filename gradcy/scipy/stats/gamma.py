@@ -59,9 +59,3 @@ _density_rules(pdf, lambda g, ans: g * ans, save=("ans", 0, 1))
 
 defvjp_direct(cdf, lambda g, ans, x, a: unbroadcast(g * pdf(x, a), x), save=(0, 1))
 defjvp(cdf, lambda g, ans, x, a: g * pdf(x, a))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

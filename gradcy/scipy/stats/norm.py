@@ -102,9 +102,3 @@ _dist_rules(logcdf, lambda ans, x, loc, scale: anp.exp(logpdf(x, loc, scale) - a
             save=("ans", 0, 1, 2))
 _dist_rules(logsf, lambda ans, x, loc, scale: -anp.exp(logpdf(x, loc, scale) - ans),
             save=("ans", 0, 1, 2))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

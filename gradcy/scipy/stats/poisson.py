@@ -50,9 +50,3 @@ defjvp(pmf, lambda g, ans, k, mu: g * ans * _dmu(k, mu), argnums=(1,))
 defvjp_direct(cdf, lambda g, ans, k, mu: unbroadcast(-g * pmf(anp.floor(k), mu), mu),
               argnums=(1,), save=(0, 1))
 defjvp(cdf, lambda g, ans, k, mu: -g * pmf(anp.floor(k), mu), argnums=(1,))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

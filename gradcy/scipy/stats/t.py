@@ -116,9 +116,3 @@ def _dist_rules(prim, w, save):
 _dist_rules(cdf, lambda ans, x, df, loc, scale: pdf(x, df, loc, scale), save=(0, 1, 2, 3))
 _dist_rules(logcdf, lambda ans, x, df, loc, scale: anp.exp(logpdf(x, df, loc, scale) - ans),
             save=("ans", 0, 1, 2, 3))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())
