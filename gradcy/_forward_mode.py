@@ -3,25 +3,18 @@ saved for a backward pass)."""
 import numpy as _np
 
 from ._arguments import _differentiated_leaves, _ones_like
+from ._operator_docs import operator_doc
 from ._core import Box
 from ._pytree import tree_flatten
 from ._tracing import _forward
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
+@operator_doc("any", "ints")
 def make_jvp(fun, argnum=0):
     """A function returning the Jacobian-vector product (forward mode) of ``fun``.
 
-    Parameters
-    ----------
-    fun : callable
-        The function to differentiate.
-    argnum : int or tuple of int, optional
-        The positional argument(s) to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``jvp_maker(*args, **kwargs) -> jvp``, where ``jvp(v)`` returns
         ``(fun(*args), J v)``: the output and its tangent for the tangent ``v`` of
         ``args[argnum]`` (``v`` has that argument's structure). Each ``jvp`` call runs ``fun``
@@ -54,6 +47,7 @@ def make_jvp(fun, argnum=0):
     return jvp_maker
 
 
+@operator_doc("any", "int")
 def deriv(fun, argnum=0):
     """The derivative along a tangent of ones (forward mode).
 
@@ -61,16 +55,7 @@ def deriv(fun, argnum=0):
     computed in forward mode); for a function of a scalar, its derivative, of any output
     shape.
 
-    Parameters
-    ----------
-    fun : callable
-        The function to differentiate.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``deriv_fun(*args, **kwargs)``: the tangent of the output, shaped like the output.
 
     Examples

@@ -10,6 +10,7 @@ from functools import wraps
 import numpy as _np
 
 from ._arguments import _check_float_output, _match_input
+from ._operator_docs import operator_doc
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
@@ -59,22 +60,14 @@ def make_vjp(fun, argnum=0):
     return vjp_maker
 
 
+@operator_doc("scalar", "ints")
 def value_and_grad(fun, argnum=0):
     """A function returning both the value and the gradient of a scalar-valued function.
 
     Cheaper than calling ``fun`` and `grad` separately: the value comes from the forward pass
     of the gradient computation.
 
-    Parameters
-    ----------
-    fun : callable
-        A function returning a real scalar.
-    argnum : int or tuple of int, optional
-        The positional argument(s) to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``value_and_grad_fun(*args, **kwargs) -> (fun(*args, **kwargs), gradient)``, the
         gradient as `grad` gives it.
 
@@ -229,6 +222,7 @@ def grad_and_aux(fun, argnum=0):
     return grad_and_aux_fun
 
 
+@operator_doc("array", "ints")
 def elementwise_grad(fun, argnum=0):
     """The derivative of an elementwise function, element by element.
 
@@ -237,16 +231,7 @@ def elementwise_grad(fun, argnum=0):
     derivative of output ``i`` with respect to input ``i``. For other functions it is the
     gradient of the sum of the outputs.
 
-    Parameters
-    ----------
-    fun : callable
-        A function with a floating-point (array) output.
-    argnum : int or tuple of int, optional
-        The positional argument(s) to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``gradfun(*args, **kwargs)``, shaped like ``args[argnum]``.
 
     See Also
@@ -306,19 +291,11 @@ def holomorphic_grad(fun, argnum=0):
     return gradfun
 
 
+@operator_doc("any", "ints")
 def vector_jacobian_product(fun, argnum=0):
     """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
 
-    Parameters
-    ----------
-    fun : callable
-        The function to differentiate.
-    argnum : int or tuple of int, optional
-        The positional argument(s) to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``vjp_fun(*args, v)``: the cotangent of ``args[argnum]`` for the cotangent ``v`` of
         ``fun(*args)`` (the last positional argument is the vector, not an argument of
         ``fun``).
@@ -343,19 +320,11 @@ def vector_jacobian_product(fun, argnum=0):
     return vector_dot_grad
 
 
+@operator_doc("array", "int")
 def jacobian(fun, argnum=0):
     """The Jacobian of ``fun``, by one reverse pass per output element.
 
-    Parameters
-    ----------
-    fun : callable
-        A function with a floating-point (array) output.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``jacobian_fun(*args, **kwargs)``: an array of shape ``out.shape + x.shape`` where
         ``out = fun(*args)`` and ``x = args[argnum]``; element ``[i, j]`` is
         ``d out[i] / d x[j]``.
@@ -402,19 +371,11 @@ def jacobian(fun, argnum=0):
     return jacobian_fun
 
 
+@operator_doc("array", "int")
 def tensor_jacobian_product(fun, argnum=0):
     """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
 
-    Parameters
-    ----------
-    fun : callable
-        A function with a floating-point (array) output.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``tjp(*args, v)``: ``v`` (shaped like the output) contracted with the Jacobian over the
         output's axes, shaped like ``args[argnum]``. The last positional argument is ``v``.
 

@@ -5,23 +5,16 @@ from functools import wraps
 
 import numpy as _np
 
+from ._operator_docs import operator_doc
 from ._reverse_mode import grad, jacobian, make_vjp
 from .wrap_util import _check_argnum, unary_to_nary
 
 
+@operator_doc("scalar", "int")
 def hessian(fun, argnum=0):
     """The Hessian of a scalar-valued function: the Jacobian of its gradient.
 
-    Parameters
-    ----------
-    fun : callable
-        A function returning a real scalar.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``hessian_fun(*args, **kwargs)``: an array of shape ``x.shape + x.shape`` for
         ``x = args[argnum]``.
 
@@ -46,20 +39,12 @@ def hessian(fun, argnum=0):
     return hessian_fun
 
 
+@operator_doc("scalar", "int")
 def hessian_tensor_product(fun, argnum=0):
     """The Hessian of a scalar-valued function contracted with a tensor, without forming the
     Hessian (``hessian_vector_product`` is the same function).
 
-    Parameters
-    ----------
-    fun : callable
-        A function returning a real scalar.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``hvp(*args, v)``: ``H v``, the Hessian at ``args`` with respect to ``args[argnum]``
         contracted with ``v`` (shaped like that argument) over all its axes. The last
         positional argument is ``v``.
@@ -91,21 +76,13 @@ def hessian_tensor_product(fun, argnum=0):
 
 hessian_vector_product = hessian_tensor_product
 
+@operator_doc("scalar", "int")
 def make_hvp(fun, argnum=0):
     """A function returning Hessian-vector products of ``fun`` at a point, and the gradient there.
 
     The gradient is traced once; each product is one backward pass through it.
 
-    Parameters
-    ----------
-    fun : callable
-        A function returning a real scalar.
-    argnum : int, optional
-        The positional argument to differentiate with respect to (default 0).
-
-    Returns
-    -------
-    callable
+    {fun and argnum}
         ``hvp_maker(*args, **kwargs) -> (hvp, gradient)``: ``hvp(v)`` is the Hessian at
         ``args`` times ``v``. ``hvp`` holds its tape until ``hvp.release()`` or until it is
         dropped.
