@@ -3,8 +3,8 @@ saved for a backward pass)."""
 import numpy as _np
 
 from ._arguments import _differentiated_leaves, _ones_like
-from ._operator_docs import operator_doc
 from ._core import Box
+from ._docstrings import operator_doc
 from ._pytree import tree_flatten
 from ._tracing import _forward
 from .wrap_util import _check_argnum, wrap_nary_f

@@ -10,9 +10,9 @@ from functools import wraps
 import numpy as _np
 
 from ._arguments import _check_float_output, _match_input
-from ._operator_docs import operator_doc
 from ._core import Box
 from ._core import grad_fast as _grad_fast
+from ._docstrings import operator_doc
 from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
 from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f

@@ -5,7 +5,7 @@ from functools import wraps
 
 import numpy as _np
 
-from ._operator_docs import operator_doc
+from ._docstrings import operator_doc
 from ._reverse_mode import grad, jacobian, make_vjp
 from .wrap_util import _check_argnum, unary_to_nary
 

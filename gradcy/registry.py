@@ -5,6 +5,7 @@ is converted here, once, to the one form the backward sweep calls (gradcy._tape.
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 """
+from ._docstrings import fill
 from ._tape import ArgnumVJP, JointVJP, Primitive, maker_rule
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
@@ -19,22 +20,10 @@ def _qualname(fun):
     return f"{module}.{name}" if module else name
 
 
-# the parameter entries the registration functions share: their docstrings' {prim} and {save}
-# lines (filled by _shared_parameters)
-_SHARED_PARAMETERS = {
-    "    {prim}\n": ("    Parameters\n    ----------\n    prim : Primitive\n"
-                   "        A function wrapped by `primitive`.\n"),
-    "    {save}\n": ("    save : iterable of {'ans', 'args', int}, optional\n"
-                   "        As in `defvjp`.\n"),
-}
-
-
-def _shared_parameters(register):
-    """Fill the {prim} and {save} lines of a registration function's docstring."""
-    if register.__doc__ is not None:            # (None under python -OO)
-        for marker, text in _SHARED_PARAMETERS.items():
-            register.__doc__ = register.__doc__.replace(marker, text)
-    return register
+# the parameter entries the registration functions share (their docstrings' {prim} and {save})
+_shared_parameters = fill({
+    "prim": "Parameters\n----------\nprim : Primitive\n    A function wrapped by `primitive`.",
+    "save": "save : iterable of {'ans', 'args', int}, optional\n    As in `defvjp`."})
 
 
 def primitive(fun, name=None):

@@ -8,6 +8,7 @@ optimizer run can itself be differentiated (meta-optimization).
 """
 
 from .. import numpy as np
+from .._docstrings import fill
 from ..wrap_util import wraps
 from .flatten import flatten
 
@@ -57,9 +58,9 @@ def unflatten_optimizer(optimize):
 
 
 def _documented(own_parameters):
-    """Fill the docstring's ``{parameters}`` line with the Parameters (those every optimizer
-    here shares, then `own_parameters`) and Returns sections."""
-    shared = """Parameters
+    """`fill` of the docstring's ``{parameters}`` line: the Parameters every optimizer here
+    shares, then `own_parameters`, and the Returns section."""
+    return fill({"parameters": """Parameters
 ----------
 grad : callable
     ``grad(x, i)``: the gradient at parameters ``x`` on iteration ``i``.
@@ -71,20 +72,11 @@ num_iters : int, optional
     The number of updates.
 step_size : float, optional
     The learning rate.
-"""
-    returns = """
+""" + own_parameters + """
 
 Returns
 -------
-The final parameters, in the structure of ``x0``."""
-    text = "".join(f"    {line}\n" if line else "\n"
-                   for line in (shared + own_parameters + returns).split("\n"))
-
-    def fill(optimize):
-        if optimize.__doc__ is not None:            # (None under python -OO)
-            optimize.__doc__ = optimize.__doc__.replace("    {parameters}\n", text)
-        return optimize
-    return fill
+The final parameters, in the structure of ``x0``."""})
 
 
 def _iterate(grad, x, callback, num_iters, update):
