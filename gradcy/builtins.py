@@ -93,18 +93,21 @@ class _ContainerMeta(_type):
         return _b.issubclass(subclass, cls._plain)
 
 
+def _sequence_new(cls, xs=()):
+    """gradcy.builtins.tuple(xs) / list(xs): a plain tuple / list of the elements of xs."""
+    return cls._plain(_elements(xs))
+
+
 class tuple(_tuple, metaclass=_ContainerMeta):
     """``tuple(xs)``: a plain tuple of the elements of ``xs``, which may be a traced value
     holding a tuple (e.g. the result of ``gradcy.numpy.linalg.eigh``).
-
     ``isinstance(v, gradcy.builtins.tuple)`` holds for plain tuples and for traced values
     holding one.
 
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.builtins import tuple
     >>> def f(a):
     ...     w, v = tuple(np.linalg.eigh(a))      # eigenvalues, eigenvectors
@@ -114,36 +117,28 @@ class tuple(_tuple, metaclass=_ContainerMeta):
      [0. 1.]]
     """
     _plain = _tuple
-
-    def __new__(cls, xs=()):
-        return _tuple(_elements(xs))
+    __new__ = _sequence_new
 
 
 class list(_list, metaclass=_ContainerMeta):
     """``list(xs)``: a plain list of the elements of ``xs``, which may be a traced value
-    holding a sequence.
-
-    ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and for traced values
-    holding one.
+    holding a sequence; ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and
+    for traced values holding one.
 
     Examples
     --------
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> import gradcy
     >>> from gradcy.builtins import list
     >>> def f(a):
-    ...     parts = list(np.linalg.eigh(a))
+    ...     parts = list(gradcy.numpy.linalg.eigh(a))
     ...     parts[0] = parts[0] ** 2
-    ...     return np.sum(parts[0])              # the sum of squared eigenvalues
-    >>> print(grad(f)(onp.diag([1.0, 2.0])))
+    ...     return gradcy.numpy.sum(parts[0])    # the sum of squared eigenvalues
+    >>> print(gradcy.grad(f)(gradcy.numpy.diag([1.0, 2.0])))
     [[2. 0.]
      [0. 4.]]
     """
     _plain = _list
-
-    def __new__(cls, xs=()):
-        return _list(_elements(xs))
+    __new__ = _sequence_new
 
 
 class dict(_dict, metaclass=_ContainerMeta):
@@ -152,10 +147,10 @@ class dict(_dict, metaclass=_ContainerMeta):
 
     Examples
     --------
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
     >>> from gradcy import grad
     >>> from gradcy.builtins import dict
+    >>> import numpy as onp
+    >>> import gradcy.numpy as np
     >>> def f(x):
     ...     d = dict(a=x, b=2.0 * x)
     ...     return np.sum(d["a"] * d["b"])

@@ -52,7 +52,6 @@ def primitive(fun, name=None):
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
     >>> from gradcy import grad
     >>> from gradcy.extend import primitive, defvjp
     >>> @primitive
@@ -89,8 +88,7 @@ def notrace_primitive(fun, name=None):
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.extend import notrace_primitive
     >>> @notrace_primitive
     ... def count_positive(x):
@@ -308,8 +306,8 @@ def defjvp(prim, *jvpfuns, argnums=None):
 
     Examples
     --------
-    >>> from gradcy import deriv
     >>> from gradcy.extend import primitive, defjvp
+    >>> from gradcy import deriv
     >>> @primitive
     ... def cube(x):
     ...     return x ** 3

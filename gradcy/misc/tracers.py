@@ -211,10 +211,10 @@ def const_graph(fun, *args, **kwargs):
 
     Examples
     --------
+    >>> from gradcy.misc import const_graph
+    >>> from gradcy import grad
     >>> import numpy as onp
     >>> import gradcy.numpy as np
-    >>> from gradcy import grad
-    >>> from gradcy.misc import const_graph
     >>> def loss(x):
     ...     return np.sum(np.tanh(x) ** 2)
     >>> fast_grad = const_graph(grad(loss))
