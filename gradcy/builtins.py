@@ -147,14 +147,12 @@ class dict(_dict, metaclass=_ContainerMeta):
 
     Examples
     --------
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.builtins import dict
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
     >>> def f(x):
     ...     d = dict(a=x, b=2.0 * x)
     ...     return np.sum(d["a"] * d["b"])
-    >>> print(grad(f)(onp.array([1.0, 2.0])))
+    >>> print(grad(f)(np.array([1.0, 2.0])))
     [4. 8.]
     """
     _plain = _dict

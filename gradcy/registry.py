@@ -189,8 +189,8 @@ def defvjp_direct(prim, *rules, argnums=None, save=None):
 
     Examples
     --------
-    >>> from gradcy import grad
     >>> from gradcy.extend import primitive, defvjp_direct
+    >>> from gradcy import grad
     >>> @primitive
     ... def double(x):
     ...     return 2 * x
