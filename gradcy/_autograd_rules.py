@@ -16,6 +16,7 @@ import builtins
 import importlib.abc
 import importlib.machinery
 import sys
+import warnings
 
 import numpy as _onp
 from numpy.lib.stride_tricks import as_strided
@@ -23,6 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import _core
 from ._pytree import flatten
 from ._reverse_mode import make_vjp
+from ._core import Box
 from ._tape import ArgnumVJP
 from .builtins import tuple as atuple, type as atype
 from .core import JVPNode, VJPNode
@@ -31,6 +33,7 @@ from .numpy._util import balanced_eq  # noqa: F401  (_add_names reads it from gl
 from .numpy._util import unbroadcast as _unbroadcast
 from .numpy._wrap import wrap_namespace
 from .numpy.numpy_boxes import ArrayBox
+from .test_util import check_grads
 from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .tracer import register_notrace
 from .util import func
@@ -558,7 +561,7 @@ def _scipy_stats(name, mod):
     names = dict(defvjp=defvjp, unbroadcast_f=unbroadcast_f, primitive=primitive)
     short = name.rsplit(".", 1)[1]
     if short == "beta":
-        from .scipy.special import beta
+        from .scipy.special import beta      # (imports SciPy, an optional dependency)
         names.update(beta=beta, grad_beta_logpdf_arg0=mod._dx, grad_beta_logpdf_arg1=mod._da,
                      grad_beta_logpdf_arg2=mod._db)
     elif short == "chi2":
@@ -612,11 +615,53 @@ def _misc(name, mod):
     raise KeyError(name)
 
 
+# =============================================================================
+# autograd.tracer's, autograd.util's and autograd.builtins's functions that gradcy's own code
+# does not use
+# =============================================================================
+def find_top_boxed_args(args):
+    """(boxed, trace_id, node_type, False): the positions and traced values of `args` that
+    belong to the innermost differentiation among them, its id, and its node type."""
+    top, boxes = -1, []
+    for argnum, arg in enumerate(args):
+        if type(arg) is Box:
+            tid = arg._tape.trace_id
+            if tid > top:
+                top, boxes = tid, [(argnum, arg)]
+            elif tid == top:
+                boxes.append((argnum, arg))
+    return boxes, top, (VJPNode if boxes else None), False
+
+
+deprecation_msg = ("quick_grad_check is deprecated; use "
+                   "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)")
+
+
+def quick_grad_check(fun, arg0, extra_args=(), kwargs={},  # noqa: B006  (autograd's; only read)
+                     verbose=True, eps=1e-4, rtol=1e-4,
+                     atol=1e-6, rs=None):
+    """Deprecated: check_grads of fun with respect to arg0, reverse mode, first order."""
+    warnings.warn(deprecation_msg, DeprecationWarning, stacklevel=2)
+    check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)
+
+
+def _core_modules(name):
+    """autograd's names in gradcy.tracer, gradcy.util and gradcy.builtins."""
+    if name == "gradcy.tracer":
+        return dict(find_top_boxed_args=find_top_boxed_args)
+    if name == "gradcy.util":
+        return dict(quick_grad_check=quick_grad_check, deprecation_msg=deprecation_msg)
+    return dict(container_take=_w.container_take,
+                grad_container_take=vjp_maker(_w.container_take, 0))
+
+
 def _add_names(module):
     """Add autograd's names to a gradcy module (never replacing the module's own)."""
     namespace = vars(module)
     name = module.__name__
-    if name == "gradcy.numpy.numpy_vjps":
+    if name in ("gradcy.tracer", "gradcy.util", "gradcy.builtins"):
+        names = _core_modules(name)
+    elif name == "gradcy.numpy.numpy_vjps":
         names = _numpy_vjps()
         names.update({k: globals()[k] for k in _SHARED_VJPS})
     elif name == "gradcy.numpy.numpy_jvps":
@@ -649,8 +694,9 @@ def _add_names(module):
 
 
 # the gradcy modules that hold autograd names: imported with gradcy ...
-_IMPORTED = ("gradcy.numpy.numpy_vjps", "gradcy.numpy.numpy_jvps", "gradcy.numpy.fft",
-             "gradcy.numpy.linalg", "gradcy.misc.flatten", "gradcy.misc.fixed_points")
+_IMPORTED = ("gradcy.tracer", "gradcy.util", "gradcy.builtins", "gradcy.numpy.numpy_vjps",
+             "gradcy.numpy.numpy_jvps", "gradcy.numpy.fft", "gradcy.numpy.linalg",
+             "gradcy.misc.flatten", "gradcy.misc.fixed_points")
 # ... and imported on demand (they import SciPy)
 _ON_DEMAND = frozenset(
     ["gradcy.scipy.integrate", "gradcy.scipy.linalg", "gradcy.scipy.signal",

@@ -220,13 +220,3 @@ def make_sequence(seq_type, *args):
 def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
     """The tangent of make_sequence for a tangent g of element argnum - 1."""
     return container_untake(g, argnum - 1, vspace(ans))
-
-
-def __getattr__(name):
-    # gradcy.numpy's container_take, without importing gradcy.numpy before it is ready
-    if name in ("container_take", "grad_container_take"):
-        from .numpy import numpy_wrapper
-        from ._autograd_rules import vjp_maker
-        take = numpy_wrapper.container_take
-        return take if name == "container_take" else vjp_maker(take, 0)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
