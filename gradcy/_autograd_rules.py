@@ -13,7 +13,6 @@ at once to the modules gradcy imports, and to the gradcy.scipy modules (which im
 gradcy imports them only on demand) as each is imported.
 """
 import builtins
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
@@ -705,8 +704,9 @@ _ON_DEMAND = frozenset(
                                           "multivariate_normal", "norm", "poisson", "t")])
 
 
-class _NamesLoader(importlib.abc.Loader):
-    """The module's own loader, then _add_names (as the module's last statement would)."""
+class _NamesLoader:
+    """The module's own loader, then _add_names (as the module's last statement would). (Not
+    an importlib.abc.Loader subclass: importlib.abc imports importlib.resources, ~20 ms.)"""
 
     def __init__(self, loader):
         self._loader = loader
@@ -722,7 +722,7 @@ class _NamesLoader(importlib.abc.Loader):
         return getattr(self._loader, attr)
 
 
-class _NamesFinder(importlib.abc.MetaPathFinder):
+class _NamesFinder:
     """Finds the on-demand modules as Python's path finder does, with _NamesLoader."""
 
     def find_spec(self, fullname, path=None, target=None):
