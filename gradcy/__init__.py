@@ -49,3 +49,8 @@ __all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_gra
 # autograd exports its container builtins at the top level; so does gradcy (last, because
 # they shadow Python's names in this module)
 from .builtins import dict, isinstance, list, tuple, type
+
+# autograd's rule helpers in the modules autograd has them in (numpy_vjps, misc.flatten, ...)
+from ._autograd_rules import install as _install_autograd_names
+
+_install_autograd_names()

@@ -5,23 +5,40 @@ A view calls the rule registered on the gradcy primitive at call time, in autogr
 convention: a VJP maker `maker(ans, *args, **kwargs) -> vjp(g)`, an argnum maker
 `maker(argnum, ans, args, kwargs) -> vjp(g)`, a JVP `rule(g, ans, *args, **kwargs)`. The
 small array helpers (unbroadcast, balanced_eq, repeat_to_match_shape, ...) are written with
-gradcy.numpy, so they are differentiable. Each gradcy module that autograd has gets its names
-from export(globals()), called at the module's end.
+gradcy.numpy, so they are differentiable.
+
+install(), called once at the end of gradcy/__init__.py, adds autograd's names to each gradcy
+module whose autograd counterpart has them (gradcy.numpy.numpy_vjps, gradcy.misc.flatten, ...):
+at once to the modules gradcy imports, and to the gradcy.scipy modules (which import SciPy, so
+gradcy imports them only on demand) as each is imported.
 """
 import builtins
+import importlib.machinery
 import sys
+import warnings
 
 import numpy as _onp
 from numpy.lib.stride_tricks import as_strided
 
 from . import _core
+from ._pytree import flatten
+from ._reverse_mode import make_vjp
+from ._core import Box
 from ._rules import ArgnumVJP
+from .builtins import tuple as atuple, type as atype
+from .core import JVPNode, VJPNode
+from .numpy import _wrap as _w, fft as _fft_module, linalg as _la
+from .numpy._util import balanced_eq  # noqa: F401  (_add_names reads it from globals())
+from .numpy._util import unbroadcast as _unbroadcast
+from .numpy._wrap import wrap_namespace
+from .numpy.numpy_boxes import ArrayBox
+from .test_util import check_grads
 from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
 from .tracer import register_notrace
 from .util import func
 from .vspace import SparseObject, vspace
 
-__all__ = ["vjp_maker", "vjp_argnum_maker", "jvp_rule", "jvp_argnum_rule", "export"]
+__all__ = ["vjp_maker", "vjp_argnum_maker", "jvp_rule", "jvp_argnum_rule", "install"]
 
 
 # =============================================================================
@@ -96,11 +113,6 @@ def _meta_shape_dtype(meta):
 # =============================================================================
 # Array helpers of autograd.numpy.numpy_vjps / numpy_jvps
 # =============================================================================
-def _gnp():
-    from .numpy import _wrap as numpy_wrapper
-    return numpy_wrapper
-
-
 def match_complex(target, x):
     """x as target's kind: the real part when target is real; x's sum over extra leading axes
     is not taken (x has target's shape)."""
@@ -108,7 +120,7 @@ def match_complex(target, x):
                                          else target)
     x_iscomplex = _onp.iscomplexobj(_core.box_value(x) if _core.is_box(x) else x)
     if x_iscomplex and not target_iscomplex:
-        return _gnp().real(x)
+        return _w.real(x)
     if not x_iscomplex and target_iscomplex:
         return x + 0j
     return x
@@ -117,7 +129,6 @@ def match_complex(target, x):
 def unbroadcast(x, target_meta, broadcast_idx=0):
     """x summed over the axes broadcasting added to a value with autograd's metadata tuple
     target_meta = (shape, ndim, dtype, iscomplex), and made real if that value is."""
-    from .numpy._util import unbroadcast as _unbroadcast
     shape, dtype = _meta_shape_dtype(target_meta)
     out = _unbroadcast(x, _stub(shape, dtype))
     return match_complex(_stub((), dtype), out)
@@ -136,7 +147,6 @@ def metadata(A):
 def unbroadcast_einsum(x, target_meta, subscript):
     """x summed over the axes that an einsum operand's ellipsis broadcast (subscript: the
     operand's subscripts)."""
-    w = _gnp()
     if "..." not in subscript:
         return x
     shape = tuple(target_meta[0])
@@ -144,75 +154,67 @@ def unbroadcast_einsum(x, target_meta, subscript):
         return unbroadcast(x, target_meta)
     if subscript.index("...") == len(subscript) - 3:
         nd = len(shape)
-        return w.swapaxes(unbroadcast(w.swapaxes(x, 0, -1), (shape[::-1][:nd], nd) +
+        return _w.swapaxes(unbroadcast(_w.swapaxes(x, 0, -1), (shape[::-1][:nd], nd) +
                                       tuple(target_meta[2:])), 0, -1)
     start = subscript.index("...")
-    moved = w.moveaxis(x, start, 0)
+    moved = _w.moveaxis(x, start, 0)
     meta = ((shape[start],) + shape[:start] + shape[start + 1:],) + tuple(target_meta[1:])
-    return w.moveaxis(unbroadcast(moved, meta), 0, start)
-
-
-from .numpy._util import balanced_eq  # noqa: F401  (export() reads it from globals())
+    return _w.moveaxis(unbroadcast(moved, meta), 0, start)
 
 
 def replace_zero(x, val):
     """x with its zeros replaced by val."""
-    return _gnp().where(x, x, val)
+    return _w.where(x, x, val)
 
 
 def repeat_to_match_shape(g, shape, dtype, axis, keepdims):
     """(g broadcast back over the reduced axes of an array of `shape`, the number of elements
     each entry of g stands for)."""
-    w = _gnp()
     if shape == ():
         return g, 1
     axis = list(axis) if isinstance(axis, (tuple, list)) else axis
     new_shape = _onp.array(shape)
     new_shape[axis] = 1
     num_reps = int(_onp.prod(_onp.array(shape)[axis]))
-    return w.broadcast_to(w.reshape(g, tuple(new_shape)), shape), num_reps
+    return _w.broadcast_to(_w.reshape(g, tuple(new_shape)), shape), num_reps
 
 
 def reverse_axis(x, axis):
     """x reversed along axis."""
-    return _gnp().flip(x, axis)
+    return _w.flip(x, axis)
 
 
 def unpermuter(g, permutation):
     """g with the permutation (along the last axis) undone."""
-    w = _gnp()
     unsort = _onp.zeros(len(permutation), dtype=int)
     unsort[permutation] = _onp.arange(len(permutation))
-    return w.take(g, unsort, axis=-1) if _onp.ndim(g) else g
+    return _w.take(g, unsort, axis=-1) if _onp.ndim(g) else g
 
 
 def untake(x, idx, vs):
     """The element of vs (a vector space) that is x at idx and zero elsewhere (repeated indices
     add up)."""
-    w = _gnp()
     if isinstance(idx, list) and (len(idx) == 0 or not isinstance(idx[0], slice)):
         idx = _onp.array(idx, dtype="int64")
-    return w.at(w.zeros(vs.shape, vs.dtype))[idx].add(x)
+    return _w.at(_w.zeros(vs.shape, vs.dtype))[idx].add(x)
 
 
 def wrapped_reshape(x, *args, **kwargs):
     """reshape(x, shape) with the shape also given as separate integers."""
-    w = _gnp()
     if len(args) > 1 or (args and isinstance(args[0], (int, _onp.integer))):
-        return w.reshape(x, args, **kwargs)
-    return w.reshape(x, *args, **kwargs)
+        return _w.reshape(x, args, **kwargs)
+    return _w.reshape(x, *args, **kwargs)
 
 
 def broadcast(x, target):
     """x broadcast to target's shape, with target's kind (real/complex)."""
-    w = _gnp()
     target_shape, target_ndim, _, target_iscomplex = metadata(target)
-    while w.ndim(x) < target_ndim:
-        x = w.expand_dims(x, 0)
-    for axis, size in enumerate(w.shape(x)):
+    while _w.ndim(x) < target_ndim:
+        x = _w.expand_dims(x, 0)
+    for axis, size in enumerate(_w.shape(x)):
         if size == 1:
-            x = w.repeat(x, target_shape[axis], axis=axis)
-    if target_iscomplex and not w.iscomplexobj(x):
+            x = _w.repeat(x, target_shape[axis], axis=axis)
+    if target_iscomplex and not _w.iscomplexobj(x):
         x = x + 0j
     return x
 
@@ -235,22 +237,22 @@ def _vjp_at(prim, argnum, args, G, **kwargs):
 
 def dot_adjoint_0(B, G, A_meta, B_meta):
     """The cotangent of A in dot(A, B) for output cotangent G."""
-    return _vjp_at(_gnp().dot, 0, (_stub(*_meta_shape_dtype(A_meta)), B), G)
+    return _vjp_at(_w.dot, 0, (_stub(*_meta_shape_dtype(A_meta)), B), G)
 
 
 def dot_adjoint_1(A, G, A_meta, B_meta):
     """The cotangent of B in dot(A, B) for output cotangent G."""
-    return _vjp_at(_gnp().dot, 1, (A, _stub(*_meta_shape_dtype(B_meta))), G)
+    return _vjp_at(_w.dot, 1, (A, _stub(*_meta_shape_dtype(B_meta))), G)
 
 
 def matmul_adjoint_0(B, G, A_meta, B_ndim):
     """The cotangent of A in matmul(A, B) for output cotangent G."""
-    return _vjp_at(_gnp().matmul, 0, (_stub(*_meta_shape_dtype(A_meta)), B), G)
+    return _vjp_at(_w.matmul, 0, (_stub(*_meta_shape_dtype(A_meta)), B), G)
 
 
 def matmul_adjoint_1(A, G, A_ndim, B_meta):
     """The cotangent of B in matmul(A, B) for output cotangent G."""
-    return _vjp_at(_gnp().matmul, 1, (A, _stub(*_meta_shape_dtype(B_meta))), G)
+    return _vjp_at(_w.matmul, 1, (A, _stub(*_meta_shape_dtype(B_meta))), G)
 
 
 def _tensordot_axes(axes, A_ndim, B_ndim):
@@ -269,7 +271,7 @@ def tensordot_adjoint_0(B, G, axes, A_ndim, B_ndim):
     contracted = dict(zip(a_ax, (_onp.shape(B)[i] for i in b_ax)))
     shape = [contracted[i] if i in contracted else next(free) for i in range(A_ndim)]
     A = _stub(shape, _onp.result_type(G))
-    return _vjp_at(_gnp().tensordot, 0, (A, B), G, axes=axes)
+    return _vjp_at(_w.tensordot, 0, (A, B), G, axes=axes)
 
 
 def tensordot_adjoint_1(A, G, axes, A_ndim, B_ndim):
@@ -279,7 +281,7 @@ def tensordot_adjoint_1(A, G, axes, A_ndim, B_ndim):
     contracted = dict(zip(b_ax, (_onp.shape(A)[i] for i in a_ax)))
     shape = [contracted[i] if i in contracted else next(free) for i in range(B_ndim)]
     B = _stub(shape, _onp.result_type(G))
-    return _vjp_at(_gnp().tensordot, 1, (A, B), G, axes=axes)
+    return _vjp_at(_w.tensordot, 1, (A, B), G, axes=axes)
 
 
 # =============================================================================
@@ -315,9 +317,8 @@ def get_fftn_args(a, s=None, axes=None, norm=None, *args, **kwargs):
 
 def truncate_pad(x, shape):
     """x cut or zero-padded (at the end of each axis) to `shape`."""
-    w = _gnp()
-    pads = [(0, max(0, n - m)) for n, m in zip(shape, w.shape(x))]
-    return w.pad(x, pads, "constant")[tuple(slice(n) for n in shape)]
+    pads = [(0, max(0, n - m)) for n, m in zip(shape, _w.shape(x))]
+    return _w.pad(x, pads, "constant")[tuple(slice(n) for n in shape)]
 
 
 def make_rfft_factors(axes, resshape, facshape, normshape, norm):
@@ -344,8 +345,7 @@ def fft_grad(get_args, fft_fun, ans, x, *args, **kwargs):
 
 
 def _fft_named(name):
-    from .numpy import fft
-    return getattr(fft, name)
+    return getattr(_fft_module, name)
 
 
 def rfft_grad(get_args, irfft_fun, ans, x, *args, **kwargs):
@@ -361,33 +361,32 @@ def irfft_grad(get_args, rfft_fun, ans, x, *args, **kwargs):
 # =============================================================================
 # Per module: autograd's names there
 # =============================================================================
-def _numpy_vjps(w):
-    from .numpy.numpy_boxes import ArrayBox
-    from .core import VJPNode
+def _numpy_vjps():
     names = dict(ArrayBox=ArrayBox, SparseObject=SparseObject, VJPNode=VJPNode, defvjp=defvjp,
                  defvjp_argnum=defvjp_argnum, func=func, primitive=primitive,
                  register_notrace=register_notrace, vspace=vspace)
-    names.update(nograd_functions=[getattr(w, n) for n in sorted(w.NONDIFFERENTIABLE)
-                                   if hasattr(w, n)])
-    for name, prim in [("grad_np_sum", w.sum), ("grad_np_mean", w.mean), ("grad_np_prod", w.prod),
-                       ("grad_np_var", w.var), ("grad_np_std", w.std), ("grad_chooser", w.max),
-                       ("grad_np_cumsum", w.cumsum), ("grad_transpose", w.transpose),
-                       ("grad_repeat", w.repeat), ("grad_tile", w.tile),
-                       ("grad_rollaxis", w.rollaxis), ("grad_diff", w.diff),
-                       ("grad_gradient", w.gradient), ("grad_broadcast_to", w.broadcast_to),
-                       ("grad_sort", w.sort), ("grad_partition", w.partition),
-                       ("grad_reshape_list", w.atleast_1d), ("pad_vjp", w.pad),
-                       ("np_abs_vjp", w.absolute), ("np_conj_vjp", w.conjugate),
-                       ("dot_vjp_0", w.dot), ("matmul_vjp_0", w.matmul),
-                       ("tensordot_vjp_0", w.tensordot)]:
+    names.update(nograd_functions=[getattr(_w, n) for n in sorted(_w.NONDIFFERENTIABLE)
+                                   if hasattr(_w, n)])
+    for name, prim in [("grad_np_sum", _w.sum), ("grad_np_mean", _w.mean),
+                       ("grad_np_prod", _w.prod),
+                       ("grad_np_var", _w.var), ("grad_np_std", _w.std), ("grad_chooser", _w.max),
+                       ("grad_np_cumsum", _w.cumsum), ("grad_transpose", _w.transpose),
+                       ("grad_repeat", _w.repeat), ("grad_tile", _w.tile),
+                       ("grad_rollaxis", _w.rollaxis), ("grad_diff", _w.diff),
+                       ("grad_gradient", _w.gradient), ("grad_broadcast_to", _w.broadcast_to),
+                       ("grad_sort", _w.sort), ("grad_partition", _w.partition),
+                       ("grad_reshape_list", _w.atleast_1d), ("pad_vjp", _w.pad),
+                       ("np_abs_vjp", _w.absolute), ("np_conj_vjp", _w.conjugate),
+                       ("dot_vjp_0", _w.dot), ("matmul_vjp_0", _w.matmul),
+                       ("tensordot_vjp_0", _w.tensordot)]:
         names[name] = vjp_maker(prim, 0)
-    for name, prim in [("dot_vjp_1", w.dot), ("matmul_vjp_1", w.matmul),
-                       ("tensordot_vjp_1", w.tensordot)]:
+    for name, prim in [("dot_vjp_1", _w.dot), ("matmul_vjp_1", _w.matmul),
+                       ("tensordot_vjp_1", _w.tensordot)]:
         names[name] = vjp_maker(prim, 1)
-    names.update(grad_inner=_argnum_form(w.inner), grad_kron=_argnum_form(w.kron),
-                 grad_concatenate_args=vjp_argnum_maker(w.concatenate_args),
-                 grad_einsum=vjp_argnum_maker(w.einsum),
-                 array_from_args_gradmaker=vjp_argnum_maker(w.array_from_args, offset=2))
+    names.update(grad_inner=_argnum_form(_w.inner), grad_kron=_argnum_form(_w.kron),
+                 grad_concatenate_args=vjp_argnum_maker(_w.concatenate_args),
+                 grad_einsum=vjp_argnum_maker(_w.einsum),
+                 array_from_args_gradmaker=vjp_argnum_maker(_w.array_from_args, offset=2))
 
     def array_from_scalar_or_array_gradmaker(ans, array_args, array_kwargs, scarray):
         return lambda g: unbroadcast_f(scarray, lambda g: g)(g)
@@ -409,22 +408,20 @@ _SHARED_VJPS = ("dot_adjoint_0", "dot_adjoint_1", "matmul_adjoint_0", "matmul_ad
                 "wrapped_reshape")
 
 
-def _numpy_jvps(w):
-    from .core import JVPNode
-    from .numpy.numpy_boxes import ArrayBox
+def _numpy_jvps():
     names = dict(ArrayBox=ArrayBox, JVPNode=JVPNode, def_linear=def_linear, defjvp=defjvp,
                  defjvp_argnum=defjvp_argnum, func=func, register_notrace=register_notrace,
                  vspace=vspace, atleast_jvpmaker=atleast_jvpmaker, broadcast=broadcast)
     for k in ("balanced_eq", "replace_zero", "untake", "match_complex", "dot_adjoint_0",
               "dot_adjoint_1", "tensordot_adjoint_0", "tensordot_adjoint_1"):
         names[k] = globals()[k]
-    names["nograd_functions"] = _numpy_vjps(w)["nograd_functions"]
-    for name, prim in [("forward_grad_np_var", w.var), ("forward_grad_np_std", w.std),
-                       ("fwd_grad_chooser", w.max), ("fwd_grad_sort", w.sort),
-                       ("fwd_grad_partition", w.partition), ("np_abs_jvp", w.absolute),
-                       ("np_conj_jvp", w.conjugate)]:
+    names["nograd_functions"] = _numpy_vjps()["nograd_functions"]
+    for name, prim in [("forward_grad_np_var", _w.var), ("forward_grad_np_std", _w.std),
+                       ("fwd_grad_chooser", _w.max), ("fwd_grad_sort", _w.sort),
+                       ("fwd_grad_partition", _w.partition), ("np_abs_jvp", _w.absolute),
+                       ("np_conj_jvp", _w.conjugate)]:
         names[name] = jvp_rule(prim, 0)
-    names["fwd_grad_concatenate_args"] = jvp_argnum_rule(w.concatenate_args)
+    names["fwd_grad_concatenate_args"] = jvp_argnum_rule(_w.concatenate_args)
     return names
 
 
@@ -453,14 +450,11 @@ def _linalg(la):
 
 def _vjp_by_tracing(fun, argnum, args, kwargs=None):
     """vjp(g) of fun at args with respect to argument(s) argnum, by tracing fun once."""
-    from .differential_operators import make_vjp
     vjp, _ = make_vjp(fun, argnum)(*args, **(kwargs or {}))
     return vjp
 
 
 def _scipy_integrate(mod):
-    from .builtins import tuple as atuple
-    from .misc.flatten import flatten
 
     def grad_odeint(yt, func, y0, t, func_args, **kwargs):
         """vjp_all(g) -> (None, cotangent of y0, of t, of func_args) of odeint."""
@@ -478,12 +472,11 @@ def _scipy_integrate(mod):
             return lambda g: [vjp_all(g)[k] for k in argnums]
         return build_selected_vjps
     return dict(grad_odeint=grad_odeint, argnums_unpack=argnums_unpack, flatten=flatten,
-                tuple=atuple)
+                make_vjp=make_vjp, tuple=atuple)
 
 
 def _scipy_linalg(mod):
-    import scipy.linalg
-    from .numpy._wrap import wrap_namespace
+    import scipy.linalg  # (SciPy is an optional dependency)
 
     def grad_solve_banded(argnum, ans, l_and_u, a, b):
         return _vjp_of(mod.solve_banded, argnum, ans, (l_and_u, a, b), {})
@@ -534,12 +527,11 @@ def parse_axes(A_shape, B_shape, conv_axes, dot_axes, mode):
 
 def einsum_tensordot(A, B, axes, reverse=False):
     """tensordot(A, B, axes) (axes a pair of axis lists) through einsum."""
-    w = _gnp()
     a_idx = list(range(_onp.ndim(A)))
     b_idx = list(range(_onp.ndim(A), _onp.ndim(A) + _onp.ndim(B)))
     for k, (i, j) in enumerate(zip(*axes)):
         a_idx[i] = b_idx[j] = _onp.ndim(A) + _onp.ndim(B) + k
-    return w.einsum(A, a_idx, B, b_idx)
+    return _w.einsum(A, a_idx, B, b_idx)
 
 
 def _scipy_signal(mod):
@@ -568,7 +560,7 @@ def _scipy_stats(name, mod):
     names = dict(defvjp=defvjp, unbroadcast_f=unbroadcast_f, primitive=primitive)
     short = name.rsplit(".", 1)[1]
     if short == "beta":
-        from .scipy.special import beta
+        from .scipy.special import beta      # (imports SciPy, an optional dependency)
         names.update(beta=beta, grad_beta_logpdf_arg0=mod._dx, grad_beta_logpdf_arg1=mod._da,
                      grad_beta_logpdf_arg2=mod._db)
     elif short == "chi2":
@@ -585,26 +577,25 @@ def _scipy_stats(name, mod):
                      grad_tlogpdf_loc=lambda x, df, loc, scale: -mod._logpdf_dx(x, df, loc, scale),
                      grad_tlogpdf_diff=lambda diff, df: mod._logpdf_dx(diff, df, 0.0, 1.0))
     elif short == "multivariate_normal":
-        w = _gnp()
-        from .numpy import linalg as la
+        la = _la
 
         def generalized_outer_product(x):
             """x x' for a vector, x x' over the last two axes for a stack."""
             if _onp.ndim(x) == 1:
-                return w.outer(x, x)
-            return w.matmul(x, w.swapaxes(x, -1, -2))
+                return _w.outer(x, x)
+            return _w.matmul(x, _w.swapaxes(x, -1, -2))
 
         def covgrad(x, mean, cov, allow_singular=False):
             """d logpdf / d cov at each point: (J r r' J - J) / 2, J = inv(cov), r = x - mean."""
             mod._check(allow_singular)
             J = la.inv(cov)
-            solved = w.matmul(J, w.expand_dims(x - mean, -1))
+            solved = _w.matmul(J, _w.expand_dims(x - mean, -1))
             return 0.5 * (generalized_outer_product(solved) - J)
 
         def solve(allow_singular):
             """The linear solver logpdf's derivatives use: pinv with allow_singular."""
             if allow_singular:
-                return lambda A, x: w.dot(la.pinv(A), x)
+                return lambda A, x: _w.dot(la.pinv(A), x)
             return la.solve
         names.update(generalized_outer_product=generalized_outer_product, covgrad=covgrad,
                      solve=solve)
@@ -613,28 +604,67 @@ def _scipy_stats(name, mod):
 
 def _misc(name, mod):
     if name == "gradcy.misc.fixed_points":
-        from .builtins import tuple as atuple
 
         def fixed_point_vjp(ans, f, a, x0, distance, tol):
             """The VJP of fixed_point for its parameters a."""
             return _vjp_by_tracing(lambda a: mod.fixed_point(f, a, x0, distance, tol), 0, (a,))
         return dict(defvjp=defvjp, fixed_point_vjp=fixed_point_vjp, tuple=atuple)
     if name == "gradcy.misc.flatten":
-        from .builtins import type as atype
-        from .differential_operators import make_vjp
         return dict(make_vjp=make_vjp, type=atype)
     raise KeyError(name)
 
 
-def export(namespace):
-    """Add autograd's names for the module whose globals are `namespace` (by its __name__)."""
-    name = namespace["__name__"]
-    from .numpy import _wrap as w
-    if name == "gradcy.numpy.numpy_vjps":
-        names = _numpy_vjps(w)
+# =============================================================================
+# autograd.tracer's, autograd.util's and autograd.builtins's functions that gradcy's own code
+# does not use
+# =============================================================================
+def find_top_boxed_args(args):
+    """(boxed, trace_id, node_type, False): the positions and traced values of `args` that
+    belong to the innermost differentiation among them, its id, and its node type."""
+    top, boxes = -1, []
+    for argnum, arg in enumerate(args):
+        if type(arg) is Box:
+            tid = arg._tape.trace_id
+            if tid > top:
+                top, boxes = tid, [(argnum, arg)]
+            elif tid == top:
+                boxes.append((argnum, arg))
+    return boxes, top, (VJPNode if boxes else None), False
+
+
+deprecation_msg = ("quick_grad_check is deprecated; use "
+                   "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)")
+
+
+def quick_grad_check(fun, arg0, extra_args=(), kwargs={},  # noqa: B006  (autograd's; only read)
+                     verbose=True, eps=1e-4, rtol=1e-4,
+                     atol=1e-6, rs=None):
+    """Deprecated: check_grads of fun with respect to arg0, reverse mode, first order."""
+    warnings.warn(deprecation_msg, DeprecationWarning, stacklevel=2)
+    check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)
+
+
+def _core_modules(name):
+    """autograd's names in gradcy.tracer, gradcy.util and gradcy.builtins."""
+    if name == "gradcy.tracer":
+        return dict(find_top_boxed_args=find_top_boxed_args)
+    if name == "gradcy.util":
+        return dict(quick_grad_check=quick_grad_check, deprecation_msg=deprecation_msg)
+    return dict(container_take=_w.container_take,
+                grad_container_take=vjp_maker(_w.container_take, 0))
+
+
+def _add_names(module):
+    """Add autograd's names to a gradcy module (never replacing the module's own)."""
+    namespace = vars(module)
+    name = module.__name__
+    if name in ("gradcy.tracer", "gradcy.util", "gradcy.builtins"):
+        names = _core_modules(name)
+    elif name == "gradcy.numpy.numpy_vjps":
+        names = _numpy_vjps()
         names.update({k: globals()[k] for k in _SHARED_VJPS})
     elif name == "gradcy.numpy.numpy_jvps":
-        names = _numpy_jvps(w)
+        names = _numpy_jvps()
     elif name == "gradcy.numpy.fft":
         names = _fft()
     elif name == "gradcy.numpy.linalg":
@@ -647,7 +677,7 @@ def export(namespace):
                  "gradcy.scipy.special": _scipy_special}.get(name)
         names = maker(sys.modules[name]) if maker else _misc(name, sys.modules[name])
     else:
-        raise KeyError(f"gradcy._autograd_rules.export: no names for {name}")
+        raise KeyError(f"gradcy._autograd_rules: no autograd names for {name}")
     shadowing = {k: v for k, v in names.items() if hasattr(builtins, k)}
     for k, v in names.items():
         if k not in shadowing:
@@ -660,3 +690,55 @@ def export(namespace):
                 return shadowing[attr]
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
         namespace.setdefault("__getattr__", __getattr__)
+
+
+# the gradcy modules that hold autograd names: imported with gradcy ...
+_IMPORTED = ("gradcy.tracer", "gradcy.util", "gradcy.builtins", "gradcy.numpy.numpy_vjps",
+             "gradcy.numpy.numpy_jvps", "gradcy.numpy.fft", "gradcy.numpy.linalg",
+             "gradcy.misc.flatten", "gradcy.misc.fixed_points")
+# ... and imported on demand (they import SciPy)
+_ON_DEMAND = frozenset(
+    ["gradcy.scipy.integrate", "gradcy.scipy.linalg", "gradcy.scipy.signal",
+     "gradcy.scipy.special"] +
+    [f"gradcy.scipy.stats.{d}" for d in ("beta", "chi2", "dirichlet", "gamma",
+                                          "multivariate_normal", "norm", "poisson", "t")])
+
+
+class _NamesLoader:
+    """The module's own loader, then _add_names (as the module's last statement would). (Not
+    an importlib.abc.Loader subclass: importlib.abc imports importlib.resources, ~20 ms.)"""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _add_names(module)
+
+    def __getattr__(self, attr):            # get_source, get_filename, ... of the real loader
+        return getattr(self._loader, attr)
+
+
+class _NamesFinder:
+    """Finds the on-demand modules as Python's path finder does, with _NamesLoader."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _ON_DEMAND:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _NamesLoader(spec.loader)
+        return spec
+
+
+def install():
+    """Add autograd's names to the gradcy modules that have them (idempotent): now to those
+    already imported, and to each on-demand one as it is imported."""
+    if not any(type(f) is _NamesFinder for f in sys.meta_path):
+        sys.meta_path.insert(0, _NamesFinder())
+    for name in _IMPORTED + tuple(sorted(_ON_DEMAND)):
+        if name in sys.modules:
+            _add_names(sys.modules[name])

@@ -93,18 +93,21 @@ class _ContainerMeta(_type):
         return _b.issubclass(subclass, cls._plain)
 
 
+def _sequence_new(cls, xs=()):
+    """gradcy.builtins.tuple(xs) / list(xs): a plain tuple / list of the elements of xs."""
+    return cls._plain(_elements(xs))
+
+
 class tuple(_tuple, metaclass=_ContainerMeta):
     """``tuple(xs)``: a plain tuple of the elements of ``xs``, which may be a traced value
     holding a tuple (e.g. the result of ``gradcy.numpy.linalg.eigh``).
-
     ``isinstance(v, gradcy.builtins.tuple)`` holds for plain tuples and for traced values
     holding one.
 
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.builtins import tuple
     >>> def f(a):
     ...     w, v = tuple(np.linalg.eigh(a))      # eigenvalues, eigenvectors
@@ -114,36 +117,28 @@ class tuple(_tuple, metaclass=_ContainerMeta):
      [0. 1.]]
     """
     _plain = _tuple
-
-    def __new__(cls, xs=()):
-        return _tuple(_elements(xs))
+    __new__ = _sequence_new
 
 
 class list(_list, metaclass=_ContainerMeta):
     """``list(xs)``: a plain list of the elements of ``xs``, which may be a traced value
-    holding a sequence.
-
-    ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and for traced values
-    holding one.
+    holding a sequence; ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and
+    for traced values holding one.
 
     Examples
     --------
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> import gradcy
     >>> from gradcy.builtins import list
     >>> def f(a):
-    ...     parts = list(np.linalg.eigh(a))
+    ...     parts = list(gradcy.numpy.linalg.eigh(a))
     ...     parts[0] = parts[0] ** 2
-    ...     return np.sum(parts[0])              # the sum of squared eigenvalues
-    >>> print(grad(f)(onp.diag([1.0, 2.0])))
+    ...     return gradcy.numpy.sum(parts[0])    # the sum of squared eigenvalues
+    >>> print(gradcy.grad(f)(gradcy.numpy.diag([1.0, 2.0])))
     [[2. 0.]
      [0. 4.]]
     """
     _plain = _list
-
-    def __new__(cls, xs=()):
-        return _list(_elements(xs))
+    __new__ = _sequence_new
 
 
 class dict(_dict, metaclass=_ContainerMeta):
@@ -152,14 +147,12 @@ class dict(_dict, metaclass=_ContainerMeta):
 
     Examples
     --------
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.builtins import dict
     >>> def f(x):
     ...     d = dict(a=x, b=2.0 * x)
     ...     return np.sum(d["a"] * d["b"])
-    >>> print(grad(f)(onp.array([1.0, 2.0])))
+    >>> print(grad(f)(np.array([1.0, 2.0])))
     [4. 8.]
     """
     _plain = _dict
@@ -227,13 +220,3 @@ def make_sequence(seq_type, *args):
 def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
     """The tangent of make_sequence for a tangent g of element argnum - 1."""
     return container_untake(g, argnum - 1, vspace(ans))
-
-
-def __getattr__(name):
-    # gradcy.numpy's container_take, without importing gradcy.numpy before it is ready
-    if name in ("container_take", "grad_container_take"):
-        from .numpy import numpy_wrapper
-        from ._autograd_rules import vjp_maker
-        take = numpy_wrapper.container_take
-        return take if name == "container_take" else vjp_maker(take, 0)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import MutableMapping
 from functools import reduce  # (autograd.core has it)
 
-from . import differential_operators as _do
+from . import _forward_mode, _reverse_mode
 from ._core import Box, Primitive
 from ._rules import ArgnumVJP
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
@@ -35,12 +35,12 @@ __all__ = ["make_vjp", "make_jvp", "backward_pass", "VJPNode", "JVPNode", "primi
 # =============================================================================
 def make_vjp(fun, x):
     """(vjp, fun(x)): vjp(g) is the cotangent of x for cotangent g of the output."""
-    return _do.make_vjp(fun)(x)
+    return _reverse_mode.make_vjp(fun)(x)
 
 
 def make_jvp(fun, x):
     """jvp: jvp(v) is (fun(x), the output tangent for tangent v of x)."""
-    return _do.make_jvp(fun)(x)
+    return _forward_mode.make_jvp(fun)(x)
 
 
 # =============================================================================

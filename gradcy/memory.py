@@ -16,7 +16,7 @@ import tracemalloc
 import numpy as _np
 
 from . import _core
-from .differential_operators import _grad_of, _trace
+from ._tracing import _grad_of, _trace
 
 __all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory", "saved_audit",
            "SavedAudit"]

@@ -5,6 +5,7 @@ is converted here, once, to the one form the backward sweep calls (gradcy._rules
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 """
+from ._docstrings import fill
 from ._rules import ArgnumVJP, JointVJP, maker_rule
 from ._tape import Primitive
 
@@ -18,6 +19,12 @@ def _qualname(fun):
     module = getattr(fun, "__module__", None) or ""
     name = getattr(fun, "__name__", None) or repr(fun)
     return f"{module}.{name}" if module else name
+
+
+# the parameter entries the registration functions share (their docstrings' {prim} and {save})
+_shared_parameters = fill({
+    "prim": "Parameters\n----------\nprim : Primitive\n    A function wrapped by `primitive`.",
+    "save": "save : iterable of {'ans', 'args', int}, optional\n    As in `defvjp`."})
 
 
 def primitive(fun, name=None):
@@ -46,7 +53,6 @@ def primitive(fun, name=None):
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
     >>> from gradcy import grad
     >>> from gradcy.extend import primitive, defvjp
     >>> @primitive
@@ -83,8 +89,7 @@ def notrace_primitive(fun, name=None):
     Examples
     --------
     >>> import numpy as onp
-    >>> import gradcy.numpy as np
-    >>> from gradcy import grad
+    >>> from gradcy import grad, numpy as np
     >>> from gradcy.extend import notrace_primitive
     >>> @notrace_primitive
     ... def count_positive(x):
@@ -122,13 +127,11 @@ def nondifferentiable(*prims):
         p.traced = False
 
 
+@_shared_parameters
 def defvjp(prim, *vjpmakers, argnums=None, save=None):
     """Register the reverse-mode rules of a primitive, one per argument.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     *vjpmakers : callable or None
         One per argument, in order (or for the positions in ``argnums``):
         ``maker(ans, *args, **kwargs)`` is called in the forward pass with the output and the
@@ -170,6 +173,7 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None):
     prim.set_saved(save)
 
 
+@_shared_parameters
 def defvjp_direct(prim, *rules, argnums=None, save=None):
     """Register reverse-mode rules called directly in the backward pass.
 
@@ -177,21 +181,17 @@ def defvjp_direct(prim, *rules, argnums=None, save=None):
     ``rule(g, ans, *args, **kwargs)`` returns the cotangent of its argument. No closure is
     built per recorded call, which makes this the cheaper form for small arrays.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     *rules : callable or None
         One per argument (``None``: zero cotangent).
     argnums : sequence of int, optional
         The argument positions of the rules (default ``0, 1, ...``).
-    save : iterable of {'ans', 'args', int}, optional
-        As in `defvjp`.
+    {save}
 
     Examples
     --------
-    >>> from gradcy import grad
     >>> from gradcy.extend import primitive, defvjp_direct
+    >>> from gradcy import grad
     >>> @primitive
     ... def double(x):
     ...     return 2 * x
@@ -219,18 +219,15 @@ def _as_direct(maker):
     return None if maker is None else maker_rule(maker)
 
 
+@_shared_parameters
 def defvjp_argnums(prim, vjpmaker, save=None):
     """Register one reverse-mode rule for all the arguments of a primitive.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     vjpmaker : callable
         ``vjpmaker(argnums, ans, args, kwargs)`` returns ``vjp(g)``, which returns a tuple
         with one cotangent per entry of ``argnums`` (the positions being differentiated).
-    save : iterable of {'ans', 'args', int}, optional
-        As in `defvjp`.
+    {save}
 
     Examples
     --------
@@ -262,29 +259,27 @@ def defvjp_write(prim, rule, save=None):
         prim.set_saved(save)
 
 
+@_shared_parameters
 def defvjp_argnum(prim, vjpmaker, save=None):
     """Register one reverse-mode rule for all the arguments, called once per argument.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     vjpmaker : callable
         ``vjpmaker(argnum, ans, args, kwargs)`` returns ``vjp(g)``, the cotangent of the
         argument at position ``argnum``.
-    save : iterable of {'ans', 'args', int}, optional
-        As in `defvjp`.
+    {save}
 
     Examples
     --------
-    >>> from gradcy import grad
     >>> from gradcy.extend import primitive, defvjp_argnum
+    >>> from gradcy import grad
     >>> @primitive
-    ... def mul(x, y):
-    ...     return x * y
-    >>> defvjp_argnum(mul, lambda argnum, ans, args, kwargs: lambda g: g * args[1 - argnum])
-    >>> grad(mul, argnum=(0, 1))(2.0, 5.0)
-    (5.0, 2.0)
+    ... def sum_of_squares(*xs):
+    ...     return sum(x ** 2 for x in xs)
+    >>> defvjp_argnum(sum_of_squares,
+    ...               lambda argnum, ans, args, kwargs: lambda g: 2 * g * args[argnum])
+    >>> grad(sum_of_squares, argnum=(0, 1))(2.0, 5.0)
+    (4.0, 10.0)
     """
     def vjp_argnums(argnums, ans, args, kwargs):
         vjps = [vjpmaker(argnum, ans, args, kwargs) for argnum in argnums]
@@ -292,13 +287,11 @@ def defvjp_argnum(prim, vjpmaker, save=None):
     defvjp_argnums(prim, vjp_argnums, save=save)
 
 
+@_shared_parameters
 def defjvp(prim, *jvpfuns, argnums=None):
     """Register the forward-mode rules of a primitive, one per argument.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     *jvpfuns : callable or None
         One per argument, in order (or for the positions in ``argnums``):
         ``jvp(g, ans, *args, **kwargs)`` returns the tangent of the output caused by the
@@ -314,8 +307,8 @@ def defjvp(prim, *jvpfuns, argnums=None):
 
     Examples
     --------
-    >>> from gradcy import deriv
     >>> from gradcy.extend import primitive, defjvp
+    >>> from gradcy import deriv
     >>> @primitive
     ... def cube(x):
     ...     return x ** 3
@@ -335,21 +328,19 @@ def _same_jvp(prim, argnum):
     return lambda g, ans, *args, **kwargs: prim(*subval(args, argnum, g), **kwargs)
 
 
+@_shared_parameters
 def defjvp_argnums(prim, jvpmaker):
     """Register one forward-mode rule for all the arguments of a primitive.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     jvpmaker : callable
         ``jvpmaker(argnums, gs, ans, args, kwargs)`` returns the output tangent for the
         tangents ``gs`` of the arguments at positions ``argnums``.
 
     Examples
     --------
-    >>> from gradcy import make_jvp
     >>> from gradcy.extend import primitive, defjvp_argnums
+    >>> from gradcy import make_jvp
     >>> @primitive
     ... def mul(x, y):
     ...     return x * y
@@ -362,13 +353,11 @@ def defjvp_argnums(prim, jvpmaker):
     prim.jvp_argnums = jvpmaker
 
 
+@_shared_parameters
 def defjvp_argnum(prim, jvpmaker):
     """Register one forward-mode rule for all the arguments, called once per argument.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
     jvpmaker : callable
         ``jvpmaker(argnum, g, ans, args, kwargs)`` returns the output tangent caused by the
         tangent ``g`` of the argument at position ``argnum``; the tangents of several
@@ -376,14 +365,14 @@ def defjvp_argnum(prim, jvpmaker):
 
     Examples
     --------
+    >>> import numpy as onp
     >>> from gradcy import make_jvp
     >>> from gradcy.extend import primitive, defjvp_argnum
-    >>> @primitive
-    ... def mul(x, y):
-    ...     return x * y
-    >>> defjvp_argnum(mul, lambda argnum, g, ans, args, kwargs: g * args[1 - argnum])
-    >>> make_jvp(mul, argnum=(0, 1))(2.0, 5.0)((1.0, 1.0))
-    (10.0, 7.0)
+    >>> hypot = primitive(onp.hypot, "hypot")
+    >>> defjvp_argnum(hypot, lambda argnum, g, ans, args, kwargs: g * args[argnum] / ans)
+    >>> value, tangent = make_jvp(hypot, argnum=(0, 1))(3.0, 4.0)((1.0, 0.0))
+    >>> print(float(value), float(tangent))           # |(x, y)|, x / |(x, y)|
+    5.0 0.6
     """
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         total = None
@@ -408,6 +397,7 @@ def subval(x, i, v):
     return tuple(x)
 
 
+@_shared_parameters
 def def_linear(prim):
     """Register the rules of a primitive that is linear in each of its arguments and whose
     Jacobian with respect to each is symmetric (elementwise products and their like).
@@ -415,10 +405,7 @@ def def_linear(prim):
     The VJP and the JVP of argument ``k`` are then the function itself with the cotangent
     (tangent) in place of argument ``k``.
 
-    Parameters
-    ----------
-    prim : Primitive
-        A function wrapped by `primitive`.
+    {prim}
 
     Examples
     --------

@@ -10,7 +10,11 @@ import itertools
 import numpy as _np
 
 from .core import vspace  # (autograd.test_util has it)
-from .differential_operators import _match_input, make_jvp, make_vjp, tree_flatten
+from ._arguments import _match_input
+from ._docstrings import fill
+from ._forward_mode import make_jvp
+from ._pytree import tree_flatten
+from ._reverse_mode import make_vjp
 from .wrap_util import get_name, unary_to_nary
 
 EPS = 1e-6
@@ -90,6 +94,19 @@ def _name(f):
     return getattr(f, "__name__", repr(f))
 
 
+# the parameters x and rs and the Raises section of check_vjp and check_jvp
+_one_direction_doc = fill({"x, rs and raises": """x : value
+    The point.
+rs : numpy.random.RandomState, optional
+    The source of the random directions (default: seeded with 0).
+
+Raises
+------
+AssertionError
+    Naming the function, with the analytic and numeric values."""})
+
+
+@_one_direction_doc
 def check_vjp(f, x, rs=None):
     """Check the VJP of ``f`` at ``x`` against central differences, along one random direction.
 
@@ -102,15 +119,7 @@ def check_vjp(f, x, rs=None):
     ----------
     f : callable
         A function of one value (an array, scalar, or tuple/list/dict of these).
-    x : value
-        The point.
-    rs : numpy.random.RandomState, optional
-        The source of the random directions (default: seeded with 0).
-
-    Raises
-    ------
-    AssertionError
-        Naming the function, with the analytic and numeric values.
+    {x, rs and raises}
 
     Examples
     --------
@@ -136,6 +145,7 @@ def check_vjp(f, x, rs=None):
         f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}")
 
 
+@_one_direction_doc
 def check_jvp(f, x, rs=None):
     """Check the JVP of ``f`` at ``x`` against central differences, along one random direction;
     the tangent must have the type, dtype and shape of the output.
@@ -144,22 +154,13 @@ def check_jvp(f, x, rs=None):
     ----------
     f : callable
         A function of one value.
-    x : value
-        The point.
-    rs : numpy.random.RandomState, optional
-        The source of the random directions (default: seeded with 0).
-
-    Raises
-    ------
-    AssertionError
-        Naming the function, with the analytic and numeric values.
+    {x, rs and raises}
 
     Examples
     --------
-    >>> import numpy as onp
-    >>> import gradcy.numpy as np
     >>> from gradcy.test_util import check_jvp
-    >>> check_jvp(np.sin, onp.array([0.1, 0.5]))          # passes silently
+    >>> import gradcy.numpy as np
+    >>> check_jvp(np.tanh, 0.3)                           # passes silently
     """
     rs = rs or _np.random.RandomState(0)
     v = _random_like(x, rs)

@@ -20,15 +20,18 @@ from contextlib import contextmanager
 import numpy as _np
 
 from ._core import Box, Primitive, Tape
-from .differential_operators import _check_leaf, pack_outputs, tree_flatten
+from ._arguments import _check_leaf
+from ._pytree import tree_flatten
+from ._tracing import pack_outputs
 from .registry import notrace_primitive, primitive
 from .util import subvals, toposort
 from .vspace import VSpace
 from .wrap_util import wraps
 
+# (find_top_boxed_args, autograd's, is added by gradcy._autograd_rules)
 __all__ = ["trace", "Node", "primitive", "notrace_primitive", "register_notrace",
            "notrace_primitives", "getval", "isbox", "new_box", "Box", "box_types",
-           "box_type_mappings", "find_top_boxed_args", "trace_stack", "TraceStack",
+           "box_type_mappings", "trace_stack", "TraceStack",
            "trace_primitives_map", "toposort", "subvals", "wraps"]
 
 
@@ -171,21 +174,6 @@ class _BoxTypeMappings(dict):
 
 
 box_type_mappings = _BoxTypeMappings()
-
-
-def find_top_boxed_args(args):
-    """(boxed, trace_id, node_type, False): the positions and traced values of `args` that
-    belong to the innermost differentiation among them, its id, and its node type."""
-    top, boxes = -1, []
-    for argnum, arg in enumerate(args):
-        if type(arg) is Box:
-            tid = arg._tape.trace_id
-            if tid > top:
-                top, boxes = tid, [(argnum, arg)]
-            elif tid == top:
-                boxes.append((argnum, arg))
-    from .core import VJPNode
-    return boxes, top, (VJPNode if boxes else None), False
 
 
 # =============================================================================

@@ -1,9 +1,8 @@
 """Small helpers (autograd.util's API)."""
-import warnings
-
 from .registry import subval
 
-__all__ = ["subval", "subvals", "func", "toposort", "quick_grad_check", "deprecation_msg"]
+# (quick_grad_check and deprecation_msg, autograd's, are added by gradcy._autograd_rules)
+__all__ = ["subval", "subvals", "func", "toposort"]
 
 
 def subvals(x, ivs):
@@ -40,16 +39,3 @@ def toposort(end_node, parents=lambda node: node.parents):
                 ready.append(parent)
             else:
                 child_counts[parent] -= 1
-
-
-deprecation_msg = ("quick_grad_check is deprecated; use "
-                   "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)")
-
-
-def quick_grad_check(fun, arg0, extra_args=(), kwargs={},  # noqa: B006  (autograd's; only read)
-                     verbose=True, eps=1e-4, rtol=1e-4,
-                     atol=1e-6, rs=None):
-    """Deprecated: check_grads of fun with respect to arg0, reverse mode, first order."""
-    warnings.warn(deprecation_msg, DeprecationWarning, stacklevel=2)
-    from .test_util import check_grads
-    check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)

@@ -13,6 +13,7 @@ cotangent of the value, or materializes it (np.asarray) where a dense value is n
 import numpy as _np
 
 from ._core import Box
+from ._pytree import flatten
 
 __all__ = ["vspace", "VSpace", "ArrayVSpace", "ComplexArrayVSpace", "ContainerVSpace",
            "SequenceVSpace", "ListVSpace", "TupleVSpace", "DictVSpace", "NamedTupleVSpace",
@@ -90,12 +91,10 @@ class VSpace:
 
     def flatten(self, x):
         """x as a 1-D array (differentiable)."""
-        from .misc.flatten import flatten
         return flatten(x)[0]
 
     def unflatten(self, v):
         """The element of this space whose flatten() is the 1-D array v (differentiable)."""
-        from .misc.flatten import flatten
         return flatten(self.zeros())[1](v)
 
     def examples(self):

@@ -8,7 +8,7 @@ import pytest
 
 import gradcy
 import gradcy.numpy as anp
-from gradcy import _core, differential_operators, grad, make_vjp
+from gradcy import _core, _tracing, grad, make_vjp
 from gradcy import _core_tests as ct
 from gradcy._core import EscapedValueError, Tape
 from gradcy.extend import defvjp, primitive
@@ -583,7 +583,7 @@ def test_grad_and_aux_values_computed_after_the_output_do_not_stay_saved(monkeyp
         t.observer = lambda *e: events.append(e)
         return t
 
-    monkeypatch.setattr(differential_operators, "Tape", observed_tape)
+    monkeypatch.setattr(_tracing, "Tape", observed_tape)
 
     def f(x):
         out = anp.sum(anp.sin(x))
@@ -668,7 +668,7 @@ def test_grad_sweep_releases_saved_bytes_monotonically():
         return anp.sum(x)
 
     # grad's consuming sweep (what _core.grad_fast runs), with an observer on its tape
-    vjp, _ = differential_operators._trace(f, (x0,), {}, 0, "grad", consume=True,
+    vjp, _ = _tracing._trace(f, (x0,), {}, 0, "grad", consume=True,
                                            observer=lambda *e: events.append(e))
     g = vjp(1.0)
     assert vjp._tape is None                      # consumed: the tape went with the sweep
@@ -752,7 +752,7 @@ def test_gradcy_exports_errors():
 def _vjp_runs(f, x):
     """(gradient, names of the primitives whose VJPs ran) of a non-consuming sweep."""
     events = []
-    vjp, _ = differential_operators._trace(f, (x,), {}, 0, "make_vjp", consume=False,
+    vjp, _ = _tracing._trace(f, (x,), {}, 0, "make_vjp", consume=False,
                                            observer=lambda *e: events.append(e))
     try:
         g = vjp(1.0)

@@ -9,7 +9,9 @@ Both inner fixed points are computed by this same function, so they are differen
 (gradients of any order, forward and reverse). `a` may be an array, a scalar, or a nested
 tuple/list/dict of them; x0 only chooses the starting point and gets no gradient.
 """
-from ..differential_operators import make_jvp, make_vjp, tree_flatten
+from .._forward_mode import make_jvp
+from .._pytree import tree_flatten
+from .._reverse_mode import make_vjp
 from ..registry import defjvp_argnums, defvjp_argnums, primitive
 from ..vspace import vspace
 
@@ -134,9 +136,3 @@ def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
 defvjp_argnums(_fixed_point, _fixed_point_vjp, save=("ans",))
 defjvp_argnums(_fixed_point, _fixed_point_jvp)
 _ensure_saved(8)
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

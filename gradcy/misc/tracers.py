@@ -16,7 +16,10 @@ first call saw. Writes into arrays (buf[i] = v) cannot be replayed and raise.
 from functools import partial
 from itertools import repeat
 
+from .._arguments import _check_leaf
 from .._core import Box, Tape
+from .._pytree import tree_flatten
+from .._tracing import _call_traced
 from ..tracer import Node, trace
 from ..util import subvals, toposort
 from ..wrap_util import wraps
@@ -39,7 +42,6 @@ class _Program:
     __slots__ = ("steps", "n_inputs", "n_slots", "out", "run")
 
     def __call__(self, x):
-        from ..differential_operators import tree_flatten
         leaves = tree_flatten(x)[0]
         if len(leaves) != self.n_inputs:
             raise ValueError(f"const_graph: recorded with {self.n_inputs} input values, called "
@@ -96,8 +98,6 @@ class _Program:
 
 def _record(fun, x):
     """(fun(x), the program that recomputes it from x)."""
-    from .. import differential_operators as _do
-    from ..differential_operators import _check_leaf, tree_flatten
     leaves, unflatten = tree_flatten(x)
     for i, leaf in enumerate(leaves):
         _check_leaf(leaf, "const_graph", i)
@@ -107,7 +107,7 @@ def _record(fun, x):
         boxes = [tape.new_leaf(v) for v in leaves]
         slot_of = {b._node: k for k, b in enumerate(boxes)}
         # active: constructors hand out buffers of this tape, so writes are recorded (and refused)
-        out = _do._call_traced(tape, fun, (None,), {}, 0, unflatten(boxes))
+        out = _call_traced(tape, fun, (None,), {}, 0, unflatten(boxes))
         del boxes
         if type(out) is not Box or out._tape is not tape:
             raise ValueError("const_graph: the output is independent of the input (or not a "
@@ -211,10 +211,10 @@ def const_graph(fun, *args, **kwargs):
 
     Examples
     --------
+    >>> from gradcy.misc import const_graph
+    >>> from gradcy import grad
     >>> import numpy as onp
     >>> import gradcy.numpy as np
-    >>> from gradcy import grad
-    >>> from gradcy.misc import const_graph
     >>> def loss(x):
     ...     return np.sum(np.tanh(x) ** 2)
     >>> fast_grad = const_graph(grad(loss))

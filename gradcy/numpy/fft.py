@@ -257,9 +257,3 @@ for _prim in [fft, ifft, fft2, ifft2, fftn, ifftn, rfft,
     _defjvp(_prim, _linear_jvp(_prim))
 
 del _prim, _kind, _one, _r, _ir
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

@@ -1141,9 +1141,3 @@ if hasattr(_npla, "vecdot"):        # NumPy >= 2: numpy.linalg's array-API names
     matmul = _array_api_alias("matmul", lambda x1, x2, /: _anp.matmul(x1, x2))
     matrix_transpose = _array_api_alias("matrix_transpose", lambda x, /: _anp.matrix_transpose(x))
 del _prim, _args
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

@@ -9,6 +9,3 @@ Conventions of the rule files:
 - rules are written with gradcy.numpy functions, so they are differentiable themselves;
 - a cotangent has the dtype and shape of its argument (_util.unbroadcast / cast_like).
 """
-from .._autograd_rules import export as _export
-
-_export(globals())

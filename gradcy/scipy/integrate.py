@@ -16,7 +16,9 @@ The extra arguments may be arrays, floats or nested tuples/lists/dicts of them; 
 import numpy as _onp
 
 from .._core import Box
-from ..differential_operators import make_jvp, make_vjp, tree_flatten
+from .._arguments import _differentiated_leaves
+from .._pytree import tree_flatten
+from .._tracing import _forward, _trace
 from ..registry import defjvp_argnums, defvjp_argnums, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like, shape_dtype
@@ -111,6 +113,20 @@ def _setup(args, kwargs):
     return f, t, dyn, solver_kw
 
 
+def _vjp(fun, primals):
+    """(vjp, fun(*primals)): vjp(g) is the tuple of the cotangents of the primals; it may be
+    called once (its tape is released then)."""
+    return _trace(fun, primals, {}, tuple(range(len(primals))), "odeint", consume=True)
+
+
+def _jvp(fun, primals, tangents):
+    """(fun(*primals), its tangent) for the tangents of the primals (one forward-mode run)."""
+    argnum = tuple(range(len(primals)))
+    leaves, unflatten = _differentiated_leaves(primals, argnum, "odeint")
+    return _forward(fun, primals, {}, argnum, leaves, unflatten, tree_flatten(tangents)[0],
+                    "odeint")
+
+
 def _zeros_of(x):
     shape, dtype = shape_dtype(x)
     return _onp.zeros(shape, dtype)
@@ -129,19 +145,13 @@ def _odeint_vjp(argnums, ans, args, kwargs):
 
     if want_args:
         def aug(state, s, *d):
-            vjp_f, dy = make_vjp(lambda y, dd: f(y, s, *dd), argnum=(0, 1))(state[:D], d)
-            try:
-                a_y, a_d = vjp_f(-state[D:2 * D])
-            finally:
-                vjp_f.release()
+            vjp_f, dy = _vjp(lambda y, dd: f(y, s, *dd), (state[:D], d))
+            a_y, a_d = vjp_f(-state[D:2 * D])
             return anp.concatenate([dy, a_y] + [anp.ravel(c) for c in a_d])
     else:
         def aug(state, s, *d):
-            vjp_f, dy = make_vjp(lambda y: f(y, s, *d))(state[:D])
-            try:
-                a_y = vjp_f(-state[D:])
-            finally:
-                vjp_f.release()
+            vjp_f, dy = _vjp(lambda y: f(y, s, *d), (state[:D],))
+            (a_y,) = vjp_f(-state[D:])
             return anp.concatenate([dy, a_y])
 
     def vjp(g):
@@ -205,13 +215,12 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
             d_dyn = [_zeros_of(x) if v is None else v for x, v in zip(dyn, d_dyn)]
 
             def aug(z, s, *dd):
-                y_dot, s_dot = make_jvp(lambda y, d: f(y, s, *d), argnum=(0, 1))(
-                    z[:D], dd[:n])((z[D:], dd[n:]))
+                y_dot, s_dot = _jvp(lambda y, d: f(y, s, *d), (z[:D], dd[:n]), (z[D:], dd[n:]))
                 return anp.concatenate([y_dot, s_dot])
             extra = list(dyn) + d_dyn
         else:
             def aug(z, s, *d):
-                y_dot, s_dot = make_jvp(lambda y: f(y, s, *d))(z[:D])(z[D:])
+                y_dot, s_dot = _jvp(lambda y: f(y, s, *d), (z[:D],), (z[D:],))
                 return anp.concatenate([y_dot, s_dot])
             extra = list(dyn)
         out = _odeint_p(aug, anp.concatenate([ans[0], s0]), t, *extra, **solver_kw)
@@ -226,8 +235,3 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
 defvjp_argnums(_odeint_p, _odeint_vjp, save=("ans", 2) + tuple(range(3, 3 + _MAX_ARGS)))
 defjvp_argnums(_odeint_p, _odeint_jvp)
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

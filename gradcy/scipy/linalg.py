@@ -414,9 +414,3 @@ def _cho_factor_jvp(g, ans, a, lower=False, check_finite=True):
 
 defvjp(_cho_factor_p, _cho_factor_vjp, save=("ans",))
 defjvp(_cho_factor_p, _cho_factor_jvp)
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

@@ -182,9 +182,3 @@ def _convolve_jvp_1(g, ans, in1, in2, mode="full", method="auto"):
 
 defvjp_argnums(_conv, _convolve_vjp, save=(0, 1))
 defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

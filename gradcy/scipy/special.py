@@ -307,9 +307,3 @@ _unary(y1, lambda ans, x: (y0(x) - yn(2, x)) * 0.5, save=(0,))
 _last_arg(yn, lambda ans, n, x: (yn(n - 1, x) - yn(n + 1, x)) * 0.5, save=(0, 1))
 
 del _p
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from .._autograd_rules import export as _export
-
-_export(globals())

@@ -26,8 +26,3 @@ def _db(x, a, b):
 density_rules(logpdf, pdf, partials([_dx, _da, _db]), save=(0, 1, 2))
 rules(cdf, partials([pdf]), save=(0, 1, 2))
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

@@ -27,8 +27,3 @@ def _ddf(x, df):
 density_rules(logpdf, pdf, partials([_dx, _ddf]), save=(0, 1))
 rules(cdf, partials([pdf]), save=(0, 1))
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

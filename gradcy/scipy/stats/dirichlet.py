@@ -74,8 +74,3 @@ def _jvp_alpha(t, ans, x, alpha):
 
 density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_alpha], [_jvp_x, _jvp_alpha]), save=(0, 1))
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

@@ -22,8 +22,3 @@ def _da(x, a):
 density_rules(logpdf, pdf, partials([_dx, _da]), save=(0, 1))
 rules(cdf, partials([pdf]), save=(0, 1))
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

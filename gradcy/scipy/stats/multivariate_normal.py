@@ -125,9 +125,3 @@ def _entropy_jvp_cov(t, ans, mean=None, cov=1):
 
 defvjp_direct(entropy, None, _entropy_vjp_cov, save=(1,))
 defjvp(entropy, None, _entropy_jvp_cov)
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

@@ -43,9 +43,3 @@ _dist_rules(logcdf, lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs)
             save=("ans", 0, 1, 2))
 _dist_rules(logsf, lambda ans, *args, **kwargs: -anp.exp(logpdf(*args, **kwargs) - ans),
             save=("ans", 0, 1, 2))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

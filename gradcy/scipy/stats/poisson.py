@@ -19,8 +19,3 @@ density_rules(logpmf, pmf, partials([_dmu], argnums=(1,)), save=(0, 1))
 # d/dmu P(K <= k) = -pmf(floor(k), mu)
 rules(cdf, partials([lambda k, mu: -pmf(anp.floor(k), mu)], argnums=(1,)), save=(0, 1))
 
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

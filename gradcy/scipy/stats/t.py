@@ -48,9 +48,3 @@ def _dist_rules(prim, w, save):
 _dist_rules(cdf, lambda ans, *args, **kwargs: pdf(*args, **kwargs), save=(0, 1, 2, 3))
 _dist_rules(logcdf, lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs) - ans),
             save=("ans", 0, 1, 2, 3))
-
-
-# autograd's names in this module (views of the rules above; gradcy._autograd_rules)
-from ..._autograd_rules import export as _export
-
-_export(globals())

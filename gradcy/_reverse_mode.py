@@ -1,0 +1,514 @@
+"""The reverse-mode operators: grad, value_and_grad, make_vjp, jacobian, checkpoint, ...
+
+Each builds on _tracing._trace (one recorded call, swept backwards); grad and value_and_grad
+first try _core.grad_fast, which runs the common case (float arrays in, a real scalar out)
+without the general path.
+"""
+import inspect
+from functools import wraps
+
+import numpy as _np
+
+from ._arguments import _check_float_output, _match_input
+from ._core import Box
+from ._core import grad_fast as _grad_fast
+from ._docstrings import operator_doc
+from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
+from .registry import defjvp_argnums, defvjp_argnums, primitive
+from .wrap_util import _check_argnum, wrap_nary_f
+
+
+def make_vjp(fun, argnum=0):
+    """A function returning the vector-Jacobian product (VJP) function of ``fun`` and its value.
+
+    Parameters
+    ----------
+    fun : callable
+        The function to differentiate; its output may be an array or a tuple/list/dict of
+        arrays.
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``vjp_maker(*args, **kwargs) -> (vjp, ans)``: ``ans`` is ``fun(*args, **kwargs)`` and
+        ``vjp(g)`` the cotangent of ``args[argnum]`` for a cotangent ``g`` shaped like ``ans``
+        (``g`` contracted with the Jacobian). ``vjp`` may be called many times; it holds the
+        recorded tape until ``vjp.release()`` is called or ``vjp`` is dropped.
+
+    See Also
+    --------
+    vector_jacobian_product : the same for one cotangent, without keeping the tape.
+    make_jvp : the forward-mode counterpart.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_vjp
+    >>> vjp, ans = make_vjp(np.sin)(np.array([0.0, 1.0]))
+    >>> print(vjp(np.array([1.0, 2.0])))          # cos(x) * g
+    [1.         1.08060461]
+    >>> print(vjp(np.array([1.0, 0.0])))          # called again on the same tape
+    [1. 0.]
+    >>> vjp.release()
+    """
+    @wrap_nary_f(fun, make_vjp, argnum)
+    def vjp_maker(*args, **kwargs):
+        vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
+        return vjp, ans
+    return vjp_maker
+
+
+@operator_doc("scalar", "ints")
+def value_and_grad(fun, argnum=0):
+    """A function returning both the value and the gradient of a scalar-valued function.
+
+    Cheaper than calling ``fun`` and `grad` separately: the value comes from the forward pass
+    of the gradient computation.
+
+    {fun and argnum}
+        ``value_and_grad_fun(*args, **kwargs) -> (fun(*args, **kwargs), gradient)``, the
+        gradient as `grad` gives it.
+
+    See Also
+    --------
+    grad, grad_and_aux
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import value_and_grad
+    >>> loss, g = value_and_grad(lambda w: np.sum(w ** 2))(np.array([1.0, -2.0]))
+    >>> print(loss, g)
+    5.0 [ 2. -4.]
+    """
+    @wrap_nary_f(fun, value_and_grad, argnum)
+    def value_and_grad_fun(*args, **kwargs):
+        out = _grad_fast(fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad,
+                         _match_input)
+        if out is not NotImplemented:
+            return out
+        vjp, ans = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
+        return _grad_of(vjp, ans, "value_and_grad", True)
+    return value_and_grad_fun
+
+
+def _recompute_flag(recompute):
+    """The tape setting of grad's `recompute` policy (None: the process default)."""
+    if recompute is None:
+        return None
+    if recompute in ("elementwise", True):
+        return True
+    if recompute in ("none", False):
+        return False
+    raise ValueError(f"grad: recompute must be 'elementwise', 'none' or None (the default), "
+                     f"got {recompute!r}")
+
+
+def grad(fun, argnum=0, recompute=None):
+    """
+    Returns a function which computes the gradient of a scalar-valued function.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of one or more positional arguments returning a real scalar (a Python float,
+        or a NumPy scalar or array of size 1), written with ``gradcy.numpy`` (plain NumPy
+        functions called on traced values are routed to gradcy too).
+    argnum : int or tuple of int, optional
+        The positional argument to differentiate with respect to (default 0). With a tuple of
+        ints the gradient is a tuple, one entry per listed argument.
+    recompute : {None, 'elementwise', 'none'}, optional
+        ``'elementwise'``: a value made by a cheap elementwise operation (divide, multiply,
+        exp, tanh, ...) whose own saved record holds all its inputs is not kept by the
+        operations that read it; the backward pass makes it again (same values, bit for bit).
+        Less memory, a little more arithmetic. Default: off.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs)``: the gradient of ``fun`` at ``args`` with respect to
+        ``args[argnum]``. It has the type, dtype and shape of that argument: a Python float
+        for a float, a float32 array for a float32 array, a tuple/list/dict of gradients for a
+        tuple/list/dict argument.
+
+    Raises
+    ------
+    TypeError
+        If ``fun`` returns an array of more than one element or a complex value (use
+        `elementwise_grad`, `jacobian`, `make_vjp` or `holomorphic_grad`), or if the
+        differentiated argument holds integers (pass floats).
+    IndexError
+        If ``argnum`` is not the position of one of the arguments.
+
+    See Also
+    --------
+    value_and_grad : the value and the gradient in one pass.
+    elementwise_grad, jacobian, make_vjp : functions with array outputs.
+    grad_named : the gradient with respect to an argument given by name.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad
+    >>> def f(x, y):
+    ...     return np.sum(np.sin(x) * y)
+    >>> x, y = np.array([0.0, 1.0]), np.array([2.0, 3.0])
+    >>> print(grad(f)(x, y))                      # cos(x) * y
+    [2.         1.62090692]
+    >>> gx, gy = grad(f, argnum=(0, 1))(x, y)
+    >>> print(gy)                                 # sin(x)
+    [0.         0.84147098]
+    >>> grad(lambda t: t ** 3)(2.0)               # a float in, a float out
+    12.0
+    >>> grad(grad(lambda t: t ** 3))(2.0)         # gradients of gradients
+    12.0
+    """
+    flag = _recompute_flag(recompute)
+
+    @wrap_nary_f(fun, grad, argnum)
+    def gradfun(*args, **kwargs):
+        if flag is None:
+            # plain float arrays in, a real scalar out: the whole call runs in _core
+            g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad,
+                           _match_input)
+            if g is not NotImplemented:
+                return g
+        vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True, recompute=flag)
+        return _grad_of(vjp, ans, "grad", False)
+    return gradfun
+
+
+def grad_and_aux(fun, argnum=0):
+    """The gradient of a function that also returns an auxiliary value.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a pair ``(output, aux)``: ``output`` a real scalar, ``aux``
+        anything (it is not differentiated).
+    argnum : int or tuple of int, optional
+        The positional argument(s) to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``grad_and_aux_fun(*args, **kwargs) -> (gradient of output, aux)``, with ``aux`` as
+        plain (untraced) values.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import grad_and_aux
+    >>> def f(x):
+    ...     y = np.tanh(x)
+    ...     return np.sum(y), y                  # (output, auxiliary value)
+    >>> g, aux = grad_and_aux(f)(np.zeros(2))
+    >>> print(g, aux)
+    [1. 1.] [0. 0.]
+    """
+    @wrap_nary_f(fun, grad_and_aux, argnum)
+    def grad_and_aux_fun(*args, **kwargs):
+        aux_box = []
+
+        def only_output(*a, **k):
+            out, aux = fun(*a, **k)
+            aux_box.append(aux)
+            return out
+        vjp, ans = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
+        aux = _strip(aux_box[0], vjp._tape)      # while the tape is there to compare with
+        return _grad_of(vjp, ans, "grad_and_aux", False), aux
+    return grad_and_aux_fun
+
+
+@operator_doc("array", "ints")
+def elementwise_grad(fun, argnum=0):
+    """The derivative of an elementwise function, element by element.
+
+    It is the vector-Jacobian product with a cotangent of ones: for a function whose output
+    element ``i`` depends only on input element ``i``, element ``i`` of the result is the
+    derivative of output ``i`` with respect to input ``i``. For other functions it is the
+    gradient of the sum of the outputs.
+
+    {fun and argnum}
+        ``gradfun(*args, **kwargs)``, shaped like ``args[argnum]``.
+
+    See Also
+    --------
+    deriv : the same in forward mode (cheaper for elementwise functions of large arrays).
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import elementwise_grad
+    >>> print(elementwise_grad(np.tanh)(np.array([0.0, 1.0])))   # 1 - tanh(x)**2
+    [1.         0.41997434]
+    """
+    @wrap_nary_f(fun, elementwise_grad, argnum)
+    def gradfun(*args, **kwargs):
+        vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
+        return _vjp_of_ones(vjp, ans, "elementwise_grad")
+    return gradfun
+
+
+def holomorphic_grad(fun, argnum=0):
+    """The complex derivative of a holomorphic function.
+
+    Parameters
+    ----------
+    fun : callable
+        A holomorphic (complex-differentiable) function of a complex argument.
+    argnum : int, optional
+        The positional argument to differentiate with respect to (default 0); it must be
+        complex.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs)``: ``d fun / d z`` at ``args``, complex.
+
+    Raises
+    ------
+    TypeError
+        If the argument is not complex.
+
+    Examples
+    --------
+    >>> from gradcy import holomorphic_grad
+    >>> holomorphic_grad(lambda z: z ** 2)(1.0 + 2.0j)    # 2 z
+    (2+4j)
+    """
+    @wrap_nary_f(fun, holomorphic_grad, argnum)
+    def gradfun(*args, **kwargs):
+        _check_argnum(args, argnum, "holomorphic_grad")
+        x = args[argnum]
+        if not _np.iscomplexobj(x._value if type(x) is Box else x):
+            raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
+                            "x.astype(complex) or x + 0j")
+        vjp, ans = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
+        return _vjp_of_ones(vjp, ans, "holomorphic_grad")
+    return gradfun
+
+
+@operator_doc("any", "ints")
+def vector_jacobian_product(fun, argnum=0):
+    """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
+
+    {fun and argnum}
+        ``vjp_fun(*args, v)``: the cotangent of ``args[argnum]`` for the cotangent ``v`` of
+        ``fun(*args)`` (the last positional argument is the vector, not an argument of
+        ``fun``).
+
+    See Also
+    --------
+    make_vjp : keeps the tape to apply the VJP to many cotangents.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import vector_jacobian_product
+    >>> vjp_fun = vector_jacobian_product(np.sin)
+    >>> print(vjp_fun(np.array([0.0, 1.0]), np.array([1.0, 2.0])))   # cos(x) * v
+    [1.         1.08060461]
+    """
+    def vector_dot_grad(*args, **kwargs):
+        args, vector = args[:-1], args[-1]
+        _check_argnum(args, argnum, "vector_jacobian_product", " besides the vector")
+        vjp, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
+        return vjp(vector)
+    return vector_dot_grad
+
+
+@operator_doc("array", "int")
+def jacobian(fun, argnum=0):
+    """The Jacobian of ``fun``, by one reverse pass per output element.
+
+    {fun and argnum}
+        ``jacobian_fun(*args, **kwargs)``: an array of shape ``out.shape + x.shape`` where
+        ``out = fun(*args)`` and ``x = args[argnum]``; element ``[i, j]`` is
+        ``d out[i] / d x[j]``.
+
+    See Also
+    --------
+    hessian, make_vjp, make_jvp
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import jacobian
+    >>> print(jacobian(np.cumsum)(np.array([1.0, 2.0, 3.0])))
+    [[1. 0. 0.]
+     [1. 1. 0.]
+     [1. 1. 1.]]
+    """
+    @wrap_nary_f(fun, jacobian, argnum)
+    def jacobian_fun(*args, **kwargs):
+        vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
+        try:
+            _check_float_output(ans, "jacobian")
+            x = args[argnum]
+            out_shape = _np.shape(ans._value if type(ans) is Box else ans)
+            ans_value = ans
+            while type(ans_value) is Box:
+                ans_value = ans_value._value
+            n = int(_np.prod(out_shape))
+            dtype = _np.result_type(ans_value)
+            rows = []
+            for i in range(n):
+                e = _np.zeros(n, dtype)
+                e[i] = 1
+                e = e.reshape(out_shape)
+                if not isinstance(ans_value, _np.ndarray):
+                    e = dtype.type(e)
+                rows.append(vjp(e))
+        finally:
+            vjp.release()
+        x_shape = _np.shape(x._value if type(x) is Box else x)
+        if not rows:
+            return _np.zeros(tuple(out_shape) + tuple(x_shape))
+        return _np.reshape(_np.stack(rows), tuple(out_shape) + tuple(x_shape))
+    return jacobian_fun
+
+
+@operator_doc("array", "int")
+def tensor_jacobian_product(fun, argnum=0):
+    """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
+
+    {fun and argnum}
+        ``tjp(*args, v)``: ``v`` (shaped like the output) contracted with the Jacobian over the
+        output's axes, shaped like ``args[argnum]``. The last positional argument is ``v``.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import tensor_jacobian_product
+    >>> tjp = tensor_jacobian_product(np.cumsum)
+    >>> print(tjp(np.array([1.0, 2.0, 3.0]), np.ones(3)))
+    [3. 2. 1.]
+    """
+    def vector_dot_fun(*args, **kwargs):
+        args, vector = args[:-1], args[-1]
+        return _np.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
+    tjp = jacobian(vector_dot_fun, argnum)
+
+    def tensor_jacobian_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "tensor_jacobian_product", " besides the vector")
+        return tjp(*args, **kwargs)
+    return tensor_jacobian_product_fun
+
+
+def grad_named(fun, argname):
+    """The gradient with respect to an argument given by its parameter name.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+    argname : str
+        The name of the parameter of ``fun`` to differentiate with respect to. The argument
+        must still be passed positionally.
+
+    Returns
+    -------
+    callable
+        ``grad(fun, argnum)`` for the position of ``argname`` in ``fun``'s signature.
+
+    Examples
+    --------
+    >>> from gradcy import grad_named
+    >>> def f(x, y):
+    ...     return x * y ** 2
+    >>> grad_named(f, "y")(3.0, 2.0)
+    12.0
+    """
+    arg_index = list(inspect.signature(fun).parameters).index(argname)
+    return grad(fun, arg_index)
+
+
+def multigrad_dict(fun):
+    """The gradients with respect to every argument, as a dict keyed by parameter name.
+
+    Parameters
+    ----------
+    fun : callable
+        A function returning a real scalar.
+
+    Returns
+    -------
+    callable
+        ``gradfun(*args, **kwargs) -> {name: gradient}`` for every argument given (by
+        position or by keyword).
+
+    Examples
+    --------
+    >>> from gradcy import multigrad_dict
+    >>> def f(x, y):
+    ...     return x * y ** 2
+    >>> multigrad_dict(f)(3.0, 2.0)
+    {'x': 4.0, 'y': 12.0}
+    """
+    sig = inspect.signature(fun)
+
+    def gradfun(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        names = list(bound.arguments)
+        values = [bound.arguments[n] for n in names]
+
+        def f_of_values(vals):
+            return fun(**dict(zip(names, vals)))
+        grads = grad(f_of_values)(values)
+        return dict(zip(names, grads))
+    return gradfun
+
+
+def checkpoint(fun):
+    """``fun`` as one recorded operation that recomputes its insides during the backward pass.
+
+    A checkpointed call saves only its inputs; its intermediate values are computed again
+    when the backward pass reaches it, instead of being held from the forward pass: memory
+    traded for time. Use it on the blocks of a long chain (the layers of a network, the steps
+    of a simulation) to hold one block's intermediates at a time.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of positional arguments (any of which may be traced) returning a value or
+        a tuple/list/dict of values.
+
+    Returns
+    -------
+    callable
+        A function computing what ``fun`` computes, differentiable in reverse and forward
+        mode and to any order.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import checkpoint, grad
+    >>> def block(x):
+    ...     for _ in range(10):
+    ...         x = np.tanh(x)
+    ...     return x
+    >>> cblock = checkpoint(block)
+    >>> x = np.linspace(-1.0, 1.0, 4)
+    >>> g = grad(lambda x: np.sum(cblock(cblock(x))))(x)
+    >>> bool(np.allclose(g, grad(lambda x: np.sum(block(block(x))))(x)))
+    True
+    """
+    def vjp_argnums(argnums, ans, args, kwargs):
+        def vjp(g):
+            inner, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
+                                 consume=True)
+            return inner(g)
+        return vjp
+
+    def jvp_argnums(argnums, gs, ans, args, kwargs):
+        argnums = tuple(argnums)
+        return _forward(fun, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
+                        "checkpoint")[1]
+    name = getattr(fun, "__name__", "fun")
+    wrapped = primitive(fun, f"checkpoint({name})")
+    defvjp_argnums(wrapped, vjp_argnums, save=("args",))
+    defjvp_argnums(wrapped, jvp_argnums)
+    return wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))

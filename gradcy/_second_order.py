@@ -1,0 +1,161 @@
+"""Second-order products built on the reverse-mode operators: hessian,
+hessian_tensor_product (hessian_vector_product), make_hvp, make_ggnvp and
+make_jvp_reversemode (a JVP as the VJP of a VJP)."""
+from functools import wraps
+
+import numpy as _np
+
+from ._docstrings import operator_doc
+from ._reverse_mode import grad, jacobian, make_vjp
+from .wrap_util import _check_argnum, unary_to_nary
+
+
+@operator_doc("scalar", "int")
+def hessian(fun, argnum=0):
+    """The Hessian of a scalar-valued function: the Jacobian of its gradient.
+
+    {fun and argnum}
+        ``hessian_fun(*args, **kwargs)``: an array of shape ``x.shape + x.shape`` for
+        ``x = args[argnum]``.
+
+    See Also
+    --------
+    hessian_tensor_product, make_hvp : Hessian-vector products without forming the Hessian.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import hessian
+    >>> print(hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0])))
+    [[4. 2.]
+     [2. 0.]]
+    """
+    hess = jacobian(jacobian(fun, argnum), argnum)
+
+    @wraps(fun)
+    def hessian_fun(*args, **kwargs):
+        _check_argnum(args, argnum, "hessian")
+        return hess(*args, **kwargs)
+    return hessian_fun
+
+
+@operator_doc("scalar", "int")
+def hessian_tensor_product(fun, argnum=0):
+    """The Hessian of a scalar-valued function contracted with a tensor, without forming the
+    Hessian (``hessian_vector_product`` is the same function).
+
+    {fun and argnum}
+        ``hvp(*args, v)``: ``H v``, the Hessian at ``args`` with respect to ``args[argnum]``
+        contracted with ``v`` (shaped like that argument) over all its axes. The last
+        positional argument is ``v``.
+
+    See Also
+    --------
+    make_hvp : reuses one traced gradient for many vectors.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import hessian_vector_product
+    >>> hvp = hessian_vector_product(lambda x: x[0] ** 2 * x[1])
+    >>> print(hvp(np.array([1.0, 2.0]), np.array([1.0, 0.0])))     # first column of H
+    [4. 2.]
+    """
+    fun_grad = grad(fun, argnum)
+
+    def vector_dot_grad(*args, **kwargs):
+        args, vector = args[:-1], args[-1]
+        return _np.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
+    hvp = grad(vector_dot_grad, argnum)
+
+    def hessian_tensor_product_fun(*args, **kwargs):
+        _check_argnum(args[:-1], argnum, "hessian_tensor_product", " besides the vector")
+        return hvp(*args, **kwargs)
+    return hessian_tensor_product_fun
+
+
+hessian_vector_product = hessian_tensor_product
+
+@operator_doc("scalar", "int")
+def make_hvp(fun, argnum=0):
+    """A function returning Hessian-vector products of ``fun`` at a point, and the gradient there.
+
+    The gradient is traced once; each product is one backward pass through it.
+
+    {fun and argnum}
+        ``hvp_maker(*args, **kwargs) -> (hvp, gradient)``: ``hvp(v)`` is the Hessian at
+        ``args`` times ``v``. ``hvp`` holds its tape until ``hvp.release()`` or until it is
+        dropped.
+
+    See Also
+    --------
+    hessian_vector_product : one product per call.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_hvp
+    >>> hvp, g = make_hvp(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 2.0]))
+    >>> print(g, hvp(np.array([1.0, 0.0])), hvp(np.array([0.0, 1.0])))
+    [4. 1.] [4. 2.] [2. 0.]
+    >>> hvp.release()
+    """
+    def hvp_maker(*args, **kwargs):
+        _check_argnum(args, argnum, "make_hvp")
+        return make_vjp(grad(fun, argnum), argnum)(*args, **kwargs)
+    return hvp_maker
+
+
+def make_ggnvp(f, g=None, f_argnum=0):
+    """Generalized Gauss-Newton products of ``g`` composed with ``f``.
+
+    Parameters
+    ----------
+    f : callable
+        The inner function (for example a model's predictions as a function of its
+        parameters).
+    g : callable, optional
+        A scalar function of ``f``'s output (for example a loss). Default: half the squared
+        norm over the last axis, ``0.5 * sum(y ** 2, axis=-1)``.
+    f_argnum : int, optional
+        The positional argument of ``f`` to differentiate with respect to (default 0).
+
+    Returns
+    -------
+    callable
+        ``ggnvp_maker(*args, **kwargs) -> ggnvp``: ``ggnvp(v)`` is ``J^T H J v``, with ``J``
+        the Jacobian of ``f`` at ``args`` and ``H`` the Hessian of ``g`` at ``f(*args)``.
+
+    Examples
+    --------
+    >>> import gradcy.numpy as np
+    >>> from gradcy import make_ggnvp
+    >>> ggnvp = make_ggnvp(np.sin)(np.array([0.0, 1.0]))      # J = diag(cos x), H = I
+    >>> print(ggnvp(np.array([1.0, 1.0])))                     # cos(x)**2 * v
+    [1.         0.29192658]
+    """
+    if g is None:
+        def g(y):
+            return 0.5 * _np.sum(y ** 2, axis=-1)
+
+    def ggnvp_maker(*args, **kwargs):
+        _check_argnum(args, f_argnum, "make_ggnvp")
+        f_vjp, f_x = make_vjp(f, f_argnum)(*args, **kwargs)
+        g_hvp, grad_g_x = make_vjp(grad(g))(f_x)
+        # the JVP of f as the VJP of its (linear) VJP, taken at zero
+        f_jvp, _ = make_vjp(f_vjp)(_np.zeros_like(grad_g_x))
+
+        def ggnvp(v):
+            return f_vjp(g_hvp(f_jvp(v)))
+        return ggnvp
+    return ggnvp_maker
+
+
+@unary_to_nary
+def make_jvp_reversemode(fun, x):
+    """make_jvp_reversemode(fun, argnum)(*args) -> jvp: jvp(v) is J v, computed with two
+    reverse passes (the VJP of the VJP, which is linear in its cotangent) instead of forward
+    mode."""
+    vjp, y = make_vjp(fun)(x)
+    vjp_vjp, _ = make_vjp(vjp)(_np.zeros_like(y) if not isinstance(y, float) else 0.0)
+    return vjp_vjp
