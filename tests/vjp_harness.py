@@ -8,11 +8,14 @@ Each test module lists the primitives it checks in a module-level set COVERED (q
 e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a VJP is listed
 nowhere.
 """
+import contextlib
+
 import numpy as onp
 
 import gradcy.numpy as gnp
-from gradcy import make_vjp
-from gradcy._core import Box, Tape
+from gradcy import make_jvp, make_vjp
+from gradcy._core import Box, Tape, install_hooks
+from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 
 DTYPES_CHECKED = (onp.float32,)
@@ -41,6 +44,146 @@ def check(fun, *args, order=2, dtypes=True, modes=("fwd", "rev")):
     if dtypes:
         for dt in DTYPES_CHECKED:
             check_dtype(fun, *[a.astype(dt) if _is_float_array(a) else a for a in args])
+
+
+def _is_inexact(a):
+    return isinstance(a, (float, complex)) or (
+        isinstance(a, onp.ndarray) and a.dtype.kind in "fc")
+
+
+def _to(a, dtype):
+    return a.astype(dtype) if isinstance(a, onp.ndarray) and a.dtype.kind == "f" else a
+
+
+def _random_like(shape, complex_, rs):
+    r = rs.randn(*shape)
+    return onp.asarray(r + 1j * rs.randn(*shape) if complex_ else r)
+
+
+def vjp_of(fun, i):
+    """The VJP of fun wrt argument i as a function of every argument and the cotangent."""
+    def vjp_i(*args_u):
+        *aa, uu = args_u
+        vjp, _ = make_vjp(fun, argnum=i)(*aa)
+        try:
+            return vjp(uu)
+        finally:
+            vjp.release()
+    return vjp_i
+
+
+def jvp_of(fun, i):
+    """The JVP of fun wrt argument i as a function of every argument and the tangent."""
+    def jvp_i(*args_v):
+        *aa, vv = args_v
+        return make_jvp(fun, argnum=i)(*aa)(vv)[1]
+    return jvp_i
+
+
+def check_deep(fun, *args, order=2, dtypes=True, tangents=True):
+    """check() to first order in both modes, then each argument's VJP (a function of every
+    argument and the cotangent) and JVP (of every argument and the tangent) checked
+    recursively to `order` in both modes, then the float32 contracts at the tape level
+    (make_vjp casts at its boundary, which would hide a float64 leak): the cotangents and,
+    with `tangents`, the forward tangents (check_raw_tangent_dtypes)."""
+    check(fun, *args, order=1, dtypes=dtypes, modes=("fwd", "rev"))
+    if order > 1:
+        rs = onp.random.RandomState(1)
+        y = onp.asarray(fun(*args))
+        u = _random_like(y.shape, onp.iscomplexobj(y), rs)
+        for i, a in enumerate(args):
+            if not _is_inexact(a):
+                continue
+            check_deep(vjp_of(fun, i), *args, u, order=order - 1, dtypes=False)
+            v = _random_like(onp.shape(a), onp.iscomplexobj(a), rs)
+            v = v if isinstance(a, onp.ndarray) else type(a)(v)
+            check_deep(jvp_of(fun, i), *args, v, order=order - 1, dtypes=False)
+    if dtypes:
+        check_raw_dtypes(fun, *args)
+        if tangents:
+            check_raw_tangent_dtypes(fun, *args)
+
+
+def check_raw_dtypes(fun, *args, dtype=onp.float32):
+    """At the tape level, each float argument cast to `dtype` gets a cotangent of exactly its
+    shape and dtype (None: a rule that declares a zero cotangent)."""
+    args = tuple(_to(a, dtype) for a in args)
+    for i, a in enumerate(args):
+        if not _is_inexact(a):
+            continue
+        c = raw_cotangent(fun, args, i)
+        if c is None:
+            continue
+        want = a.dtype if isinstance(a, onp.ndarray) else onp.dtype(type(a))
+        assert onp.shape(c) == onp.shape(a), f"arg {i}: shape {onp.shape(c)} != {onp.shape(a)}"
+        assert dtype_ok(c, want), f"arg {i}: dtype {onp.result_type(c)} != {want}"
+
+
+@contextlib.contextmanager
+def tangent_dtypes():
+    """Record (tangent dtype, output dtype) of every JVP result the engine has to cast or
+    broadcast (Python scalars aside: they are weak in NumPy's promotion)."""
+    seen = []
+
+    def fixer(t, ans):
+        if isinstance(ans, tuple):          # average(..., returned=True): leafwise
+            return tuple(None if ti is None else fixer(ti, ai) for ti, ai in zip(t, ans))
+        if type(t) not in (float, complex) and not dtype_ok(t, onp.result_type(ans)):
+            seen.append((onp.result_type(t), onp.result_type(ans)))
+        return match_tangent(t, ans)
+    install_hooks(tangent_fixer=fixer)
+    try:
+        yield seen
+    finally:
+        install_hooks(tangent_fixer=match_tangent)
+
+
+def raw_tangent(fun, args, i, v=None):
+    """(output, tangent) of fun along tangent v (ones by default) of argument i, asserting that
+    no JVP rule on the way widened a float32/complex64 tangent to double precision."""
+    v = onp.ones_like(args[i]) if v is None else v
+    with tangent_dtypes() as seen:
+        y, t = make_jvp(fun, argnum=i)(*args)(v)
+    widened = [(tt, a) for tt, a in seen if a.kind in "fc" and tt.kind in "fc"
+               and tt.itemsize > a.itemsize and onp.can_cast(a, tt)]
+    assert not widened, f"argument {i}: a JVP rule widened {widened}"
+    return y, t
+
+
+def check_raw_tangent_dtypes(fun, *args, dtype=onp.float32):
+    """Forward mode with each float argument cast to `dtype`: the output tangent has the
+    output's dtype and shape, and no rule widened on the way."""
+    args = tuple(_to(a, dtype) for a in args)
+    for i, a in enumerate(args):
+        if not _is_inexact(a):
+            continue
+        y, t = raw_tangent(fun, args, i, a * 0 + 1 if isinstance(a, onp.ndarray) else 1.0)
+        for yl, tl in zip(*(list(z) if isinstance(z, tuple) else [z] for z in (y, t))):
+            assert onp.shape(tl) == onp.shape(yl), f"arg {i}: shape {onp.shape(tl)}"
+            assert onp.result_type(tl) == onp.result_type(yl), (
+                f"arg {i}: tangent dtype {onp.result_type(tl)}, output {onp.result_type(yl)}")
+
+
+def assert_jvps_follow_vjps(prim):
+    """prim has a JVP for every argument it has a VJP for."""
+    if prim.jvp_argnums is not None:
+        return
+    assert prim.jvpmakers, f"{prim.name} has no JVP"
+    for argnum, maker in prim.vjpmakers.items():
+        if maker is not None:
+            assert prim.jvpmakers.get(argnum) is not None, f"{prim.name}: no JVP for {argnum}"
+
+
+def saved_record(fun, *args):
+    """(ans, args) of the node that fun records on a fresh tape with args[0] traced."""
+    t = Tape()
+    try:
+        b = t.new_leaf(args[0])
+        y = fun(b, *args[1:])
+        ans, sargs, _ = t.node_info(y._node)["saved"]
+        return ans, sargs
+    finally:
+        t.release()
 
 
 def raw_cotangent(fun, args, i, g=None):
