@@ -29,7 +29,7 @@ def delta():
 
 
 from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
-                      assert_counters_zero, opened)
+                      assert_counters_zero, leaf_slot, opened)
 
 
 # a trivial primitive for the C-level driver (its function is never called by the hooks)
@@ -236,10 +236,7 @@ def test_box_escaping_grad_raises_when_used_later():
 # In-place accumulation: only into buffers the engine owns
 # =============================================================================
 def test_accumulate_never_mutates_a_user_array_a_view_or_a_readonly_array():
-    t = opened(Tape())
-    leaf = t.new_leaf(onp.zeros(4))
-    i = leaf._node
-    try:
+    with leaf_slot(4) as (t, i):
         user = onp.arange(4.0)
         user_copy = user.copy()
         ct.accumulate(t, i, user)
@@ -273,9 +270,6 @@ def test_accumulate_never_mutates_a_user_array_a_view_or_a_readonly_array():
         ct.accumulate(t, i, onp.ones(4))
         onp.testing.assert_array_equal(ct.cotangent_object(t, i), onp.full(4, 4.0))
         ct.take_cotangent(t, i)
-    finally:
-        del leaf
-        t.release()
 
 
 def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
@@ -298,10 +292,7 @@ def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
 
 
 def test_accumulate_reuses_an_engine_owned_buffer():
-    t = opened(Tape())
-    leaf = t.new_leaf(onp.zeros(5))
-    i = leaf._node
-    try:
+    with leaf_slot(5) as (t, i):
         ct.accumulate(t, i, onp.ones(5))          # a fresh array: the slot is its only owner
         assert ct.cotangent_refcount(t, i) == 1
         first = ct.cotangent_id(t, i)
@@ -321,9 +312,6 @@ def test_accumulate_reuses_an_engine_owned_buffer():
         assert ct.node_struct(t, i)["cotangent_null"]
         assert ct.counters(t)["cotangent_bytes"] == 0
         del g
-    finally:
-        del leaf
-        t.release()
 
 
 def test_grad_does_not_mutate_user_or_saved_arrays():

@@ -376,16 +376,16 @@ def test_saved_set(name, expect):
 
 def test_saved_set_sum_mean_max_details():
     x = rand(3, 4)
-    ans, args = saved_record(lambda x: np.sum(x, axis=0), x)
+    ans, args, _ = saved_record(lambda x: np.sum(x, axis=0), x)
     assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta
     assert args[0].shape == (3, 4) and args[0].dtype == onp.float64
     # a positional out (None here) is taken off, the arguments after it passed by keyword
-    ans, args = saved_record(lambda x: np.mean(x, 1, None, None, True), x)
+    ans, args, _ = saved_record(lambda x: np.mean(x, 1, None, None, True), x)
     assert type(ans) is ArrayMeta and type(args[0]) is ArrayMeta and args[1:] == (1, None)
     assert ans.shape == (3, 1)
-    ans, args = saved_record(lambda x: np.max(x, axis=1), x)
+    ans, args, _ = saved_record(lambda x: np.max(x, axis=1), x)
     # the positions of the maxima, one bit per element of x (saved_sets.py), not x itself
     assert ans.dtype == onp.uint8 and ans.nbytes == 2 and type(args[0]) is ArrayMeta
     assert onp.array_equal(unpack_positions(ans, x.shape), x == x.max(axis=1, keepdims=True))
-    ans, args = saved_record(lambda x, w: np.average(x, 1, w), x, rand(4))
+    ans, args, _ = saved_record(lambda x, w: np.average(x, 1, w), x, rand(4), traced=(0,))
     assert type(ans) is ArrayMeta and isinstance(args[0], onp.ndarray)

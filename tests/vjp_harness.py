@@ -9,12 +9,15 @@ e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a V
 nowhere.
 """
 import contextlib
+import importlib
+import pkgutil
 
 import numpy as onp
 
+import gradcy
 import gradcy.numpy as gnp
 from gradcy import make_jvp, make_vjp
-from gradcy._core import Box, Tape, install_hooks
+from gradcy._core import Box, Primitive, Tape, install_hooks
 from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 
@@ -174,14 +177,14 @@ def assert_jvps_follow_vjps(prim):
             assert prim.jvpmakers.get(argnum) is not None, f"{prim.name}: no JVP for {argnum}"
 
 
-def saved_record(fun, *args):
-    """(ans, args) of the node that fun records on a fresh tape with args[0] traced."""
+def saved_record(fun, *args, traced=None):
+    """(ans, args, kwargs) as the node of fun's output saved them, on a fresh tape with the
+    arguments at positions `traced` (all by default) as leaves."""
     t = Tape()
     try:
-        b = t.new_leaf(args[0])
-        y = fun(b, *args[1:])
-        ans, sargs, _ = t.node_info(y._node)["saved"]
-        return ans, sargs
+        traced = range(len(args)) if traced is None else traced
+        y = fun(*[t.new_leaf(a) if i in traced else a for i, a in enumerate(args)])
+        return t.node_info(y._node)["saved"]
     finally:
         t.release()
 
@@ -256,3 +259,24 @@ def rand(*shape, seed=0, positive=False, low=None, high=None):
         return rs.uniform(low, high, size=shape)
     x = rs.randn(*shape)
     return onp.abs(x) + 0.5 if positive else x
+
+
+def _gradcy_modules():
+    yield gradcy
+    for info in pkgutil.walk_packages(gradcy.__path__, "gradcy."):
+        if info.name.endswith("_core_tests"):
+            continue
+        try:
+            yield importlib.import_module(info.name)
+        except ImportError:          # optional extras (scipy) not installed
+            continue
+
+
+def primitives_with_vjps():
+    """{name: primitive} of every primitive with a registered VJP, over all of gradcy."""
+    found = {}
+    for module in _gradcy_modules():
+        for obj in vars(module).values():
+            if isinstance(obj, Primitive) and (obj.vjpmakers or obj.vjp_argnums is not None):
+                found[obj.name] = obj
+    return found
