@@ -13,11 +13,12 @@ import importlib
 import pkgutil
 
 import numpy as onp
+import pytest
 
 import gradcy
 import gradcy.numpy as gnp
-from gradcy import make_jvp, make_vjp
-from gradcy._core import Box, Primitive, Tape, install_hooks
+from gradcy import grad, make_jvp, make_vjp
+from gradcy._core import Box, MissingJVPError, MissingVJPError, Primitive, Tape, install_hooks
 from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 
@@ -177,6 +178,14 @@ def assert_jvps_follow_vjps(prim):
             assert prim.jvpmakers.get(argnum) is not None, f"{prim.name}: no JVP for {argnum}"
 
 
+def assert_missing_rules_raise(fun, args, argnum):
+    """fun has neither a VJP nor a JVP for argument `argnum`: both modes raise, naming it."""
+    with pytest.raises(MissingVJPError, match=fun.name):
+        grad(lambda *a: gnp.sum(fun(*a)), argnum)(*args)
+    with pytest.raises(MissingJVPError, match=fun.name):
+        make_jvp(fun, argnum)(*args)(onp.ones_like(args[argnum]))
+
+
 def saved_record(fun, *args, traced=None):
     """(ans, args, kwargs) as the node of fun's output saved them, on a fresh tape with the
     arguments at positions `traced` (all by default) as leaves."""
@@ -241,6 +250,17 @@ def check_dtype(fun, *args):
         else:
             assert type(out) is type(a), (
                 f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+
+
+def central_gradient(f, x, eps=1e-6):
+    """Central differences of scalar f at float64 array x."""
+    x = onp.asarray(x, float)
+    g = onp.zeros_like(x)
+    for i in range(x.size):
+        e = onp.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
 
 
 def total(outs):
