@@ -265,6 +265,22 @@ def hand_dropped(b, a):
     return numpy.ones_like(b), numpy.zeros_like(a)
 
 
+def _softmax_rows_inplace(s):
+    """The softmax of each row of s (B, n), computed in s's own buffer."""
+    s -= s.max(axis=1, keepdims=True)
+    w = numpy.exp(s, out=s)
+    w /= w.sum(axis=1, keepdims=True)
+    return w
+
+
+def _loss_cotangent(M, S):
+    """d loss / d M of the memory networks' loss: minus the mean over the S + 1 slots, plus
+    the last slot."""
+    dM = numpy.full_like(M, -1.0 / (S + 1))
+    dM[:, S] += 1.0
+    return dM
+
+
 def hand_memnet(W, x, S):
     """d/dW of memnet_inplace (and memnet_concat), by hand, in place.
 
@@ -288,16 +304,13 @@ def hand_memnet(W, x, S):
         P = M[:, :n]
         q = numpy.tanh(P[:, -1] @ W)
         s = numpy.einsum("bsd,bd->bs", P, q)
-        s -= s.max(axis=1, keepdims=True)
-        w = numpy.exp(s, out=s)
-        w /= w.sum(axis=1, keepdims=True)
+        w = _softmax_rows_inplace(s)
         h = numpy.einsum("bs,bsd->bd", w, P)
         numpy.tanh(h @ W, out=M[:, n])
         stack.append((q, w, h))
         del P, q, s, w, h
 
-    dM = numpy.full_like(M, -1.0 / (S + 1))     # d loss / d M: minus the mean over the slots ...
-    dM[:, S] += 1.0                             # ... plus the last slot
+    dM = _loss_cotangent(M, S)
     dW = numpy.zeros_like(W)
     WT = W.T
     for i in range(S - 1, -1, -1):
@@ -339,17 +352,14 @@ def hand_attention(W, h0, q, b, S):
         n = i + 1
         P = M[:, :n]
         s = numpy.einsum("bsd,d->bs", P, q)
-        s -= s.max(axis=1, keepdims=True)
-        w = numpy.exp(s, out=s)
-        w /= w.sum(axis=1, keepdims=True)
+        w = _softmax_rows_inplace(s)
         r = numpy.einsum("bs,bsd->bd", w, P)
         v = r @ W
         v += b
         numpy.tanh(v, out=M[:, n])
         stack.append((w, r))
         del P, s, w, r, v
-    dM = numpy.full_like(M, -1.0 / (S + 1))     # d loss / d M: minus the mean over the slots ...
-    dM[:, S] += 1.0                             # ... plus the last slot
+    dM = _loss_cotangent(M, S)
     dW = numpy.zeros_like(W)
     WT = W.T
     for i in range(S - 1, -1, -1):

@@ -77,16 +77,20 @@ def test_make_jvp_low_precision_tangents(name, dtype):
     cases.make_jvp_low_precision_tangents(name, dtype)
 
 
+# dtype=float64 reductions of a float32 input
+WIDER_OUTPUTS = [lambda x: np.sum(x, axis=0, dtype=onp.float64),
+                 lambda x: np.mean(x, axis=1, dtype=onp.float64),
+                 lambda x: np.prod(x, dtype=onp.float64),
+                 lambda x: np.var(x, axis=0, dtype=onp.float64),
+                 lambda x: np.std(x, dtype=onp.float64),
+                 lambda x: np.cumsum(x, axis=1, dtype=onp.float64),
+                 lambda x: np.cumprod(x, dtype=onp.float64)]
+
+
 def test_make_jvp_float32_with_wider_outputs():
     """dtype=float64 reductions of float32 inputs: the tangent is the float64 output's."""
     x = rand(3, 4).astype(onp.float32)
-    for fun in [lambda x: np.sum(x, axis=0, dtype=onp.float64),
-                lambda x: np.mean(x, axis=1, dtype=onp.float64),
-                lambda x: np.prod(x, dtype=onp.float64),
-                lambda x: np.var(x, axis=0, dtype=onp.float64),
-                lambda x: np.std(x, dtype=onp.float64),
-                lambda x: np.cumsum(x, axis=1, dtype=onp.float64),
-                lambda x: np.cumprod(x, dtype=onp.float64)]:
+    for fun in WIDER_OUTPUTS:
         y, t = make_jvp(fun)(x)(onp.ones_like(x))
         assert t.dtype == y.dtype == onp.float64 and t.shape == y.shape
         y64, t64 = make_jvp(fun)(x.astype(onp.float64))(onp.ones(x.shape))
@@ -107,14 +111,7 @@ def test_float64_cotangent_into_float32_input():
     """A float64 cotangent (sum's dtype=, or a float64 consumer) still reaches a float32 input
     as float32."""
     x = rand(3, 4).astype(onp.float32)
-    for fun in [lambda x: np.sum(x, axis=0, dtype=onp.float64),
-                lambda x: np.mean(x, axis=1, dtype=onp.float64),
-                lambda x: np.prod(x, dtype=onp.float64),
-                lambda x: np.var(x, axis=0, dtype=onp.float64),
-                lambda x: np.std(x, dtype=onp.float64),
-                lambda x: np.cumsum(x, axis=1, dtype=onp.float64),
-                lambda x: np.cumprod(x, dtype=onp.float64),
-                lambda x: np.max(x, axis=0) * onp.ones(4)]:
+    for fun in WIDER_OUTPUTS + [lambda x: np.max(x, axis=0) * onp.ones(4)]:
         y = onp.asarray(fun(x))
         c = raw_cotangent(fun, (x,), 0, g=onp.ones(y.shape, onp.float64))
         assert c.dtype == onp.float32 and c.shape == x.shape
