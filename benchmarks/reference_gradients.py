@@ -265,6 +265,14 @@ def hand_dropped(b, a):
     return numpy.ones_like(b), numpy.zeros_like(a)
 
 
+def _memory(W, h0, S):
+    """The memory networks' buffer M (B, S+1, D) of W's and h0's dtype, h0 in slot 0."""
+    B, D = h0.shape
+    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, h0))
+    M[:, 0] = h0
+    return M
+
+
 def _softmax_rows_inplace(s):
     """The softmax of each row of s (B, n), computed in s's own buffer."""
     s -= s.max(axis=1, keepdims=True)
@@ -295,9 +303,7 @@ def hand_memnet(W, x, S):
     output slot dM[:, i+1] (only later steps read that slot, and they are done) and adds its
     contributions into the slots it read, dM[:, :i+1], in place.
     """
-    B, D = x.shape
-    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, x))
-    M[:, 0] = x
+    M = _memory(W, x, S)
     stack = []
     for i in range(S):
         n = i + 1
@@ -344,9 +350,7 @@ def hand_attention(W, h0, q, b, S):
     and keeps (w, r) on a stack: P and the step's output stay in M, never overwritten.
     Backward: one cotangent buffer dM, filled in place from the last step to the first.
     """
-    B, D = h0.shape
-    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, h0))
-    M[:, 0] = h0
+    M = _memory(W, h0, S)
     stack = []
     for i in range(S):
         n = i + 1

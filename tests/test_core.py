@@ -507,6 +507,16 @@ def test_dead_values_inside_grad_release_during_the_forward_pass():
     assert marks["with_b"]["saved_bytes"] - marks["without_b"]["saved_bytes"] == 2 * nb
 
 
+def _sweep_events(vjp, tape, want):
+    """Run vjp(1.0) (checked against `want`) with an observer on its tape: (the events, the
+    nodes released before the first backward step)."""
+    events = []
+    tape.observer = lambda *e: events.append(e)
+    onp.testing.assert_allclose(vjp(1.0), want)
+    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
+    return events, {e[1] for e in events[:first_backward] if e[0] == "release"}
+
+
 def test_unreachable_nodes_release_before_the_sweep():
     x = onp.linspace(0.1, 1.0, 500)
     keep = []
@@ -520,12 +530,7 @@ def test_unreachable_nodes_release_before_the_sweep():
     opened(vjp)
     tape = vjp._tape
     dead = {keep[0]._node, keep[1]._node, ct.node_struct(tape, keep[1]._node)["parents"][0]}
-    events = []
-    tape.observer = lambda *e: events.append(e)
-    g = vjp(1.0)
-    onp.testing.assert_allclose(g, onp.cos(x))
-    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
-    released_first = {e[1] for e in events[:first_backward] if e[0] == "release"}
+    events, released_first = _sweep_events(vjp, tape, onp.cos(x))
     assert dead <= released_first, (dead, events)
     for i in dead:
         assert ct.node_struct(tape, i)["saved_null"]
@@ -550,12 +555,7 @@ def test_nodes_recorded_after_the_output_release_before_the_sweep():
     tape = vjp._tape
     late = keep[0]._node
     assert late > vjp._out
-    events = []
-    tape.observer = lambda *e: events.append(e)
-    g = vjp(1.0)
-    onp.testing.assert_allclose(g, onp.cos(x))
-    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
-    released_first = {e[1] for e in events[:first_backward] if e[0] == "release"}
+    events, released_first = _sweep_events(vjp, tape, onp.cos(x))
     assert late in released_first, events
     assert ct.node_struct(tape, late)["saved_null"]
     vjp.release()
