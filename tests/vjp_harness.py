@@ -4,6 +4,12 @@ check(fun, *args): gradients of fun checked numerically (float64, reverse mode, 
 order by default), then the dtype contract: with every float argument cast to float32 (and, for
 0-d cases, given as 0-d arrays), each gradient has its argument's type, dtype and shape.
 
+check_deep(fun, *args): check() to first order, then each argument's VJP and JVP checked as
+functions to second order, then the float32 contracts at the tape level in both modes
+(check_raw_dtypes, check_raw_tangent_dtypes; raw_cotangent and raw_tangent read the tape
+before the front end's cast). Also shared: saved_record (what a node keeps), central_gradient,
+primitives_with_vjps, assert_jvps_follow_vjps, assert_missing_rules_raise, rand, total.
+
 Each test module lists the primitives it checks in a module-level set COVERED (qualified names,
 e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a VJP is listed
 nowhere.
