@@ -16,7 +16,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse
-import statistics
 import sys
 import time
 
@@ -28,7 +27,7 @@ import reference_gradients as ref
 import gradcy.numpy as gnp
 from gradcy import grad
 from gradcy.misc import const_graph, tracers
-from overhead_targets import once  # (one timer for the side-by-side scripts)
+from overhead_targets import interleaved_medians, print_context  # (one timer)
 
 
 def main():
@@ -53,14 +52,8 @@ def main():
     x2 = onp.array([-0.3, 0.2, 1.4])
     for fn in (replay, interpreted, g):
         assert onp.allclose(fn(x2), ref.hand_sinchain(x2), rtol=1e-12)
-    times = {k: [] for k in runs}
-    for _ in range(args.rounds):
-        for k, fn in runs.items():
-            times[k].append(once(fn))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
-          f"command: python {' '.join(sys.argv)}\n")
+    med = interleaved_medians(runs, args.rounds)
+    print_context()
     print("| 1000 steps, 3 elements (forward + backward) | median ms | vs hand-written |")
     print("|---|---:|---:|")
     for k, v in med.items():

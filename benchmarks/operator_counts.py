@@ -122,6 +122,20 @@ def _verified(check, calls, names, skip):
 
 
 # ---------------------------------------------------------------------------- gradcy
+def _counts(mods, special_objs, calls, is_prim, check):
+    """{module key: its differentiable public names}: the primitives (is_prim(name, obj)) and
+    the compositions that `check` verifies (scipy.special's names left out of scipy.stats)."""
+    out = {}
+    for key, module in mods.items():
+        names = _public(module)
+        if key.startswith("scipy.stats."):
+            names = {n: o for n, o in names.items() if id(o) not in special_objs}
+        prims = {n for n, o in names.items() if is_prim(n, o)}
+        comps = _verified(check, calls.get(key, {}), set(names), prims)
+        out[key] = prims | comps
+    return out
+
+
 def gradcy_counts():
     import gradcy.numpy as gnp
     import gradcy.numpy.fft  # noqa: F401  (binds the submodule attribute gnp.fft)
@@ -138,18 +152,11 @@ def gradcy_counts():
     except ImportError:
         gsp = None
     special_objs = {id(o) for o in vars(gsp).values()} if gsp is not None else set()
-    calls = _c(gnp, gla)
-    out = {}
-    for key, module in mods.items():
-        names = _public(module)
-        if key.startswith("scipy.stats."):
-            names = {n: o for n, o in names.items() if id(o) not in special_objs}
-        prims = {n for n, o in names.items() if isinstance(o, Primitive) and o.traced
-                 and (o.vjpmakers or o.vjp_argnums is not None)
-                 and (o.jvpmakers or o.jvp_argnums is not None)}
-        comps = _verified(check_grads, calls.get(key, {}), set(names), prims)
-        out[key] = prims | comps
-    return out
+    def is_prim(name, o):
+        return (isinstance(o, Primitive) and o.traced
+                and (o.vjpmakers or o.vjp_argnums is not None)
+                and (o.jvpmakers or o.jvp_argnums is not None))
+    return _counts(mods, special_objs, _c(gnp, gla), is_prim, check_grads)
 
 
 # ---------------------------------------------------------------------------- autograd
@@ -181,16 +188,7 @@ def autograd_counts():
     def check(fun, modes, order):
         return check_grads(fun, modes=modes, order=order)
 
-    calls = _c(anp, ala)
-    out = {}
-    for key, module in mods.items():
-        names = _public(module)
-        if key.startswith("scipy.stats."):
-            names = {n: o for n, o in names.items() if id(o) not in special_objs}
-        prims = {n for n, o in names.items() if is_registered(n, o)}
-        comps = _verified(check, calls.get(key, {}), set(names), prims)
-        out[key] = prims | comps
-    return out
+    return _counts(mods, special_objs, _c(anp, ala), is_registered, check)
 
 
 # ---------------------------------------------------------------------------- report

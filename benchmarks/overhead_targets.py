@@ -37,6 +37,22 @@ def once(fn):
     return time.perf_counter() - t0
 
 
+def interleaved_medians(runs, rounds):
+    """{name: median seconds of one call}, the runs interleaved round by round."""
+    times = {k: [] for k in runs}
+    for _ in range(rounds):
+        for k, fn in runs.items():
+            times[k].append(once(fn))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def print_context():
+    """The line that dates a table: date, CPUs, load, NumPy, the command."""
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
+          f"command: python {' '.join(sys.argv)}\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15)
@@ -64,14 +80,8 @@ def main():
     except ImportError:
         pass
     assert onp.allclose(runs["gradcy"](), runs["hand"]())
-    times = {k: [] for k in runs}
-    for _ in range(args.rounds):
-        for k, fn in runs.items():
-            times[k].append(once(fn))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
-          f"command: python {' '.join(sys.argv)}\n")
+    med = interleaved_medians(runs, args.rounds)
+    print_context()
     print("| overhead workload (1000 steps, 3 elements) | median ms | vs hand-written | "
           "gradcy is faster by |")
     print("|---|---:|---:|---:|")

@@ -265,6 +265,30 @@ def hand_dropped(b, a):
     return numpy.ones_like(b), numpy.zeros_like(a)
 
 
+def _memory(W, h0, S):
+    """The memory networks' buffer M (B, S+1, D) of W's and h0's dtype, h0 in slot 0."""
+    B, D = h0.shape
+    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, h0))
+    M[:, 0] = h0
+    return M
+
+
+def _softmax_rows_inplace(s):
+    """The softmax of each row of s (B, n), computed in s's own buffer."""
+    s -= s.max(axis=1, keepdims=True)
+    w = numpy.exp(s, out=s)
+    w /= w.sum(axis=1, keepdims=True)
+    return w
+
+
+def _loss_cotangent(M, S):
+    """d loss / d M of the memory networks' loss: minus the mean over the S + 1 slots, plus
+    the last slot."""
+    dM = numpy.full_like(M, -1.0 / (S + 1))
+    dM[:, S] += 1.0
+    return dM
+
+
 def hand_memnet(W, x, S):
     """d/dW of memnet_inplace (and memnet_concat), by hand, in place.
 
@@ -279,25 +303,20 @@ def hand_memnet(W, x, S):
     output slot dM[:, i+1] (only later steps read that slot, and they are done) and adds its
     contributions into the slots it read, dM[:, :i+1], in place.
     """
-    B, D = x.shape
-    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, x))
-    M[:, 0] = x
+    M = _memory(W, x, S)
     stack = []
     for i in range(S):
         n = i + 1
         P = M[:, :n]
         q = numpy.tanh(P[:, -1] @ W)
         s = numpy.einsum("bsd,bd->bs", P, q)
-        s -= s.max(axis=1, keepdims=True)
-        w = numpy.exp(s, out=s)
-        w /= w.sum(axis=1, keepdims=True)
+        w = _softmax_rows_inplace(s)
         h = numpy.einsum("bs,bsd->bd", w, P)
         numpy.tanh(h @ W, out=M[:, n])
         stack.append((q, w, h))
         del P, q, s, w, h
 
-    dM = numpy.full_like(M, -1.0 / (S + 1))     # d loss / d M: minus the mean over the slots ...
-    dM[:, S] += 1.0                             # ... plus the last slot
+    dM = _loss_cotangent(M, S)
     dW = numpy.zeros_like(W)
     WT = W.T
     for i in range(S - 1, -1, -1):
@@ -331,25 +350,20 @@ def hand_attention(W, h0, q, b, S):
     and keeps (w, r) on a stack: P and the step's output stay in M, never overwritten.
     Backward: one cotangent buffer dM, filled in place from the last step to the first.
     """
-    B, D = h0.shape
-    M = numpy.empty((B, S + 1, D), dtype=numpy.result_type(W, h0))
-    M[:, 0] = h0
+    M = _memory(W, h0, S)
     stack = []
     for i in range(S):
         n = i + 1
         P = M[:, :n]
         s = numpy.einsum("bsd,d->bs", P, q)
-        s -= s.max(axis=1, keepdims=True)
-        w = numpy.exp(s, out=s)
-        w /= w.sum(axis=1, keepdims=True)
+        w = _softmax_rows_inplace(s)
         r = numpy.einsum("bs,bsd->bd", w, P)
         v = r @ W
         v += b
         numpy.tanh(v, out=M[:, n])
         stack.append((w, r))
         del P, s, w, r, v
-    dM = numpy.full_like(M, -1.0 / (S + 1))     # d loss / d M: minus the mean over the slots ...
-    dM[:, S] += 1.0                             # ... plus the last slot
+    dM = _loss_cotangent(M, S)
     dW = numpy.zeros_like(W)
     WT = W.T
     for i in range(S - 1, -1, -1):

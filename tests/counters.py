@@ -1,6 +1,8 @@
 """Engine counters around each test: shared by the engine and API test modules."""
+import contextlib
 import gc
 
+import numpy as onp
 import pytest
 
 from gradcy import _core
@@ -37,3 +39,16 @@ def opened(obj):
     """Register a Tape or VJP to release if the test fails before releasing it."""
     _OPEN.append(obj)
     return obj
+
+
+@contextlib.contextmanager
+def leaf_slot(n):
+    """(tape, node index) of a fresh tape's one leaf of n zeros, for driving its cotangent slot
+    directly; the tape is released on the way out."""
+    t = opened(_core.Tape())
+    leaf = t.new_leaf(onp.zeros(n))
+    try:
+        yield t, leaf._node
+    finally:
+        del leaf
+        t.release()

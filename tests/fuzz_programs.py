@@ -654,19 +654,22 @@ class Generator:
         t, _ = self.expr(int(self.rng.randint(1, 4)))
         return [(f"{name} = {t}", {"temp"} | self._use_tags(t), ("temp", name, None))]
 
+    def _view_text(self, base):
+        """A view of `base`: a basic index of its leading axes, or one of VIEW_OPS."""
+        if self.rng.rand() < 0.6:
+            shape = self._val(base).shape
+            parts = [self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
+                     for n in shape[:int(self.rng.randint(1, len(shape) + 1))]]
+            return f"{base}[{', '.join(p[0] for p in parts)}]"
+        return self._pick(VIEW_OPS).format(base)
+
     def _s_view(self):
         ws = [n for n in self.writable() if self._val(n).ndim]
         if not ws:
             raise _Reject("no array to view")
         base = self._pick(ws)
         name = self._name("v")
-        if self.rng.rand() < 0.6:
-            shape = self._val(base).shape
-            parts = [self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
-                     for n in shape[:int(self.rng.randint(1, len(shape) + 1))]]
-            text = f"{base}[{', '.join(p[0] for p in parts)}]"
-        else:
-            text = self._pick(VIEW_OPS).format(base)
+        text = self._view_text(base)
         return [(f"{name} = {text}", {"view"}, ("temp", name, None))]
 
     def _views(self):
@@ -701,13 +704,7 @@ class Generator:
             raise _Reject("no computed array")
         base = self._pick(temps)
         name = self._name("c")
-        if self.rng.rand() < 0.6:
-            shape = self._val(base).shape
-            parts = [self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
-                     for n in shape[:int(self.rng.randint(1, len(shape) + 1))]]
-            text = f"{base}[{', '.join(p[0] for p in parts)}]"
-        else:
-            text = self._pick(VIEW_OPS).format(base)
+        text = self._view_text(base)
         v = eval(text, self.env)
         if not isinstance(v, onp.ndarray) or not v.flags.writeable or not v.size:
             raise _Reject("not a writable view")

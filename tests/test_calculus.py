@@ -1,11 +1,15 @@
-"""Gradient checks of gradcy/numpy/calculus.py: cumulative_sum, cumulative_prod, diff, ediff1d,
-gradient, trapezoid, interp."""
+"""Gradient checks of gradcy/numpy/calculus.py: cumsum, cumprod, nancumsum, nancumprod,
+cumulative_sum, cumulative_prod, diff, ediff1d, gradient, trapezoid, interp."""
 import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import grad
-from vjp_harness import check, rand, total
+import reduction_cases as cases
+from gradcy import grad, make_vjp
+from reduction_cases import CALCULUS, with_nans
+from vjp_harness import check, check_deep, rand, total
+
+COVERED = {f"gradcy.numpy.{n}" for n in CALCULUS}
 
 # NumPy 1.26 names trapezoid trapz, and has no unstack, cumulative_sum, cumulative_prod
 trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -96,3 +100,92 @@ def test_interp():
 
 
 # =============================================================================
+
+
+# =============================================================================
+# cumsum, cumprod, nancumsum, nancumprod
+# =============================================================================
+@pytest.mark.parametrize("name", CALCULUS)
+def test_zero_d_and_python_float(name):
+    cases.zero_d_and_python_float(name)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+def test_zero_d_with_axis_zero(name):
+    cases.zero_d_with_axis_zero(name)
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("dtype", [onp.float16, onp.float32])
+def test_low_precision_dtypes(name, dtype):
+    cases.low_precision_dtypes(name, dtype)
+
+
+@pytest.mark.parametrize("name", CALCULUS)
+@pytest.mark.parametrize("dtype", [onp.float16, onp.float32])
+def test_make_jvp_low_precision_tangents(name, dtype):
+    cases.make_jvp_low_precision_tangents(name, dtype)
+
+
+def _cumprod_brute(x, u):
+    """sum_i u_i d cumprod(x)_i / d x_j along the last axis, by brute force."""
+    out = onp.zeros_like(x)
+    n = x.shape[-1]
+    for r in onp.ndindex(*x.shape[:-1]):
+        for j in range(n):
+            for i in range(j, n):
+                others = onp.prod([x[r + (k,)] for k in range(i + 1) if k != j])
+                out[r + (j,)] += u[r + (i,)] * others
+    return out
+
+
+@pytest.mark.parametrize("zeros", [[], [(0, 2)], [(0, 0)], [(0, 4)], [(0, 1), (0, 3)],
+                                   [(0, 1), (1, 1), (1, 2)]])
+def test_cumprod_with_zeros(zeros):
+    x = rand(2, 5, positive=True) * onp.array([1, -1, 1, 1, -1])
+    for idx in zeros:
+        x[idx] = 0.0
+    u = rand(2, 5, seed=4)
+    vjp, _ = make_vjp(lambda x: np.cumprod(x, axis=1))(x)
+    g = vjp(u)
+    vjp.release()
+    assert onp.allclose(g, _cumprod_brute(x, u))
+    vjp, _ = make_vjp(lambda x: np.cumprod(x.T, axis=0))(x)
+    assert onp.allclose(vjp(u.T), _cumprod_brute(x, u))
+    vjp.release()
+    per_row = onp.array([sum(1 for r, _ in zeros if r == row) for row in range(2)])
+    if per_row.max() <= 1:       # exact to second order with one zero per slice
+        check_deep(lambda x: np.cumprod(x, axis=1), x)
+    else:
+        check_deep(lambda x: np.cumprod(x, axis=1), x, order=1)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_cumsum_cumprod_axes(axis):
+    x = rand(3, 4, positive=True)
+    check_deep(lambda x: np.cumsum(x, axis=axis), x)
+    check_deep(lambda x: np.cumprod(x, axis=axis), x)
+    x3 = rand(2, 3, 2)
+    check_deep(lambda x: np.cumsum(x, axis=axis), x3)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nancumsum_nancumprod(axis):
+    x = with_nans(3, 4)
+    xp = onp.where(onp.isnan(x), x, onp.abs(x) * 0.3 + 0.5)
+    check_deep(lambda x: np.nancumsum(x, axis=axis), x)
+    check_deep(lambda x: np.nancumprod(x, axis=axis), xp)
+    for f, v in [(np.nancumsum, x), (np.nancumprod, xp)]:
+        g = grad(lambda x: np.sum(f(x, axis=axis)))(v)
+        assert onp.all(g[onp.isnan(v)] == 0) and onp.all(onp.isfinite(g))
+
+
+@pytest.mark.parametrize("case", cases.tricky_cases_of(CALCULUS))
+def test_jvp_agrees_with_vjp(case):
+    cases.jvp_agrees_with_vjp(case)
+
+
+@pytest.mark.parametrize("name,expect", [
+    ("cumsum", ()), ("cumprod", ("ans", 0)), ("nancumprod", ("ans", 0)), ("nancumsum", (0,))])
+def test_saved_set(name, expect):
+    cases.saved_set(name, expect)

@@ -29,7 +29,7 @@ def delta():
 
 
 from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
-                      assert_counters_zero, opened)
+                      assert_counters_zero, leaf_slot, opened)
 
 
 # a trivial primitive for the C-level driver (its function is never called by the hooks)
@@ -236,10 +236,7 @@ def test_box_escaping_grad_raises_when_used_later():
 # In-place accumulation: only into buffers the engine owns
 # =============================================================================
 def test_accumulate_never_mutates_a_user_array_a_view_or_a_readonly_array():
-    t = opened(Tape())
-    leaf = t.new_leaf(onp.zeros(4))
-    i = leaf._node
-    try:
+    with leaf_slot(4) as (t, i):
         user = onp.arange(4.0)
         user_copy = user.copy()
         ct.accumulate(t, i, user)
@@ -273,9 +270,6 @@ def test_accumulate_never_mutates_a_user_array_a_view_or_a_readonly_array():
         ct.accumulate(t, i, onp.ones(4))
         onp.testing.assert_array_equal(ct.cotangent_object(t, i), onp.full(4, 4.0))
         ct.take_cotangent(t, i)
-    finally:
-        del leaf
-        t.release()
 
 
 def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
@@ -298,10 +292,7 @@ def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
 
 
 def test_accumulate_reuses_an_engine_owned_buffer():
-    t = opened(Tape())
-    leaf = t.new_leaf(onp.zeros(5))
-    i = leaf._node
-    try:
+    with leaf_slot(5) as (t, i):
         ct.accumulate(t, i, onp.ones(5))          # a fresh array: the slot is its only owner
         assert ct.cotangent_refcount(t, i) == 1
         first = ct.cotangent_id(t, i)
@@ -321,9 +312,6 @@ def test_accumulate_reuses_an_engine_owned_buffer():
         assert ct.node_struct(t, i)["cotangent_null"]
         assert ct.counters(t)["cotangent_bytes"] == 0
         del g
-    finally:
-        del leaf
-        t.release()
 
 
 def test_grad_does_not_mutate_user_or_saved_arrays():
@@ -519,6 +507,16 @@ def test_dead_values_inside_grad_release_during_the_forward_pass():
     assert marks["with_b"]["saved_bytes"] - marks["without_b"]["saved_bytes"] == 2 * nb
 
 
+def _sweep_events(vjp, tape, want):
+    """Run vjp(1.0) (checked against `want`) with an observer on its tape: (the events, the
+    nodes released before the first backward step)."""
+    events = []
+    tape.observer = lambda *e: events.append(e)
+    onp.testing.assert_allclose(vjp(1.0), want)
+    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
+    return events, {e[1] for e in events[:first_backward] if e[0] == "release"}
+
+
 def test_unreachable_nodes_release_before_the_sweep():
     x = onp.linspace(0.1, 1.0, 500)
     keep = []
@@ -532,12 +530,7 @@ def test_unreachable_nodes_release_before_the_sweep():
     opened(vjp)
     tape = vjp._tape
     dead = {keep[0]._node, keep[1]._node, ct.node_struct(tape, keep[1]._node)["parents"][0]}
-    events = []
-    tape.observer = lambda *e: events.append(e)
-    g = vjp(1.0)
-    onp.testing.assert_allclose(g, onp.cos(x))
-    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
-    released_first = {e[1] for e in events[:first_backward] if e[0] == "release"}
+    events, released_first = _sweep_events(vjp, tape, onp.cos(x))
     assert dead <= released_first, (dead, events)
     for i in dead:
         assert ct.node_struct(tape, i)["saved_null"]
@@ -562,12 +555,7 @@ def test_nodes_recorded_after_the_output_release_before_the_sweep():
     tape = vjp._tape
     late = keep[0]._node
     assert late > vjp._out
-    events = []
-    tape.observer = lambda *e: events.append(e)
-    g = vjp(1.0)
-    onp.testing.assert_allclose(g, onp.cos(x))
-    first_backward = next(k for k, e in enumerate(events) if e[0] == "backward")
-    released_first = {e[1] for e in events[:first_backward] if e[0] == "release"}
+    events, released_first = _sweep_events(vjp, tape, onp.cos(x))
     assert late in released_first, events
     assert ct.node_struct(tape, late)["saved_null"]
     vjp.release()

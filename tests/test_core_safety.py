@@ -21,6 +21,7 @@ from gradcy._core import EscapedValueError, Tape
 from gradcy.extend import defjvp, defvjp, primitive
 
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
+from vjp_harness import central_gradient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ZERO = {"live_tapes": 0, "live_nodes": 0, "saved_bytes": 0, "cotangent_bytes": 0}
@@ -38,16 +39,6 @@ def run_json(source, timeout=600):
     rc, out, err = run_python(source, timeout=timeout)
     assert rc == 0, f"exit code {rc} (-11: segmentation fault)\n{out[-2000:]}\n{err[-4000:]}"
     return json.loads(out.strip().splitlines()[-1])
-
-
-def fd_grad(f, x, eps=1e-6):
-    """Central differences of scalar f at float64 array x."""
-    g = onp.zeros_like(x)
-    for i in range(x.size):
-        e = onp.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # =============================================================================
@@ -303,7 +294,8 @@ def test_recording_from_another_thread_while_the_owner_runs_is_traced():
         return np.sum(result["y"] ** 2)
 
     g = grad(f)(x0)
-    assert onp.allclose(g, fd_grad(lambda v: onp.sum((onp.sin(v) * v) ** 2), x0), atol=1e-6)
+    assert onp.allclose(g, central_gradient(lambda v: onp.sum((onp.sin(v) * v) ** 2), x0),
+                        atol=1e-6)
 
 
 # =============================================================================
@@ -430,7 +422,7 @@ def test_checkpoint_body_filling_a_buffer_composes():
     def f_plain(x):
         return onp.sum(segment_plain(segment_plain(x)) ** 2)
     assert onp.allclose(f(X), f_plain(X))
-    assert onp.allclose(grad(f)(X), fd_grad(f_plain, X), rtol=1e-6, atol=1e-6)
+    assert onp.allclose(grad(f)(X), central_gradient(f_plain, X), rtol=1e-6, atol=1e-6)
 
 
 def test_suspension_ends_with_the_body_also_when_it_raises():
@@ -504,4 +496,4 @@ def test_second_order_through_checkpoint():
     _, jg = make_jvp(grad(f))(X)(V)
     assert onp.allclose(jg, fd, rtol=1e-5, atol=1e-5)
     # and the gradient itself against central differences of the plain function
-    assert onp.allclose(g(X), fd_grad(f_plain, X), rtol=1e-6, atol=1e-6)
+    assert onp.allclose(g(X), central_gradient(f_plain, X), rtol=1e-6, atol=1e-6)

@@ -1,6 +1,7 @@
-"""Gradient checks of the selection functions of gradcy/numpy/indexing.py (append insert delete
+"""Gradient checks of gradcy/numpy/indexing.py: getitem, take, take_along_axis, compress,
+untake/unrepeat (to second order in both modes), the selection functions (append insert delete
 resize diagflat extract choose select meshgrid unstack broadcast_arrays block trim_zeros
-sort_complex) and of its non-differentiable functions."""
+sort_complex) and its non-differentiable functions."""
 import inspect
 
 import numpy as onp
@@ -10,7 +11,11 @@ import gradcy.numpy as np
 from gradcy import grad
 from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import indexing
-from vjp_harness import check, rand, total
+from vjp_harness import assert_jvps_follow_vjps, check, check_deep, rand, total
+
+_PRIMS = [W.getitem, np.take, np.take_along_axis, np.compress, indexing.untake,
+          indexing.unrepeat]
+COVERED = {p.name for p in _PRIMS}
 
 
 # Selections
@@ -137,3 +142,108 @@ def test_nondifferentiable_pass_through():
 
 
 # =============================================================================
+
+
+# =============================================================================
+# getitem, take, take_along_axis, compress
+# =============================================================================
+_IDX = [
+    (slice(1, None), slice(None, None, 2)), 0, -1, (1, 2), (None, 0), (Ellipsis, 1),
+    (slice(None), None, slice(1, 3)), [0, 0, 2], (onp.array([0, 2, 2]), onp.array([1, 1, 0])),
+    onp.array([[0, 1], [1, 1]]), (slice(None), [3, 3, 0]), (Ellipsis,), (),
+    (onp.array([True, False, True]),), (0, onp.array([1, 1, 3, 1])),
+]
+
+
+@pytest.mark.parametrize("idx", _IDX, ids=[repr(i)[:30] for i in _IDX])
+def test_getitem(idx):
+    check_deep(lambda x: x[idx], rand(3, 4))
+
+
+def test_getitem_masks_and_scalars():
+    x = rand(3, 4)
+    mask = x > 0
+    check_deep(lambda x: x[mask], x)
+    check_deep(lambda x: x[x > 0.2], x)
+    check_deep(lambda x: x[[True, False, True]], x)
+    check_deep(lambda x: x[()], onp.array(rand()))
+    check_deep(lambda x: x[..., None], onp.array(rand()))
+    check_deep(lambda x: x[1:, ::2], x)
+    check_deep(lambda x: x[::-1, 1], x)
+
+
+def test_getitem_repeated_indices_accumulate():
+    x = rand(4)
+    g = grad(lambda x: np.sum(x[[0, 0, 2, 0]]))(x)
+    assert onp.array_equal(g, [3, 0, 1, 0])
+    g = grad(lambda x: np.sum(x[onp.array([[1, 1], [1, 3]])]))(x)
+    assert onp.array_equal(g, [0, 3, 0, 1])
+
+
+def test_getitem_complex():
+    z = rand(3, 4) + 1j * rand(3, 4, seed=5)
+    check_deep(lambda z: z[[0, 0, 2], 1:], z)
+
+
+def test_len_and_iteration():
+    x = rand(3, 2)
+
+    def f(x):
+        assert len(x) == 3
+        total = 0.0
+        for k, row in enumerate(x):
+            total = total + (k + 1.0) * np.sum(row * row)
+        return total
+    check_deep(f, x)
+    g = grad(f)(x)
+    assert onp.allclose(g, 2 * x * onp.arange(1.0, 4.0)[:, None])
+
+
+@pytest.mark.parametrize("axis,mode", [(None, "raise"), (0, "raise"), (1, "raise"), (-1, "wrap"),
+                                       (1, "clip"), (None, "wrap")])
+def test_take(axis, mode):
+    idx = onp.array([[0, 2], [1, 1]]) if mode == "raise" else onp.array([-1, 5, 2, 5])
+    check_deep(lambda x: np.take(x, idx, axis=axis, mode=mode), rand(3, 4))
+
+
+def test_take_scalar_and_method():
+    x = rand(3, 4)
+    check_deep(lambda x: np.take(x, 1, axis=1), x)
+    check_deep(lambda x: x.take([0, 0, 5]), x)
+    check_deep(lambda x: np.take(x, [2, 2], 0), x)
+
+
+def test_take_along_axis():
+    x = rand(3, 4)
+    check_deep(lambda x: np.take_along_axis(x, onp.argsort(x, axis=1), axis=1), x)
+    check_deep(lambda x: np.take_along_axis(x, onp.array([[0, 0, 2, 1]]), 0), x)
+    check_deep(lambda x: np.take_along_axis(x, onp.array([[3], [3], [0]]), -1), x)
+    check_deep(lambda x: np.take_along_axis(x, onp.array([1, 1, 7]), axis=None), x)
+    check_deep(lambda x: np.take_along_axis(x, onp.zeros((2, 2, 3), int), axis=0), rand(1, 2, 3))
+
+
+def test_compress():
+    x = rand(3, 4)
+    check_deep(lambda x: np.compress([True, False, True], x, axis=0), x)
+    check_deep(lambda x: np.compress([False, True, True], x, axis=1), x)
+    check_deep(lambda x: np.compress(onp.arange(12) % 5 == 0, x), x)
+
+
+# =============================================================================
+# The helper primitives untake and unrepeat (the VJPs of getitem/take and repeat)
+# =============================================================================
+def test_untake_unrepeat_direct():
+    g = rand(3)
+    check_deep(lambda g: indexing.untake(g, [0, 0, 2], (4,), onp.dtype(g.dtype)), g)
+    check_deep(lambda g: indexing.untake(g, (slice(None), 1), (3, 2), onp.dtype(g.dtype)), g)
+    check_deep(lambda g: indexing.untake(g, onp.array([True, False, True, True]), (4,),
+                             onp.dtype(g.dtype)), g)
+    check_deep(lambda g: indexing.unrepeat(g, 3, None, (2, 2)), rand(12))
+    check_deep(lambda g: indexing.unrepeat(g, [1, 2], 0, (2, 3)), rand(3, 3))
+    complex_g = rand(3) + 1j * rand(3)
+    assert indexing.untake(complex_g, [0, 1, 1], (2,), onp.dtype(float)).dtype == float
+
+
+@pytest.mark.parametrize("prim", _PRIMS, ids=lambda p: p.name)
+def test_every_vjp_has_a_jvp(prim):
+    assert_jvps_follow_vjps(prim)

@@ -31,6 +31,7 @@ from gradcy import TracerArrayConversionError, grad
 from gradcy._core import Primitive
 from gradcy.numpy.numpy_wrapper import parameters
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
+from vjp_harness import central_gradient
 
 RNG = onp.random.RandomState(7)
 X0 = RNG.uniform(0.15, 0.85, size=(3, 4))              # distinct, away from 0.5 and integers
@@ -214,15 +215,6 @@ def _program(modname, name, build, result, via, owned, positional):
     return program
 
 
-def _central(f, x, eps=1e-6):
-    g = onp.zeros_like(x)
-    for i in range(x.size):
-        e = onp.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
-
-
 def _clear(e):
     """A clear error: gradcy's own, naming what to do."""
     return isinstance(e, TracerArrayConversionError) or (
@@ -239,7 +231,7 @@ def _audit(program, x=X0):
     except Exception as e:  # (any exception is classified)
         assert _clear(e), f"unclear error {type(e).__name__}: {e}"
         return "raised"
-    ref = _central(program, x)
+    ref = central_gradient(program, x)
     assert onp.allclose(g, ref, rtol=1e-5, atol=1e-6), f"gradient {g} != differences {ref}"
     return "traced"
 

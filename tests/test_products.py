@@ -8,7 +8,7 @@ import gradcy.numpy as np
 from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.numpy import products
-from vjp_harness import check, rand, raw_cotangent
+from vjp_harness import check, rand, raw_cotangent, saved_record
 
 COVERED = {
     "gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot", "gradcy.numpy.einsum",
@@ -523,16 +523,6 @@ def test_dot_chain_memory_is_one_buffer_per_product(prim):
 def not_kept(v):
     """A saved value whose buffer the tape does not hold (numpy scalars are kept as values)."""
     return type(v) is ArrayMeta or (type(v) is not onp.ndarray and onp.ndim(v) == 0)
-
-
-def saved_record(fun, *args):
-    t = Tape()
-    try:
-        boxes = [t.new_leaf(a) for a in args]
-        y = fun(*boxes)
-        return t.node_info(y._node)["saved"]
-    finally:
-        t.release()
 
 
 BILINEAR = [

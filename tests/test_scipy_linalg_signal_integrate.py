@@ -13,12 +13,12 @@ import scipy.signal
 
 import gradcy.numpy as np
 from gradcy import grad, make_jvp, make_vjp
-from gradcy._core import ArrayMeta, MissingVJPError, Tape
+from gradcy._core import ArrayMeta, MissingVJPError
 from gradcy.scipy import integrate as gsi
 from gradcy.scipy import linalg as gsl
 from gradcy.scipy import signal as gss
 from gradcy.test_util import check_grads
-from vjp_harness import check, check_dtype
+from vjp_harness import check, check_dtype, saved_record
 
 COVERED = {
     "gradcy.scipy.linalg.sqrtm", "gradcy.scipy.linalg.solve_sylvester",
@@ -47,17 +47,6 @@ def well_conditioned(n, seed=0, complex_=False):
 def randn(*shape, seed=0, complex_=False):
     x = rs(seed).randn(*shape)
     return x + 1j * rs(seed + 7).randn(*shape) if complex_ else x
-
-
-def saved_record(fun, *args):
-    """(ans, args, kwargs) as the node of fun's output saved them."""
-    t = Tape()
-    try:
-        boxes = [t.new_leaf(a) for a in args]
-        y = fun(*boxes)
-        return t.node_info(y._node)["saved"]
-    finally:
-        t.release()
 
 
 def grads_of(fun, args, G):

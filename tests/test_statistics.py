@@ -1,15 +1,23 @@
-"""Gradient checks of gradcy/numpy/statistics.py: quantiles, cov, corrcoef, histograms, bincount
-(and the window constructors' counts)."""
+"""Gradient checks of gradcy/numpy/statistics.py: var, std, median, average and their nan
+variants, quantiles, cov, corrcoef, histograms, bincount."""
+import contextlib
 import warnings
 
 import numpy as onp
 import pytest
 
 import gradcy.numpy as np
+import reduction_cases as cases
 from gradcy import grad
-from vjp_harness import check, rand
+from gradcy._core import install_hooks
+from gradcy.numpy._util import match_tangent
+from reduction_cases import AXIS_KEEP, STATISTICS, VAR_MEAN_CORRECTION, distinct, with_nans
+from vjp_harness import check, check_deep, rand, raw_cotangent, raw_tangent
+
+COVERED = {f"gradcy.numpy.{n}" for n in STATISTICS}
 
 
+# =============================================================================
 # Quantiles
 # =============================================================================
 @pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint",
@@ -93,7 +101,7 @@ def test_corrcoef():
 # =============================================================================
 
 
-# Histograms (traced bin edges), bincount's weights, window lengths
+# Histograms (traced bin edges), bincount's weights
 # =============================================================================
 _HX, _HY = rand(7, seed=4), rand(7, seed=5)
 
@@ -144,8 +152,204 @@ def test_histogram_counts_are_constants_and_weights_raise():
         grad(lambda w: np.sum(np.histogram2d(_HX, _HY, 3, weights=w)[0]))(_HX)
 
 
-@pytest.mark.parametrize("name", ["bartlett", "blackman", "hamming", "hanning"])
-def test_window_length_is_a_count(name):
-    onp.testing.assert_array_equal(getattr(np, name)(6), getattr(onp, name)(6))
-    with pytest.raises(TypeError, match=f"{name}: M, the number of points, is traced"):
-        grad(lambda m: np.sum(getattr(np, name)(m)))(6.0)
+# =============================================================================
+# var, std (the smooth statistics)
+# =============================================================================
+@pytest.mark.parametrize("axis,keepdims", AXIS_KEEP)
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_smooth_reductions(name, axis, keepdims):
+    cases.smooth(name, axis, keepdims)
+
+
+@pytest.mark.parametrize("ddof", [0, 1, 2])
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_std_ddof(name, ddof):
+    f = getattr(np, name)
+    x = rand(3, 5)
+    check_deep(lambda x: f(x, axis=1, ddof=ddof), x)
+    check_deep(lambda x: f(x, ddof=ddof), x)
+    check_deep(lambda x: f(x, 0, None, None, ddof, True), x)        # positional keepdims
+    if VAR_MEAN_CORRECTION:
+        check_deep(lambda x: f(x, axis=0, correction=ddof), x)
+        m = rand(3, 1, seed=9)          # a given mean= is a constant of the function
+        check_deep(lambda x: f(x, axis=1, ddof=ddof, mean=m), x)
+
+
+@pytest.mark.parametrize("name", STATISTICS)
+def test_zero_d_and_python_float(name):
+    cases.zero_d_and_python_float(name)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "median", "nanvar"])
+@pytest.mark.parametrize("dtype", [onp.float16, onp.float32])
+def test_low_precision_dtypes(name, dtype):
+    cases.low_precision_dtypes(name, dtype)
+
+
+@pytest.mark.parametrize("name", STATISTICS)
+@pytest.mark.parametrize("dtype", [onp.float16, onp.float32])
+def test_make_jvp_low_precision_tangents(name, dtype):
+    cases.make_jvp_low_precision_tangents(name, dtype)
+
+
+def test_std_of_constant_group_has_zero_gradient():
+    x = onp.array([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]])
+    g = grad(lambda x: np.sum(np.std(x, axis=1)))(x)
+    assert onp.all(onp.isfinite(g)) and onp.all(g[0] == 0)
+    assert onp.allclose(g[1], grad(lambda r: np.std(r))(x[1]))
+
+
+# =============================================================================
+# median: ties split evenly
+# =============================================================================
+@pytest.mark.parametrize("axis,keepdims", AXIS_KEEP)
+@pytest.mark.parametrize("name", ["median"])
+def test_choosers(name, axis, keepdims):
+    cases.chooser(name, axis, keepdims)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 6])
+def test_median_middle_elements(n):
+    x = distinct(3, n, seed=n)
+    g = grad(lambda x: np.sum(np.median(x, axis=1)))(x)
+    order = onp.argsort(x, axis=1)
+    expect = onp.zeros_like(x)
+    mids = [(n - 1) // 2, n // 2]
+    for r in range(3):
+        for k in mids:
+            expect[r, order[r, k]] += 1.0 / len(mids)
+    assert onp.allclose(g, expect)
+    check_deep(lambda x: np.median(x, axis=1), x)
+
+
+def test_median_ties():
+    x = onp.array([1.0, 2.0, 2.0, 2.0, 7.0])
+    assert onp.allclose(grad(np.median)(x), [0, 1 / 3, 1 / 3, 1 / 3, 0])
+    x = onp.array([1.0, 2.0, 2.0, 7.0])
+    assert onp.allclose(grad(np.median)(x), [0, 0.5, 0.5, 0])
+    x = onp.array([1.0, 3.0, 9.0, 3.0, 8.0, 5.0])      # lower middle tied, upper alone
+    assert onp.allclose(grad(np.median)(x), [0, 0.25, 0, 0.25, 0, 0.5])
+
+
+# =============================================================================
+# nan variants: nan entries get zero gradient
+# =============================================================================
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False),
+                                           (-1, False)])
+@pytest.mark.parametrize("name", ["nanvar", "nanstd", "nanmedian"])
+def test_nan_reductions(name, axis, keepdims):
+    cases.nan_reduction(name, axis, keepdims)
+
+
+@pytest.mark.parametrize("name", ["nanvar", "nanstd", "nanmedian"])
+def test_nan_reductions_match_dropping_the_nans(name):
+    cases.nan_matches_dropping_the_nans(name)
+
+
+@pytest.mark.skipif(not VAR_MEAN_CORRECTION, reason="mean= is new in NumPy 2")
+@pytest.mark.parametrize("name", ["nanvar", "nanstd"])
+def test_nanvar_nanstd_given_mean(name):
+    """mean= is honoured with and without nans (without nans the rule defers to var/std's)."""
+    f, plain = getattr(np, name), getattr(np, name[3:])
+    m = rand(3, 1, seed=9)
+    xc = distinct(3, 4, seed=2)
+    g1 = grad(lambda x: np.sum(f(x, axis=1, mean=m) ** 2))(xc)
+    g2 = grad(lambda x: np.sum(plain(x, axis=1, mean=m) ** 2))(xc)
+    assert onp.allclose(g1, g2)
+    check_deep(lambda x: f(x, axis=1, ddof=1, mean=m), xc)
+    check_deep(lambda x: f(x, axis=1, mean=m), with_nans(3, 4))
+
+
+@pytest.mark.parametrize("case", cases.tricky_cases_of(STATISTICS))
+def test_jvp_agrees_with_vjp(case):
+    cases.jvp_agrees_with_vjp(case)
+
+
+# =============================================================================
+# average
+# =============================================================================
+def test_average():
+    a = rand(3, 4)
+    w_full = rand(3, 4, positive=True)
+    w_row = rand(4, positive=True)
+    w_col = rand(3, positive=True)
+    check_deep(lambda a: np.average(a), a)
+    check_deep(lambda a: np.average(a, 1), a)
+    check_deep(lambda a: np.average(a, (0, 1), None, False, keepdims=True), a)
+    check_deep(lambda a, w: np.average(a, None, w), a, w_full)
+    check_deep(lambda a, w: np.average(a, 0, w), a, w_full)
+    check_deep(lambda a, w: np.average(a, 1, w, False, keepdims=True), a, w_row)
+    check_deep(lambda a, w: np.average(a, 0, w), a, w_col)
+    check_deep(lambda a, w: np.average(a, -1, w), a, w_row)
+    a3 = rand(2, 3, 4)
+    try:
+        onp.average(a3, (2, 0), rand(4, 2, positive=True))
+    except TypeError:               # weights over a tuple of axes: NumPy >= 2.0
+        with pytest.raises(TypeError):
+            np.average(a3, (2, 0), rand(4, 2, positive=True))
+        return
+    check_deep(lambda a, w: np.average(a, (2, 0), w), a3, rand(4, 2, positive=True))
+    check_deep(lambda a, w: np.average(a, (0, 2), w), a3, rand(2, 4, positive=True))
+
+
+@contextlib.contextmanager
+def container_tangents():
+    """The engine's tangent fixer applied leafwise to a tuple output (average's returned=True),
+    for as long as gradcy.numpy._util.match_tangent handles arrays only."""
+    def fixer(t, ans):
+        if isinstance(ans, tuple):
+            return tuple(None if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
+        return match_tangent(t, ans)
+    install_hooks(tangent_fixer=fixer)
+    try:
+        yield
+    finally:
+        install_hooks(tangent_fixer=match_tangent)
+
+
+@pytest.mark.parametrize("fwd", [False, True])
+def test_average_returned(fwd):
+    """returned=True: the sum of weights depends on the weights only. (Second order needs
+    indexing a traced tuple one level up; forward mode needs the engine's tangent fixer to
+    handle tuple outputs, which container_tangents stands in for.)"""
+    a = rand(3, 4)
+    w_row = rand(4, positive=True)
+    w_full = rand(3, 4, positive=True)
+    modes = ("fwd",) if fwd else ("rev",)
+    with container_tangents() if fwd else contextlib.nullcontext():
+        for w in (w_row, w_full):
+            check(lambda a, w: np.sum(np.average(a, 1, w, True)[0]
+                                               * np.average(a, 1, w, True)[1]),
+                           a, w, order=1, modes=modes)
+        check(lambda a: np.average(a, 1, None, True)[0], a, order=1, modes=modes)
+        check(lambda a, w: np.average(a, 0, w, True, keepdims=True)[1] * 1.0,
+                       a, w_full, order=1, modes=modes)
+        if fwd:
+            a32, w32 = a.astype(onp.float32), w_row.astype(onp.float32)
+            for i in (0, 1):
+                (avg, scl), (t_avg, t_sum) = raw_tangent(
+                    lambda a, w: np.average(a, 1, w, True), (a32, w32), i)
+                assert t_avg.dtype == avg.dtype == onp.float32 and t_avg.shape == avg.shape
+                assert t_sum.dtype == scl.dtype and t_sum.shape == scl.shape
+                if i == 0:
+                    assert not t_sum.any()
+                else:
+                    assert onp.allclose(t_sum, 4.0)
+
+
+def test_average_weights_dtype():
+    a = rand(3, 4).astype(onp.float32)
+    w = rand(4, positive=True)                  # float64 weights: float64 output
+    for i in (0, 1):
+        c = raw_cotangent(lambda a, w: np.average(a, 1, w), (a, w), i)
+        assert c.dtype == (a, w)[i].dtype and c.shape == (a, w)[i].shape
+
+
+# =============================================================================
+# what the tape keeps
+# =============================================================================
+@pytest.mark.parametrize("name,expect", [
+    ("std", ("ans", 0)), ("nanstd", ("ans", 0)), ("var", (0,)), ("nanvar", (0,)),
+    ("median", ("ans",)), ("nanmedian", ("ans",))])
+def test_saved_set(name, expect):
+    cases.saved_set(name, expect)

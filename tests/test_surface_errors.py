@@ -13,21 +13,11 @@ import gradcy.numpy as np
 from gradcy import (TracerArrayConversionError, elementwise_grad, grad, jacobian, make_jvp,
                     make_vjp, value_and_grad)
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
-from vjp_harness import check
+from vjp_harness import central_gradient, check
 
 X = onp.array([0.3, -1.2, 0.31, 2.5, -1.25, 0.7])           # distinct values: no ties
 Y = onp.array([0.75, 5.0, 0.35, -3.0])                      # shares no value with X
 WEIGHTS = onp.sin(onp.arange(1.0, 20.0)) ** 2
-
-
-def _central(f, x, eps=1e-6):
-    x = onp.asarray(x, float)
-    g = onp.zeros_like(x)
-    for i in range(x.size):
-        e = onp.zeros_like(x)
-        e.flat[i] = eps
-        g.flat[i] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
 
 
 def _weighted(v):
@@ -201,10 +191,10 @@ def test_fill_diagonal_into_a_plain_array_raises():
 @pytest.mark.parametrize("name", sorted(_PLAIN_WRITES))
 def test_the_same_writes_into_a_traced_buffer_are_traced(name):
     f = _reads_buffer(_PLAIN_WRITES[name], owned=True)
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
     v = V.copy()
     _, t = make_jvp(f)(v)(onp.array([1.0, -1.0, 0.5]))
-    assert onp.isclose(t, _central(f, v) @ [1.0, -1.0, 0.5])
+    assert onp.isclose(t, central_gradient(f, v) @ [1.0, -1.0, 0.5])
     assert onp.array_equal(v, V)
 
 
@@ -214,7 +204,7 @@ def test_out_returns_the_buffer_and_checks_it():
         r = onp.cumsum(v, out=d)
         assert r is d
         return np.sum(d ** 2)
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
     def wrong(v):
         with pytest.raises(ValueError, match="cumsum: out= has shape"):
@@ -232,7 +222,7 @@ def test_ufunc_out_with_where_keeps_the_masked_values():
         d = np.ones(3) * v[1]
         onp.multiply(v, v, out=d, where=mask)
         return np.sum(d * onp.array([1.0, 2.0, 3.0]))
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
 def test_round_into_a_plain_array_writes_a_constant():
@@ -242,7 +232,7 @@ def test_round_into_a_plain_array_writes_a_constant():
         onp.round(v * 3.0, out=d)
         return np.sum(d * v)
     g = grad(f)(V)
-    assert onp.allclose(g, _central(f, V)) and onp.array_equal(g, onp.round(V * 3.0))
+    assert onp.allclose(g, central_gradient(f, V)) and onp.array_equal(g, onp.round(V * 3.0))
 
 
 def test_plain_out_without_traced_values_is_numpy():
@@ -265,7 +255,7 @@ def test_concatenate_out_and_dtype_never_recurse():
         e = onp.concatenate([v, v], dtype=onp.float32)
         assert e.dtype == onp.float32
         return np.sum(d * d) + np.sum(e)
-    assert onp.allclose(grad(f)(V), _central(f, V, eps=1e-3), rtol=1e-3)   # e is float32
+    assert onp.allclose(grad(f)(V), central_gradient(f, V, eps=1e-3), rtol=1e-3)   # e is float32
 
     def wrong(v):
         with pytest.raises(TypeError, match="concatenate: cannot cast from float64 to int64"):
@@ -288,7 +278,7 @@ def test_writers_keep_numpys_errors_and_semantics():
             onp.fill_diagonal(ref, V[:2], wrap=True)
             onp.testing.assert_array_equal(e._value, ref)
         return np.sum(d * d) + np.sum(e * onp.arange(9.0).reshape(3, 3))
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
 # =============================================================================
@@ -353,7 +343,7 @@ def test_the_element_into_a_traced_buffer_works():
         d[0] = x[0]
         d[1] = x[2] * x[0]
         return np.sum(d * d)
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
     def g(x):
         d = np.zeros(3)
@@ -374,7 +364,7 @@ def test_traced_values_still_iterate_and_unpack():
         a, b, c = x
         s = sum(x) + sum(e for e in x) + len(x)
         return a * b + c + s + np.sum(np.array([e * 2.0 for e in x]))
-    assert onp.allclose(grad(f)(V), _central(f, V))
+    assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
 # =============================================================================

@@ -15,21 +15,9 @@ from gradcy import _core, grad, hessian, make_jvp, make_vjp
 from gradcy.test_util import check_grads
 
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
+from vjp_harness import central_gradient
 
 COVERED = {"gradcy.numpy.strided_view"}
-
-EPS = 1e-6
-
-
-def _numeric_grad(f, x):
-    """Central differences of scalar f at float64 array x."""
-    g = onp.zeros_like(x)
-    for i in range(x.size):
-        e = onp.zeros_like(x)
-        e.flat[i] = EPS
-        g.flat[i] = (f(x + e) - f(x - e)) / (2 * EPS)
-    return g
-
 
 def check_program(prog, x, order=2):
     """prog(x, m) against NumPy: value, reverse gradient, forward JVPs along every axis, and
@@ -43,7 +31,7 @@ def check_program(prog, x, order=2):
 
     x_before = x.copy()
     expected = ref(x)
-    numeric = _numeric_grad(ref, x)
+    numeric = central_gradient(ref, x)
     vjp, value = make_vjp(traced)(x)
     try:
         g = vjp(1.0)
@@ -62,7 +50,7 @@ def check_program(prog, x, order=2):
     if order < 2:
         return
     gradient = grad(traced)
-    h_numeric = onp.stack([_numeric_grad(lambda z, i=i: gradient(z).flat[i], x).ravel()
+    h_numeric = onp.stack([central_gradient(lambda z, i=i: gradient(z).flat[i], x).ravel()
                            for i in range(x.size)])
     h = hessian(traced)(x).reshape(x.size, x.size)
     onp.testing.assert_allclose(h, h_numeric, rtol=1e-5, atol=1e-6)
@@ -683,7 +671,7 @@ def test_gradients_keep_the_input_dtype(buffer_dtype):
     g64 = grad(f)(x.astype(onp.float64))
     onp.testing.assert_allclose(g, g64, rtol=1e-5)
     if buffer_dtype == onp.float64:
-        onp.testing.assert_allclose(g64, _numeric_grad(f, x.astype(onp.float64)), rtol=1e-6)
+        onp.testing.assert_allclose(g64, central_gradient(f, x.astype(onp.float64)), rtol=1e-6)
 
 
 def test_augmented_assignment_of_a_slot_records_one_write():
@@ -871,7 +859,7 @@ def test_a_write_into_a_computed_array_nothing_else_sees_works_in_every_order():
     for mode in ("jacobian(grad)",):
         onp.testing.assert_allclose(_every_order(f, X4)[mode](), want, rtol=1e-12)
     g = grad(lambda z: np.sum(hessian(f)(z)))(X4)   # third order: central differences
-    numeric = _numeric_grad(lambda z: onp.sum(hessian(f)(z)), X4)
+    numeric = central_gradient(lambda z: onp.sum(hessian(f)(z)), X4)
     onp.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
 
 

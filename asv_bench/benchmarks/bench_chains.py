@@ -9,17 +9,23 @@ that of the hand-written gradient (1.0 is the target: no more memory than a care
 from . import common
 
 
-class _Chain:
+class _Dot:
+    """The dot chain: its inputs, its function of a NumPy-like module, its gradient by hand."""
+    data = staticmethod(common.dot_data)
+    make = staticmethod(common.ref.dotchain)
+    hand = staticmethod(common.ref.hand_dotchain)
+
+
+class _Tanh:
+    """The tanh chain, likewise."""
+    data = staticmethod(common.tanh_data)
+    make = staticmethod(common.ref.tanhchain)
+    hand = staticmethod(common.ref.hand_tanhchain)
+
+
+class _Chain(common.LongRun):
     params = [["gradcy", "hand"]]
     param_names = ["impl"]
-    number = 1
-    repeat = (1, 3, 10.0)
-    warmup_time = 0
-    timeout = 120
-
-    data = None        # set by subclasses
-    make = None
-    hand = None
 
     def setup(self, impl):
         self.x, self.z = type(self).data()
@@ -32,26 +38,15 @@ class _Chain:
         self.fn(self.x, self.z)
 
 
-class DotChain(_Chain):
-    data = staticmethod(common.dot_data)
-    make = staticmethod(common.ref.dotchain)
-    hand = staticmethod(common.ref.hand_dotchain)
+class DotChain(_Dot, _Chain):
+    pass
 
 
-class TanhChain(_Chain):
-    data = staticmethod(common.tanh_data)
-    make = staticmethod(common.ref.tanhchain)
-    hand = staticmethod(common.ref.hand_tanhchain)
+class TanhChain(_Tanh, _Chain):
+    pass
 
 
-class _ChainMemory:
-    number = 1
-    repeat = 1
-    warmup_time = 0
-    timeout = 120
-
-    data = make = hand = None
-
+class _ChainMemory(common.OneSample):
     def setup(self):
         common.require("gradcy._core", "stats", "reset_peak")
         self.x, self.z = type(self).data()
@@ -70,13 +65,9 @@ class _ChainMemory:
     track_tracemalloc_peak_ratio.unit = "gradcy / hand-written"
 
 
-class DotChainMemory(_ChainMemory):
-    data = staticmethod(common.dot_data)
-    make = staticmethod(common.ref.dotchain)
-    hand = staticmethod(common.ref.hand_dotchain)
+class DotChainMemory(_Dot, _ChainMemory):
+    pass
 
 
-class TanhChainMemory(_ChainMemory):
-    data = staticmethod(common.tanh_data)
-    make = staticmethod(common.ref.tanhchain)
-    hand = staticmethod(common.ref.hand_tanhchain)
+class TanhChainMemory(_Tanh, _ChainMemory):
+    pass

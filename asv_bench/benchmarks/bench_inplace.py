@@ -49,13 +49,9 @@ class MemNet:
         self.fn(self.W, self.x, S)
 
 
-class MemNetMemory:
+class MemNetMemory(common.OneSample):
     params = [["inplace", "concat"]]
     param_names = ["impl"]
-    number = 1
-    repeat = 1
-    warmup_time = 0
-    timeout = 120
     S = 256
 
     def setup(self, impl):

@@ -72,13 +72,9 @@ def _checkpointed_chain():
     return grad(F)
 
 
-class Checkpoint:
+class Checkpoint(common.LongRun):
     params = [["plain", "checkpoint"]]
     param_names = ["impl"]
-    number = 1
-    repeat = (1, 3, 10.0)
-    warmup_time = 0
-    timeout = 120
 
     def setup(self, impl):
         self.x, self.z = common.tanh_data()
@@ -89,12 +85,7 @@ class Checkpoint:
         self.fn(self.x, self.z)
 
 
-class CheckpointMemory:
-    number = 1
-    repeat = 1
-    warmup_time = 0
-    timeout = 120
-
+class CheckpointMemory(common.OneSample):
     def setup(self):
         common.require("gradcy._core", "stats", "reset_peak")
         self.x, self.z = common.tanh_data()

@@ -86,6 +86,20 @@ def small_pair():
 # =============================================================================
 # Measurement helpers
 # =============================================================================
+class LongRun:
+    """asv settings of a benchmark whose one call takes a second or more: one call per
+    sample, 1 to 3 samples within 10 s, no warm-up."""
+    number = 1
+    repeat = (1, 3, 10.0)
+    warmup_time = 0
+    timeout = 120
+
+
+class OneSample(LongRun):
+    """asv settings of a track_ benchmark: one sample of one call."""
+    repeat = 1
+
+
 def require(module, *names):
     """Import gradcy's `module` and return its attributes `names`; raise NotImplementedError
     (asv's "skip this benchmark", shown as n/a) when the commit being measured lacks them, so
