@@ -38,6 +38,7 @@ __all__ = ["unpack_positions", "register", "Positions"]
 
 _ndarray = _onp.ndarray
 _NoValue = _onp._NoValue
+_add_reduce = _onp.add.reduce
 
 
 class Positions(_onp.ndarray):
@@ -149,7 +150,9 @@ def _extremum_saver(nan_picks):
                 and kwargs.keys() <= _AXIS_KEEPDIMS and kwargs.get("keepdims") is True
                 and type(kwargs.get("axis")) is int):
             # the common case first (a softmax's max over one axis, keepdims): no nan maximum
-            if not (ans != ans).any():
+            # (a nan, or +inf beside -inf, makes the sum nan: then the general path)
+            total = _add_reduce(ans, None)
+            if total == total:
                 return _onp.packbits(x == ans, axis=None), (meta_of(x),)
         opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
         opts.update(kwargs)
