@@ -144,7 +144,12 @@ def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
         return full
     if (keepdims is True and type(x) is ArrayMeta and type(g) is _onp.ndarray
             and g.dtype == x.dtype and (where is None or where is _NoValue)):
-        return broadcast_cotangent(g, x.shape, x)     # a softmax's sum: g has x's ndim
+        # a softmax's sum: g has x's ndim; broadcast_cotangent of a plain g, inline
+        if x.size > _SMALL:
+            return _onp.broadcast_to(g, x.shape)
+        full = _onp.empty(x.shape, g.dtype)
+        full[...] = g
+        return full
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape, x)

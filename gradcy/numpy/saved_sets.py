@@ -39,6 +39,7 @@ __all__ = ["unpack_positions", "register", "Positions"]
 _ndarray = _onp.ndarray
 _NoValue = _onp._NoValue
 _add_reduce = _onp.add.reduce
+_packbits = getattr(_onp.packbits, "_implementation", _onp.packbits)   # plain: no dispatch
 
 
 class Positions(_onp.ndarray):
@@ -153,7 +154,7 @@ def _extremum_saver(nan_picks):
             # (a nan, or +inf beside -inf, makes the sum nan: then the general path)
             total = _add_reduce(ans, None)
             if total == total:
-                return _onp.packbits(x == ans, axis=None), (meta_of(x),)
+                return _packbits(x == ans, None), (meta_of(x),)
         opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
         opts.update(kwargs)
         axes = _axes(x.ndim, opts.get("axis"))
