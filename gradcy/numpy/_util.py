@@ -34,7 +34,7 @@ def _unbroadcast(g, target):
         shape = target.shape            # plain arrays of one ndim and dtype: one reduction
         if g.ndim == len(shape) and g.dtype == target.dtype:
             axes = tuple([i for i, (n, m) in enumerate(zip(g.shape, shape)) if m == 1 and n != 1])
-            return g.sum(axis=axes, keepdims=True) if axes else g
+            return _onp.add.reduce(g, axes, None, None, True) if axes else g   # (= g.sum)
     shape, dtype = shape_dtype(target)
     gshape = _onp.shape(g) if type(g) is not _onp.ndarray else g.shape
     if len(gshape) > len(shape):

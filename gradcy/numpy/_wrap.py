@@ -83,6 +83,25 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np.
     return _np.sum(a, axis=axis, dtype=dtype, **kw)
 
 
+def _extremum(name, ufunc):
+    reduce = ufunc.reduce
+
+    @functools.wraps(getattr(_np, name))
+    def extremum(a, axis=None, out=None, keepdims=_np._NoValue, initial=_np._NoValue,
+                 where=_np._NoValue):
+        # numpy.max / numpy.min of a plain ndarray: the ufunc's reduce, as for _sum
+        if type(a) is _np.ndarray and initial is _np._NoValue and where is _np._NoValue:
+            if keepdims is _np._NoValue:
+                return reduce(a, axis, None, out)
+            return reduce(a, axis, None, out, keepdims)
+        kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
+              if v is not _np._NoValue}
+        if out is not None:
+            kw["out"] = out
+        return getattr(_np, name)(a, axis=axis, **kw)
+    return extremum
+
+
 try:
     from numpy._core.multiarray import c_einsum as _c_einsum   # NumPy 2; 1.26 has a shim
 except ImportError:
@@ -104,8 +123,20 @@ def _einsum(*operands, out=None, optimize=False, **kwargs):
     return _np.einsum(*operands, out=out, optimize=optimize, **kwargs)
 
 
+_dot_impl = getattr(_np.dot, "_implementation", _np.dot)
+
+
+@functools.wraps(_np.dot)
+def _dot(a, b, out=None):
+    # numpy.dot is its C function behind __array_function__ dispatch: plain arrays need none
+    if type(a) is _np.ndarray and type(b) is _np.ndarray:
+        return _dot_impl(a, b, out)
+    return _np.dot(a, b, out)
+
+
 # NumPy functions run through a faster equivalent with the same signature and results
-_FAST_IMPL = {"sum": _sum, "einsum": _einsum}
+_FAST_IMPL = {"sum": _sum, "einsum": _einsum, "max": _extremum("max", _np.maximum),
+              "min": _extremum("min", _np.minimum), "dot": _dot}
 
 
 def wrap_namespace(src, dst, prefix=None):

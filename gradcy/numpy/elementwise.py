@@ -80,7 +80,7 @@ defvjp_direct(anp.add,
        lambda g, ans, x, y: unbroadcast(g, y), save=())
 defvjp_direct(anp.subtract,
        lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g, y), save=())
+       lambda g, ans, x, y: -unbroadcast(g, y), save=())     # (reduce first)
 defvjp_direct(anp.multiply,
        lambda g, ans, x, y: unbroadcast(g * y, x),
        lambda g, ans, x, y: unbroadcast(x * g, y), save=(0, 1))

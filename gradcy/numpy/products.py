@@ -15,6 +15,7 @@ import string
 import numpy as _onp
 
 from .._core import ArrayMeta, Box
+from .._tape import JointVJP
 from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
@@ -72,6 +73,11 @@ def _append_axis(x, where=-1):
 # axes A.shape[:-1] + B.shape[:-2] + B.shape[-1:]. dot and matmul are hot: their rules are
 # direct (rule(g, ans, A, B), no closure per node) and test the common 2-D case first.
 def _dot_rule_0(g, ans, A, B):
+    if type(g) is _ndarray and type(B) is _ndarray and type(A) in _META_OR_ARRAY and (
+            B.ndim == 2 and A.ndim == 2):
+        r = _onp.matmul(g, B.T)     # 2-D dot is matmul: the common case, without dispatch
+        if r.dtype == A.dtype:      # (and without dot's zero fill of the output)
+            return r
     sA, dtA = shape_dtype(A)
     nA, nB = len(sA), len(shape_dtype(B)[0])
     if nA == 2 and nB == 2:
@@ -94,6 +100,11 @@ def _dot_rule_0(g, ans, A, B):
 
 
 def _dot_rule_1(g, ans, A, B):
+    if type(g) is _ndarray and type(A) is _ndarray and type(B) in _META_OR_ARRAY and (
+            A.ndim == 2 and B.ndim == 2):
+        r = _onp.matmul(A.T, g)     # as in _dot_rule_0
+        if r.dtype == B.dtype:
+            return r
     sB, dtB = shape_dtype(B)
     nA, nB = len(shape_dtype(A)[0]), len(sB)
     if nA == 2 and nB == 2:
@@ -410,9 +421,36 @@ def _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype):
     return vjp
 
 
+def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
+    """einsum's rule as the sweep calls it: the common case (plain operands and cotangent of
+    one dtype, no optimize) without making a closure per node; _einsum_vjp otherwise."""
+    if (type(g) is _ndarray and not kwargs and type(args[0]) is str and len(args) >= 3
+            and _c_einsum is not None):
+        ops = args[1:]
+        dtype = g.dtype
+        patterns = []
+        for o in ops:
+            if type(o) not in _META_OR_ARRAY or o.dtype != dtype:
+                break
+            shape = o.shape
+            patterns.append(len(shape) if 1 not in shape else tuple([n == 1 for n in shape]))
+        else:
+            ks = tuple([a - 1 for a in argnums])
+            key = (args[0], tuple(patterns), ks)
+            specs = _SAME_DTYPE_SPECS.get(key)
+            if specs is not None:
+                out = []
+                for k, subs in zip(ks, specs):
+                    c = _c_einsum(subs, g, *ops[:k], *ops[k + 1:])
+                    out.append(c if c.flags.c_contiguous else _onp.ascontiguousarray(c))
+                return out
+    return _einsum_vjp(argnums, ans, args, kwargs)(g)
+
+
 # The subscripts string (or, in the sublist form, each sublist) is never traced, so the rule
 # only ever runs for operands. Every operand's rule reads every other operand.
 defvjp_argnums(anp.einsum, _einsum_vjp, save=("args",))
+anp.einsum.set_vjp(JointVJP(_einsum_rule, _einsum_vjp))
 
 
 # =============================================================================

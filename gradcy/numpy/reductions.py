@@ -142,6 +142,14 @@ def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
         full = _onp.empty(x.shape, x.dtype)
         full[...] = g
         return full
+    if (keepdims is True and type(x) is ArrayMeta and type(g) is _onp.ndarray
+            and g.dtype == x.dtype and (where is None or where is _NoValue)):
+        # a softmax's sum: g has x's ndim; broadcast_cotangent of a plain g, inline
+        if x.size > _SMALL:
+            return _onp.broadcast_to(g, x.shape)
+        full = _onp.empty(x.shape, g.dtype)
+        full[...] = g
+        return full
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     g = broadcast_cotangent(_keep(cast_like(g, xdtype), shape, axes, keepdims), shape, x)
@@ -332,8 +340,23 @@ def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where
                       * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
 
 
-defvjp(anp.max, _max_vjp, save=(0, "ans"))
-defvjp(anp.min, _max_vjp, save=(0, "ans"))
+_add_reduce, _all_reduce, _equal = _onp.add.reduce, _onp.logical_and.reduce, _onp.equal
+
+
+def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """max's (min's) rule as the sweep calls it. The common case first: x kept as the bit mask
+    of the chosen positions (saved_sets.py), keepdims over one axis, one chosen position per
+    group: the cotangent goes to it as it is (mask * g, no weights)."""
+    if (type(x) is ArrayMeta and type(g) is _onp.ndarray and keepdims is True
+            and type(axis) is int and g.dtype == x.dtype):
+        mask = unpack_positions(ans, x.shape)
+        if _all_reduce(_equal(_add_reduce(mask, axis, None, None, True), 1), None):
+            return _onp.multiply(mask, g)
+    return _max_vjp(ans, x, axis, out, keepdims, initial, where)(g)
+
+
+defvjp_direct(anp.max, _max_rule, save=(0, "ans"))
+defvjp_direct(anp.min, _max_rule, save=(0, "ans"))
 defvjp(anp.nanmax, _nanmax_vjp, save=(0, "ans"))
 defvjp(anp.nanmin, _nanmax_vjp, save=(0, "ans"))
 

@@ -38,6 +38,8 @@ __all__ = ["unpack_positions", "register", "Positions"]
 
 _ndarray = _onp.ndarray
 _NoValue = _onp._NoValue
+_add_reduce = _onp.add.reduce
+_packbits = getattr(_onp.packbits, "_implementation", _onp.packbits)   # plain: no dispatch
 
 
 class Positions(_onp.ndarray):
@@ -149,8 +151,10 @@ def _extremum_saver(nan_picks):
                 and kwargs.keys() <= _AXIS_KEEPDIMS and kwargs.get("keepdims") is True
                 and type(kwargs.get("axis")) is int):
             # the common case first (a softmax's max over one axis, keepdims): no nan maximum
-            if not (ans != ans).any():
-                return _onp.packbits(x == ans, axis=None), (meta_of(x),)
+            # (a nan, or +inf beside -inf, makes the sum nan: then the general path)
+            total = _add_reduce(ans, None)
+            if total == total:
+                return _packbits(x == ans, None), (meta_of(x),)
         opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
         opts.update(kwargs)
         axes = _axes(x.ndim, opts.get("axis"))
