@@ -15,7 +15,7 @@ import string
 import numpy as _onp
 
 from .._core import ArrayMeta, Box
-from .._tape import JointVJP
+from .._rules import JointVJP
 from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
