@@ -24,7 +24,7 @@ import numpy as _np
 from ._core import is_array_value, register_array_type
 
 __all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
-           "broadcast_like",
+           "zeros", "broadcast_like",
            "match_gradient", "compute_pending"]
 
 
@@ -36,6 +36,16 @@ def is_lazy(x):
 def zeros_like(x):
     """Zeros of x's shape and dtype, of x's array type (Dask: x's chunks)."""
     return _np.zeros_like(x)
+
+
+def zeros(shape, dtype, like=None):
+    """Zeros of `shape` and `dtype` in like's array library: NumPy unless `like` is an array of
+    another one (Dask: like's chunks when the shapes agree)."""
+    if not is_array_value(like):
+        return _np.zeros(shape, dtype)
+    if tuple(like.shape) == tuple(shape):
+        return _np.zeros_like(like, dtype=dtype)
+    return _np.zeros(shape, dtype=dtype, like=like)
 
 
 def ones_like(x):

@@ -425,10 +425,10 @@ def _csign(x):
 
 def _argext_mask(v, axes, smallest):
     """1/count where v attains its max (min) over axes (ties share evenly); a constant."""
-    pv = _onp.asarray(_plain(v))
-    ext = pv.min(axis=axes, keepdims=True) if smallest else pv.max(axis=axes, keepdims=True)
-    m = (pv == ext).astype(_real_dtype(pv.dtype))
-    return m / m.sum(axis=axes, keepdims=True)
+    pv = _plain(v)                # NumPy's functions: an array of any library stays one
+    ext = (_onp.min if smallest else _onp.max)(pv, axis=axes, keepdims=True)
+    m = (pv == ext).astype(_real_dtype(_dtype(pv)))
+    return m / _onp.sum(m, axis=axes, keepdims=True)
 
 
 def _norm_D(x, ans_k, ord, axes, matrix):
