@@ -187,39 +187,32 @@ def _nan_denom(nans, axes, ddof, rdtype):
     return (1.0 / _onp.maximum(n, 1) * (n > 0)).astype(rdtype)
 
 
-def _nanvar_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanvar", kw.get("where"))
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-    ddof = _ddof(ddof, kw)
+def _nan_moment_vjp(name, plain_vjp, std):
+    """The VJP maker of nanvar (std False) or nanstd: plain_vjp's (var's, std's) where x has no
+    nan, else the non-nan entries' share."""
+    def maker(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        _no_where(name, kw.get("where"))
+        shape, xdtype = shape_dtype(x)
+        axes = _axes(len(shape), axis)
+        ddof = _ddof(ddof, kw)
 
-    def vjp(g):
-        nans = _onp.isnan(_plain(x))
-        if _none(nans):
-            return _var_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
-        rdtype = _real_dtype(xdtype)
-        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-        return (gk * (2 * _nan_denom(nans, axes, ddof, rdtype))) * _nan_centered(
-            x, axes, kw, nans)
-    return vjp
+        def vjp(g):
+            nans = _onp.isnan(_plain(x))
+            if _none(nans):
+                return plain_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
+            rdtype = _real_dtype(xdtype)
+            gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
+            if std:
+                gk = _safe_inverse(gk, _keep(cast_like(ans, rdtype), shape, axes, keepdims))
+            else:
+                gk = gk * 2
+            return (gk * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(x, axes, kw, nans)
+        return vjp
+    return maker
 
 
-def _nanstd_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanstd", kw.get("where"))
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-    ddof = _ddof(ddof, kw)
-
-    def vjp(g):
-        nans = _onp.isnan(_plain(x))
-        if _none(nans):
-            return _std_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
-        rdtype = _real_dtype(xdtype)
-        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-        ansk = _keep(cast_like(ans, rdtype), shape, axes, keepdims)
-        return (_safe_inverse(gk, ansk) * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(
-            x, axes, kw, nans)
-    return vjp
+_nanvar_vjp = _nan_moment_vjp("nanvar", _var_vjp, False)
+_nanstd_vjp = _nan_moment_vjp("nanstd", _std_vjp, True)
 
 
 defvjp(anp.nanvar, _nanvar_vjp, save=(0,))
@@ -235,23 +228,23 @@ def _nan_half_dvar(g, x, axes, keepdims, kw, ddof, nans):
     return anp.real(t) if _onp.iscomplexobj(_plain(x)) else t
 
 
-def _nanvar_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanvar", kw.get("where"))
-    nans = _onp.isnan(_plain(x))
-    if _none(nans):
-        return _var_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
-    axes = _axes(nans.ndim, axis)
-    return _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans) * 2.0
+def _nan_moment_jvp(name, plain_jvp, std):
+    """The JVP of nanvar (std False) or nanstd."""
+    def jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        _no_where(name, kw.get("where"))
+        nans = _onp.isnan(_plain(x))
+        if _none(nans):
+            return plain_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
+        axes = _axes(nans.ndim, axis)
+        t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
+        if not std:
+            return t * 2.0
+        return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+    return jvp
 
 
-def _nanstd_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanstd", kw.get("where"))
-    nans = _onp.isnan(_plain(x))
-    if _none(nans):
-        return _std_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
-    axes = _axes(nans.ndim, axis)
-    t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
-    return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+_nanvar_jvp = _nan_moment_jvp("nanvar", _var_jvp, False)
+_nanstd_jvp = _nan_moment_jvp("nanstd", _std_jvp, True)
 
 
 defjvp(anp.nanvar, _nanvar_jvp)
