@@ -12,8 +12,12 @@ unless --no-persist), same point w. Measured, interleaved, medians of --repeats:
   sum(z + log1p(exp(-z))) - y . z with z = X @ w; --loss logaddexp for logaddexp(0, z) - y z)
   with NumPy w (gradcy computes the Dask gradient,
   one dask.compute) against ``Logistic.gradient(X.dot(w), X, y).compute()``;
-- Hessian: gradcy ``hessian(loss)`` at a Dask w (lazy d x d result, computed) against
-  ``Logistic.hessian(X.dot(w), X).compute()``.
+- value and gradient: gradcy ``value_and_grad(loss)(w, X, y)`` (one dask.compute) against
+  dask-glm's ``pointwise_loss`` and ``gradient`` in one ``dask.compute`` (what its lbfgs does);
+- Hessian-vector product: gradcy ``hessian_vector_product(loss)`` at a Dask w and v (lazy,
+  computed) against ``Logistic.hessian(X.dot(w), X).compute()`` (the d x d Hessian dask-glm's
+  newton computes per step; times @ v is free);
+- with --hessian also gradcy's full ``hessian(loss)`` (d Hessian-vector products in one graph).
 
 Also: the largest resident memory of any worker, sampled every 0.2 s by a thread, against the
 limit, and the relative difference of the results (target: gradient time <= 1.2x dask-glm's,
@@ -44,7 +48,8 @@ def main():
     ap.add_argument("--loss", default="loglike", choices=["loglike", "logaddexp"],
                     help="loglike: dask-glm's formula z + log1p(exp(-z)) - y z (default); "
                          "logaddexp: logaddexp(0, z) - y z")
-    ap.add_argument("--no-hessian", action="store_true")
+    ap.add_argument("--no-hessian", action="store_true", help="skip the Hessian comparisons")
+    ap.add_argument("--hessian", action="store_true", help="also gradcy's full hessian")
     ap.add_argument("--no-persist", action="store_true",
                     help="regenerate X on every evaluation instead of keeping it on the workers")
     args = ap.parse_args()
@@ -60,7 +65,7 @@ def main():
         sys.exit(f"dask_glm_compare.py needs dask, distributed, psutil and dask-glm==0.4.0 "
                  f"(pip install -e '.[dask]' psutil dask-glm==0.4.0): {exc}")
     import gradcy.numpy as np
-    from gradcy import grad, hessian
+    from gradcy import grad, hessian, hessian_vector_product, value_and_grad
 
     def loss(w, X, y):
         """dask-glm's Logistic.pointwise_loss, written in gradcy.numpy."""
@@ -105,13 +110,24 @@ def main():
     sampler.start()
 
     wd = da.from_array(w)
+    v = onp.cos(onp.arange(args.d))
+    vd = da.from_array(v)
+
+    def glm_value_and_grad():
+        z = X.dot(w)
+        return dask.compute(Logistic.pointwise_loss(w, X, y), Logistic.gradient(z, X, y))
+
     runs = {
         "gradcy grad": lambda: grad(loss)(w, X, y),
         "dask-glm gradient": lambda: Logistic.gradient(X.dot(w), X, y).compute(),
+        "gradcy value_and_grad": lambda: value_and_grad(loss)(w, X, y)[1],
+        "dask-glm value_and_grad": lambda: glm_value_and_grad()[1],
     }
     if not args.no_hessian:
-        runs["gradcy hessian"] = lambda: hessian(loss)(wd, X, y).compute()
+        runs["gradcy hvp"] = lambda: hessian_vector_product(loss)(wd, X, y, vd).compute()
         runs["dask-glm hessian"] = lambda: Logistic.hessian(X.dot(w), X).compute()
+    if args.hessian:
+        runs["gradcy hessian"] = lambda: hessian(loss)(wd, X, y).compute()
     results, times = {}, {k: [] for k in runs}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
@@ -130,14 +146,22 @@ def main():
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"| computation | median s ({args.repeats} runs) | vs dask-glm |")
     print("|---|---:|---:|")
-    for what in ("grad", "hessian") if not args.no_hessian else ("grad",):
-        other = "dask-glm gradient" if what == "grad" else "dask-glm hessian"
+    pairs = [("grad", "dask-glm gradient"), ("value_and_grad", "dask-glm value_and_grad")]
+    if not args.no_hessian:
+        pairs.append(("hvp", "dask-glm hessian"))
+    if args.hessian:
+        pairs.append(("hessian", "dask-glm hessian"))
+    for what, other in pairs:
         print(f"| gradcy {what} | {med['gradcy ' + what]:.3f} | "
               f"{med['gradcy ' + what] / med[other]:.2f}x |")
         print(f"| {other} | {med[other]:.3f} | 1.00x |")
     print(f"loss: {args.loss}; gradient max relative difference "
-          f"{rel(results['gradcy grad'], results['dask-glm gradient']):.1e}")
+          f"{rel(results['gradcy grad'], results['dask-glm gradient']):.1e}, value_and_grad's "
+          f"{rel(results['gradcy value_and_grad'], results['dask-glm gradient']):.1e}")
     if not args.no_hessian:
+        print(f"hvp max relative difference (vs dask-glm's hessian @ v) "
+              f"{rel(results['gradcy hvp'], results['dask-glm hessian'] @ v):.1e}")
+    if args.hessian:
         print(f"hessian max relative difference "
               f"{rel(results['gradcy hessian'], results['dask-glm hessian']):.1e}")
     print(f"largest worker RSS sampled: {peak[0] / 1e9:.2f} GB of {limit / 1e9:.2f} GB limit; "

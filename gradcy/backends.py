@@ -24,7 +24,7 @@ import numpy as _np
 from ._core import is_array_value, register_array_type
 
 __all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
-           "broadcast_like",
+           "zeros", "broadcast_like",
            "match_gradient", "compute_pending"]
 
 
@@ -38,6 +38,16 @@ def zeros_like(x):
     return _np.zeros_like(x)
 
 
+def zeros(shape, dtype, like=None):
+    """Zeros of `shape` and `dtype` in like's array library: NumPy unless `like` is an array of
+    another one (Dask: like's chunks when the shapes agree)."""
+    if not is_array_value(like):
+        return _np.zeros(shape, dtype)
+    if tuple(like.shape) == tuple(shape):
+        return _np.zeros_like(like, dtype=dtype)
+    return _np.zeros(shape, dtype=dtype, like=like)
+
+
 def ones_like(x):
     """Ones of x's shape and dtype, of x's array type (Dask: x's chunks)."""
     return _np.ones_like(x)
@@ -47,11 +57,31 @@ def broadcast_like(g, shape, like=None):
     """g broadcast to `shape`, as an array of like's library when `like` (an array of that
     shape, or None) is one (Dask: like's chunks, each made from g on its own), else of g's."""
     if is_lazy(like) and tuple(like.shape) == tuple(shape):
-        import dask.array as da
-        return da.broadcast_to(g, shape, chunks=like.chunks)
+        return _dask_broadcast(g, like)
     if is_array_value(like) and not is_array_value(g):
         g = zeros_like(like[(0,) * like.ndim]) + g       # on like's device
     return _np.broadcast_to(g, shape)
+
+
+def _broadcast_block(g, block_info=None):
+    """One block of a scalar g broadcast, contiguous: NumPy's ufuncs run about 1.5x slower on
+    a stride-0 view (numpy.broadcast_to) than on a filled block."""
+    return _np.full(block_info[None]["chunk-shape"], g, dtype=_np.result_type(g))
+
+
+def _dask_broadcast(g, like):
+    """g (a scalar or a 0-d array of any library) broadcast to like's shape and chunks, as a
+    blockwise Dask array: each block is made where it is used, so Dask fuses it into the
+    tasks that read it (da.broadcast_to makes a task per block of its own)."""
+    import dask.array as da
+    if _np.ndim(g) != 0:
+        return da.broadcast_to(g, like.shape, chunks=like.chunks)
+    if not is_lazy(g):
+        g = _np.asarray(g)
+    dtype = _np.result_type(g)
+    return da.map_blocks(_broadcast_block, g, new_axis=list(range(like.ndim)),
+                         chunks=like.chunks, dtype=dtype,
+                         meta=_np.empty((0,) * like.ndim, dtype))
 
 
 def _module(x):

@@ -23,6 +23,7 @@ from ..registry import defjvp as _defjvp, defvjp_direct as _defvjp_direct, primi
 from . import _wrap as _anp
 from ._wrap import wrap_namespace
 from ._util import cast_like as _cast_like, shape_dtype as _shape_dtype
+from ..backends import is_array_value as _is_array_value
 
 wrap_namespace(_npfft.__dict__, globals(), "gradcy.numpy.fft")
 
@@ -45,6 +46,11 @@ def _truncate_pad_raw(x, shape):
     """x cut or zero-padded (at the end of each axis) to `shape`."""
     if type(x) is _Box:      # traced one level up (higher-order differentiation)
         return _truncate_pad(x, shape)
+    if _is_array_value(x):       # Dask, CuPy: a slice and a pad, in x's library
+        if tuple(x.shape) == tuple(shape):
+            return x
+        cut = x[tuple(slice(0, min(a, b)) for a, b in zip(x.shape, shape))]
+        return _onp.pad(cut, [(0, s - c) for s, c in zip(shape, cut.shape)])
     x = _onp.asarray(x)
     if x.shape == shape:
         return x

@@ -176,14 +176,22 @@ _defvjp_direct(_slogdet_p, _slogdet_vjp, save=("ans", 0))
 defjvp(_slogdet_p, _slogdet_jvp)
 
 
-def slogdet(a):
-    """numpy.linalg.slogdet; a (sign, logabsdet) tuple when traced."""
-    if type(a) is _Box:
-        return _slogdet_p(a)
-    return _npla.slogdet(a)
+def _pair_function(p, np_function, doc):
+    """numpy.linalg's np_function (one array argument) as a function that calls the primitive p
+    (a plain tuple of the two outputs) when its argument is traced, and registers it as
+    np_function's override."""
+    def f(a):
+        if type(a) is _Box:
+            return p(a)
+        return np_function(a)
+    f.__name__ = f.__qualname__ = np_function.__name__
+    f.__doc__ = doc
+    _register_numpy_override(np_function, f)
+    return f
 
 
-_register_numpy_override(_npla.slogdet, slogdet)
+slogdet = _pair_function(_slogdet_p, _npla.slogdet,
+                         """numpy.linalg.slogdet; a (sign, logabsdet) tuple when traced.""")
 
 
 # =============================================================================
@@ -425,10 +433,10 @@ def _csign(x):
 
 def _argext_mask(v, axes, smallest):
     """1/count where v attains its max (min) over axes (ties share evenly); a constant."""
-    pv = _onp.asarray(_plain(v))
-    ext = pv.min(axis=axes, keepdims=True) if smallest else pv.max(axis=axes, keepdims=True)
-    m = (pv == ext).astype(_real_dtype(pv.dtype))
-    return m / m.sum(axis=axes, keepdims=True)
+    pv = _plain(v)                # NumPy's functions: an array of any library stays one
+    ext = (_onp.min if smallest else _onp.max)(pv, axis=axes, keepdims=True)
+    m = (pv == ext).astype(_real_dtype(_dtype(pv)))
+    return m / _onp.sum(m, axis=axes, keepdims=True)
 
 
 def _norm_D(x, ans_k, ord, axes, matrix):
@@ -621,14 +629,8 @@ _defvjp_direct(_eig_p, _eig_vjp, save=("ans",))
 defjvp(_eig_p, _eig_jvp)
 
 
-def eig(a):
-    """numpy.linalg.eig; an (eigenvalues, eigenvectors) tuple when traced."""
-    if type(a) is _Box:
-        return _eig_p(a)
-    return _npla.eig(a)
-
-
-_register_numpy_override(_npla.eig, eig)
+eig = _pair_function(_eig_p, _npla.eig,
+                     """numpy.linalg.eig; an (eigenvalues, eigenvectors) tuple when traced.""")
 
 
 def _eig_matching(ans, a):

@@ -147,7 +147,7 @@ def _matmul_rule_0(g, ans, A, B):
         if nB == 1:
             r = g * B
         elif nB == 2:
-            r = anp.matmul(B, g)
+            r = anp.dot(B, g)     # = matmul here; on Dask one fused task per block
         else:
             r = anp.tensordot(B, g, (list(range(nB - 2)) + [nB - 1], list(range(nB - 1))))
     elif nB == 1:
@@ -174,7 +174,7 @@ def _matmul_rule_1(g, ans, A, B):
         if nA == 1:
             r = g * A
         elif nA == 2:
-            r = anp.matmul(g, A)
+            r = anp.dot(g, A)     # = matmul here; on Dask one fused task per block
         else:
             r = anp.tensordot(g, A, nA - 1)
     elif nA == 1:

@@ -8,6 +8,7 @@ for differentiation, so the rules differentiate again.
 import numpy as _onp
 
 from .._core import Box, register_numpy_override
+from ..backends import is_array_value, zeros as _zeros
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
@@ -112,7 +113,11 @@ def _var_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **
 def _safe_inverse(gk, ansk):
     """gk / ansk, with 0 where ansk is 0 (a constant group: the subgradient 0, like torch) or
     nan (an all-nan group of nanstd)."""
-    bad = ~(_onp.asarray(_plain(ansk)) > 0)
+    a = _plain(ansk)
+    if is_array_value(a):       # Dask, CuPy: no test of the values (Dask stays lazy)
+        good = a > 0
+        return anp.where(good, gk / anp.where(good, ansk, 1), 0)
+    bad = ~(_onp.asarray(a) > 0)
     if not bad.any():
         return gk / ansk
     return gk * ~bad / anp.where(bad, 1, ansk)
@@ -163,6 +168,12 @@ defjvp(anp.var, _var_jvp)
 defjvp(anp.std, _std_jvp)
 
 
+def _none(nans):
+    """No nan in the NumPy mask `nans` (a shortcut to the rule without nans); False for an
+    array of another library, whose values are not looked at (Dask stays lazy)."""
+    return not is_array_value(nans) and not nans.any()
+
+
 def _nan_centered(x, axes, kw, nans):
     mean = kw.get("mean", _NoValue)
     mean = anp.nanmean(x, axis=axes, keepdims=True) if mean is _NoValue else _given_mean(mean, x)
@@ -176,39 +187,32 @@ def _nan_denom(nans, axes, ddof, rdtype):
     return (1.0 / _onp.maximum(n, 1) * (n > 0)).astype(rdtype)
 
 
-def _nanvar_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanvar", kw.get("where"))
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-    ddof = _ddof(ddof, kw)
+def _nan_moment_vjp(name, plain_vjp, std):
+    """The VJP maker of nanvar (std False) or nanstd: plain_vjp's (var's, std's) where x has no
+    nan, else the non-nan entries' share."""
+    def maker(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        _no_where(name, kw.get("where"))
+        shape, xdtype = shape_dtype(x)
+        axes = _axes(len(shape), axis)
+        ddof = _ddof(ddof, kw)
 
-    def vjp(g):
-        nans = _onp.isnan(_plain(x))
-        if not nans.any():
-            return _var_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
-        rdtype = _real_dtype(xdtype)
-        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-        return (gk * (2 * _nan_denom(nans, axes, ddof, rdtype))) * _nan_centered(
-            x, axes, kw, nans)
-    return vjp
+        def vjp(g):
+            nans = _onp.isnan(_plain(x))
+            if _none(nans):
+                return plain_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
+            rdtype = _real_dtype(xdtype)
+            gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
+            if std:
+                gk = _safe_inverse(gk, _keep(cast_like(ans, rdtype), shape, axes, keepdims))
+            else:
+                gk = gk * 2
+            return (gk * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(x, axes, kw, nans)
+        return vjp
+    return maker
 
 
-def _nanstd_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanstd", kw.get("where"))
-    shape, xdtype = shape_dtype(x)
-    axes = _axes(len(shape), axis)
-    ddof = _ddof(ddof, kw)
-
-    def vjp(g):
-        nans = _onp.isnan(_plain(x))
-        if not nans.any():
-            return _std_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
-        rdtype = _real_dtype(xdtype)
-        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-        ansk = _keep(cast_like(ans, rdtype), shape, axes, keepdims)
-        return (_safe_inverse(gk, ansk) * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(
-            x, axes, kw, nans)
-    return vjp
+_nanvar_vjp = _nan_moment_vjp("nanvar", _var_vjp, False)
+_nanstd_vjp = _nan_moment_vjp("nanstd", _std_vjp, True)
 
 
 defvjp(anp.nanvar, _nanvar_vjp, save=(0,))
@@ -224,23 +228,23 @@ def _nan_half_dvar(g, x, axes, keepdims, kw, ddof, nans):
     return anp.real(t) if _onp.iscomplexobj(_plain(x)) else t
 
 
-def _nanvar_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanvar", kw.get("where"))
-    nans = _onp.isnan(_plain(x))
-    if not nans.any():
-        return _var_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
-    axes = _axes(nans.ndim, axis)
-    return _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans) * 2.0
+def _nan_moment_jvp(name, plain_jvp, std):
+    """The JVP of nanvar (std False) or nanstd."""
+    def jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+        _no_where(name, kw.get("where"))
+        nans = _onp.isnan(_plain(x))
+        if _none(nans):
+            return plain_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
+        axes = _axes(nans.ndim, axis)
+        t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
+        if not std:
+            return t * 2.0
+        return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+    return jvp
 
 
-def _nanstd_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _no_where("nanstd", kw.get("where"))
-    nans = _onp.isnan(_plain(x))
-    if not nans.any():
-        return _std_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
-    axes = _axes(nans.ndim, axis)
-    t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
-    return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+_nanvar_jvp = _nan_moment_jvp("nanvar", _var_jvp, False)
+_nanstd_jvp = _nan_moment_jvp("nanstd", _std_jvp, True)
 
 
 defjvp(anp.nanvar, _nanvar_jvp)
@@ -288,7 +292,7 @@ def _average_vjp_a(ans, a, axis=None, weights=None, returned=False, keepdims=Fal
     def vjp(g):
         g_avg, _ = _average_cotangent(g, returned)
         if g_avg is None:
-            return _onp.zeros(shape, adtype)
+            return _zeros(shape, adtype, _plain(a))
         gk = _keep(g_avg, shape, axes, keepdims)
         if weights is None:
             scale = 1.0 / (_count(shape, axes) or 1)
@@ -356,7 +360,7 @@ def _average_jvp(argnums, gs, ans, args, kwargs):
     avg_shape, avg_dtype = shape_dtype(avg)
     t_avg = cast_like(anp.broadcast_to(t_avg, avg_shape), avg_dtype)
     sum_shape, sum_dtype = shape_dtype(ans[1])
-    t_sum = (_onp.zeros(sum_shape, sum_dtype) if t_sum is None
+    t_sum = (_zeros(sum_shape, sum_dtype, _plain(ans[1])) if t_sum is None
              else cast_like(anp.broadcast_to(t_sum, sum_shape), sum_dtype))
     return (t_avg, t_sum)
 
@@ -651,10 +655,10 @@ class _CovSetup:
             Xm, _ = _cov_rows(g, self._rowvar, True, self.dtype)
             if self.back_y is None:
                 return Xm
-            Xy0 = _onp.zeros((self.d - self.nm,) + _shape(Xm)[1:], self.dtype)
+            Xy0 = _zeros((self.d - self.nm,) + _shape(Xm)[1:], self.dtype, _plain(Xm))
             return anp.concatenate([Xm, Xy0], axis=0)
         Xy, _ = _cov_rows(g, self._rowvar, False, self.dtype)
-        Xm0 = _onp.zeros((self.nm,) + _shape(Xy)[1:], self.dtype)
+        Xm0 = _zeros((self.nm,) + _shape(Xy)[1:], self.dtype, _plain(Xy))
         return anp.concatenate([Xm0, Xy], axis=0)
 
 
@@ -716,7 +720,7 @@ def _corrcoef_vjp(argnums, ans, args, kwargs):
 
 def _corrcoef_jvp(argnums, gs, ans, args, kwargs):
     if not _shape(ans):
-        return _onp.zeros((), ans.dtype)
+        return _zeros((), ans.dtype, ans)
     s, kw, C, d, sd, R = _corr_setup(args, kwargs)
     total = None
     for k, g in zip(argnums, gs):
@@ -837,12 +841,19 @@ register_numpy_override(_onp.histogramdd, histogramdd)
 register_numpy_override(_onp.histogram2d, histogram2d)
 
 
+def _index_array(x):
+    """The plain integer array x (a list as a NumPy array; an array of another library as it
+    is)."""
+    x = _plain(x)
+    return x if is_array_value(x) else _onp.asarray(x)
+
+
 # bincount(x, weights): a scatter-add of the weights (take is its transpose)
 def _bincount_weights_vjp(ans, x, weights=None, minlength=0):
     dtype = _dtype(weights)
-    return lambda g: cast_like(anp.take(g, _onp.asarray(_plain(x))), dtype)
+    return lambda g: cast_like(anp.take(g, _index_array(x)), dtype)
 
 
 defvjp(anp.bincount, None, _bincount_weights_vjp, save=(0,))
 defjvp(anp.bincount, None, lambda g, ans, x, weights=None, minlength=0:
-       anp.bincount(_onp.asarray(_plain(x)), g, minlength))
+       anp.bincount(_index_array(x), g, minlength))

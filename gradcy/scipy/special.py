@@ -26,6 +26,7 @@ _sp = _import_scipy("scipy.special")
 
 from .._core import register_numpy_override
 from .._core import Primitive
+from ..backends import is_array_value
 from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like, shape_dtype, unbroadcast
@@ -60,7 +61,11 @@ def _wrap(name):
 
 def _softmax(x, axis=None):
     """scipy.special.softmax: exp(x - logsumexp(x, axis)), computed in one buffer for real
-    floating arrays (same values as SciPy's)."""
+    floating arrays (same values as SciPy's); an array of another library (Dask, CuPy) through
+    NumPy's dispatch, as an array of its library."""
+    if is_array_value(x):
+        e = _onp.exp(x - _onp.max(x, axis=axis, keepdims=True))
+        return e / _onp.sum(e, axis=axis, keepdims=True)
     x = _onp.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return _sp.softmax(x, axis=axis)
@@ -72,7 +77,12 @@ def _softmax(x, axis=None):
 
 def _log_softmax(x, axis=None):
     """scipy.special.log_softmax: x - logsumexp(x, axis), computed in one buffer for real
-    floating arrays (same values as SciPy's)."""
+    floating arrays (same values as SciPy's); an array of another library through NumPy's
+    dispatch."""
+    if is_array_value(x):
+        m = _onp.max(x, axis=axis, keepdims=True)
+        out = x - _onp.where(_onp.isfinite(m), m, 0)
+        return out - _onp.log(_onp.sum(_onp.exp(out), axis=axis, keepdims=True))
     x = _onp.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return _sp.log_softmax(x, axis=axis)
