@@ -82,10 +82,6 @@ def fixed_point(f, a, x0, distance, tol):
     return _fixed_point(x0, f, distance, tol, unflatten, *leaves)
 
 
-def _zeros_like(x):
-    return vspace(x).zeros()
-
-
 # ---- reverse mode -------------------------------------------------------------------------
 def _adjoint_step(f, params):
     """w -> x_bar + A^T w, for params = (a, x*, x_bar)."""
@@ -101,7 +97,7 @@ def _fixed_point_vjp(argnums, ans, args, kwargs):
 
     def vjp(g):
         w = fixed_point(lambda p: _adjoint_step(f, p), (a, ans, g),
-                        _zeros_like(ans), distance, tol)
+                        vspace(ans).zeros(), distance, tol)
         vjp_a, _ = make_vjp(lambda aa: f(aa)(ans))(a)
         try:
             grads = tree_flatten(vjp_a(w))[0]
@@ -123,13 +119,13 @@ def _tangent_step(f, params):
 def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
     _, f, distance, tol, unflatten = args[:_FIRST_LEAF]
     leaves = list(args[_FIRST_LEAF:])
-    tangents = [_zeros_like(leaf) for leaf in leaves]
+    tangents = [vspace(leaf).zeros() for leaf in leaves]
     for k, g in zip(argnums, gs):
         if k >= _FIRST_LEAF:
             tangents[k - _FIRST_LEAF] = g
     a = unflatten(leaves)
     b = make_jvp(lambda aa: f(aa)(ans))(a)(unflatten(tangents))[1]
-    return fixed_point(lambda p: _tangent_step(f, p), (a, ans, b), _zeros_like(ans),
+    return fixed_point(lambda p: _tangent_step(f, p), (a, ans, b), vspace(ans).zeros(),
                        distance, tol)
 
 

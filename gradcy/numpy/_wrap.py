@@ -131,7 +131,8 @@ def _dot(a, b, out=None):
     # numpy.dot is its C function behind __array_function__ dispatch: plain arrays need none
     if type(a) is _np.ndarray and type(b) is _np.ndarray:
         return _dot_impl(a, b, out)
-    return _np.dot(a, b, out)
+    # out only when given: Dask's and CuPy's dot take (a, b) through the dispatch
+    return _np.dot(a, b) if out is None else _np.dot(a, b, out=out)
 
 
 # NumPy functions run through a faster equivalent with the same signature and results
@@ -686,12 +687,6 @@ def _box_getitem(A, idx):
     return getitem(A, idx)
 
 
-def _unboxed(x):
-    while type(x) is Box:
-        x = x._value
-    return x
-
-
 if hasattr(_np.ndarray, "mT"):
     def _mT(x):
         """x with its last two axes swapped (the VJP rules' transpose): a view of an ndarray,
@@ -699,7 +694,7 @@ if hasattr(_np.ndarray, "mT"):
         if type(x) is _np.ndarray:
             return x.mT
         # (Dask has no matrix_transpose: its fallback would compute the array)
-        return swapaxes(x, -1, -2) if is_array_value(_unboxed(x)) else matrix_transpose(x)
+        return swapaxes(x, -1, -2) if is_array_value(_plain(x)) else matrix_transpose(x)
 else:                               # NumPy 1.26: no ndarray.mT, no matrix_transpose
     def _mT(x):
         return x.swapaxes(-1, -2) if type(x) is _np.ndarray else swapaxes(x, -1, -2)

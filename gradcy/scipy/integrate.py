@@ -21,7 +21,7 @@ from .._pytree import tree_flatten
 from .._tracing import _forward, _trace
 from ..registry import defjvp_argnums, defvjp_argnums, primitive
 from ..numpy import _wrap as anp
-from ..numpy._util import cast_like, shape_dtype
+from ..numpy._util import _zeros_of, cast_like, shape_dtype
 from . import _import_scipy
 
 _si = _import_scipy("scipy.integrate")  # ImportError naming the extra when SciPy is missing
@@ -125,11 +125,6 @@ def _jvp(fun, primals, tangents):
     leaves, unflatten = _differentiated_leaves(primals, argnum, "odeint")
     return _forward(fun, primals, {}, argnum, leaves, unflatten, tree_flatten(tangents)[0],
                     "odeint")
-
-
-def _zeros_of(x):
-    shape, dtype = shape_dtype(x)
-    return _onp.zeros(shape, dtype)
 
 
 # =============================================================================
