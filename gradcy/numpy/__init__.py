@@ -5,6 +5,8 @@ module is the one place gradcy.numpy's names are bound: NumPy's functions as pri
 (_wrap), the front ends the rule files define, and the constructors of buffers a
 differentiation owns (inplace).
 """
+import importlib as _importlib
+
 import numpy as _np
 
 from ._wrap import *  # (every NumPy function, as a primitive)
@@ -14,7 +16,7 @@ from .extras import __all__ as _extras
 # the rules, by family (importing a file registers its rules)
 from . import elementwise, products, reductions, manipulation, indexing, sorting
 from . import calculus, statistics, polynomials
-from . import fft, linalg, random
+from . import fft, linalg
 from . import inplace  # (writes into arrays; constructors that own buffers)
 from . import saved_sets  # per-call saved sets: after the rule tables, whose save= it overrides
 saved_sets.register()
@@ -38,9 +40,22 @@ empty_like, full_like = _owning["empty_like"], _owning["full_like"]
 identity, eye = _owning["identity"], _owning["eye"]
 del _owning
 
-__all__ = list(dict.fromkeys(list(_wrapped) + list(_extras))) + ["linalg", "fft", "random", "at"]
+# "random" is served by __getattr__ below (imported on first use)
+__all__ = list(dict.fromkeys(list(_wrapped) + list(_extras))) + ["linalg", "fft", "random", "at"]  # noqa: F405  (random: __getattr__)
 
 # autograd.numpy's modules (re-exports of the above)
 from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper
 
 __version__ = _np.__version__
+
+
+def __getattr__(name):
+    # gradcy.numpy.random (numpy.random's draws, constants to differentiation) is imported on
+    # first use, as NumPy 2 does with numpy.random: importing it costs about 9 ms
+    if name == "random":
+        return _importlib.import_module(f"{__name__}.random")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"random"})
