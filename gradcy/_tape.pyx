@@ -441,12 +441,7 @@ cdef class Primitive:
                 node = top._append(self, refs, nrefs, None, (), None, 0)
                 if tangent is not None and not top.released:    # (an observer may release it)
                     top._set_cotangent(node, tangent)
-                box = make_box(ans, top, node)
-                if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
-                    _note_if_view(top, node, ans, args, self is _write_primitive)
-                if top.inputs is not None:
-                    _note_input_view(top, node, ans, args)
-                return box
+                return _output_box(self, top, node, ans, args)
             if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
             elif self.save_fn is not None:     # the rules read a compact record of their own
@@ -496,12 +491,7 @@ cdef class Primitive:
         finally:
             if refs is not inline_refs:
                 PyMem_Free(refs)
-        box = make_box(ans, top, node)
-        if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
-            _note_if_view(top, node, ans, args, self is _write_primitive)
-        if top.inputs is not None:
-            _note_input_view(top, node, ans, args)
-        return box
+        return _output_box(self, top, node, ans, args)
 
     cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
                      object kwargs):
@@ -1297,6 +1287,17 @@ cdef int _check_box(Tape t, Box box, str caller) except -1:
     if t.released:
         raise EscapedValueError(f"Tape.{caller}: this tape has been released")
     return 0
+
+
+cdef inline Box _output_box(Primitive prim, Tape top, Py_ssize_t node, object ans, tuple args):
+    """The traced output of a recorded call (either mode): its Box, and the view notes a later
+    write checks (a view in a buffer the tape owns, a view of an input's memory)."""
+    box = make_box(ans, top, node)
+    if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
+        _note_if_view(top, node, ans, args, prim is _write_primitive)
+    if top.inputs is not None:
+        _note_input_view(top, node, ans, args)
+    return box
 
 
 cdef Box make_box(object value, Tape tape, Py_ssize_t node):

@@ -78,26 +78,26 @@ _SORT_ARGS = ("axis", "kind", "order", "stable")
 _PARTITION_ARGS = ("kth", "axis", "kind", "order")
 
 
-def _sort_save(argnums, ans, args, kwargs):
-    a = args[0]
-    opts = dict(zip(_SORT_ARGS, args[1:]))
-    opts.update(kwargs)
-    if type(a) is not _ndarray or a.ndim == 0 or opts.get("order") is not None:
-        return ans, args
-    axis = opts.get("axis", -1)
-    perm = _onp.argsort(a, axis=axis, kind="stable")
-    return _small_index(perm, a.size if axis is None else a.shape[axis]), (meta_of(a),) + args[1:]
+def _order_save(names, order):
+    """save_fn of sort/partition: the permutation (small integers) in place of the input, read
+    by the rule; order(a, axis, opts) computes it. Other inputs keep their arguments."""
+    def save(argnums, ans, args, kwargs):
+        a = args[0]
+        opts = dict(zip(names, args[1:]))
+        opts.update(kwargs)
+        if type(a) is not _ndarray or a.ndim == 0 or opts.get("order") is not None:
+            return ans, args
+        axis = opts.get("axis", -1)
+        perm = order(a, axis, opts)
+        return (_small_index(perm, a.size if axis is None else a.shape[axis]),
+                (meta_of(a),) + args[1:])
+    return save
 
 
-def _partition_save(argnums, ans, args, kwargs):
-    a = args[0]
-    opts = dict(zip(_PARTITION_ARGS, args[1:]))
-    opts.update(kwargs)
-    if type(a) is not _ndarray or a.ndim == 0 or opts.get("order") is not None:
-        return ans, args
-    axis = opts.get("axis", -1)
-    perm = _onp.argpartition(a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect"))
-    return _small_index(perm, a.size if axis is None else a.shape[axis]), (meta_of(a),) + args[1:]
+_sort_save = _order_save(_SORT_ARGS,
+                         lambda a, axis, opts: _onp.argsort(a, axis=axis, kind="stable"))
+_partition_save = _order_save(_PARTITION_ARGS, lambda a, axis, opts: _onp.argpartition(
+    a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect")))
 
 
 _MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
