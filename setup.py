@@ -35,7 +35,7 @@ extensions = [
     Extension(name, [path], include_dirs=[numpy.get_include()], define_macros=macros)
     for name, path in [
         # the engine's parts (each a .pyx with its .pxd contract), in cimport order (_tape,
-        # _rules, _recompute, _saved, _box, _hooks and _write cimport one another)
+        # _rules, _recompute, _fuse, _saved, _box, _hooks and _write cimport one another)
         ("gradcy._errors", "gradcy/_errors.pyx"),
         ("gradcy._counters", "gradcy/_counters.pyx"),
         ("gradcy._meta", "gradcy/_meta.pyx"),
@@ -45,6 +45,7 @@ extensions = [
         ("gradcy._tape", "gradcy/_tape.pyx"),
         ("gradcy._rules", "gradcy/_rules.pyx"),
         ("gradcy._recompute", "gradcy/_recompute.pyx"),
+        ("gradcy._fuse", "gradcy/_fuse.pyx"),
         ("gradcy._saved", "gradcy/_saved.pyx"),
         ("gradcy._box", "gradcy/_box.pyx"),
         ("gradcy._hooks", "gradcy/_hooks.pyx"),

@@ -1,7 +1,7 @@
 # Typed stubs of gradcy._core, the module the Python layer imports: the Python-visible API of
-# the compiled engine (gradcy/_tape.pyx, _box, _hooks, _write, _rules, _recompute, _saved,
-# _errors, _counters, _meta, _cotangents, _regions, _fast; _core.pyx re-exports them). Names
-# with a leading underscore are private to the engine.
+# the compiled engine (gradcy/_tape.pyx, _box, _hooks, _write, _rules, _recompute, _fuse,
+# _saved, _errors, _counters, _meta, _cotangents, _regions, _fast; _core.pyx re-exports them).
+# Names with a leading underscore are private to the engine.
 # Checked against the built module: python -m mypy.stubtest gradcy._core
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -108,6 +108,7 @@ class Primitive:
     def direct(self) -> bool: ...
     basic_view: bool
     out_arg: int
+    fuses: bool
     def __new__(cls, fun: Callable[..., Any], name: str | None = None) -> Primitive: ...
     @property
     def __name__(self) -> str: ...  # type: ignore[override]
@@ -334,6 +335,11 @@ def is_array_value(x: object) -> bool: ...
 # saved records (_saved, _recompute)
 def meta_of(v: object) -> Any: ...
 def set_recompute_default(on: bool) -> bool: ...
+
+# record-time fusion (_fuse)
+def register_softmax(exp: Primitive, sum: Primitive, max: Primitive, subtract: Primitive,
+                     divide: Primitive, softmax: Primitive) -> None: ...
+def set_fusion(on: bool) -> bool: ...
 
 @final
 class Recomputed:

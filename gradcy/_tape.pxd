@@ -97,6 +97,7 @@ cdef class Primitive:
     cdef public bint recomputable     # cheap elementwise: its output
                                       # can be made again from its record
     cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
+    cdef public bint fuses            # its record may be fused with its operands' (_fuse.pxd)
     cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
                                       # deprecated prim.defvjp / defgrad methods)
 

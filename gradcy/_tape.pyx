@@ -50,6 +50,7 @@ from gradcy._errors import EscapedValueError, TracerArrayConversionError, Missin
 from gradcy._rules cimport ArgnumVJP, JointVJP
 from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
 from gradcy._saved cimport _meta_of, _shared_kwargs
+from gradcy._fuse cimport softmax_record
 from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
@@ -163,6 +164,7 @@ cdef class Primitive:
         self.recomputable = False
         self.basic_view = False
         self.out_arg = -1
+        self.fuses = False
 
     def __call__(self, *args, **kwargs):
         try:
@@ -392,6 +394,8 @@ cdef class Primitive:
         cdef Py_ssize_t node
         cdef unsigned long long mask
         cdef bint all_args, save_ans, recomputed
+        cdef Primitive prim = self      # what the node records (a fused record: _fuse's)
+        cdef object fused
         cdef tuple new_sargs
         cdef int32_t a_k
         if top.sweeping:
@@ -442,7 +446,14 @@ cdef class Primitive:
                 if tangent is not None and not top.released:    # (an observer may release it)
                     top._set_cotangent(node, tangent)
                 return _output_box(self, top, node, ans, args)
-            if top.keep_args:           # a graph recording (gradcy.tracer): keep everything
+            fused = None
+            if self.fuses and not mixed and not top.keep_args:
+                fused = softmax_record(top, refs, nrefs, uargs, kwargs, ans)
+            if fused is not None:       # recorded as one node with its operands (_fuse.pxd)
+                prim, sargs = fused
+                nrefs = 1
+                ans_s = ans
+            elif top.keep_args:         # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
             elif self.save_fn is not None:     # the rules read a compact record of their own
                 ans_s, sargs = self.save_fn(
@@ -482,7 +493,7 @@ cdef class Primitive:
                 sargs = new_sargs
             if kwargs is not None and not top.keep_args:
                 kwargs = _shared_kwargs(<dict>kwargs)
-            node = top._append(self, refs, nrefs, ans_s, sargs, kwargs,
+            node = top._append(prim, refs, nrefs, ans_s, sargs, kwargs,
                                top._account(ans_s, sargs, 1))
             if recomputed:
                 top.nodes[node].flags |= NODE_RECOMPUTE

@@ -15,11 +15,13 @@ from gradcy.numpy.saved_sets import Positions, extremum_masks, unpack_positions
 from gradcy.test_util import check_grads
 
 from counters import assert_counters_zero as assert_released
+from vjp_harness import fusion
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 import reference_gradients as ref
 
 rng = onp.random.RandomState(13)
+FUSED = "gradcy.numpy.softmax (fused exp, sum, divide)"    # gradcy.numpy.fusion
 
 
 def record_of(fun, traced, *args):
@@ -150,30 +152,44 @@ def test_audit_exact_bytes_softmax_read():
         w = np.exp(s - np.max(s, axis=1, keepdims=True))
         w = w / np.sum(w, axis=1, keepdims=True)
         return np.sum(np.einsum("bs,bsd->bd", w, P) ** 2)
-    a = gradcy.memory.saved_audit(f)(P)
     bs, bsd, bd = 4 * 6 * 8, 4 * 6 * 8 * 8, 4 * 8 * 8
+    with fusion(False):           # each primitive's own saved set
+        a = gradcy.memory.saved_audit(f)(P)
     assert a.by_op["gradcy.numpy.max"] == [1, 3]                 # 24 bits
     assert a.by_op["gradcy.numpy.exp"] == [1, bs]                # its output
     assert a.by_op["gradcy.numpy.divide"] == [1, 4 * 8]          # the sums (its x: exp's output)
     assert a.by_op["gradcy.numpy.einsum"] == [2, 8 * 8 + bs + bsd]   # q; w and P
     assert a.by_op["gradcy.numpy.power"] == [1, bd]
     assert a.total == 3 + bs + 32 + 64 + bs + bsd + bd
+    # fused (the default): the softmax keeps w, which the second einsum reads too; max, exp
+    # and divide keep nothing
+    a = gradcy.memory.saved_audit(f)(P)
+    assert a.by_op[FUSED] == [1, bs]
+    assert a.by_op["gradcy.numpy.einsum"] == [2, 8 * 8 + bsd]        # q; P (w is held once)
+    assert a.by_op["gradcy.numpy.power"] == [1, bd]
+    assert not {"gradcy.numpy.max", "gradcy.numpy.exp", "gradcy.numpy.divide"} & set(a.by_op)
+    assert a.total == 64 + bs + bsd + bd
 
 
 def test_audit_attention_network_against_hand_written():
     W, h0, q, b = ref.attention_inputs(B=2, D=8)
     S = 6
     f = ref.attention_inplace(np)
-    a = gradcy.memory.saved_audit(f)(W, h0, q, b, S)
-    assert onp.allclose(a.gradient, ref.hand_attention(W, h0, q, b, S), rtol=1e-10, atol=1e-12)
     B, D = h0.shape
     mem = B * (S + 1) * D * 8
     ws = sum(B * (i + 1) * 8 for i in range(S))         # the attention weights of every step
     reads = S * B * D * 8
     hand = mem + ws + reads
-    # gradcy keeps what the hand-written gradient keeps, exp's outputs (as many bytes as the
-    # weights), the bit masks of max, the softmax sums, and the inputs W and q (the caller's
-    # arrays, which the hand-written gradient reads too)
+    # fused (the default): gradcy keeps what the hand-written gradient keeps, and the inputs W
+    # and q (the caller's arrays, which the hand-written gradient reads too)
+    a = gradcy.memory.saved_audit(f)(W, h0, q, b, S)
+    assert onp.allclose(a.gradient, ref.hand_attention(W, h0, q, b, S), rtol=1e-10, atol=1e-12)
+    assert a.total == hand + W.nbytes + q.nbytes
+    # unfused: also exp's outputs (as many bytes as the weights), the bit masks of max and the
+    # softmax sums
+    with fusion(False):
+        a = gradcy.memory.saved_audit(f)(W, h0, q, b, S)
+    assert onp.allclose(a.gradient, ref.hand_attention(W, h0, q, b, S), rtol=1e-10, atol=1e-12)
     masks = sum((B * (i + 1) + 7) // 8 for i in range(S))
     assert a.total == hand + ws + masks + S * B * 8 + W.nbytes + q.nbytes
     assert_released()
@@ -219,15 +235,23 @@ def test_recompute_keeps_less_and_counts_back_to_zero():
     W, h0, q, b = ref.attention_inputs(B=2, D=8)
     S = 6
     f = ref.attention_inplace(np)
-    gradcy.memory.reset_peak()
-    g0 = grad(f)(W, h0, q, b, S)
-    peak_plain = gradcy.memory.stats()["peak_saved_bytes"]
-    gradcy.memory.reset_peak()
-    g1 = grad(f, recompute="elementwise")(W, h0, q, b, S)
-    peak_rc = gradcy.memory.stats()["peak_saved_bytes"]
+
+    def peak(**kw):
+        gradcy.memory.reset_peak()
+        g = grad(f, **kw)(W, h0, q, b, S)
+        return g, gradcy.memory.stats()["peak_saved_bytes"]
+    with fusion(False):
+        (g0, peak_plain), (g1, peak_rc) = peak(), peak(recompute="elementwise")
     assert onp.array_equal(g0, g1)
     # the softmax weights (2 x (i + 1) float64 per step) are made again, not kept
     assert peak_plain - peak_rc == sum(2 * (i + 1) * 8 for i in range(S))
+    # fused, the softmax keeps the weights once (and exp's outputs, max's bit masks and the
+    # sums not at all): nothing is left to recompute
+    (g2, peak_fused), (g3, peak_fused_rc) = peak(), peak(recompute="elementwise")
+    assert onp.array_equal(g2, g3)
+    onp.testing.assert_allclose(g2, g0, rtol=1e-12, atol=1e-14)
+    masks = sum((2 * (i + 1) + 7) // 8 for i in range(S))
+    assert peak_fused == peak_fused_rc == peak_rc - masks - S * 2 * 8
     assert_released()
 
 

@@ -8,7 +8,7 @@ check_deep(fun, *args): check() to first order, then each argument's VJP and JVP
 functions to second order, then the float32 contracts at the tape level in both modes
 (check_raw_dtypes, check_raw_tangent_dtypes; raw_cotangent and raw_tangent read the tape
 before the front end's cast). Also shared: saved_record (what a node keeps), central_gradient,
-primitives_with_vjps, assert_jvps_follow_vjps, assert_missing_rules_raise, rand, total.
+primitives_with_vjps, assert_jvps_follow_vjps, assert_missing_rules_raise, rand, total, fusion.
 
 Each test module lists the primitives it checks in a module-level set COVERED (qualified names,
 e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a VJP is listed
@@ -256,6 +256,16 @@ def check_dtype(fun, *args):
         else:
             assert type(out) is type(a), (
                 f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+
+
+@contextlib.contextmanager
+def fusion(on):
+    """Record-time fusion (gradcy._core.set_fusion) on or off inside the block."""
+    old = gradcy._core.set_fusion(on)
+    try:
+        yield
+    finally:
+        gradcy._core.set_fusion(old)
 
 
 def central_gradient(f, x, eps=1e-6):

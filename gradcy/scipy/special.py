@@ -30,6 +30,7 @@ from ..backends import is_array_value
 from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like, shape_dtype, unbroadcast
+from ..numpy.fusion import softmax_lin
 
 _PREFIX = "gradcy.scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -279,12 +280,6 @@ defjvp(logsumexp, _lse_jvp_a, None, _lse_jvp_b)
 # softmax(x, axis=None), log_softmax(x, axis=None): both save only their output.
 # The softmax Jacobian diag(y) - y y^T is symmetric: the VJP and the JVP are one formula.
 # =============================================================================
-def _softmax_lin(t, ans, x, axis=None):
-    if type(t) is _onp.ndarray and type(ans) is _onp.ndarray:     # plain: no dispatch
-        return ans * (t - _onp.add.reduce(t * ans, axis=axis, keepdims=True))
-    return ans * (t - anp.sum(t * ans, axis=axis, keepdims=True))
-
-
 def _log_softmax_vjp(g, ans, x, axis=None):
     return g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True)
 
@@ -293,8 +288,8 @@ def _log_softmax_jvp(t, ans, x, axis=None):
     return t - anp.sum(t * anp.exp(ans), axis=axis, keepdims=True)
 
 
-defvjp_direct(softmax, _softmax_lin, save=("ans",))
-defjvp(softmax, _softmax_lin)
+defvjp_direct(softmax, softmax_lin, save=("ans",))
+defjvp(softmax, softmax_lin)
 defvjp_direct(log_softmax, _log_softmax_vjp, save=("ans",))
 defjvp(log_softmax, _log_softmax_jvp)
 

@@ -1,0 +1,270 @@
+"""Record-time fusion of a written-out softmax (gradcy/_fuse.pyx, gradcy/numpy/fusion.py).
+
+Each program runs fused and unfused (gradcy._core.set_fusion): same values, gradients equal to
+1e-12 and to central differences; the record is checked for what was fused (and what must not
+be), and for what the tape holds after the forward pass.
+"""
+import numpy as onp
+import pytest
+
+import gradcy.numpy as np
+from gradcy import grad, hessian_vector_product, make_jvp, make_vjp, value_and_grad
+from gradcy import memory
+from gradcy._core import active_tape, set_fusion
+from counters import _counters_back_to_zero  # noqa: F401 (autouse fixture)
+from vjp_harness import central_gradient, check_deep, fusion
+
+COVERED = {"gradcy.numpy.softmax (fused exp, sum, divide)"}
+FUSED = "gradcy.numpy.softmax (fused exp, sum, divide)"
+
+C = onp.random.RandomState(5).randn(3, 4)
+
+
+def recorded(f, *args):
+    """The primitive names of the tape's nodes when f(*args) returns (dead nodes: None)."""
+    names = []
+
+    def g(*a):
+        out = f(*a)
+        t = active_tape()
+        names.extend(t.node_info(i)["primitive"] for i in range(len(t)))
+        return out
+    grad(g)(*args)
+    return names
+
+
+def softmax_shifted(x, axis=1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_plain(x, axis=1):
+    e = np.exp(x)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_methods(x, axis=1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return np.true_divide(e, e.sum(axis, keepdims=True))
+
+
+def softmax_all(x, axis=None):
+    e = np.exp(x - np.max(x))
+    return e / np.sum(e)
+
+
+def softmax_all_keepdims(x, axis=None):
+    e = np.exp(x - np.max(x, keepdims=True))
+    return e / np.sum(e, keepdims=True)
+
+
+def softmax_tuple_axis(x, axis=(0, 1)):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_other_shift_axis(x, axis=1):
+    # a shift over another axis does not cancel in w: the exp's input stays the parent
+    e = np.exp(x - np.max(x, axis=0, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_mean_shift(x, axis=1):
+    e = np.exp(x - np.mean(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+# (program, fused: whether a softmax node is recorded)
+PROGRAMS = [
+    (softmax_shifted, True), (softmax_plain, True), (softmax_methods, True),
+    (softmax_all, True), (softmax_all_keepdims, True), (softmax_tuple_axis, True),
+    (softmax_other_shift_axis, True), (softmax_mean_shift, True),
+    (lambda x: softmax_shifted(x, axis=0), True), (lambda x: softmax_shifted(x, axis=-1), True),
+]
+
+def _written_after_sum(x, how):
+    e = np.exp(x)
+    s = np.sum(e, axis=1, keepdims=True)
+    if how == "setitem":
+        e[0, 0] = 5.0
+    else:
+        e += 1.0
+    return e / s
+
+
+# programs that look alike but are not the softmax pattern: never fused
+NOT_FUSED = {
+    "sum without keepdims": lambda x: np.exp(x) / np.sum(np.exp(x), axis=1)[:, None],
+    "sum of another exp": lambda x: np.exp(x) / np.sum(np.exp(x), axis=1, keepdims=True),
+    "sum of the shifted input": lambda x: np.exp(x) / np.sum(x * x + 1.0, axis=1, keepdims=True),
+    "divided the other way": lambda x: (lambda e: np.sum(e, axis=1, keepdims=True) / e)(
+        np.exp(x)),
+    "where=": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True, where=x > -5.0))(
+        np.exp(x)),
+    "dtype=": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True, dtype=onp.float64))(
+        np.exp(x)),
+    "exp's output written after the sum": lambda x: _written_after_sum(x, "setitem"),
+    "exp's output added to in place after the sum": lambda x: _written_after_sum(x, "iadd"),
+    "out-of-place exp of a view": lambda x: (lambda e: e[:2] / np.sum(e[:2], axis=1,
+                                                                      keepdims=True))(np.exp(x)),
+}
+
+
+def loss(program):
+    return lambda x: np.sum(program(x) * C) + np.sum(program(x) ** 2)
+
+
+@pytest.mark.parametrize("program, fused", PROGRAMS)
+def test_fused_gradient_equals_unfused_and_central_differences(program, fused):
+    x = onp.random.RandomState(0).randn(3, 4)
+    f = loss(program)
+    with fusion(True):
+        assert (FUSED in recorded(f, x)) is fused
+        g1 = grad(f)(x)
+        v1 = f(x)
+    with fusion(False):
+        assert FUSED not in recorded(f, x)
+        g0 = grad(f)(x)
+        v0 = f(x)
+    assert v1 == v0                                     # the values are NumPy's own
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
+                                atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FUSED))
+def test_look_alikes_are_not_fused_and_stay_right(name):
+    program = NOT_FUSED[name]
+    x = onp.random.RandomState(1).randn(3, 4)
+    f = loss(program) if name != "out-of-place exp of a view" else (
+        lambda z: np.sum(program(z) * C[:2]))
+    assert FUSED not in recorded(f, x)
+    onp.testing.assert_allclose(grad(f)(x), central_gradient(lambda z: float(f(z)), x),
+                                rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("program", [softmax_shifted, softmax_all, softmax_tuple_axis])
+def test_second_order_and_both_modes(program):
+    x = onp.random.RandomState(2).randn(3, 4)
+    check_deep(loss(program), x, order=2)
+
+
+def test_hessian_vector_product_equals_unfused():
+    x = onp.random.RandomState(3).randn(3, 4)
+    v = onp.random.RandomState(4).randn(3, 4)
+    f = loss(softmax_shifted)
+    with fusion(True):
+        h1 = hessian_vector_product(f)(x, v)
+    with fusion(False):
+        h0 = hessian_vector_product(f)(x, v)
+    onp.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-12)
+
+
+def test_forward_mode_records_no_fusion():
+    x = onp.random.RandomState(5).randn(3, 4)
+    v = onp.random.RandomState(6).randn(3, 4)
+    f = loss(softmax_shifted)
+    with fusion(True):
+        y1, t1 = make_jvp(f)(x)(v)
+    with fusion(False):
+        y0, t0 = make_jvp(f)(x)(v)
+    assert y1 == y0
+    onp.testing.assert_allclose(t1, t0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [onp.float32, onp.float16])
+def test_gradient_keeps_the_input_dtype(dtype):
+    x = onp.random.RandomState(7).randn(3, 4).astype(dtype)
+    f = lambda z: np.sum(softmax_shifted(z) * C.astype(dtype))
+    assert FUSED in recorded(f, x)
+    g = grad(f)(x)
+    assert g.dtype == dtype and g.shape == x.shape
+    with fusion(False):
+        g0 = grad(f)(x)
+    onp.testing.assert_allclose(g, g0, rtol=1e-2 if dtype == onp.float16 else 1e-5, atol=1e-3)
+
+
+def test_complex_values_are_not_fused():
+    x = onp.random.RandomState(8).randn(3, 4) * (1 + 0.5j)
+    f = lambda z: np.real(np.sum(softmax_plain(z) * C))
+    assert FUSED not in recorded(f, x)
+
+
+def test_zero_dimensional():
+    # NumPy's ops on a 0-d array give scalars, which the fusion leaves as they are
+    x = onp.array(0.3)
+    f = lambda z: np.sum(softmax_all(z) * 2.0) + z
+    assert FUSED not in recorded(f, x)
+    g = grad(f)(x)
+    assert type(g) is onp.ndarray and g.shape == () and g == 1.0
+
+
+def test_operands_used_elsewhere_keep_their_paths():
+    # e, s and the shift all reach the loss by other paths too (a log-sum-exp, the raw exp)
+    x = onp.random.RandomState(9).randn(3, 4)
+
+    def f(z):
+        m = np.max(z, axis=1, keepdims=True)
+        sh = z - m
+        e = np.exp(sh)
+        s = np.sum(e, axis=1, keepdims=True)
+        w = e / s
+        return np.sum(w * C) + np.sum(np.log(s) + m) + np.sum(e * 0.1) + np.sum(sh ** 2)
+    assert FUSED in recorded(f, x)
+    with fusion(False):
+        g0 = grad(f)(x)
+    onp.testing.assert_allclose(grad(f)(x), g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(grad(f)(x), central_gradient(lambda z: float(f(z)), x),
+                                rtol=1e-6, atol=1e-8)
+
+
+def test_exp_output_released_during_forward_pass():
+    # after the forward pass the tape holds w only (the power and the fused node share it):
+    # exp's output and the max's positions went with their dead nodes
+    x = onp.random.RandomState(10).randn(50, 40)
+    f = lambda z: np.sum(softmax_shifted(z) ** 2)
+    with fusion(True):
+        vjp, _ = make_vjp(f)(x)
+        try:
+            held = memory.stats()["saved_bytes"]
+        finally:
+            vjp.release()
+    assert held == x.nbytes
+    with fusion(False):
+        vjp, _ = make_vjp(f)(x)
+        try:
+            held_unfused = memory.stats()["saved_bytes"]
+        finally:
+            vjp.release()
+    assert held_unfused > 2 * x.nbytes
+
+
+def test_recompute_and_value_and_grad():
+    x = onp.random.RandomState(11).randn(3, 4)
+    f = loss(softmax_shifted)
+    with fusion(False):
+        v0, g0 = value_and_grad(f)(x)
+    v1, g1 = value_and_grad(f)(x)
+    g2 = grad(f, recompute="elementwise")(x)
+    assert v1 == v0
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(g2, g0, rtol=1e-12, atol=1e-14)
+
+
+def test_nested_grad_of_a_fused_program():
+    # grad of (x -> grad(loss)(x) . v): the inner tape's values are the outer's Boxes
+    x = onp.random.RandomState(12).randn(3, 4)
+    v = onp.random.RandomState(13).randn(3, 4)
+    f = loss(softmax_shifted)
+    outer = grad(lambda z: np.sum(grad(f)(z) * v))
+    with fusion(False):
+        h0 = outer(x)
+    onp.testing.assert_allclose(outer(x), h0, rtol=1e-10, atol=1e-12)
+
+
+def test_set_fusion_returns_the_old_setting():
+    assert set_fusion(False) is True
+    try:
+        assert set_fusion(False) is False
+    finally:
+        set_fusion(True)
