@@ -76,14 +76,22 @@ cdef object _reduction_axis(Node* n):
     if kw is not None:
         if type(kw) is not dict:
             return _NOT_A_REDUCTION
-        for key in kw:
+        for key, value in (<dict>kw).items():
+            if type(key) is not str:
+                return _NOT_A_REDUCTION
             if key == "axis" and na == 1:
-                ax = kw[key]
+                ax = value
             elif key == "keepdims":
-                keep = kw[key]
+                keep = value
             else:
                 return _NOT_A_REDUCTION
-    if not (ax is None or type(ax) is int or type(ax) is tuple):
+    # only exact ints, tuples of them and None: comparing them runs no Python code, so no other
+    # thread can move the arena while softmax_record holds pointers into it
+    if type(ax) is tuple:
+        for a in <tuple>ax:
+            if type(a) is not int:
+                return _NOT_A_REDUCTION
+    elif not (ax is None or type(ax) is int):
         return _NOT_A_REDUCTION
     if not (keep is True or (keep is False and ax is None)):
         return _NOT_A_REDUCTION
