@@ -202,3 +202,19 @@ def test_eigvals_of_dask_refuses():
             NotImplementedError, match=r"gradcy\.numpy\.linalg\.eigvals: no gradient for "
                                        r"argument 0 \(a\) as a dask\.array.*a\.compute\(\)"):
         grad(lambda x: np.sum(np.real(np.linalg.eigvals(x))))(xd)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: np.sum(np.median(x, axis=0) ** 2),
+    lambda x: np.sum(np.quantile(x, [0.3, 0.6], axis=1) ** 2),
+    lambda x: np.sum(np.nanpercentile(x, 40.0, axis=0, method="nearest") ** 2),
+], ids=["median", "quantile", "nanpercentile_nearest"])
+def test_order_statistics_float32_dask(fun):
+    """float32 in, float32 out: the weights of each block are made in the input's dtype."""
+    xn = _data("float32").astype(onp.float32)
+    xd = da.from_array(xn, chunks=(3, 2))
+    count, g = _count_computes(grad(fun), xd)
+    assert count == 0 and g.dtype == onp.float32 and g.chunks == xd.chunks
+    expected = grad(fun)(xn)
+    assert expected.dtype == onp.float32
+    onp.testing.assert_array_equal(g.compute(), expected)
