@@ -20,11 +20,12 @@ from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dt
 
 def _by_groups(fn, x, axes, dtype, lead=(), last=None):
     """fn, a NumPy function of a block of whole groups (the block's `axes` complete), applied
-    lazily to the Dask array x block by block (x rechunked to one chunk along `axes`): no value
-    is computed. fn returns an array of `dtype` and of shape lead + the block's shape, with
-    the last axis of length `last` when given."""
+    lazily to the Dask array x block by block (x rechunked to one chunk along `axes` and to
+    Dask's automatic block size along the others, as Dask's median does): no value is
+    computed. fn returns an array of `dtype` and of shape lead + the block's shape, with the
+    last axis of length `last` when given."""
     import dask.array as da
-    xb = x.rechunk({a: -1 for a in axes})
+    xb = x.rechunk({a: -1 if a in axes else "auto" for a in range(x.ndim)})
     tail = xb.chunks if last is None else xb.chunks[:-1] + ((last,),)
     chunks = tuple((n,) for n in lead) + tail
     return da.map_blocks(fn, xb, new_axis=list(range(len(lead))) or None, chunks=chunks,
