@@ -49,6 +49,9 @@ def untake(g, idx, shape, dtype):
     transpose of x[idx]."""
     if type(g) is Box:      # traced one level up (higher-order differentiation)
         return untake(g, idx, shape, dtype)
+    if is_array_value(g):   # Dask, CuPy: item assignment of g's library, or a clear error
+        return _untake_like(g, idx, None, shape, dtype,
+                            "untake (the VJP of take, take_along_axis, compress, gradient)")
     out = _onp.zeros(shape, dtype=dtype)
     if type(g) is _ndarray and g.dtype.kind == "c" and out.dtype.kind != "c":
         g = g.real
@@ -110,16 +113,16 @@ def _getitem_vjp(g, ans, A, idx):
     return untake(g, idx, shape, dtype)
 
 
-def _untake_like(g, idx, A, shape, dtype):
+def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     """untake for a Dask / CuPy cotangent or array A (saved as it is): zeros made like A (or
-    like g when A is a NumPy array's metadata), g written in by the library's own item
+    like g when A is a NumPy array's metadata or None), g written in by the library's own item
     assignment (lazy for Dask)."""
     if not _no_repeats(idx):
         raise NotImplementedError(
-            f"gradcy.numpy.getitem: the VJP of a read with repeated indices of a "
-            f"{type(g).__name__} adds at repeated positions (numpy.add.at), which "
-            f"{type(g).__module__.split('.')[0]} arrays do not support; read with a basic index "
-            f"or an index without repeats")
+            f"gradcy.numpy.{name}: the VJP of a read by integer arrays (whose positions may "
+            f"repeat) of a {type(g).__module__.split('.')[0]} {type(g).__name__} adds at those "
+            f"positions (numpy.add.at), which {type(g).__module__.split('.')[0]} arrays do not "
+            f"support; read with a basic index (slices) or a boolean mask")
     out = (_onp.zeros_like(A, dtype=dtype) if is_array_value(A)
            else _onp.zeros_like(g, dtype=dtype, shape=shape))
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":

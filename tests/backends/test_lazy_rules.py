@@ -98,12 +98,17 @@ PROGRAMS = {
         x, onp.arange(8.0).reshape(2, 4), axes=([0], [0]), dot_axes=([1], [1]),
         mode="valid") ** 2),
     "convolve_same": lambda x: np.sum(_signal().convolve(x, onp.ones((3, 2)), "same") ** 2),
+    # diagonal and trace: the cotangent on the diagonal of a padded square (no item writes)
+    "diagonal_trace": lambda x: np.trace(x, offset=-2),
+    "diagonal_3d": lambda x: np.sum(np.diagonal(np.reshape(x, (2, 3, 4)), 1, 2, 1) ** 2),
+    "diagonal_trace_3d": lambda x: np.sum(np.trace(np.reshape(x, (2, 3, 4)), 0, 0, 2) ** 2),
+    "diagonal_empty": lambda x: np.sum(np.diagonal(x, 7)) + np.sum(x),
 }
 
 # chunks of the Dask input other than (3, 4)
 _CHUNKS = {name: (3, 2) for name in PROGRAMS
            if name.startswith(("median", "nanmedian", "quantile", "percentile", "nanquantile",
-                               "nanpercentile", "cov", "convolve"))}
+                               "nanpercentile", "cov", "convolve", "diagonal"))}
 # graphs Dask's own forward computes (numpy.cov on Dask tests `fact <= 0`); the rules add none
 _DASK_FORWARD_COMPUTES = {"cov_fweights": 1, "cov_aweights": 1, "cov_both_weights_ddof0": 1}
 
@@ -218,3 +223,24 @@ def test_order_statistics_float32_dask(fun):
     expected = grad(fun)(xn)
     assert expected.dtype == onp.float32
     onp.testing.assert_array_equal(g.compute(), expected)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: np.sum(np.take(x, [0, 2, 3], axis=0)),
+    lambda x: np.sum(np.compress([True, False, True, True], x, axis=1)),
+    lambda x: np.sum(np.gradient(x, axis=0) ** 2),
+], ids=["take", "compress", "gradient"])
+def test_scatter_add_of_dask_refuses(fun):
+    """The VJP of an integer-array read adds at the positions read (numpy.add.at), which Dask
+    has not: a clear error, not Dask's TypeError from inside add.at."""
+    xd = da.from_array(_data("take"), chunks=(3, 2))
+    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.untake \(the VJP of take, "
+                                                  r".*numpy\.add\.at.*boolean mask"):
+        grad(fun)(xd)
+
+
+def test_getitem_integer_array_of_dask_refuses():
+    xd = da.from_array(_data("getitem"), chunks=(3, 2))
+    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.getitem: the VJP of a read "
+                                                  r"by integer arrays .* dask Array"):
+        grad(lambda x: np.sum(x[[0, 1, 1]]))(xd)
