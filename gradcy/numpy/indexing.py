@@ -16,11 +16,12 @@ import inspect
 import numpy as _onp
 
 from .._core import Box, SparseCotangent, is_array_value, register_numpy_override
+from ..backends import is_lazy
 from ..registry import (defjvp, defjvp_argnums, defvjp, defvjp_argnums, defvjp_direct,
                         nondifferentiable, primitive)
 from . import _wrap as anp
 from ._util import (_contains_box, _dtype, _intp, _ndarray, _norm_axis, _plain, _positions, _same,
-                    _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _shape, _size, by_groups, cast_like, shape_dtype, unbroadcast)
 
 # =============================================================================
 # Linear helper primitives: scatter-add (transpose of indexing) and un-repeat
@@ -72,7 +73,8 @@ def unrepeat(g, repeats, axis, shape):
     of g summed back into one."""
     if type(g) is Box:      # traced one level up (higher-order differentiation)
         return unrepeat(g, repeats, axis, shape)
-    g = _onp.asarray(g)
+    if not is_array_value(g):   # Dask, CuPy: g as it is (Dask stays lazy)
+        g = _onp.asarray(g)
     if axis is None:
         n = 1
         for d in shape:
@@ -85,11 +87,20 @@ def unrepeat(g, repeats, axis, shape):
     if r.size == 1:
         out = g.reshape(tshape[:ax] + (tshape[ax], int(r.reshape(()))) + tshape[ax + 1:])
         out = out.sum(axis=ax + 1)
+    elif is_lazy(g):            # the sums of each block of whole rows along ax
+        out = by_groups(lambda b: _unrepeat_rows(b, r, ax, tshape[ax]), g, (ax,), g.dtype,
+                        sizes={ax: tshape[ax]})
     else:
-        pos = _onp.repeat(_onp.arange(tshape[ax]), r)
-        out = _onp.zeros(tshape, g.dtype)
-        _onp.add.at(out, (slice(None),) * ax + (pos,), g)
+        out = _unrepeat_rows(g, r, ax, tshape[ax])
     return out.reshape(shape)
+
+
+def _unrepeat_rows(g, r, ax, n):
+    """The n sums of g's runs of r[i] rows along axis ax (in g's library, by numpy.add.at)."""
+    pos = _onp.repeat(_onp.arange(n), r)
+    out = _onp.zeros_like(g, shape=g.shape[:ax] + (n,) + g.shape[ax + 1:])
+    _onp.add.at(out, (slice(None),) * ax + (pos,), g)
+    return out
 
 
 defvjp(unrepeat, lambda ans, g, repeats, axis, shape:

@@ -13,23 +13,10 @@ from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
-                    _plain, _plain_tree, _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _plain, _plain_tree, _shape, _size, by_groups, cast_like, shape_dtype,
+                    unbroadcast)
 from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
                          _weight_dtype, _weights)
-
-
-def _by_groups(fn, x, axes, dtype, lead=(), last=None):
-    """fn, a NumPy function of a block of whole groups (the block's `axes` complete), applied
-    lazily to the Dask array x block by block (x rechunked to one chunk along `axes` and to
-    Dask's automatic block size along the others, as Dask's median does): no value is
-    computed. fn returns an array of `dtype` and of shape lead + the block's shape, with the
-    last axis of length `last` when given."""
-    import dask.array as da
-    xb = x.rechunk({a: -1 if a in axes else "auto" for a in range(x.ndim)})
-    tail = xb.chunks if last is None else xb.chunks[:-1] + ((last,),)
-    chunks = tuple((n,) for n in lead) + tail
-    return da.map_blocks(fn, xb, new_axis=list(range(len(lead))) or None, chunks=chunks,
-                         dtype=dtype, meta=_onp.empty((0,) * len(chunks), dtype))
 
 
 def _median_weights(x, axes, nan):
@@ -38,8 +25,8 @@ def _median_weights(x, axes, nan):
     weights, lazily, group by group."""
     if is_lazy(_plain(x)):
         xd = _plain(x)
-        return _by_groups(lambda b: _median_weights(b, axes, nan), xd, axes,
-                          _weight_dtype(xd.dtype))
+        return by_groups(lambda b: _median_weights(b, axes, nan), xd, axes,
+                         _weight_dtype(xd.dtype))
     if type(x) is Positions:    # the record keeps the two masks only (saved_sets.py)
         m_lo, m_hi = median_masks(x)
         w_lo = _weights(m_lo, axes, x.value_dtype)
@@ -499,7 +486,8 @@ def _lazy_quantile_plan(x, q, axis, method, nan, scale):
             slope = _onp.zeros_like(t)
         return _onp.concatenate([w_lo, dW, t[..., None], slope[..., None]], axis=-1,
                                 dtype=_onp.float64)
-    packed = _by_groups(block, xm, (len(K),), _onp.float64, lead=(Q,), last=2 * n + 2)
+    packed = by_groups(block, xm, (len(K),), _onp.float64, lead=(Q,),
+                       sizes={len(K): 2 * n + 2})
     wdt = _float_dtype(x.dtype)
     return (perm, K, red, packed[..., :n].astype(wdt), packed[..., n:2 * n].astype(wdt),
             packed[..., 2 * n], packed[..., 2 * n + 1] if method in _Q_SLOPE else None)

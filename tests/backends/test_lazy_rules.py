@@ -1,4 +1,6 @@
-"""Rules of gradcy.numpy.statistics, linalg, fft and gradcy.scipy.special keep a Dask input lazy.
+"""Rules of gradcy.numpy (statistics with the order statistics, linalg, fft, diagonal/trace,
+repeat) and gradcy.scipy (special, signal.convolve) keep a Dask input lazy; those Dask cannot
+express raise a clear error.
 
 Each program is differentiated at a Dask array under the synchronous scheduler with a callback
 that counts the graphs Dask computes: the count stays 0 through grad (no rule converts a value
@@ -6,6 +8,9 @@ to NumPy or tests its values), the gradient is a lazy Dask array with the input'
 computed on the two-process cluster, it equals the gradient of the same program at the NumPy
 array to 1e-12 relative.
 """
+import os
+import traceback
+
 import numpy as onp
 import pytest
 from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
@@ -103,12 +108,16 @@ PROGRAMS = {
     "diagonal_3d": lambda x: np.sum(np.diagonal(np.reshape(x, (2, 3, 4)), 1, 2, 1) ** 2),
     "diagonal_trace_3d": lambda x: np.sum(np.trace(np.reshape(x, (2, 3, 4)), 0, 0, 2) ** 2),
     "diagonal_empty": lambda x: np.sum(np.diagonal(x, 7)) + np.sum(x),
+    # repeat's transpose (unrepeat) and tile, through it
+    "repeat": lambda x: np.sum(np.repeat(x, 2, axis=0) ** 2 * onp.arange(12.0)[:, None]),
+    "repeat_tile": lambda x: np.sum(np.tile(x, (2, 3)) ** 2 * onp.arange(12.0)[:, None]),
 }
 
 # chunks of the Dask input other than (3, 4)
 _CHUNKS = {name: (3, 2) for name in PROGRAMS
            if name.startswith(("median", "nanmedian", "quantile", "percentile", "nanquantile",
-                               "nanpercentile", "cov", "convolve", "diagonal"))}
+                               "nanpercentile", "cov", "convolve", "diagonal",
+                               "repeat"))}
 # graphs Dask's own forward computes (numpy.cov on Dask tests `fact <= 0`); the rules add none
 _DASK_FORWARD_COMPUTES = {"cov_fweights": 1, "cov_aweights": 1, "cov_both_weights_ddof0": 1}
 
@@ -244,3 +253,30 @@ def test_getitem_integer_array_of_dask_refuses():
     with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.getitem: the VJP of a read "
                                                   r"by integer arrays .* dask Array"):
         grad(lambda x: np.sum(x[[0, 1, 1]]))(xd)
+
+
+_D = onp.random.RandomState(9).standard_normal((6, 6))
+_D1 = onp.random.RandomState(10).standard_normal(72)
+DATA_PROGRAMS = {      # (program of a NumPy x and data d, data); Dask's repeat takes neither form
+    "repeat_array_repeats": (lambda x, d: np.sum(np.repeat(x, [1, 0, 3, 2], axis=1) ** 2 * d), _D),
+    "repeat_flat": (lambda x, d: np.sum(np.repeat(x, 3) * d), _D1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DATA_PROGRAMS))
+def test_numpy_input_dask_data_computes_once(name):
+    """A NumPy parameter with Dask data: unrepeat's rule takes the Dask cotangent as it is
+    (blocks of whole rows), and grad computes the gradient once at the end."""
+    f, dn = DATA_PROGRAMS[name]
+    dd = da.from_array(dn, chunks=5)
+    xn = _data(name)
+    starts = []
+
+    class Sites(Callback):          # the function of gradcy.backends each compute starts from
+        def _start(self, dsk):
+            starts.append([fr.name for fr in traceback.extract_stack()
+                           if fr.filename.endswith(os.path.join("gradcy", "backends.py"))])
+    with dask.config.set(scheduler="sync"), Sites():
+        g = grad(lambda x: f(x, dd))(xn)
+    assert starts == [["compute_pending"]] and type(g) is onp.ndarray
+    onp.testing.assert_allclose(g, grad(lambda x: f(x, dn))(xn), rtol=RTOL)
