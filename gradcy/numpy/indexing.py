@@ -50,7 +50,7 @@ def untake(g, idx, shape, dtype):
     transpose of x[idx]."""
     if type(g) is Box:      # traced one level up (higher-order differentiation)
         return untake(g, idx, shape, dtype)
-    if is_array_value(g):   # Dask, CuPy: item assignment of g's library, or a clear error
+    if is_array_value(g):   # Dask, CuPy: in g's library, or a clear error
         return _untake_like(g, idx, None, shape, dtype,
                             "untake (the VJP of take, take_along_axis, compress, gradient)")
     out = _onp.zeros(shape, dtype=dtype)
@@ -87,20 +87,37 @@ def unrepeat(g, repeats, axis, shape):
     if r.size == 1:
         out = g.reshape(tshape[:ax] + (tshape[ax], int(r.reshape(()))) + tshape[ax + 1:])
         out = out.sum(axis=ax + 1)
-    elif is_lazy(g):            # the sums of each block of whole rows along ax
-        out = by_groups(lambda b: _unrepeat_rows(b, r, ax, tshape[ax]), g, (ax,), g.dtype,
-                        sizes={ax: tshape[ax]})
     else:
-        out = _unrepeat_rows(g, r, ax, tshape[ax])
+        pos = _onp.repeat(_onp.arange(tshape[ax]), r)
+        out = (by_groups(lambda b: _scatter_rows(b, pos, ax, tshape[ax]), g, (ax,), g.dtype,
+                         sizes={ax: tshape[ax]}) if is_lazy(g)
+               else _scatter_rows(g, pos, ax, tshape[ax]))
     return out.reshape(shape)
 
 
-def _unrepeat_rows(g, r, ax, n):
-    """The n sums of g's runs of r[i] rows along axis ax (in g's library, by numpy.add.at)."""
-    pos = _onp.repeat(_onp.arange(n), r)
+def _scatter_rows(g, pos, ax, n):
+    """Zeros with n rows along axis ax, g's rows added at positions pos (a 1-D integer array;
+    repeats accumulate): in g's library, by numpy.add.at."""
     out = _onp.zeros_like(g, shape=g.shape[:ax] + (n,) + g.shape[ax + 1:])
     _onp.add.at(out, (slice(None),) * ax + (pos,), g)
     return out
+
+
+def _along_one_axis(idx, ndim):
+    """(ax, pos) when the index idx of an ndim-d array reads the positions pos (a 1-D integer
+    NumPy array) along axis ax and every other axis whole; else None."""
+    idx = idx if type(idx) is tuple else (idx,)
+    if idx and idx[0] is Ellipsis:
+        idx = (slice(None),) * (ndim - len(idx) + 1) + idx[1:]
+    whole = slice(None)
+    arrays = [k for k, e in enumerate(idx) if not (type(e) is slice and e == whole)]
+    if len(idx) > ndim or len(arrays) != 1:
+        return None
+    pos = idx[arrays[0]]
+    pos = _onp.asarray(pos) if isinstance(pos, (list, _ndarray)) else None
+    if pos is None or pos.ndim != 1 or pos.dtype.kind not in "iu":
+        return None
+    return arrays[0], pos
 
 
 defvjp(unrepeat, lambda ans, g, repeats, axis, shape:
@@ -127,13 +144,20 @@ def _getitem_vjp(g, ans, A, idx):
 def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     """untake for a Dask / CuPy cotangent or array A (saved as it is): zeros made like A (or
     like g when A is a NumPy array's metadata or None), g written in by the library's own item
-    assignment (lazy for Dask)."""
+    assignment (lazy for Dask); a Dask g read by one integer array along one axis: its rows
+    added in per block of whole rows along that axis."""
+    along = None if _no_repeats(idx) or not is_lazy(g) else _along_one_axis(idx, len(shape))
+    if along is not None:
+        ax, pos = along
+        return by_groups(lambda b: _scatter_rows(b, pos, ax, shape[ax]), cast_like(g, dtype),
+                         (ax,), dtype, sizes={ax: shape[ax]})
     if not _no_repeats(idx):
         raise NotImplementedError(
             f"gradcy.numpy.{name}: the VJP of a read by integer arrays (whose positions may "
             f"repeat) of a {type(g).__module__.split('.')[0]} {type(g).__name__} adds at those "
             f"positions (numpy.add.at), which {type(g).__module__.split('.')[0]} arrays do not "
-            f"support; read with a basic index (slices) or a boolean mask")
+            f"support beyond one 1-D integer array along one axis; read with a basic index "
+            f"(slices), a boolean mask, or one such integer array")
     out = (_onp.zeros_like(A, dtype=dtype) if is_array_value(A)
            else _onp.zeros_like(g, dtype=dtype, shape=shape))
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":

@@ -112,6 +112,13 @@ PROGRAMS = {
     # repeat's transpose (unrepeat) and tile, through it
     "repeat": lambda x: np.sum(np.repeat(x, 2, axis=0) ** 2 * onp.arange(12.0)[:, None]),
     "repeat_tile": lambda x: np.sum(np.tile(x, (2, 3)) ** 2 * onp.arange(12.0)[:, None]),
+    # reads by one integer array along one axis: the transpose per block of whole rows
+    "take_rows": lambda x: np.sum(np.take(x, [0, 2, 2, -1], axis=0) ** 2 * _W),
+    "take_columns": lambda x: np.sum(np.take(x, [3, 1, 1], axis=1) ** 2),
+    "take_getitem_rows": lambda x: np.sum(x[[0, 1, 1, 5]] ** 3),
+    "take_getitem_columns": lambda x: np.sum(x[..., [3, 1, 1]] ** 2),
+    "take_compress": lambda x: np.sum(np.compress([True, False, True, True], x, axis=1) ** 2),
+    "take_gradient": lambda x: np.sum(np.gradient(x, axis=0) ** 2),
     # cumprod: no test for zeros (the rule with zeros, equal to the one without where none)
     "cumprod": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
     "cumprod_zeros": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
@@ -123,7 +130,7 @@ PROGRAMS = {
 _CHUNKS = {name: (3, 2) for name in PROGRAMS
            if name.startswith(("median", "nanmedian", "quantile", "percentile", "nanquantile",
                                "nanpercentile", "cov", "convolve", "diagonal",
-                               "repeat", "cumprod", "nancumprod"))}
+                               "repeat", "cumprod", "nancumprod", "take"))}
 # graphs Dask's own forward computes (numpy.cov on Dask tests `fact <= 0`); the rules add none
 _DASK_FORWARD_COMPUTES = {"cov_fweights": 1, "cov_aweights": 1, "cov_both_weights_ddof0": 1}
 
@@ -244,25 +251,16 @@ def test_order_statistics_float32_dask(fun):
     onp.testing.assert_array_equal(g.compute(), expected)
 
 
-@pytest.mark.parametrize("fun", [
-    lambda x: np.sum(np.take(x, [0, 2, 3], axis=0)),
-    lambda x: np.sum(np.compress([True, False, True, True], x, axis=1)),
-    lambda x: np.sum(np.gradient(x, axis=0) ** 2),
-], ids=["take", "compress", "gradient"])
-def test_scatter_add_of_dask_refuses(fun):
-    """The VJP of an integer-array read adds at the positions read (numpy.add.at), which Dask
-    has not: a clear error, not Dask's TypeError from inside add.at."""
-    xd = da.from_array(_data("take"), chunks=(3, 2))
+def test_scatter_add_of_dask_refuses():
+    """The VJP of a read by several integer arrays (diag's (rows, cols)) adds at the positions
+    read (numpy.add.at), which Dask has not: a clear error, not Dask's TypeError from inside
+    add.at."""
+    xd = da.from_array(_data("diag"), chunks=(3, 2))
     with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.untake \(the VJP of take, "
-                                                  r".*numpy\.add\.at.*boolean mask"):
-        grad(fun)(xd)
+                                                  r".*numpy\.add\.at.*one such integer array"):
+        grad(lambda x: np.sum(np.diag(x) ** 2))(xd)
 
 
-def test_getitem_integer_array_of_dask_refuses():
-    xd = da.from_array(_data("getitem"), chunks=(3, 2))
-    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.getitem: the VJP of a read "
-                                                  r"by integer arrays .* dask Array"):
-        grad(lambda x: np.sum(x[[0, 1, 1]]))(xd)
 
 
 _D = onp.random.RandomState(9).standard_normal((6, 6))
