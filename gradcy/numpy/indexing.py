@@ -103,6 +103,21 @@ def _scatter_rows(g, pos, ax, n):
     return out
 
 
+def _untake_rows(g, pos, ax, shape, dtype):
+    """untake of the Dask g read by the 1-D integer array pos along axis ax: the rows of
+    repeated positions summed first (per block of g's whole rows), then written into zeros of
+    Dask's automatic chunks by item assignment (no block of `shape`'s whole axis)."""
+    n = shape[ax]
+    pos = pos % n if n else pos
+    if _onp.unique(pos).size < pos.size:
+        pos, inv = _onp.unique(pos, return_inverse=True)
+        g = by_groups(lambda b: _scatter_rows(b, inv.reshape(-1), ax, pos.size), g, (ax,),
+                      dtype, sizes={ax: pos.size})
+    out = _onp.zeros_like(g, dtype=dtype, shape=shape)
+    out[(slice(None),) * ax + (pos,)] = g
+    return out
+
+
 def _along_one_axis(idx, ndim):
     """(ax, pos) when the index idx of an ndim-d array reads the positions pos (a 1-D integer
     NumPy array) along axis ax and every other axis whole; else None."""
@@ -148,9 +163,7 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     added in per block of whole rows along that axis."""
     along = None if _no_repeats(idx) or not is_lazy(g) else _along_one_axis(idx, len(shape))
     if along is not None:
-        ax, pos = along
-        return by_groups(lambda b: _scatter_rows(b, pos, ax, shape[ax]), cast_like(g, dtype),
-                         (ax,), dtype, sizes={ax: shape[ax]})
+        return _untake_rows(cast_like(g, dtype), along[1], along[0], shape, dtype)
     if not _no_repeats(idx):
         raise NotImplementedError(
             f"gradcy.numpy.{name}: the VJP of a read by integer arrays (whose positions may "
