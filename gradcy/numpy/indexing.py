@@ -306,6 +306,12 @@ def _selection(prim, diff, save=()):
             elif names.get(j) in kw and kw[names[j]] is not None:
                 kw[names[j]] = _onp.zeros(_onp.shape(kw[names[j]]), _intp)
         out = fun(*new, **kw)
+        if any(is_lazy(o) for o in (out if isinstance(out, (tuple, list)) else (out,))):
+            raise NotImplementedError(
+                f"{prim.name}: the positions its derivative moves values to depend on Dask "
+                f"values (its indices or conditions), which Dask cannot scatter to before "
+                f"computing them; pass those as NumPy arrays (.compute()), or write the "
+                f"selection with gradcy.numpy.where, which stays lazy")
         if isinstance(out, (tuple, list)):
             return [_onp.asarray(o) - 1 for o in out]
         return _onp.asarray(out) - 1

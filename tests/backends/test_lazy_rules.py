@@ -60,6 +60,7 @@ _FW = onp.array([1, 3, 1, 2])
 _AW = onp.array([0.5, 2.0, 1.0, 1.5])
 _Q3 = [0.2, 0.5, 0.9]
 _ARANGE = onp.arange(24.0).reshape(6, 4)
+_COND = onp.array([[True, False, True, False]] * 6)
 
 
 PROGRAMS = {
@@ -119,6 +120,8 @@ PROGRAMS = {
     "take_getitem_columns": lambda x: np.sum(x[..., [3, 1, 1]] ** 2),
     "take_compress": lambda x: np.sum(np.compress([True, False, True, True], x, axis=1) ** 2),
     "take_gradient": lambda x: np.sum(np.gradient(x, axis=0) ** 2),
+    "take_select_numpy_conditions": lambda x: np.sum(np.select(
+        [_COND, ~_COND], [x, x ** 2], 0.0) ** 2),
     # cumprod: no test for zeros (the rule with zeros, equal to the one without where none)
     "cumprod": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
     "cumprod_zeros": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
@@ -249,6 +252,22 @@ def test_order_statistics_float32_dask(fun):
     expected = grad(fun)(xn)
     assert expected.dtype == onp.float32
     onp.testing.assert_array_equal(g.compute(), expected)
+
+
+@pytest.mark.parametrize("fun", [
+    lambda x: np.sum(np.select([x > 0.5, x < -0.5], [x, x ** 2], 0.0)),
+    lambda x: np.sum(np.extract(x > 0, x)),
+    lambda x: np.sum(np.choose((x > 0).astype(int), [x, x ** 2])),
+], ids=["select", "extract", "choose"])
+def test_selection_by_dask_values_refuses(fun):
+    """Positions chosen by Dask values (conditions, indices): the derivative would scatter to
+    positions Dask has not computed; a clear error naming the function and the fixes (was a
+    TypeError from inside numpy.add.at)."""
+    xd = da.from_array(_data("select"), chunks=(3, 2))
+    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.(select|extract|choose): the "
+                                                  r"positions .* depend on Dask values.*"
+                                                  r"gradcy\.numpy\.where"):
+        grad(fun)(xd)
 
 
 def test_scatter_add_of_dask_refuses():
