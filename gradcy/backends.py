@@ -75,6 +75,10 @@ def _dask_broadcast(g, like):
     tasks that read it (da.broadcast_to makes a task per block of its own)."""
     import dask.array as da
     if _np.ndim(g) != 0:
+        if is_lazy(g):      # g's chunks along the axes it keeps: like's (da.broadcast_to's rule)
+            lead = like.ndim - g.ndim
+            g = g.rechunk(tuple(like.chunks[lead + i] if n == like.shape[lead + i] else -1
+                                for i, n in enumerate(g.shape)))
         return da.broadcast_to(g, like.shape, chunks=like.chunks)
     if not is_lazy(g):
         g = _np.asarray(g)

@@ -203,6 +203,21 @@ def _zeros_of(a, dtype=None):
     return _onp.zeros(_shape(a), _dtype(a) if dtype is None else dtype)
 
 
+def by_groups(fn, x, axes, dtype, lead=(), sizes=None):
+    """fn, a NumPy function of a block of whole groups (the block's `axes` complete), applied
+    lazily to the Dask array x block by block (x rechunked to one chunk along `axes` and to
+    Dask's automatic block size along the others, as Dask's median does): no value is
+    computed. fn returns an array of `dtype` and of shape lead + the block's shape, except
+    that axis a (of the block) has length sizes[a] for each a in `sizes`."""
+    import dask.array as da
+    xb = x.rechunk({a: -1 if a in axes else "auto" for a in range(x.ndim)})
+    sizes = sizes or {}
+    chunks = tuple((n,) for n in lead) + tuple(
+        (sizes[a],) if a in sizes else c for a, c in enumerate(xb.chunks))
+    return da.map_blocks(fn, xb, new_axis=list(range(len(lead))) or None, chunks=chunks,
+                         dtype=dtype, meta=_onp.empty((0,) * len(chunks), dtype))
+
+
 def unpack_positions(packed, shape):
     """The bool mask of `shape` a Positions record (gradcy.numpy.saved_sets) stores packed."""
     n = 1

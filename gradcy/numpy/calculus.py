@@ -5,6 +5,7 @@ import operator
 
 import numpy as _onp
 
+from ..backends import is_array_value
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from ._util import (_NoValue, _at, _binder, _dtype, _float_dtype, _norm_axis, _plain, _shape,
@@ -38,6 +39,19 @@ defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
        anp.cumsum(g * ~_onp.isnan(_plain(x)), axis))
 
 
+def _zeros_mask(x):
+    """x == 0 on the plain values, in x's array library (Dask: lazy)."""
+    xp = _plain(x)
+    return (xp if is_array_value(xp) else _onp.asarray(xp)) == 0
+
+
+def _none(mask):
+    """No True in the NumPy mask (a shortcut); False for a mask of another library, whose
+    values are not looked at (Dask stays lazy: the general formula, equal where it is all
+    False)."""
+    return not is_array_value(mask) and not mask.any()
+
+
 def _cumprod_grad(g, ans, x, axis):
     """The cotangent of x for y = cumprod(x, axis): x_j's cotangent is
     sum_{i >= j} g_i * prod_{l <= i, l != j} x_l.
@@ -46,9 +60,8 @@ def _cumprod_grad(g, ans, x, axis):
     keep that formula, the first zero gets revcumsum(g * y') with y' the cumprod of x with that
     zero replaced by a constant 1, and entries after it get 0 (as functions of x when the slice
     has a single zero: the zero's value times the same sum over x_j, exact to second order)."""
-    xp = _onp.asarray(_plain(x))
-    z = xp == 0
-    if not z.any():
+    z = _zeros_mask(x)
+    if _none(z):
         return _revcumsum(g * ans, axis) / x
     zc = _onp.cumsum(z, axis=axis)
     before = zc == 0
@@ -59,7 +72,7 @@ def _cumprod_grad(g, ans, x, axis):
     y1 = anp.cumprod(x * ~first + first, axis=axis)
     r1 = _revcumsum(g * y1, axis)
     term = term + r1 * first
-    if after.any():
+    if not _none(after):
         xk = anp.sum(x * first, axis=axis, keepdims=True)
         term = term + r1 * xk / (x * after + ~after) * after
     return term
@@ -89,9 +102,8 @@ def _cumprod_tangent(g, ans, x, axis):
     elsewhere, and the first zero's own term left out of the first sum. Up to the first zero
     this is y * cumsum(g / x); after it, y1 * g_first plus y (zero, but a function of x) times
     the others' terms, which keeps the rule exact to second order with one zero per slice."""
-    xp = _onp.asarray(_plain(x))
-    z = xp == 0
-    if not z.any():
+    z = _zeros_mask(x)
+    if _none(z):
         return ans * anp.cumsum(g / x, axis)
     first = z & (_onp.cumsum(z, axis=axis) == 1)
     y1 = anp.cumprod(x * ~first + first, axis)
@@ -114,7 +126,7 @@ def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
 
     def vjp(g):
         nans = _onp.isnan(_plain(x))
-        if not nans.any():
+        if _none(nans):
             return _cumprod_vjp(ans, x, axis)(g)
         return _cumprod_vjp(ans, anp.where(nans, 1, x), axis)(g) * ~nans
     return vjp
@@ -125,7 +137,7 @@ defvjp(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
 
 def _nancumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
     nans = _onp.isnan(_plain(x))
-    if not nans.any():
+    if _none(nans):
         return _cumprod_jvp(g, ans, x, axis)
     return _cumprod_jvp(g * ~nans, ans, anp.where(nans, 1, x), axis)
 

@@ -16,11 +16,12 @@ import inspect
 import numpy as _onp
 
 from .._core import Box, SparseCotangent, is_array_value, register_numpy_override
+from ..backends import is_lazy
 from ..registry import (defjvp, defjvp_argnums, defvjp, defvjp_argnums, defvjp_direct,
                         nondifferentiable, primitive)
 from . import _wrap as anp
 from ._util import (_contains_box, _dtype, _intp, _ndarray, _norm_axis, _plain, _positions, _same,
-                    _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _shape, _size, by_groups, cast_like, shape_dtype, unbroadcast)
 
 # =============================================================================
 # Linear helper primitives: scatter-add (transpose of indexing) and un-repeat
@@ -49,6 +50,9 @@ def untake(g, idx, shape, dtype):
     transpose of x[idx]."""
     if type(g) is Box:      # traced one level up (higher-order differentiation)
         return untake(g, idx, shape, dtype)
+    if is_array_value(g):   # Dask, CuPy: in g's library, or a clear error
+        return _untake_like(g, idx, None, shape, dtype,
+                            "untake (the VJP of take, take_along_axis, compress, gradient)")
     out = _onp.zeros(shape, dtype=dtype)
     if type(g) is _ndarray and g.dtype.kind == "c" and out.dtype.kind != "c":
         g = g.real
@@ -69,7 +73,8 @@ def unrepeat(g, repeats, axis, shape):
     of g summed back into one."""
     if type(g) is Box:      # traced one level up (higher-order differentiation)
         return unrepeat(g, repeats, axis, shape)
-    g = _onp.asarray(g)
+    if not is_array_value(g):   # Dask, CuPy: g as it is (Dask stays lazy)
+        g = _onp.asarray(g)
     if axis is None:
         n = 1
         for d in shape:
@@ -84,9 +89,50 @@ def unrepeat(g, repeats, axis, shape):
         out = out.sum(axis=ax + 1)
     else:
         pos = _onp.repeat(_onp.arange(tshape[ax]), r)
-        out = _onp.zeros(tshape, g.dtype)
-        _onp.add.at(out, (slice(None),) * ax + (pos,), g)
+        out = (by_groups(lambda b: _scatter_rows(b, pos, ax, tshape[ax]), g, (ax,), g.dtype,
+                         sizes={ax: tshape[ax]}) if is_lazy(g)
+               else _scatter_rows(g, pos, ax, tshape[ax]))
     return out.reshape(shape)
+
+
+def _scatter_rows(g, pos, ax, n):
+    """Zeros with n rows along axis ax, g's rows added at positions pos (a 1-D integer array;
+    repeats accumulate): in g's library, by numpy.add.at."""
+    out = _onp.zeros_like(g, shape=g.shape[:ax] + (n,) + g.shape[ax + 1:])
+    _onp.add.at(out, (slice(None),) * ax + (pos,), g)
+    return out
+
+
+def _untake_rows(g, pos, ax, shape, dtype):
+    """untake of the Dask g read by the 1-D integer array pos along axis ax: the rows of
+    repeated positions summed first (per block of g's whole rows), then written into zeros of
+    Dask's automatic chunks by item assignment (no block of `shape`'s whole axis)."""
+    n = shape[ax]
+    pos = pos % n if n else pos
+    if _onp.unique(pos).size < pos.size:
+        pos, inv = _onp.unique(pos, return_inverse=True)
+        g = by_groups(lambda b: _scatter_rows(b, inv.reshape(-1), ax, pos.size), g, (ax,),
+                      dtype, sizes={ax: pos.size})
+    out = _onp.zeros_like(g, dtype=dtype, shape=shape)
+    out[(slice(None),) * ax + (pos,)] = g
+    return out
+
+
+def _along_one_axis(idx, ndim):
+    """(ax, pos) when the index idx of an ndim-d array reads the positions pos (a 1-D integer
+    NumPy array) along axis ax and every other axis whole; else None."""
+    idx = idx if type(idx) is tuple else (idx,)
+    if idx and idx[0] is Ellipsis:
+        idx = (slice(None),) * (ndim - len(idx) + 1) + idx[1:]
+    whole = slice(None)
+    arrays = [k for k, e in enumerate(idx) if not (type(e) is slice and e == whole)]
+    if len(idx) > ndim or len(arrays) != 1:
+        return None
+    pos = idx[arrays[0]]
+    pos = _onp.asarray(pos) if isinstance(pos, (list, _ndarray)) else None
+    if pos is None or pos.ndim != 1 or pos.dtype.kind not in "iu":
+        return None
+    return arrays[0], pos
 
 
 defvjp(unrepeat, lambda ans, g, repeats, axis, shape:
@@ -110,16 +156,21 @@ def _getitem_vjp(g, ans, A, idx):
     return untake(g, idx, shape, dtype)
 
 
-def _untake_like(g, idx, A, shape, dtype):
+def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     """untake for a Dask / CuPy cotangent or array A (saved as it is): zeros made like A (or
-    like g when A is a NumPy array's metadata), g written in by the library's own item
-    assignment (lazy for Dask)."""
+    like g when A is a NumPy array's metadata or None), g written in by the library's own item
+    assignment (lazy for Dask); a Dask g read by one integer array along one axis: its rows
+    added in per block of whole rows along that axis."""
+    along = None if _no_repeats(idx) or not is_lazy(g) else _along_one_axis(idx, len(shape))
+    if along is not None:
+        return _untake_rows(cast_like(g, dtype), along[1], along[0], shape, dtype)
     if not _no_repeats(idx):
         raise NotImplementedError(
-            f"gradcy.numpy.getitem: the VJP of a read with repeated indices of a "
-            f"{type(g).__name__} adds at repeated positions (numpy.add.at), which "
-            f"{type(g).__module__.split('.')[0]} arrays do not support; read with a basic index "
-            f"or an index without repeats")
+            f"gradcy.numpy.{name}: the VJP of a read by integer arrays (whose positions may "
+            f"repeat) of a {type(g).__module__.split('.')[0]} {type(g).__name__} adds at those "
+            f"positions (numpy.add.at), which {type(g).__module__.split('.')[0]} arrays do not "
+            f"support beyond one 1-D integer array along one axis; read with a basic index "
+            f"(slices), a boolean mask, or one such integer array")
     out = (_onp.zeros_like(A, dtype=dtype) if is_array_value(A)
            else _onp.zeros_like(g, dtype=dtype, shape=shape))
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":
@@ -255,6 +306,12 @@ def _selection(prim, diff, save=()):
             elif names.get(j) in kw and kw[names[j]] is not None:
                 kw[names[j]] = _onp.zeros(_onp.shape(kw[names[j]]), _intp)
         out = fun(*new, **kw)
+        if any(is_lazy(o) for o in (out if isinstance(out, (tuple, list)) else (out,))):
+            raise NotImplementedError(
+                f"{prim.name}: the positions its derivative moves values to depend on Dask "
+                f"values (its indices or conditions), which Dask cannot scatter to before "
+                f"computing them; pass those as NumPy arrays (.compute()), or write the "
+                f"selection with gradcy.numpy.where, which stays lazy")
         if isinstance(out, (tuple, list)):
             return [_onp.asarray(o) - 1 for o in out]
         return _onp.asarray(out) - 1

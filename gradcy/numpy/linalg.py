@@ -25,6 +25,7 @@ import numpy as _onp
 
 # the rule machinery under private names: this module's public names are numpy.linalg's
 from .._core import Box as _Box, register_numpy_override as _register_numpy_override
+from ..backends import is_lazy as _is_lazy
 from ..registry import (defjvp, defjvp_argnums as _defjvp_argnums,
                         defvjp_argnums as _defvjp_argnums, defvjp_direct as _defvjp_direct,
                         nondifferentiable as _nondifferentiable, primitive as _primitive)
@@ -635,6 +636,11 @@ eig = _pair_function(_eig_p, _npla.eig,
 
 def _eig_matching(ans, a):
     """eig(a) with its eigenpairs in the order of eigvals' output `ans`."""
+    if _is_lazy(_plain(a)):
+        raise NotImplementedError(
+            f"gradcy.numpy.linalg.eigvals: no gradient for argument 0 (a) as a "
+            f"{type(_plain(a)).__module__}.{type(_plain(a)).__name__}: Dask has no eig, so its "
+            f"eigenvectors would be computed in memory; pass a.compute() (a NumPy array)")
     e, u = _eig_p(a)
     pe, pa = _plain(e), _plain(ans)
     if _onp.shape(pe) == _onp.shape(pa) and _onp.array_equal(pe, pa):

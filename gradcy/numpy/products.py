@@ -14,7 +14,7 @@ import string
 
 import numpy as _onp
 
-from .._core import ArrayMeta, Box
+from .._core import ArrayMeta, Box, is_array_value
 from .._rules import JointVJP
 from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
 from . import _wrap as anp
@@ -584,8 +584,20 @@ def diagonal_scatter(g, shape, dtype, offset=0, axis1=0, axis2=1):
     diagonal(out, offset, axis1, axis2): the transpose of numpy.diagonal."""
     if type(g) is Box:   # a value of an enclosing differentiation: record it there
         return diagonal_scatter(g, shape, dtype, offset, axis1, axis2)
-    out = _onp.zeros(shape, dtype)
     rows, cols = _diag_index(shape, offset, axis1, axis2)
+    if is_array_value(g):   # Dask, CuPy: g on an identity's diagonal, padded out (no writes)
+        a1, a2 = axis1 % len(shape), axis2 % len(shape)
+        n = len(rows)
+        if n == 0:
+            return _onp.zeros_like(g, dtype=dtype, shape=shape)
+        g = cast_like(_onp.broadcast_to(g, tuple(
+            d for i, d in enumerate(shape) if i not in (a1, a2)) + (n,)), dtype)
+        r, c = int(rows[0]), int(cols[0])
+        square = _onp.where(_onp.eye(n, dtype=bool), g[..., :, None], dtype.type(0))
+        block = _onp.pad(square, [(0, 0)] * (len(shape) - 2)
+                         + [(r, shape[a1] - r - n), (c, shape[a2] - c - n)])
+        return _onp.moveaxis(block, (-2, -1), (a1, a2))
+    out = _onp.zeros(shape, dtype)
     _onp.moveaxis(out, (axis1, axis2), (-2, -1))[..., rows, cols] = g
     return out
 

@@ -8,18 +8,25 @@ for differentiation, so the rules differentiate again.
 import numpy as _onp
 
 from .._core import Box, register_numpy_override
-from ..backends import is_array_value, zeros as _zeros
+from ..backends import is_array_value, is_lazy, zeros as _zeros
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
-                    _plain, _plain_tree, _shape, _size, cast_like, shape_dtype, unbroadcast)
+                    _plain, _plain_tree, _shape, _size, by_groups, cast_like, shape_dtype,
+                    unbroadcast)
 from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
-                         _weights)
+                         _weight_dtype, _weights)
+
 
 def _median_weights(x, axes, nan):
     """Half of the weight to each of the two middle order statistics (all of it to the middle
-    one for an odd count), split evenly among the entries equal to it."""
+    one for an odd count), split evenly among the entries equal to it. A Dask x: the same
+    weights, lazily, group by group."""
+    if is_lazy(_plain(x)):
+        xd = _plain(x)
+        return by_groups(lambda b: _median_weights(b, axes, nan), xd, axes,
+                         _weight_dtype(xd.dtype))
     if type(x) is Positions:    # the record keeps the two masks only (saved_sets.py)
         m_lo, m_hi = median_masks(x)
         w_lo = _weights(m_lo, axes, x.value_dtype)
@@ -395,7 +402,9 @@ def _quantile_plan(x, q, axis, method, nan, scale):
     (perm, K, red, w_lo, dW, t, slope): with Wx = w_lo + t * dW (Q, *K, n), out[q, k] =
     sum_n Wx * xm, the two order statistics' weights (ties split evenly); the fraction t
     (Q, *K) moves with q at rate `slope` (0 where clamped; None when the method is piecewise
-    constant in q), so d out/dq = slope * sum_n dW * xm."""
+    constant in q), so d out/dq = slope * sum_n dW * xm. A Dask x: the same, lazily."""
+    if is_lazy(_plain(x)):
+        return _lazy_quantile_plan(_plain(x), q, axis, method, nan, scale)
     xp = _onp.asarray(_plain(x))
     nd = xp.ndim
     axes = _q_axes(nd, axis)
@@ -456,6 +465,34 @@ def _quantile_plan(x, q, axis, method, nan, scale):
         slope if has_slope and slope.any() else None)
 
 
+def _lazy_quantile_plan(x, q, axis, method, nan, scale):
+    """_quantile_plan of the Dask array x: the plain plan of each block of whole groups of xm,
+    its arrays packed along the last axis (w_lo, dW: n each; t, slope: 1 each), as one lazy
+    array sliced apart."""
+    nd = x.ndim
+    axes = _q_axes(nd, axis)
+    kept = [i for i in range(nd) if i not in axes]
+    perm = tuple(kept) + axes
+    K = tuple(x.shape[i] for i in kept)
+    red = tuple(x.shape[i] for i in axes)
+    n = _size(red)
+    xm = _onp.reshape(_onp.transpose(x, perm), K + (n,))
+    qp = _plain(q)
+    Q = _onp.size(qp)
+
+    def block(b):
+        _, _, _, w_lo, dW, t, slope = _quantile_plan(b, qp, -1, method, nan, scale)
+        if slope is None:
+            slope = _onp.zeros_like(t)
+        return _onp.concatenate([w_lo, dW, t[..., None], slope[..., None]], axis=-1,
+                                dtype=_onp.float64)
+    packed = by_groups(block, xm, (len(K),), _onp.float64, lead=(Q,),
+                       sizes={len(K): 2 * n + 2})
+    wdt = _float_dtype(x.dtype)
+    return (perm, K, red, packed[..., :n].astype(wdt), packed[..., n:2 * n].astype(wdt),
+            packed[..., 2 * n], packed[..., 2 * n + 1] if method in _Q_SLOPE else None)
+
+
 def _q_moved(x, perm, K):
     """x traced, viewed as (kept..., n)."""
     xt = anp.transpose(x, perm) if perm != tuple(range(len(perm))) else x
@@ -505,7 +542,7 @@ def _quantile_rules(prim, nan, scale):
     def dout_dq(a, K, perm, dW, slope):
         xm = _q_moved(a, perm, K)
         nans = _onp.isnan(_plain(xm))
-        if nans.any():                          # weight 0 there, but 0 * nan is nan
+        if not _none(nans):                     # weight 0 there, but 0 * nan is nan
             xm = anp.where(nans, 0.0, xm)
         return slope * anp.sum(dW * xm, axis=-1)          # (Q, *K)
 
@@ -571,6 +608,12 @@ def _cov_rows(a, rowvar, first, dtype):
     return a, lambda c: c
 
 
+def _float_weights(w):
+    """cov's fweights or aweights (constants) as float64, in their own array library."""
+    w = _plain(w)
+    return w.astype(_onp.float64) if is_array_value(w) else _onp.asarray(w, dtype=float)
+
+
 class _CovSetup:
     """What cov computes, traced in m and y: the centred rows Xc, the weights w (plain or
     None), the normalisation fact, and the row blocks of m and y."""
@@ -593,9 +636,9 @@ class _CovSetup:
             ddof = 0 if bias else 1
         w = None
         if fweights is not None:
-            w = _onp.asarray(_plain(fweights), dtype=float)
+            w = _float_weights(fweights)
         if aweights is not None:
-            aw = _onp.asarray(_plain(aweights), dtype=float)
+            aw = _float_weights(aweights)
             w = aw if w is None else w * aw
         if w is None:
             fact = N - ddof
@@ -609,7 +652,8 @@ class _CovSetup:
             else:
                 fact = w_sum - ddof * (w * aw).sum() / w_sum
             avg = anp.sum(X * w, axis=1, keepdims=True) / w_sum
-        self.fact = max(float(fact), 0.0)
+        # numpy.cov's normalisation, 0 when not positive (a Dask fact stays lazy)
+        self.fact = _onp.maximum(fact, 0.0) if is_array_value(fact) else max(float(fact), 0.0)
         self.w = w
         self.Xc = X - avg
         self.complex = self.dtype.kind == "c"

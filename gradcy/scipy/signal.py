@@ -8,9 +8,10 @@ bilinear: no conjugation).
 """
 import numpy as _onp
 
+from ..backends import is_array_value, is_lazy
 from ..registry import defjvp, defvjp_argnums, primitive
 from ..numpy import _wrap as anp
-from ..numpy._util import cast_like
+from ..numpy._util import _plain, cast_like
 from . import _import_scipy
 
 _sig = _import_scipy("scipy.signal")  # ImportError naming the extra when SciPy is missing
@@ -33,12 +34,15 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full", method="auto"):
     the output's axes are A's other axes, then B's, then the convolved ones (autograd's
     signature). With axes=None, every axis of A is convolved with the same axis of B, which is
     scipy.signal.convolve(A, B, mode); scipy's positional form convolve(A, B, mode, method)
-    works too. mode: 'full', 'valid' or 'same' (the length of A's axis)."""
+    works too. mode: 'full', 'valid' or 'same' (the length of A's axis). A Dask A or B is
+    convolved lazily by the axes form (scipy.signal.convolve would compute it); method is then
+    not used."""
     if isinstance(axes, str):                  # scipy's convolve(in1, in2, mode, method)
         axes, mode = None, axes
         if isinstance(dot_axes, str):
             dot_axes, method = ((), ()), dot_axes
-    if axes is None and not (dot_axes[0] or dot_axes[1]):
+    lazy = is_lazy(_plain(A)) or is_lazy(_plain(B))   # scipy would compute a Dask array
+    if axes is None and not (dot_axes[0] or dot_axes[1]) and not lazy:
         if mode == "full" and method == "auto":
             return _conv(A, B)
         return _conv(A, B, mode=mode, method=method)
@@ -112,8 +116,15 @@ def _unwindows_raw(G, shape, m):
     """The adjoint of _windows: an array of `shape` where each window of G adds into the
     positions it was taken from."""
     k = len(m)
-    out = _onp.zeros(shape, _onp.result_type(G))
     lengths = G.shape[len(shape) - k:len(shape)]
+    if is_array_value(G):
+        # Dask, CuPy: a sum of zero-padded windows, in G's library (Dask stays lazy)
+        lead = [(0, 0)] * (len(shape) - k)
+        return sum(_onp.pad(G[(Ellipsis,) + (slice(None),) * k + offset],
+                            lead + [(w, n - w - L) for w, L, n in zip(offset, lengths,
+                                                                        shape[-k:])])
+                   for offset in _onp.ndindex(*m))
+    out = _onp.zeros(shape, _onp.result_type(G))
     for offset in _onp.ndindex(*m):
         region = (Ellipsis,) + tuple(slice(w, w + L) for w, L in zip(offset, lengths))
         out[region] += G[(Ellipsis,) + tuple(slice(None) for _ in lengths) + offset]
