@@ -203,6 +203,20 @@ def _zeros_of(a, dtype=None):
     return _onp.zeros(_shape(a), _dtype(a) if dtype is None else dtype)
 
 
+def values_of(x):
+    """x's values as a rule reads them: a NumPy array, or the array of another library (Dask,
+    CuPy) as it is, never converted."""
+    v = _plain(x)
+    return v if is_array_value(v) else _onp.asarray(v)
+
+
+def none_set(mask):
+    """No True in the NumPy mask `mask` (a shortcut to a simpler formula); False for a mask of
+    another library, whose values are not looked at (Dask stays lazy: the general formula,
+    equal where the mask is all False)."""
+    return not is_array_value(mask) and not mask.any()
+
+
 def by_groups(fn, x, axes, dtype, lead=(), sizes=None):
     """fn, a NumPy function of a block of whole groups (the block's `axes` complete), applied
     lazily to the Dask array x block by block (x rechunked to one chunk along `axes` and to

@@ -5,11 +5,10 @@ import operator
 
 import numpy as _onp
 
-from ..backends import is_array_value
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from ._util import (_NoValue, _at, _binder, _dtype, _float_dtype, _norm_axis, _plain, _shape,
-                    _size, cast_like, shape_dtype, unbroadcast)
+                    _size, cast_like, none_set, shape_dtype, unbroadcast, values_of)
 from .indexing import _scatter, untake
 from .reductions import _revcumsum
 
@@ -41,15 +40,7 @@ defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
 
 def _zeros_mask(x):
     """x == 0 on the plain values, in x's array library (Dask: lazy)."""
-    xp = _plain(x)
-    return (xp if is_array_value(xp) else _onp.asarray(xp)) == 0
-
-
-def _none(mask):
-    """No True in the NumPy mask (a shortcut); False for a mask of another library, whose
-    values are not looked at (Dask stays lazy: the general formula, equal where it is all
-    False)."""
-    return not is_array_value(mask) and not mask.any()
+    return values_of(x) == 0
 
 
 def _cumprod_grad(g, ans, x, axis):
@@ -61,7 +52,7 @@ def _cumprod_grad(g, ans, x, axis):
     zero replaced by a constant 1, and entries after it get 0 (as functions of x when the slice
     has a single zero: the zero's value times the same sum over x_j, exact to second order)."""
     z = _zeros_mask(x)
-    if _none(z):
+    if none_set(z):
         return _revcumsum(g * ans, axis) / x
     zc = _onp.cumsum(z, axis=axis)
     before = zc == 0
@@ -72,7 +63,7 @@ def _cumprod_grad(g, ans, x, axis):
     y1 = anp.cumprod(x * ~first + first, axis=axis)
     r1 = _revcumsum(g * y1, axis)
     term = term + r1 * first
-    if not _none(after):
+    if not none_set(after):
         xk = anp.sum(x * first, axis=axis, keepdims=True)
         term = term + r1 * xk / (x * after + ~after) * after
     return term
@@ -103,7 +94,7 @@ def _cumprod_tangent(g, ans, x, axis):
     this is y * cumsum(g / x); after it, y1 * g_first plus y (zero, but a function of x) times
     the others' terms, which keeps the rule exact to second order with one zero per slice."""
     z = _zeros_mask(x)
-    if _none(z):
+    if none_set(z):
         return ans * anp.cumsum(g / x, axis)
     first = z & (_onp.cumsum(z, axis=axis) == 1)
     y1 = anp.cumprod(x * ~first + first, axis)
@@ -126,7 +117,7 @@ def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
 
     def vjp(g):
         nans = _onp.isnan(_plain(x))
-        if _none(nans):
+        if none_set(nans):
             return _cumprod_vjp(ans, x, axis)(g)
         return _cumprod_vjp(ans, anp.where(nans, 1, x), axis)(g) * ~nans
     return vjp
@@ -137,7 +128,7 @@ defvjp(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
 
 def _nancumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
     nans = _onp.isnan(_plain(x))
-    if _none(nans):
+    if none_set(nans):
         return _cumprod_jvp(g, ans, x, axis)
     return _cumprod_jvp(g * ~nans, ans, anp.where(nans, 1, x), axis)
 

@@ -15,11 +15,11 @@ import operator
 
 import numpy as _onp
 
-from .._core import ArrayMeta
+from .._core import ArrayMeta, is_array_value
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
-from ._util import (_NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, shape_dtype,
-                    unpack_positions)
+from ._util import (_NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, none_set,
+                    shape_dtype, unpack_positions, values_of)
 
 # =============================================================================
 # Helpers (plain Python on shapes, plain NumPy on masks)
@@ -91,6 +91,8 @@ def _weights(mask, axes, dtype):
     """mask / (number of True per reduced group), as plain `dtype`; 0 for groups without any."""
     w = mask.astype(_weight_dtype(dtype))
     count = mask.sum(axis=axes, keepdims=True)
+    if is_array_value(count):           # (not looked at: Dask stays lazy)
+        return w / _onp.maximum(count, 1)
     if (count != 1).any():
         w /= _onp.maximum(count, 1)
     return w
@@ -99,22 +101,22 @@ def _weights(mask, axes, dtype):
 def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
     """Where the extremum `ans` is attained in x, ties split evenly (plain array)."""
     return _weights(_chooser_mask(x, ans, axes, keepdims, where, nan_picks), axes,
-                    _onp.asarray(_plain(x)).dtype)
+                    shape_dtype(x)[1])
 
 
 def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
     """The positions of x that attain the extremum `ans` (a plain bool array)."""
-    xp = _onp.asarray(_plain(x))
-    ap = _onp.asarray(_plain(ans))
+    xp = values_of(x)
+    ap = values_of(ans)
     if (not keepdims or keepdims is _NoValue) and axes:
         ap = ap.reshape(_kshape(xp.shape, axes))
     mask = xp == ap
     if where is not None and where is not _NoValue:
-        mask &= where
+        mask = mask & where
     if nan_picks and ap.dtype.kind in "fc":
         nans = _onp.isnan(ap)
-        if nans.any():  # a nan maximum: the gradient goes to the nan entries
-            mask |= _onp.isnan(xp) & nans
+        if not none_set(nans):  # a nan maximum: the gradient goes to the nan entries
+            mask = mask | (_onp.isnan(xp) & nans)
     return mask
 
 
@@ -254,9 +256,8 @@ def _prod_grad(gk, ansk, x, axes, initial):
     only when it is the group's single zero); the rule stays exact to second order with up to
     two zeros per group (one zero: the others' product, which does not depend on the zero
     entry; two zeros: the other zero's value times the nonzero product)."""
-    xp = _onp.asarray(_plain(x))
-    z = xp == 0
-    if not z.any():
+    z = values_of(x) == 0
+    if none_set(z):
         return (gk * ansk) / x
     nz = z.sum(axis=axes, keepdims=True)
     nonzero = ~z
@@ -273,8 +274,8 @@ def _prod_grad(gk, ansk, x, axes, initial):
 def _nans_as_one(x):
     """(x with its NaNs replaced by 1, their plain mask), or (x, None) without NaNs: nanprod is
     the prod of the first, with no gradient at the NaNs."""
-    nans = _onp.isnan(_plain(x))
-    return (anp.where(nans, 1, x), nans) if nans.any() else (x, None)
+    nans = _onp.isnan(values_of(x))
+    return (x, None) if none_set(nans) else (anp.where(nans, 1, x), nans)
 
 
 def _prod_vjp(name):
@@ -305,7 +306,7 @@ def _prod_jvp(name):
             g = g * ~nans
         shape, xdtype = shape_dtype(x)
         axes = _axes(len(shape), axis)
-        if not (_onp.asarray(_plain(x)) == 0).any():
+        if none_set(values_of(x) == 0):
             return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
         ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
         return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
@@ -383,7 +384,7 @@ def _ptp_vjp(ans, x, axis=None, out=None, keepdims=False):
     axes = _axes(len(shape), axis)
 
     def vjp(g):
-        xp = _onp.asarray(_plain(x))
+        xp = values_of(x)
         hi = xp.max(axis=axes, keepdims=True)
         lo = xp.min(axis=axes, keepdims=True)
         w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
@@ -397,7 +398,7 @@ defvjp(anp.ptp, _ptp_vjp, save=(0,))
 def _ptp_jvp(g, ans, x, axis=None, out=None, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    xp = _onp.asarray(_plain(x))
+    xp = values_of(x)
     hi = xp.max(axis=axes, keepdims=True)
     lo = xp.min(axis=axes, keepdims=True)
     w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)

@@ -13,8 +13,8 @@ from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
-                    _plain, _plain_tree, _shape, _size, by_groups, cast_like, shape_dtype,
-                    unbroadcast)
+                    _plain, _plain_tree, _shape, _size, by_groups, cast_like, none_set,
+                    shape_dtype, unbroadcast, values_of)
 from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
                          _weight_dtype, _weights)
 
@@ -175,12 +175,6 @@ defjvp(anp.var, _var_jvp)
 defjvp(anp.std, _std_jvp)
 
 
-def _none(nans):
-    """No nan in the NumPy mask `nans` (a shortcut to the rule without nans); False for an
-    array of another library, whose values are not looked at (Dask stays lazy)."""
-    return not is_array_value(nans) and not nans.any()
-
-
 def _nan_centered(x, axes, kw, nans):
     mean = kw.get("mean", _NoValue)
     mean = anp.nanmean(x, axis=axes, keepdims=True) if mean is _NoValue else _given_mean(mean, x)
@@ -205,7 +199,7 @@ def _nan_moment_vjp(name, plain_vjp, std):
 
         def vjp(g):
             nans = _onp.isnan(_plain(x))
-            if _none(nans):
+            if none_set(nans):
                 return plain_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
             rdtype = _real_dtype(xdtype)
             gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
@@ -240,7 +234,7 @@ def _nan_moment_jvp(name, plain_jvp, std):
     def jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         _no_where(name, kw.get("where"))
         nans = _onp.isnan(_plain(x))
-        if _none(nans):
+        if none_set(nans):
             return plain_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
         axes = _axes(nans.ndim, axis)
         t = _nan_half_dvar(g, x, axes, keepdims, kw, _ddof(ddof, kw), nans)
@@ -542,7 +536,7 @@ def _quantile_rules(prim, nan, scale):
     def dout_dq(a, K, perm, dW, slope):
         xm = _q_moved(a, perm, K)
         nans = _onp.isnan(_plain(xm))
-        if not _none(nans):                     # weight 0 there, but 0 * nan is nan
+        if not none_set(nans):                     # weight 0 there, but 0 * nan is nan
             xm = anp.where(nans, 0.0, xm)
         return slope * anp.sum(dW * xm, axis=-1)          # (Q, *K)
 
@@ -885,19 +879,12 @@ register_numpy_override(_onp.histogramdd, histogramdd)
 register_numpy_override(_onp.histogram2d, histogram2d)
 
 
-def _index_array(x):
-    """The plain integer array x (a list as a NumPy array; an array of another library as it
-    is)."""
-    x = _plain(x)
-    return x if is_array_value(x) else _onp.asarray(x)
-
-
 # bincount(x, weights): a scatter-add of the weights (take is its transpose)
 def _bincount_weights_vjp(ans, x, weights=None, minlength=0):
     dtype = _dtype(weights)
-    return lambda g: cast_like(anp.take(g, _index_array(x)), dtype)
+    return lambda g: cast_like(anp.take(g, values_of(x)), dtype)
 
 
 defvjp(anp.bincount, None, _bincount_weights_vjp, save=(0,))
 defjvp(anp.bincount, None, lambda g, ans, x, weights=None, minlength=0:
-       anp.bincount(_index_array(x), g, minlength))
+       anp.bincount(values_of(x), g, minlength))

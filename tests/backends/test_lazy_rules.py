@@ -127,13 +127,32 @@ PROGRAMS = {
     "cumprod_zeros": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
     "cumprod_zeros_flat": lambda x: np.sum(np.cumprod(x) * _ARANGE.ravel()),
     "nancumprod_zeros": lambda x: np.sum(np.nancumprod(x, axis=1) * _ARANGE),
+    # reductions that pick or multiply: max/min (ties split), ptp, prod with zeros, nanmean
+    "max_axis": lambda x: np.sum(np.max(x, axis=0) * _W),
+    "max_ties": lambda x: np.sum(np.max(x, axis=1, keepdims=True) ** 3),
+    "min_all": lambda x: np.min(x) * 3.0,
+    "nanmax": lambda x: np.sum(np.nanmax(x, axis=0) * _W),
+    "nanmin_ties": lambda x: np.sum(np.nanmin(x, axis=1) ** 2),
+    "ptp": lambda x: np.sum(np.ptp(x, axis=0) * _W),
+    "prod_zeros": lambda x: np.sum(np.prod(x, axis=0) * _W),
+    "prod": lambda x: np.sum(np.prod(x, axis=1) ** 2),
+    "nanprod": lambda x: np.sum(np.nanprod(x, axis=0) * _W),
+    "nanmean": lambda x: np.sum(np.nanmean(x, axis=1) ** 2),
+    # a written-out softmax (fused on NumPy arrays only; on Dask each op's rule runs)
+    "softmax_written_out": lambda x: np.sum(_written_softmax(x) * _W),
 }
+
+
+def _written_softmax(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
 
 # chunks of the Dask input other than (3, 4)
 _CHUNKS = {name: (3, 2) for name in PROGRAMS
            if name.startswith(("median", "nanmedian", "quantile", "percentile", "nanquantile",
                                "nanpercentile", "cov", "convolve", "diagonal",
-                               "repeat", "cumprod", "nancumprod", "take"))}
+                               "repeat", "cumprod", "nancumprod", "take", "max", "min",
+                               "nanmax", "nanmin", "ptp", "prod", "nanprod", "nanmean"))}
 # graphs Dask's own forward computes (numpy.cov on Dask tests `fact <= 0`); the rules add none
 _DASK_FORWARD_COMPUTES = {"cov_fweights": 1, "cov_aweights": 1, "cov_both_weights_ddof0": 1}
 
