@@ -4,6 +4,7 @@
 # type of Primitive.vjp) and it cimports _tape (the arena run() adds into): the module body of
 # each calls nothing of the other.
 from libc.stdint cimport int32_t
+from cpython.object cimport PyObject
 
 from gradcy._tape cimport Tape, Primitive
 
@@ -16,6 +17,20 @@ cdef class VJP:
     cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
     cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
                  bint g_owned, object ans, tuple args, object kwargs) except -1
+
+
+cdef class ElementwiseRule:
+    # a per-argument rule of a hot elementwise primitive (gradcy.numpy.elementwise): `fn` is the
+    # rule in Python (the reference semantics; called as it is when a fast path does not apply);
+    # ArgnumVJP.run computes the same value in C with direct ufunc calls when g and the saved
+    # values are exact ndarrays (writing into g when the sweep owns it, or into a fresh
+    # temporary). Owns fn and ufunc, released with it.
+    cdef readonly object fn           # rule(g, ans, *args) -> the argument's cotangent
+    cdef readonly int kind            # which computation (FAST_* in _rules.pyx)
+    cdef readonly int argnum          # the argument it is the rule of
+    cdef readonly object ufunc        # the derivative's ufunc (sin: numpy.cos), or None
+    cdef object apply(self, object g, bint g_owned, object ans, tuple args, PyObject** argv,
+                      Py_ssize_t nargsf)
 
 
 cdef class ArgnumVJP(VJP):
