@@ -29,6 +29,9 @@ cdef class ElementwiseRule:
     cdef readonly int kind            # which computation (FAST_* in _rules.pyx)
     cdef readonly int argnum          # the argument it is the rule of
     cdef readonly object ufunc        # the derivative's ufunc (sin: numpy.cos), or None
+    cdef object _scalar               # (float, type number, read-only 0-d array of it): the
+                                      # last Python-float operand as an array, or None
+    cdef object _as_array(self, object v, object g)
     cdef object apply(self, object g, bint g_owned, object ans, tuple args, PyObject** argv,
                       Py_ssize_t nargsf)
 
