@@ -37,6 +37,9 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
+    bint PyObject_IS_GC(PyObject* o)
+    bint PyObject_GC_IsTracked(PyObject* o)
+    void PyObject_GC_UnTrack(void* o)
     object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
 
 
@@ -618,6 +621,21 @@ cdef inline bint _exclusive_array(PyObject* p, Py_ssize_t refs) noexcept:
 cdef object _add_ufunc = _np.add
 
 
+cdef inline void _untrack_plain(tuple t) noexcept:
+    """Take a saved argument tuple that holds no object the cycle collector tracks (arrays,
+    numbers, ArrayMetas, Boxes) out of its reach now, as CPython would at the tuple's first
+    collection: a long recording then leaves the collections it triggers nothing to walk."""
+    cdef Py_ssize_t i
+    cdef PyObject* item
+    if not PyObject_GC_IsTracked(<PyObject*>t):
+        return
+    for i in range(PyTuple_GET_SIZE(t)):
+        item = PyTuple_GET_ITEM(t, i)
+        if PyObject_IS_GC(item) and PyObject_GC_IsTracked(item):
+            return
+    PyObject_GC_UnTrack(<void*>t)
+
+
 @cython.final
 cdef class Tape:
     """One differentiation's record: an arena of Node structs in topological order."""
@@ -685,6 +703,8 @@ cdef class Tape:
         n = PyTuple_GET_SIZE(args)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
+            if type(v) is float:        # (a loop's constant: no subclass walk for it)
+                continue
             if cnp.PyArray_Check(v):
                 total += self._hold(v, sign)
             elif _any_array_types and _is_array_type(type(v)):
@@ -717,6 +737,7 @@ cdef class Tape:
         Py_INCREF(ans)
         node.saved_args = <PyObject*>args
         Py_INCREF(args)
+        _untrack_plain(args)
         node.saved_kwargs = <PyObject*>kwargs
         Py_INCREF(kwargs)
         node.cotangent = NULL
