@@ -45,7 +45,7 @@ cdef extern from "Python.h":
 
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
-from gradcy._meta cimport _same_shape_dtype, _nbytes
+from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
 from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
 from gradcy._hold cimport hold_update, hold_free
@@ -696,14 +696,16 @@ cdef class Tape:
         keeps one holder count per root buffer (the ndarray that owns the memory)."""
         cdef Py_ssize_t total = 0, i, n
         cdef object v
-        if cnp.PyArray_Check(ans):
+        if type(ans) is ArrayMeta:      # (the common unsaved output: no subclass walk for it)
+            pass
+        elif cnp.PyArray_Check(ans):
             total += self._hold(ans, sign)
         elif _any_array_types and _is_array_type(type(ans)):
             total += self._hold(ans, sign)
         n = PyTuple_GET_SIZE(args)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
-            if type(v) is float:        # (a loop's constant: no subclass walk for it)
+            if type(v) is ArrayMeta or type(v) is float:     # (no subclass walk for these)
                 continue
             if cnp.PyArray_Check(v):
                 total += self._hold(v, sign)
