@@ -1,6 +1,7 @@
 """A primitive's reverse-mode rule in the one form the backward sweep calls (VJP): one rule per
 argument (ArgnumVJP) or one for all of them (JointVJP). gradcy.registry converts every
-registration API to one of them, once, when the rule is registered.
+registration API to one of them, once, when the rule is registered. An ArgnumVJP's rule may be
+an ElementwiseRule: a hot elementwise primitive's Python rule with the same computation in C.
 
 Contract: _rules.pxd. A rule holds what was registered (released with it); run() adds the
 cotangents it makes into the tape's slots (Tape._accumulate) and keeps none.
