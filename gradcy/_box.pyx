@@ -7,6 +7,8 @@ __dealloc__ tells the tape its node lost its Box: Tape._box_dropped); the Tape r
 (make_box, in _tape) and never holds them.
 """
 cimport cython
+from cpython.object cimport PyObject
+from cpython.dict cimport PyDict_GetItem
 
 import numpy as _np
 cimport numpy as cnp
@@ -14,7 +16,7 @@ cimport numpy as cnp
 from gradcy._errors import EscapedValueError, TracerArrayConversionError
 from gradcy._tape cimport Tape, Primitive, _DETACHED, NODE_CONSTANT, NODE_BOX_ALIVE
 from gradcy._hooks cimport (_EMPTY, _ufunc_map, _function_map, _getitem_primitive, _method,
-                            _is_array_type)
+                            _is_array_type, _box_methods)
 from gradcy._write cimport _setitem_fast
 
 cnp.import_array()
@@ -84,7 +86,8 @@ cdef object _binop(str name, object a, object b):
     operand with an __array_ufunc__ of its own (not an ndarray) gets the operation instead."""
     if (type(a) is not Box and _defers(a)) or (type(b) is not Box and _defers(b)):
         return NotImplemented
-    fn = _method(name)
+    cdef PyObject* found = PyDict_GetItem(_box_methods, name)
+    fn = <object>found if found is not NULL else _method(name)     # (_method: the error)
     if type(fn) is Primitive:
         return (<Primitive>fn)._dispatch((a, b), None)
     return fn(a, b)

@@ -4,6 +4,7 @@
 # type of Primitive.vjp) and it cimports _tape (the arena run() adds into): the module body of
 # each calls nothing of the other.
 from libc.stdint cimport int32_t
+from cpython.object cimport PyObject
 
 from gradcy._tape cimport Tape, Primitive
 
@@ -29,3 +30,20 @@ cdef class JointVJP(VJP):
     # per argnum (g_owned: fn may overwrite g)
     cdef readonly object fn
     cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views
+
+
+cdef class ElementwiseRule:
+    # a per-argument rule of a hot elementwise primitive (gradcy.numpy.elementwise): `fn` is the
+    # rule in Python (the reference semantics; called as it is when a fast path does not apply);
+    # ArgnumVJP.run computes the same value in C with direct ufunc calls when g and the saved
+    # values are exact ndarrays (writing into g when the sweep owns it, or into a fresh
+    # temporary). Owns fn, ufunc and _scalar, released with it.
+    cdef readonly object fn           # rule(g, ans, *args) -> the argument's cotangent
+    cdef readonly int kind            # which computation (FAST_* in _rules.pyx)
+    cdef readonly int argnum          # the argument it is the rule of
+    cdef readonly object ufunc        # the derivative's ufunc (sin: numpy.cos), or None
+    cdef object _scalar               # (float, type number, read-only 0-d array of it): the
+                                      # last Python-float operand as an array, or None
+    cdef object _as_array(self, object v, object g)
+    cdef object apply(self, object g, bint g_owned, object ans, tuple args, PyObject** argv,
+                      Py_ssize_t nargsf)

@@ -1,20 +1,26 @@
 """A primitive's reverse-mode rule in the one form the backward sweep calls (VJP): one rule per
 argument (ArgnumVJP) or one for all of them (JointVJP). gradcy.registry converts every
-registration API to one of them, once, when the rule is registered.
+registration API to one of them, once, when the rule is registered. An ArgnumVJP's rule may be
+an ElementwiseRule: a hot elementwise primitive's Python rule with the same computation in C.
 
 Contract: _rules.pxd. A rule holds what was registered (released with it); run() adds the
 cotangents it makes into the tape's slots (Tape._accumulate) and keeps none.
 """
 cimport cython
 from cpython.object cimport PyObject, PyObject_Call
+from cpython.number cimport PyNumber_Multiply, PyNumber_TrueDivide, PyNumber_Negative
 from cpython.dict cimport PyDict_GetItem
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t
 
 cimport numpy as cnp
 
+import numpy as _np
+
 from gradcy._errors import MissingVJPError
 from gradcy._tape cimport Tape, Primitive, ParentRef, NODE_CONSTANT, MAX_INLINE_PARENTS
+from gradcy._meta cimport _same_shape_dtype
+from gradcy._hooks cimport _unbroadcast_slow
 
 cnp.import_array()
 
@@ -35,6 +41,221 @@ cdef class VJP:
         """The cotangents of the arguments at positions argnums (None for a zero rule), for
         views of the rule in other calling conventions."""
         raise NotImplementedError
+
+
+# =============================================================================
+# Hot elementwise rules in C (ElementwiseRule)
+# =============================================================================
+cdef enum:
+    FAST_UNBROADCAST = 1       # unbroadcast(g, args[argnum])             add x and y, subtract x
+    FAST_NEG_UNBROADCAST = 2   # -unbroadcast(g, args[argnum])            subtract y
+    FAST_MUL = 3               # unbroadcast(g * y, x), unbroadcast(x * g, y)
+    FAST_DIV = 4               # unbroadcast(g / y, x)                    (divide's x only)
+    FAST_NEG = 5               # -g                                       negative
+    FAST_TIMES_D = 6           # g * ufunc(x)                             sin (cos), sinh, cosh
+    FAST_NEG_TIMES_D = 7       # -g * ufunc(x)                            cos (sin)
+    FAST_TIMES_ANS = 8         # g * ans                                  exp
+    FAST_TANH = 9              # g * (1.0 - ans * ans)                    tanh
+
+_KINDS = {"unbroadcast": FAST_UNBROADCAST, "neg_unbroadcast": FAST_NEG_UNBROADCAST,
+          "mul": FAST_MUL, "div": FAST_DIV, "neg": FAST_NEG, "times_d": FAST_TIMES_D,
+          "neg_times_d": FAST_NEG_TIMES_D, "times_ans": FAST_TIMES_ANS, "tanh": FAST_TANH}
+
+cdef object _multiply = _np.multiply
+cdef object _divide = _np.true_divide
+cdef object _subtract = _np.subtract
+cdef object _negative = _np.negative
+# NEP 50 (NumPy 2): a Python float or int with an inexact array has the array's dtype; NumPy
+# 1.x decides by value, which keeps the dtype for sure only at the top of each kind
+cdef bint _NEP50 = int(_np.__version__.split(".")[0]) >= 2
+
+
+cdef inline object _call1(object f, object a):
+    cdef PyObject* argv[1]
+    argv[0] = <PyObject*>a
+    return PyObject_Vectorcall(<PyObject*>f, argv, 1, NULL)
+
+
+cdef inline object _call2(object f, object a, object b):
+    cdef PyObject* argv[2]
+    argv[0] = <PyObject*>a
+    argv[1] = <PyObject*>b
+    return PyObject_Vectorcall(<PyObject*>f, argv, 2, NULL)
+
+
+cdef inline object _call3(object f, object a, object b, object out):
+    """f(a, b, out): a ufunc writing into `out` (positional: no keyword parsing)."""
+    cdef PyObject* argv[3]
+    argv[0] = <PyObject*>a
+    argv[1] = <PyObject*>b
+    argv[2] = <PyObject*>out
+    return PyObject_Vectorcall(<PyObject*>f, argv, 3, NULL)
+
+
+cdef inline object _unbroadcast(object g, object target):
+    """gradcy.numpy._util.unbroadcast (its C common case, then the operator layer's)."""
+    if _same_shape_dtype(g, target):
+        return g
+    return _unbroadcast_slow(g, target)
+
+
+cdef inline bint _float_array(object a) noexcept:
+    """a is an exact ndarray of a builtin float or complex dtype in native byte order, not
+    0-d (ufuncs return scalars for 0-d results: those keep the rule's own path)."""
+    return (cnp.PyArray_CheckExact(a) and cnp.PyArray_NDIM(<cnp.ndarray>a) > 0
+            and (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(<cnp.ndarray>a))
+                 or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(<cnp.ndarray>a)))
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a))
+
+
+cdef inline bint _like(object a, object b) noexcept:
+    """Two _float_arrays of one dtype and shape."""
+    return (cnp.PyArray_TYPE(<cnp.ndarray>a) == cnp.PyArray_TYPE(<cnp.ndarray>b)
+            and cnp.PyArray_SAMESHAPE(<cnp.ndarray>a, <cnp.ndarray>b))
+
+
+cdef bint _keeps(object g, object o) noexcept:
+    """g (a _float_array) combined with o by a binary ufunc gives g's dtype and shape, so the
+    ufunc may write its result into g: o is a Python float or int (weak, NEP 50), or an exact
+    ndarray of g's dtype that broadcasts to g's shape."""
+    cdef int t = cnp.PyArray_TYPE(<cnp.ndarray>g)
+    cdef int k, nd, gnd
+    cdef cnp.npy_intp* od
+    cdef cnp.npy_intp* gd
+    if type(o) is float or type(o) is int:
+        return _NEP50 or t == cnp.NPY_DOUBLE or t == cnp.NPY_CDOUBLE \
+            or t == cnp.NPY_LONGDOUBLE or t == cnp.NPY_CLONGDOUBLE
+    if not (cnp.PyArray_CheckExact(o) and cnp.PyArray_TYPE(<cnp.ndarray>o) == t
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>o)):
+        return False
+    nd = cnp.PyArray_NDIM(<cnp.ndarray>o)
+    gnd = cnp.PyArray_NDIM(<cnp.ndarray>g)
+    if nd > gnd:
+        return False
+    od = cnp.PyArray_DIMS(<cnp.ndarray>o)
+    gd = cnp.PyArray_DIMS(<cnp.ndarray>g)
+    for k in range(nd):
+        if od[k] != 1 and od[k] != gd[gnd - nd + k]:
+            return False
+    return True
+
+
+cdef inline bint _plain_operand(object o) noexcept:
+    """o is a Python float or int or an exact ndarray: a ufunc called on it directly does what
+    the arithmetic operator does (no other type's operator or __array_ufunc__ takes part)."""
+    return type(o) is float or type(o) is int or cnp.PyArray_CheckExact(o)
+
+
+@cython.final
+cdef class ElementwiseRule:
+    """The rule of argument `argnum` of a hot elementwise primitive: fn(g, ans, *args) in Python,
+    and the same computation in C (kind) that ArgnumVJP.run uses when g and the saved values
+    are exact ndarrays: direct ufunc calls, the result written into g when the sweep owns it
+    (only this rule reads it) or into a temporary the rule made, when NumPy's result has that
+    array's dtype and shape. Values, dtypes, shapes and types are those of fn: anything else
+    (traced values in higher-order differentiation, 0-d arrays, subclasses, other dtypes)
+    takes fn itself."""
+
+    def __cinit__(self, str kind not None, fn not None, int argnum=0, ufunc=None):
+        if kind not in _KINDS:
+            raise ValueError(f"ElementwiseRule: unknown kind {kind!r}")
+        self.kind = _KINDS[kind]
+        self.fn = fn
+        self.argnum = argnum
+        self.ufunc = ufunc
+        if (self.kind == FAST_TIMES_D or self.kind == FAST_NEG_TIMES_D) and ufunc is None:
+            raise ValueError(f"ElementwiseRule: kind {kind!r} needs the derivative's ufunc")
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    cdef object _as_array(self, object v, object g):
+        """Python float v as the read-only 0-d array of g's dtype (float64 or complex128: the
+        conversion is exact, the ufunc loop the one NumPy picks for the float) that NumPy
+        would convert it to, kept for the next call with the same float (a loop's constant):
+        a ufunc takes an array operand ~120 ns faster than a Python float. Else v itself."""
+        cdef int t = cnp.PyArray_TYPE(<cnp.ndarray>g)
+        if t != cnp.NPY_DOUBLE and t != cnp.NPY_CDOUBLE:
+            return v
+        c = self._scalar                  # (one tuple: never seen half updated)
+        if c is not None and <object>PyTuple_GET_ITEM(c, 0) is v \
+                and <object>PyTuple_GET_ITEM(c, 1) == t:
+            return <object>PyTuple_GET_ITEM(c, 2)
+        a = _np.array(v, dtype=_np.float64 if t == cnp.NPY_DOUBLE else _np.complex128)
+        cnp.PyArray_CLEARFLAGS(<cnp.ndarray>a, cnp.NPY_ARRAY_WRITEABLE)
+        self._scalar = (v, t, a)
+        return a
+
+    cdef object apply(self, object g, bint g_owned, object ans, tuple args, PyObject** argv,
+                      Py_ssize_t nargsf):
+        """This rule's cotangent for the call (g, ans, *args) (argv: the same as a vector);
+        g_owned: the rule may write into g (an exact, writable ndarray owning its memory that
+        nothing else references, and this node's only parent's rule)."""
+        cdef int kind = self.kind
+        cdef Py_ssize_t nargs = PyTuple_GET_SIZE(args)
+        cdef object x, o, r, c, target
+        if kind <= FAST_DIV:              # the binary ones: (x, y)
+            if nargs != 2 or self.argnum > 1:
+                return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
+            target = <object>PyTuple_GET_ITEM(args, self.argnum)
+            if kind == FAST_UNBROADCAST:
+                return _unbroadcast(g, target)
+            if kind == FAST_NEG_UNBROADCAST:
+                r = _unbroadcast(g, target)
+                if r is g and g_owned and _float_array(g):
+                    return _call2(_negative, g, g)        # (negative's out is 2nd)
+                return PyNumber_Negative(r)
+            o = <object>PyTuple_GET_ITEM(args, 1 - self.argnum)
+            if kind == FAST_MUL:
+                if cnp.PyArray_CheckExact(g) and _plain_operand(o):
+                    if type(o) is float:
+                        o = self._as_array(o, g)
+                    if g_owned and _float_array(g) and _keeps(g, o):
+                        r = (_call3(_multiply, g, o, g) if self.argnum == 0
+                             else _call3(_multiply, o, g, g))
+                    else:
+                        r = _call2(_multiply, g, o) if self.argnum == 0 else _call2(_multiply, o, g)
+                else:
+                    r = PyNumber_Multiply(g, o) if self.argnum == 0 else PyNumber_Multiply(o, g)
+                return _unbroadcast(r, target)
+            if self.argnum != 0:          # (divide's y has a rule of its own)
+                return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
+            if cnp.PyArray_CheckExact(g) and _plain_operand(o):
+                if type(o) is float:
+                    o = self._as_array(o, g)
+                if g_owned and _float_array(g) and _keeps(g, o):
+                    r = _call3(_divide, g, o, g)
+                else:
+                    r = _call2(_divide, g, o)
+            else:
+                r = PyNumber_TrueDivide(g, o)
+            return _unbroadcast(r, target)
+        if nargs != 1:
+            return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
+        if kind == FAST_NEG:
+            if g_owned and _float_array(g):
+                return _call2(_negative, g, g)
+            return PyNumber_Negative(g)
+        if kind == FAST_TIMES_ANS:
+            if g_owned and _float_array(g) and _keeps(g, ans):
+                return _call3(_multiply, g, ans, g)
+            return PyNumber_Multiply(g, ans)
+        if kind == FAST_TANH:
+            if _float_array(g) and _float_array(ans) and _like(g, ans):
+                c = _call2(_multiply, ans, ans)           # a new array of ans's dtype and shape
+                _call3(_subtract, 1.0, c, c)
+                return _call3(_multiply, g, c, c)
+            return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
+        # g * ufunc(x), -g * ufunc(x)
+        x = <object>PyTuple_GET_ITEM(args, 0)
+        if not (_float_array(g) and cnp.PyArray_CheckExact(x)):
+            return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
+        c = _call1(self.ufunc, x)                         # a new array (or a scalar for 0-d x)
+        if kind == FAST_NEG_TIMES_D:
+            g = _call2(_negative, g, g) if g_owned else _call1(_negative, g)
+        if _float_array(c) and _like(g, c):
+            return _call3(_multiply, g, c, c)
+        return _call2(_multiply, g, c)
 
 
 @cython.final
@@ -64,6 +285,11 @@ cdef class ArgnumVJP(VJP):
                 argv[2 + a] = PyTuple_GET_ITEM(args, a)
         else:
             callargs = (g, ans) + args
+        # a node with one parent: its rule is the only reader of g, so an elementwise rule may
+        # write into g when the sweep owns it (JointVJP's test)
+        cdef bint owned = (g_owned and n == 1 and cnp.PyArray_CheckExact(g)
+                           and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
+                           and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
         for k in range(n):
             ref = tape.parents[start + k]
             if tape.nodes[ref.node].flags & NODE_CONSTANT:
@@ -75,7 +301,9 @@ cdef class ArgnumVJP(VJP):
                     f"gradcy.extend.defvjp")
             if <object>rule is None:
                 continue
-            if vector:
+            if vector and type(<object>rule) is ElementwiseRule:
+                out = (<ElementwiseRule>rule).apply(g, owned, ans, args, argv, 2 + nargs)
+            elif vector:
                 out = PyObject_Vectorcall(rule, argv, 2 + nargs, NULL)
             elif kwargs is None:
                 out = PyObject_Call(<object>rule, callargs, <object>NULL)

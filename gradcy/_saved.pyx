@@ -10,7 +10,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
-from cpython.long cimport PyLong_FromSsize_t
+from cpython.long cimport PyLong_FromSsize_t, PyLong_AsSsize_t
 
 import numpy as _np
 cimport numpy as cnp
@@ -51,9 +51,21 @@ cdef object _shared_kwargs(dict kwargs):
     return kwargs
 
 
+# _last_meta's shape as C integers (when it has at most 8 dimensions), so that the common case
+# (a value of the last one's shape, dtype and type) compares C arrays, not Python ints
+cdef int _last_nd = -1
+cdef cnp.npy_intp _last_dims[8]
+
+
 cdef inline void _set_last_meta(ArrayMeta m) noexcept:
-    global _last_meta
+    global _last_meta, _last_nd
+    cdef Py_ssize_t d, nd = PyTuple_GET_SIZE(m.shape)
     _last_meta = m
+    _last_nd = -1
+    if nd <= 8:
+        for d in range(nd):
+            _last_dims[d] = <cnp.npy_intp>PyLong_AsSsize_t(<object>PyTuple_GET_ITEM(m.shape, d))
+        _last_nd = <int>nd
 
 
 cdef object _meta_of(object v):
@@ -70,11 +82,10 @@ cdef object _meta_of(object v):
         m = _last_meta
         # ArrayMeta is immutable: consecutive values of one shape and dtype (a loop over
         # same-shaped arrays) share one
-        if (m is not None and m.type is type(v)
-                and <PyObject*>m.dtype is <PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>v)
-                and PyTuple_GET_SIZE(m.shape) == nd):
+        if (m is not None and _last_nd == nd and m.type is type(v)
+                and <PyObject*>m.dtype is <PyObject*>cnp.PyArray_DESCR(<cnp.ndarray>v)):
             for d in range(nd):
-                if <cnp.npy_intp>(<object>PyTuple_GET_ITEM(m.shape, d)) != dims[d]:
+                if _last_dims[d] != dims[d]:
                     break
             else:
                 return m

@@ -37,12 +37,15 @@ cnp.import_array()
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
+    bint PyObject_IS_GC(PyObject* o)
+    bint PyObject_GC_IsTracked(PyObject* o)
+    void PyObject_GC_UnTrack(void* o)
     object _call_kw_ptr "PyObject_Call"(object callable, object args, PyObject* kwargs)
 
 
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
-from gradcy._meta cimport _same_shape_dtype, _nbytes
+from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
 from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
 from gradcy._hold cimport hold_update, hold_free
@@ -629,6 +632,21 @@ cdef inline bint _exclusive_array(PyObject* p, Py_ssize_t refs) noexcept:
 cdef object _add_ufunc = _np.add
 
 
+cdef inline void _untrack_plain(tuple t) noexcept:
+    """Take a saved argument tuple that holds no object the cycle collector tracks (arrays,
+    numbers, ArrayMetas, Boxes) out of its reach now, as CPython would at the tuple's first
+    collection: a long recording then leaves the collections it triggers nothing to walk."""
+    cdef Py_ssize_t i
+    cdef PyObject* item
+    if not PyObject_GC_IsTracked(<PyObject*>t):
+        return
+    for i in range(PyTuple_GET_SIZE(t)):
+        item = PyTuple_GET_ITEM(t, i)
+        if PyObject_IS_GC(item) and PyObject_GC_IsTracked(item):
+            return
+    PyObject_GC_UnTrack(<void*>t)
+
+
 @cython.final
 cdef class Tape:
     """One differentiation's record: an arena of Node structs in topological order."""
@@ -689,13 +707,17 @@ cdef class Tape:
         keeps one holder count per root buffer (the ndarray that owns the memory)."""
         cdef Py_ssize_t total = 0, i, n
         cdef object v
-        if cnp.PyArray_Check(ans):
+        if type(ans) is ArrayMeta:      # (the common unsaved output: no subclass walk for it)
+            pass
+        elif cnp.PyArray_Check(ans):
             total += self._hold(ans, sign)
         elif _any_array_types and _is_array_type(type(ans)):
             total += self._hold(ans, sign)
         n = PyTuple_GET_SIZE(args)
         for i in range(n):
             v = <object>PyTuple_GET_ITEM(args, i)
+            if type(v) is ArrayMeta or type(v) is float:     # (no subclass walk for these)
+                continue
             if cnp.PyArray_Check(v):
                 total += self._hold(v, sign)
             elif _any_array_types and _is_array_type(type(v)):
@@ -728,6 +750,7 @@ cdef class Tape:
         Py_INCREF(ans)
         node.saved_args = <PyObject*>args
         Py_INCREF(args)
+        _untrack_plain(args)
         node.saved_kwargs = <PyObject*>kwargs
         Py_INCREF(kwargs)
         node.cotangent = NULL

@@ -14,6 +14,7 @@ import math
 
 import numpy as _onp
 
+from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
 from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
@@ -36,11 +37,19 @@ def _replace_zero(x, val):
     return anp.where(x, x, val)
 
 
-def _holomorphic(prim, rule, save):
+def _holomorphic(prim, rule, save, fast=None, ufunc=None):
     """Register rule(g, ans, x) = g * f'(x) as both the VJP (autograd's convention: no
-    conjugate) and the JVP of a unary function."""
-    defvjp_direct(prim, rule, save=save)
+    conjugate) and the JVP of a unary function. fast: the ElementwiseRule kind that computes
+    the VJP in C when g and the saved values are plain arrays (ufunc: f' for the *_d kinds)."""
+    defvjp_direct(prim, rule if fast is None else ElementwiseRule(fast, rule, 0, ufunc),
+                  save=save)
     defjvp(prim, rule)
+
+
+def _fast(kind, argnum, rule):
+    """rule(g, ans, x, y) with the C computation `kind` of _rules.ElementwiseRule (the same
+    value: direct ufunc calls, written into g or a temporary when NumPy's result allows)."""
+    return ElementwiseRule(kind, rule, argnum)
 
 
 def _jvp_first(g, ans, x, *args, **kwargs):
@@ -76,18 +85,19 @@ def _select(mask, g, ans, negate=False):
 # Arithmetic
 # =============================================================================
 defvjp_direct(anp.add,
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(g, y), save=())
+       _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
+       _fast("unbroadcast", 1, lambda g, ans, x, y: unbroadcast(g, y)), save=())
 defvjp_direct(anp.subtract,
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: -unbroadcast(g, y), save=())     # (reduce first)
+       _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
+       _fast("neg_unbroadcast", 1, lambda g, ans, x, y: -unbroadcast(g, y)),  # (reduce first)
+       save=())
 defvjp_direct(anp.multiply,
-       lambda g, ans, x, y: unbroadcast(g * y, x),
-       lambda g, ans, x, y: unbroadcast(x * g, y), save=(0, 1))
+       _fast("mul", 0, lambda g, ans, x, y: unbroadcast(g * y, x)),
+       _fast("mul", 1, lambda g, ans, x, y: unbroadcast(x * g, y)), save=(0, 1))
 defvjp_direct(anp.divide,
-       lambda g, ans, x, y: unbroadcast(g / y, x),
+       _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
        lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y), save=(0, 1))   # (reduce first)
-_holomorphic(anp.negative, lambda g, ans, x: -g, save=())
+_holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg")
 defvjp(anp.positive, lambda ans, x: _identity, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
 defjvp(anp.subtract, _jvp_first, _jvp_negated)
@@ -173,7 +183,7 @@ _holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",))
 _holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
 _holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,))
 _holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",))
-_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",))
+_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans")
 _holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
 _holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
 _holomorphic(anp.log, lambda g, ans, x: g / x, save=(0,))
@@ -197,15 +207,19 @@ defjvp(anp.ldexp, lambda g, ans, x, i: anp.ldexp(g, i), None)
 # =============================================================================
 # Trigonometric and hyperbolic
 # =============================================================================
-_holomorphic(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,))
-_holomorphic(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,))
+_holomorphic(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,),
+             fast="times_d", ufunc=_onp.cos)
+_holomorphic(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,),
+             fast="neg_times_d", ufunc=_onp.sin)
 _holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
 _holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
 _holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
 _holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
-_holomorphic(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,))
-_holomorphic(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,))
-_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",))
+_holomorphic(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,),
+             fast="times_d", ufunc=_onp.cosh)
+_holomorphic(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,),
+             fast="times_d", ufunc=_onp.sinh)
+_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh")
 _holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
 _holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
 _holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
