@@ -268,3 +268,43 @@ def test_set_fusion_returns_the_old_setting():
         assert set_fusion(False) is False
     finally:
         set_fusion(True)
+
+
+class _RecordingAxis(int):
+    """An axis entry (NumPy takes any __index__) whose == records more nodes on the tape that
+    is recording (enough to move the tape's arena) and counts its calls."""
+    calls = 0
+    box = None
+
+    def __eq__(self, other):
+        _RecordingAxis.calls += 1
+        if _RecordingAxis.box is not None:
+            _RecordingAxis.junk = [np.sin(_RecordingAxis.box) for _ in range(5000)]
+        return int(self) == int(other)
+
+    __hash__ = int.__hash__
+
+
+def test_an_axis_with_python_equality_runs_no_user_code_while_recording():
+    # the fusion compares max's axis with sum's while it reads the tape's arena: an axis entry
+    # whose == is Python code recording onto the same tape moved the arena under it (segfault)
+    x = onp.random.RandomState(14).randn(3, 4)
+
+    def f(z):
+        m = np.max(z, axis=(_RecordingAxis(1),), keepdims=True)
+        e = np.exp(z - m)
+        s = np.sum(e, axis=(_RecordingAxis(1),), keepdims=True)
+        _RecordingAxis.box = z
+        try:
+            w = e / s
+        finally:
+            _RecordingAxis.box = _RecordingAxis.junk = None
+        return np.sum(w * C)
+    _RecordingAxis.calls = 0
+    g = grad(f)(x)
+    assert _RecordingAxis.calls == 0
+    with fusion(False):
+        g0 = grad(f)(x)
+    onp.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(g, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
+                                atol=1e-8)
