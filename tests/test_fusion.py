@@ -308,3 +308,121 @@ def test_an_axis_with_python_equality_runs_no_user_code_while_recording():
     onp.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
     onp.testing.assert_allclose(g, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
                                 atol=1e-8)
+
+
+def _divided_in_place(x):
+    e = np.exp(x)
+    e /= np.sum(e, axis=1, keepdims=True)           # the usual in-place spelling
+    return e
+
+
+def _exp_into_owned_buffer(x):
+    buf = np.zeros(x.shape)
+    e = np.exp(x, out=buf)                          # e is buf: its node is the write
+    s = np.sum(e, axis=1, keepdims=True)
+    buf[0, 0] = 3.0
+    return e / s
+
+
+def _input_buffer_written_after_shift(x):
+    buf = np.zeros(x.shape)
+    buf[...] = x
+    e = np.exp(buf - np.max(buf, axis=1, keepdims=True))
+    buf *= 3.0                                      # the fused node's parent is buf before this
+    return e / np.sum(e, axis=1, keepdims=True) + buf
+
+
+def _exp_input_view_written_after_sum(x):
+    buf = np.zeros((x.shape[0], 2 * x.shape[1]))
+    buf[:, :x.shape[1]] = x
+    z = buf[:, :x.shape[1]]
+    e = np.exp(z)
+    s = np.sum(e, axis=1, keepdims=True)
+    buf[:, 1:3] = 2.0                               # z is stale now: the parent of the fused node
+    return e / s + buf[:, :x.shape[1]]
+
+
+def _output_written_into(x):
+    buf = np.zeros(x.shape)
+    e = np.exp(x)
+    buf[...] = e / np.sum(e, axis=1, keepdims=True)  # the slot now holds what softmax saved
+    w = buf * C
+    buf[0] = 1.0
+    return w + buf
+
+
+# writes around the pattern: (program, fused)
+WRITES = [(_divided_in_place, True), (_exp_into_owned_buffer, False),
+          (_input_buffer_written_after_shift, True), (_exp_input_view_written_after_sum, True),
+          (_output_written_into, True)]
+
+
+@pytest.mark.parametrize("program, fused", WRITES)
+def test_writes_around_the_pattern(program, fused):
+    x = onp.random.RandomState(15).randn(3, 4)
+    f = loss(program)
+    assert (FUSED in recorded(f, x)) is fused
+    g1 = grad(f)(x)
+    with fusion(False):
+        g0 = grad(f)(x)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
+                                atol=1e-8)
+
+
+@pytest.mark.parametrize("program, row", [
+    (softmax_shifted, [-onp.inf, 0.0, 1.0, 2.0]),  # a zero weight; max's path dropped
+    (softmax_shifted, [-onp.inf] * 4),             # nan row
+    (softmax_shifted, [onp.inf, 0.0, 1.0, 2.0]),   # nan row
+    (softmax_plain, [800.0, 0.0, 1.0, 2.0]),       # exp overflows: nan row
+    (softmax_plain, [-800.0] * 4),                 # the sum is 0: nan row
+])
+def test_non_finite_values_give_the_unfused_gradient(program, row):
+    x = onp.random.RandomState(16).randn(3, 4)
+    x[1] = row
+    f = lambda z: np.sum(program(z) * C)
+    with onp.errstate(all="ignore"):
+        assert FUSED in recorded(f, x)
+        g1 = grad(f)(x)
+        with fusion(False):
+            g0 = grad(f)(x)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)     # nan where unfused is
+
+
+def test_traced_cotangent_through_a_fused_node():
+    # the inner softmax's values are plain (fused there); its VJP gets the outer's Box t
+    x = onp.random.RandomState(17).randn(3, 4)
+    t = onp.random.RandomState(18).randn(3, 4)
+    inner = lambda y, u: np.sum(softmax_shifted(y) ** 2 * u)
+    assert FUSED in recorded(lambda y: inner(y, t), x)
+    outer = lambda u: np.sum(grad(inner)(x, u) * C)
+    g1 = grad(outer)(t)
+    with fusion(False):
+        g0 = grad(outer)(t)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
+    onp.testing.assert_allclose(g1, central_gradient(lambda u: float(outer(u)), t), rtol=1e-6,
+                                atol=1e-8)
+
+
+def test_threads_recording_on_one_tape():
+    # NumPy lets other threads run during each call: they append to the same arena
+    import threading
+    x = onp.random.RandomState(19).randn(16, 64)
+    W = onp.random.RandomState(20).randn(16, 64)
+
+    def f(z):
+        parts = [0.0] * 3
+
+        def work(k):
+            for _ in range(10):
+                parts[k] = parts[k] + np.sum(softmax_shifted(z * (1.0 + k)) * W)
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return parts[0] + parts[1] + parts[2]
+    g1 = grad(f)(x)
+    with fusion(False):
+        g0 = grad(f)(x)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
