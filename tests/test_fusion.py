@@ -4,6 +4,8 @@ Each program runs fused and unfused (gradcy._core.set_fusion): same values, grad
 1e-12 and to central differences; the record is checked for what was fused (and what must not
 be), and for what the tape holds after the forward pass.
 """
+import contextlib
+
 import numpy as onp
 import pytest
 
@@ -426,3 +428,43 @@ def test_threads_recording_on_one_tape():
     with fusion(False):
         g0 = grad(f)(x)
     onp.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
+
+
+@contextlib.contextmanager
+def _own_rule(prim, argnum, rule):
+    """prim's VJP rule for argument argnum replaced by rule inside the block (as
+    gradcy.extend.defvjp_direct does, without changing what the records keep)."""
+    rules = prim.vjpmakers
+    old = rules[argnum]
+    rules[argnum] = rule
+    try:
+        yield
+    finally:
+        rules[argnum] = old
+
+
+# a user's own rule for one of the pattern's operations (an autograd program may register one):
+# the fused node would bypass it
+OWN_RULES = {
+    "exp": (np.exp, 0, lambda g, ans, x: 2.0 * g * ans, softmax_plain),
+    "sum": (np.sum, 0, lambda g, ans, x, *a, **k: onp.full(x.shape, 0.5), softmax_plain),
+    "divide 0": (np.divide, 0, lambda g, ans, x, y: g / y + 1.0, softmax_plain),
+    "divide 1": (np.divide, 1, lambda g, ans, x, y: -2.0 * onp.sum(g * x, axis=1, keepdims=True)
+                 / y ** 2, softmax_plain),
+    "subtract 0": (np.subtract, 0, lambda g, ans, x, y: 3.0 * g, softmax_shifted),
+    "max": (np.max, 0, lambda g, ans, x, *a, **k: onp.full(x.shape, 0.5), softmax_shifted),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OWN_RULES))
+def test_a_rule_of_the_users_own_is_not_bypassed(name):
+    prim, argnum, rule, program = OWN_RULES[name]
+    x = onp.random.RandomState(21).randn(3, 4)
+    f = lambda z: np.sum(program(z) * C)
+    with _own_rule(prim, argnum, rule):
+        g1 = grad(f)(x)
+        with fusion(False):
+            g0 = grad(f)(x)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
+    assert not onp.allclose(g0, grad(f)(x))           # the rule made a difference
+    assert FUSED in recorded(f, x)                      # and fusion is back with the stock rule
