@@ -82,6 +82,11 @@ PROGRAMS = [
     (softmax_all, True), (softmax_all_keepdims, True), (softmax_tuple_axis, True),
     (softmax_other_shift_axis, True), (softmax_mean_shift, True),
     (lambda x: softmax_shifted(x, axis=0), True), (lambda x: softmax_shifted(x, axis=-1), True),
+    (lambda x: softmax_shifted(x, axis=()), True),
+    (lambda x: softmax_shifted(x, axis=(1, 0)), True),
+    # a max with initial= is not the shift (its node stays the parent's): fused all the same
+    (lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True))(
+        np.exp(x - np.max(x, axis=1, keepdims=True, initial=10.0))), True),
 ]
 
 def _written_after_sum(x, how):
@@ -109,6 +114,11 @@ NOT_FUSED = {
     "exp's output added to in place after the sum": lambda x: _written_after_sum(x, "iadd"),
     "out-of-place exp of a view": lambda x: (lambda e: e[:2] / np.sum(e[:2], axis=1,
                                                                       keepdims=True))(np.exp(x)),
+    "keepdims=1": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=1))(np.exp(x)),
+    "a NumPy integer axis": lambda x: (lambda e: e / np.sum(e, axis=onp.int64(1), keepdims=True))(
+        np.exp(x)),
+    "times the reciprocal": lambda x: (lambda e: e * (1.0 / np.sum(e, axis=1, keepdims=True)))(
+        np.exp(x)),
 }
 
 
