@@ -4,9 +4,12 @@
 # set (divide): the division is then recorded as one softmax node whose parent is z's node (or
 # x's), so the exp and sum nodes, left without consumers, die with their Boxes and release
 # what they saved (exp's output) during the forward pass. Reads the tape's arena under the GIL;
-# runs no Python code of the user's. Owns the five registered Primitives (module globals, for
-# the life of the process; register_softmax replaces them). _tape cimports it and it cimports
-# _tape (the arena): the module body of each calls nothing of the other.
+# runs no Python code of the user's. Owns the six registered Primitives and a copy of the
+# reverse-mode rules of exp, sum, divide, subtract and max as registered (module globals, for
+# the life of the process; register_softmax replaces them): a rule of the user's own on one of
+# them (which the fused node would bypass) turns the fusion off while it is registered. _tape
+# cimports it and it cimports _tape (the arena): the module body of each calls nothing of the
+# other.
 from libc.stdint cimport int32_t
 
 from gradcy._tape cimport Tape, ParentRef

@@ -9,10 +9,13 @@ exp and sum nodes then have no consumer left: they die with their Boxes, and exp
 released during the forward pass instead of being held until the backward pass. When z is
 x - max(x, axis=a, keepdims=True) (the usual shift, which cancels in w), the parent is x's node,
 so the shift's nodes die too. Every other division (and any part of the pattern that does not
-hold exactly) is recorded as it is.
+hold exactly) is recorded as it is; so is every division while a rule of the user's own is
+registered on exp, sum or divide (on subtract or max: the shift is kept), which the fused node
+would bypass.
 
 Contract: _fuse.pxd.
 """
+from cpython.dict cimport PyDict_GetItem, PyDict_Size
 from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t
@@ -21,6 +24,7 @@ cimport numpy as cnp
 
 from gradcy._tape cimport Tape, Node, ParentRef, Primitive, NODE_RELEASED, NODE_STALE
 from gradcy._saved cimport _meta_of
+from gradcy._rules cimport ArgnumVJP
 
 cnp.import_array()
 
@@ -30,7 +34,35 @@ cdef Primitive _exp = None
 cdef Primitive _sum = None
 cdef Primitive _max = None
 cdef Primitive _subtract = None
+cdef Primitive _divide = None
 cdef Primitive _softmax = None
+# the five primitives' reverse-mode rules when they were registered: (VJP, copy of its dict of
+# rules or None), in the order exp, sum, divide, subtract, max
+cdef tuple _stock = ()
+
+
+cdef tuple _rules_of(Primitive p):
+    return (p.vjp, dict((<ArgnumVJP>p.vjp).rules) if type(p.vjp) is ArgnumVJP else None)
+
+
+cdef bint _stock_rules(Primitive p, tuple stock) noexcept:
+    """p's reverse-mode rules are the ones it had when the fusion was registered (identity of
+    each rule: runs no Python code)."""
+    cdef dict now, then
+    cdef PyObject* r
+    if <object>p.vjp is not <object>PyTuple_GET_ITEM(stock, 0):
+        return False
+    if <object>PyTuple_GET_ITEM(stock, 1) is None:
+        return True
+    now = (<ArgnumVJP>p.vjp).rules
+    then = <dict>PyTuple_GET_ITEM(stock, 1)
+    if PyDict_Size(now) != PyDict_Size(then):
+        return False
+    for k, rule in then.items():
+        r = PyDict_GetItem(now, k)
+        if r is NULL or r is not <PyObject*>rule:
+            return False
+    return True
 
 
 def register_softmax(Primitive exp not None, Primitive sum not None, Primitive max not None,
@@ -38,9 +70,12 @@ def register_softmax(Primitive exp not None, Primitive sum not None, Primitive m
                      Primitive softmax not None):
     """Record divide(exp(z), sum(exp(z), axis, keepdims=True)) as softmax(z, axis) (and
     z = x - max(x, axis, keepdims=True) as softmax(x, axis)). softmax's VJP reads its output
-    and its saved args (ArrayMeta of z, axis)."""
-    global _exp, _sum, _max, _subtract, _softmax
-    _exp, _sum, _max, _subtract, _softmax = exp, sum, max, subtract, softmax
+    and its saved args (ArrayMeta of z, axis). Their reverse-mode rules, as they are now, are
+    the ones the fused node stands for: a division records unfused while one of the user's own
+    replaces them."""
+    global _exp, _sum, _max, _subtract, _divide, _softmax, _stock
+    _exp, _sum, _max, _subtract, _divide, _softmax = exp, sum, max, subtract, divide, softmax
+    _stock = tuple([_rules_of(p) for p in (exp, sum, divide, subtract, max)])
     divide.fuses = True
 
 
@@ -133,6 +168,9 @@ cdef object softmax_record(Tape top, ParentRef* refs, int32_t nrefs, tuple uargs
     axis = _reduction_axis(s_node)
     if axis is _NOT_A_REDUCTION:
         return None
+    if not (_stock_rules(_exp, <tuple>_stock[0]) and _stock_rules(_sum, <tuple>_stock[1])
+            and _stock_rules(_divide, <tuple>_stock[2])):
+        return None
     parent = top.parents[e_node.parent_start]           # z
     # z = x - max(x, axis, keepdims=True) over the same axis: the shift cancels in w
     z_node = &top.nodes[parent.node]
@@ -141,7 +179,8 @@ cdef object softmax_record(Tape top, ParentRef* refs, int32_t nrefs, tuple uargs
             and top.parents[z_node.parent_start].argnum == 0
             and top.parents[z_node.parent_start + 1].argnum == 1):
         m_node = &top.nodes[top.parents[z_node.parent_start + 1].node]
-        if (_usable(m_node, _max, 1)
+        if (_usable(m_node, _max, 1) and _stock_rules(_subtract, <tuple>_stock[3])
+                and _stock_rules(_max, <tuple>_stock[4])
                 and top.parents[m_node.parent_start].node == top.parents[z_node.parent_start].node
                 and PyObject_RichCompareBool(_reduction_axis(m_node), axis, Py_EQ)):
             parent = top.parents[z_node.parent_start]   # x
