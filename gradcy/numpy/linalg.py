@@ -840,8 +840,14 @@ _register_numpy_override(_npla.svd, svd)
 # =============================================================================
 # qr
 # =============================================================================
+def _numpy_qr(a, mode):
+    """numpy.linalg.qr(a, mode), the default mode not passed on: an array library's qr may
+    take no mode (Dask's)."""
+    return _npla.qr(a) if mode == "reduced" else _npla.qr(a, mode)
+
+
 def _qr_uv(a, mode="reduced"):
-    return tuple(_npla.qr(a, mode))
+    return tuple(_numpy_qr(a, mode))
 
 
 _qr_uv.__name__ = "qr"
@@ -925,7 +931,7 @@ defjvp(_qr_p, _qr_jvp)
 def qr(a, mode="reduced"):
     """numpy.linalg.qr; a (Q, R) tuple when traced (R alone for mode='r')."""
     if type(a) is not _Box:
-        return _npla.qr(a, mode)
+        return _numpy_qr(a, mode)
     if mode == "r":
         return _qr_p(a)[1]
     return _qr_p(a, mode=mode)

@@ -138,6 +138,9 @@ PROGRAMS = {
     "prod": lambda x: np.sum(np.prod(x, axis=1) ** 2),
     "nanprod": lambda x: np.sum(np.nanprod(x, axis=0) * _W),
     "nanmean": lambda x: np.sum(np.nanmean(x, axis=1) ** 2),
+    # qr of a tall-and-skinny matrix (Dask's qr takes no mode; its signs are its own, so the
+    # program depends on squares only)
+    "qr": lambda x: np.sum(np.linalg.qr(x)[0] ** 2 * _ARANGE) + np.sum(np.linalg.qr(x)[1] ** 2),
     # a written-out softmax (fused on NumPy arrays only; on Dask each op's rule runs)
     "softmax_written_out": lambda x: np.sum(_written_softmax(x) * _W),
 }
