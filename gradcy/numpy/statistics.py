@@ -400,12 +400,7 @@ def _quantile_plan(x, q, axis, method, nan, scale):
     if is_lazy(_plain(x)):
         return _lazy_quantile_plan(_plain(x), q, axis, method, nan, scale)
     xp = _onp.asarray(_plain(x))
-    nd = xp.ndim
-    axes = _q_axes(nd, axis)
-    kept = [i for i in range(nd) if i not in axes]
-    perm = tuple(kept) + axes
-    K = tuple(xp.shape[i] for i in kept)
-    red = tuple(xp.shape[i] for i in axes)
+    perm, K, red = _q_layout(xp.shape, axis)
     n = _size(red)
     xm = xp.transpose(perm).reshape(K + (n,))
     qf = _onp.asarray(_plain(q), dtype=_onp.float64).reshape(-1) / scale
@@ -459,16 +454,19 @@ def _quantile_plan(x, q, axis, method, nan, scale):
         slope if has_slope and slope.any() else None)
 
 
+def _q_layout(shape, axis):
+    """(perm, K, red) of a quantile over `axis` of an array of `shape`: the transpose that moves
+    the reduced axes last, the kept shape and the reduced shape."""
+    axes = _q_axes(len(shape), axis)
+    kept = [i for i in range(len(shape)) if i not in axes]
+    return tuple(kept) + axes, tuple(shape[i] for i in kept), tuple(shape[i] for i in axes)
+
+
 def _lazy_quantile_plan(x, q, axis, method, nan, scale):
     """_quantile_plan of the Dask array x: the plain plan of each block of whole groups of xm,
     its arrays packed along the last axis (w_lo, dW: n each; t, slope: 1 each), as one lazy
     array sliced apart."""
-    nd = x.ndim
-    axes = _q_axes(nd, axis)
-    kept = [i for i in range(nd) if i not in axes]
-    perm = tuple(kept) + axes
-    K = tuple(x.shape[i] for i in kept)
-    red = tuple(x.shape[i] for i in axes)
+    perm, K, red = _q_layout(x.shape, axis)
     n = _size(red)
     xm = _onp.reshape(_onp.transpose(x, perm), K + (n,))
     qp = _plain(q)
