@@ -235,20 +235,16 @@ def test_exp_output_released_during_forward_pass():
     # exp's output and the max's positions went with their dead nodes
     x = onp.random.RandomState(10).randn(50, 40)
     f = lambda z: np.sum(softmax_shifted(z) ** 2)
-    with fusion(True):
-        vjp, _ = make_vjp(f)(x)
-        try:
-            held = memory.stats()["saved_bytes"]
-        finally:
-            vjp.release()
-    assert held == x.nbytes
-    with fusion(False):
-        vjp, _ = make_vjp(f)(x)
-        try:
-            held_unfused = memory.stats()["saved_bytes"]
-        finally:
-            vjp.release()
-    assert held_unfused > 2 * x.nbytes
+
+    def held_after_forward(on):
+        with fusion(on):
+            vjp, _ = make_vjp(f)(x)
+            try:
+                return memory.stats()["saved_bytes"]
+            finally:
+                vjp.release()
+    assert held_after_forward(True) == x.nbytes
+    assert held_after_forward(False) > 2 * x.nbytes
 
 
 def test_recompute_and_value_and_grad():
