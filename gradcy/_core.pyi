@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TypeAlias, final
 
+from typing_extensions import disjoint_base
+
 import numpy as np
 
 # (lo, hi) per axis of a root buffer; None: all of it; (): no region (the hull of nothing)
@@ -170,7 +172,9 @@ class Tape:
                  leaves: Iterable[int] | None = None) -> list[Any] | None: ...
     def release(self) -> None: ...
     def node_info(self, i: int) -> dict[str, Any]: ...
+    def input_entry(self, array: Any) -> OwnedBuffer | None: ...
 
+@disjoint_base
 class Box:
     __array_priority__: float
     types: set[type]

@@ -7,7 +7,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 # every test module's tests end with the engine's counters where they started (counters.py)
-from counters import _counters_back_to_zero  # noqa: E402, F401  (autouse fixture)
+from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
 
 
 def pytest_collection_finish(session):
