@@ -20,10 +20,19 @@ thread; the time shown is the median of the rounds, the memory curve that of the
 the curves share one time axis in the PNG. The PNG's title says what to conclude: each peak and
 time as a multiple of the hand-written gradient's. The PNG needs matplotlib (pip install
 "gradcy[demo]", which also brings autograd); without it the numbers are still printed.
+
+BLAS runs one thread (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set), as in the benchmarks: on a
+busy machine a BLAS thread pool makes the matrix products of every library several times slower
+and their times noisy.
 """
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
 import argparse
 import gc
-import os
 import pathlib
 import statistics
 import sys
