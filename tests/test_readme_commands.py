@@ -13,13 +13,16 @@ The shell blocks (```bash) of README.md and the docs' Markdown pages are split i
 - `bash .ci/X`: the CI step exists. `cd DIR`: the directory exists. `asv ...`: an extra the
   page names installs asv.
 
-A command of another kind fails the test, so that a new one gets a check here. Cheap commands
+A command of another kind fails the test, so that a new one gets a check here. Commands written
+inline in the prose (`python ...`, `bash ...`, `pip install ...`) get the same checks, up to a
+page's dated history of measurements. Cheap commands
 also run: the README's Python blocks, each in a fresh interpreter, their `print` lines checked
 against the comment beside them, and the demo at small sizes. Every `pip install` of an extra
 anywhere in the repository (README, docs, examples, benchmarks, gradcy, .ci) names an existing
 extra. No network is used.
 """
 import ast
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -37,6 +40,7 @@ except ImportError:                      # Python 3.10: pytest depends on tomli 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 SHELL = {"bash", "sh", "shell", "console"}
+INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )?(?:python|bash|pip install) [^`]+)`")
 EXTRA = re.compile(r"""(?:gradcy|\.)\[([A-Za-z0-9_,\- ]+)\]""")
 # the module a script imports -> the distribution that installs it (requirements' names)
 DISTRIBUTION = {"dask": "dask", "distributed": "distributed", "dask_glm": "dask-glm",
@@ -203,11 +207,14 @@ def _check_python(words, where, cwd, installed):
     assert script.endswith(".py") and (cwd / script).is_file(), \
         f"{where}: `{' '.join(words)}`: {script} is not a script of the repository"
     text = _help((cwd / script).relative_to(ROOT).as_posix())
+    source = (cwd / script).read_text()
     for w in words[2:]:
         if w.startswith("--"):
             flag = w.split("=")[0]
-            assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text), \
-                f"{where}: `{' '.join(words)}`: python {script} --help knows no {flag}"
+            # in the help, or a mode the script reads itself (peers.py --worker)
+            known = (re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)
+                     or f'"{flag}"' in source)
+            assert known, f"{where}: `{' '.join(words)}`: python {script} --help knows no {flag}"
     if installed is None:
         return
     required, _ = _third_party_imports(cwd / script)
@@ -219,9 +226,7 @@ def _check_python(words, where, cwd, installed):
                          f"installed before it ({sorted(installed)}) do not install")
 
 
-@pytest.mark.parametrize("page,text,page_extras", _shell_cases())
-def test_shell_block_commands(page, text, page_extras):
-    where = page.relative_to(ROOT).as_posix()
+def _check_commands(text, where, page_extras):
     cwd = ROOT
     block_extras = set()
     for words in _commands(text):
@@ -232,6 +237,11 @@ def test_shell_block_commands(page, text, page_extras):
             assert words[1] == "install", f"{where}: pip {words[1]}"
             _check_pip(words, where)
             block_extras |= _extras_named(" ".join(words))
+        elif tool == "python" and words[1] in ("-c", "-X"):
+            continue                              # a one-liner: nothing of the tree to check
+        elif tool == "python" and words[1] == "-m" and words[2] != "pytest":
+            assert importlib.util.find_spec(words[2]) is not None, \
+                f"{where}: `{' '.join(words)}`: no module {words[2]}"
         elif tool == "python":
             installed = block_extras or page_extras or None
             _check_python(words, where, cwd, installed)
@@ -246,6 +256,29 @@ def test_shell_block_commands(page, text, page_extras):
                 f"{where}: asv is used, but no extra named on the page installs it"
         else:
             pytest.fail(f"{where}: `{' '.join(words)}`: no check for {tool!r} commands here")
+
+
+@pytest.mark.parametrize("page,text,page_extras", _shell_cases())
+def test_shell_block_commands(page, text, page_extras):
+    _check_commands(text, page.relative_to(ROOT).as_posix(), page_extras)
+
+
+def _inline_cases():
+    """The commands written inline in the prose (`python ...`, `bash ...`, `pip install ...`),
+    up to a page's dated history of measurements (what was run then, under the names of then)."""
+    cases = []
+    for page in _pages():
+        text = page.read_text().split("## History of measurements")[0]
+        for n, line in enumerate(text.split("\n"), 1):
+            for m in INLINE.finditer(line):
+                rel = page.relative_to(ROOT).as_posix()
+                cases.append(pytest.param(m.group(1), f"{rel}:{n}", id=f"{rel}:{n}"))
+    return cases
+
+
+@pytest.mark.parametrize("command,where", _inline_cases())
+def test_inline_commands(command, where):
+    _check_commands(command, where, set())
 
 
 # =============================================================================
