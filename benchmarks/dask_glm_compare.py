@@ -63,7 +63,7 @@ def main():
             from dask_glm.families import Logistic
     except ImportError as exc:
         sys.exit(f"dask_glm_compare.py needs dask, distributed, psutil and dask-glm==0.4.0 "
-                 f"(pip install -e '.[dask]' psutil dask-glm==0.4.0): {exc}")
+                 f"(pip install -e '.[dask-glm]'): {exc}")
     import gradcy.numpy as np
     from gradcy import grad, hessian, hessian_vector_product, value_and_grad
 

@@ -56,12 +56,10 @@ def print_context():
           f"command: python {' '.join(sys.argv)}\n")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--D", type=int, default=500)
-    args = ap.parse_args()
-    x = onp.array([0.1, 0.5, 0.9])
+def sinchain_runs(x):
+    """{name: a call computing the gradient of the 1000-step sin chain at x}: the hand-written
+    gradient ("hand"), gradcy, and autograd and PyTorch eager ("torch", one thread) when they
+    are installed. Also the docs' peers chart (docs/_ext/gradcy_figures.py)."""
     runs = {"hand": lambda: ref.hand_sinchain(x), "gradcy": lambda: grad(ref.sinchain(gnp))(x)}
     try:
         import autograd
@@ -82,6 +80,16 @@ def main():
         runs["torch"] = torch_grad
     except ImportError:
         pass
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--D", type=int, default=500)
+    args = ap.parse_args()
+    x = onp.array([0.1, 0.5, 0.9])
+    runs = sinchain_runs(x)
     assert onp.allclose(runs["gradcy"](), runs["hand"]())
     med = interleaved_medians(runs, args.rounds)
     print_context()

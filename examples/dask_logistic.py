@@ -25,7 +25,8 @@ cluster with distributed's progress bar:
 4. the largest resident memory of any worker (sampled every 0.2 s) against the limit, and the
    workers' memory warnings (spilling, pausing, restarts) from their logs.
 
-Needs: pip install -e ".[dask]" scipy psutil (and dask-glm==0.4.0 for the comparison).
+Needs: pip install -e ".[dask]" (Dask, distributed, SciPy, psutil); for the dask-glm steps
+pip install -e ".[dask-glm]" (or run with --no-dask-glm).
 """
 import argparse
 import statistics
@@ -114,8 +115,8 @@ def main():
         from distributed import Client, LocalCluster, progress
         from scipy.optimize import minimize
     except ImportError as exc:
-        sys.exit(f"dask_logistic.py needs dask, distributed and scipy "
-                 f"(pip install -e '.[dask]' scipy psutil): {exc}")
+        sys.exit(f"dask_logistic.py needs dask, distributed, scipy and psutil "
+                 f"(pip install -e '.[dask]'): {exc}")
     Logistic = None
     if not args.no_dask_glm:
         try:
@@ -124,7 +125,7 @@ def main():
                 from dask_glm.algorithms import lbfgs, newton
                 from dask_glm.families import Logistic
         except ImportError as exc:
-            print(f"dask-glm not installed ({exc}); pip install dask-glm==0.4.0 to compare")
+            print(f"dask-glm not installed ({exc}); pip install -e '.[dask-glm]' to compare")
     import gradcy.numpy as np
     from gradcy import grad, hessian_vector_product, value_and_grad
 

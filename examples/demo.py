@@ -4,23 +4,37 @@
     python examples/demo.py --out DIR      # where the memory timeline PNG goes (default bench-out)
     python examples/demo.py --D 1000       # a larger chain
     python examples/demo.py --quick        # fewer epochs, D=200 (a few seconds)
+    python examples/demo.py --rounds 5     # five timed runs of each gradient (default 3)
 
 Part 1 trains a 2-layer tanh network on a generated two-moons data set (NumPy's seeded RNG) with
 gradcy.value_and_grad and Adam written inline, and prints the loss and accuracy as it goes.
 
 Part 2 takes the gradient of F(x, z) = sum(z) after 100 steps of z = dot(x, z) three ways:
-gradcy under gradcy.memory.profile, the same gradient written by hand in NumPy (the forward pass
-keeps on a stack exactly what the backward pass needs, the backward pass pops it) and, when
-autograd is installed, autograd. The chain, its inputs and the hand-written gradient are the
-benchmarks' own (benchmarks/reference_gradients.py in this repository). Each run is traced by
-tracemalloc and sampled every 2 ms by a thread, so the three memory curves share one time axis in
-the PNG. The PNG needs matplotlib (pip install "gradcy[plot]"); without it the numbers are still
-printed.
+gradcy's grad, the same gradient written by hand in NumPy (the forward pass keeps on a stack
+exactly what the backward pass needs, the backward pass pops it) and, when autograd is installed,
+autograd's grad. The chain, its inputs and the hand-written gradient are the benchmarks' own
+(benchmarks/reference_gradients.py in this repository). Each library is timed the same way: one
+untimed warm-up call each (imports and first-call costs are paid there), then --rounds rounds of
+one run each in rotating order, each run traced by tracemalloc and sampled every 2 ms by a
+thread; the time shown is the median of the rounds, the memory curve that of the last round, so
+the curves share one time axis in the PNG. The PNG's title says what to conclude: each peak and
+time as a multiple of the hand-written gradient's. The PNG needs matplotlib (pip install
+"gradcy[demo]", which also brings autograd); without it the numbers are still printed.
+
+BLAS runs one thread (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set), as in the benchmarks: on a
+busy machine a BLAS thread pool makes the matrix products of every library several times slower
+and their times noisy.
 """
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
 import argparse
 import gc
-import os
 import pathlib
+import statistics
 import sys
 import threading
 import time
@@ -29,7 +43,7 @@ import tracemalloc
 import numpy
 
 import gradcy.numpy as gnp
-from gradcy import memory, value_and_grad
+from gradcy import grad, memory, value_and_grad
 
 # the workloads shared with the benchmarks: benchmarks/reference_gradients.py
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -181,69 +195,134 @@ class _Sampler:
         return result, seconds, peak
 
 
-def profile_chain(D, log=print):
-    """Run the gradient three ways under tracemalloc; returns ({label: dict(times, curve,
-    seconds, peak, gradient, agrees)}, gradcy's MemoryProfile)."""
-    x, z = ref.dotchain_inputs(D)
-    impls = [("gradcy", lambda x, z: memory.profile(ref.dotchain(gnp))(x, z)),
-             ("hand-written NumPy", ref.hand_dotchain)]
+def chain_gradients():
+    """[(label, gradient function of (x, z))]: gradcy's grad, the hand-written gradient and,
+    when it is installed, autograd's grad, all of the same chain (reference_gradients)."""
+    impls = [("gradcy", grad(ref.dotchain(gnp))), ("hand-written NumPy", ref.hand_dotchain)]
     try:
         import autograd
         import autograd.numpy as anp
     except ImportError:
-        log("autograd is not installed: its curve is left out (pip install autograd)")
-    else:
-        impls.append((f"autograd {_version('autograd')}".strip(), autograd.grad(ref.dotchain(anp))))
+        return impls
+    return impls + [(f"autograd {_version('autograd')}".strip(), autograd.grad(ref.dotchain(anp)))]
 
-    runs, prof = {}, None
-    for k, (label, fn) in enumerate(impls, 1):
-        log(f"[{k}/{len(impls)}] {label} ...", end="", flush=True)   # a dot a second, then the time
-        sampler = _Sampler(tick=lambda: log(".", end="", flush=True))
-        result, seconds, peak = sampler.run(fn, x, z)
-        log(f" {seconds:.1f} s")
-        if label == "gradcy":
-            prof, result = result, result.gradient
-        runs[label] = dict(times=sampler.times, curve=sampler.bytes, seconds=seconds,
-                           peak=peak, gradient=result)
+
+def profile_chain(D, rounds=3, log=print):
+    """Time and trace the gradient of the chain each way, the same fair way for each library.
+
+    First one untimed warm-up call each (at D=8: imports, first-call caches and the allocator's
+    first pages are paid there, not in a timed run); then `rounds` rounds, each calling every
+    gradient once under tracemalloc and the 2 ms sampler, the order rotating from round to round
+    so that no library always runs first. A library's time is the median of its rounds, its peak
+    the largest of its rounds, its memory curve that of its last round. Then gradcy once more
+    under gradcy.memory.profile (untimed) for the engine's own counters.
+
+    Returns ({label: dict(times, curve, seconds, all_seconds, peak, gradient, agrees)},
+    gradcy's MemoryProfile)."""
+    x, z = ref.dotchain_inputs(D)
+    impls = chain_gradients()
+    if len(impls) == 2:
+        log("autograd is not installed: its curve is left out (pip install autograd)")
+    warm = ref.dotchain_inputs(8)
+    for _, fn in impls:
+        fn(*warm)
+    runs = {label: dict(all_seconds=[], peaks=[]) for label, _ in impls}
+    n = len(impls)
+    for r in range(rounds):
+        log(f"[round {r + 1}/{rounds}]", end="", flush=True)
+        for label, fn in impls[r % n:] + impls[:r % n]:
+            log(f" {label} ", end="", flush=True)    # a dot a second, then the time
+            sampler = _Sampler(tick=lambda: log(".", end="", flush=True))
+            result, seconds, peak = sampler.run(fn, x, z)
+            log(f"{seconds:.2f} s", end="", flush=True)
+            run = runs[label]
+            run["all_seconds"].append(seconds)
+            run["peaks"].append(peak)
+            run.update(times=sampler.times, curve=sampler.bytes, gradient=result)
+        log("")
     hand = runs["hand-written NumPy"]["gradient"]
     for r in runs.values():
+        r["seconds"] = statistics.median(r["all_seconds"])
+        r["peak"] = max(r.pop("peaks"))
         r["agrees"] = bool(numpy.allclose(r["gradient"], hand, rtol=1e-7, atol=0.0))
+    prof = memory.profile(ref.dotchain(gnp))(x, z)
     return runs, prof
 
 
-def plot_chain(runs, D, path):
-    """Left: memory over time of each run, on the same axes. Right: peaks and wall times."""
+def _ratio(value, hand):
+    return f"{value / hand:.2f}x" if hand > 0 else "n/a"
+
+
+def late_hold(run):
+    """The mean memory of the last quarter of a run, as a fraction of its peak: near 0 for a
+    gradient that releases what it saved as the backward pass goes, near 1 for one that holds
+    everything to the end."""
+    t, m = numpy.asarray(run["times"]), numpy.asarray(run["curve"])
+    late = m[t >= 0.75 * t[-1]] if len(t) else m
+    return float(late.mean() / run["peak"]) if len(late) and run["peak"] > 0 else 0.0
+
+
+def conclusion(runs):
+    """The sentences a reader should take from the chart, from its numbers: each library's
+    peak and median time as multiples of the hand-written gradient's, and how much of its peak
+    each still holds in the last quarter of its run."""
+    hand = runs["hand-written NumPy"]
+    parts = []
+    for label, r in runs.items():
+        if label == "hand-written NumPy":
+            continue
+        parts.append(f"{label.split()[0]} peaks at {_ratio(r['peak'], hand['peak'])} its memory "
+                     f"and takes {_ratio(r['seconds'], hand['seconds'])} its time")
+    held = ", ".join(f"{label.split()[0]} {late_hold(r):.0%}" for label, r in runs.items())
+    return ("Against the hand-written gradient: " + "; ".join(parts) + ".\n"
+            f"Share of its peak each still holds in the last quarter of its run: {held}.")
+
+
+def plot_chain(runs, D, path, rounds=None):
+    """Left: memory over time of each library's last run, on the same axes. Right: each peak
+    and median time as a multiple of the hand-written gradient's. The title is the
+    conclusion (conclusion(runs))."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(2.6, 1))
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8), width_ratios=(2.3, 1))
     colors = {"gradcy": "C0", "hand-written NumPy": "C2"}
     styles = {"gradcy": "-", "hand-written NumPy": "--"}
     for label, r in runs.items():
         ax.plot(r["times"], r["curve"], styles.get(label, "-."), lw=2,
                 color=colors.get(label, "C3"), label=f"{label} (peak {r['peak']:.0f} MiB)")
-    ax.set_xlabel("seconds since the start of the gradient")
+    ax.set_xlabel("seconds since the start of the gradient (one run each)")
     ax.set_ylabel("MiB allocated (tracemalloc)")
-    ax.set_title(f"grad of sum(z) after {ref.DOT_STEPS} x  z = dot(x, z), D={D}")
+    ax.set_title(f"memory during grad of sum(z) after {ref.DOT_STEPS} x  z = dot(x, z), D={D}",
+                 fontsize=10)
     # the legend goes in a band above the highest peak, where no curve can run
     ax.set_ylim(0, max(r["peak"] for r in runs.values()) * 1.3)
     ax.legend(loc="upper center", ncol=len(runs), fontsize=8, handlelength=1.8,
               columnspacing=1.2, borderaxespad=0.3)
     ax.set_xlim(left=0)
 
+    hand = runs["hand-written NumPy"]
     labels = list(runs)
-    peaks = [runs[k]["peak"] for k in labels]
-    bars = bx.bar(range(len(labels)), peaks, color=[colors.get(k, "C3") for k in labels])
-    for b, k in zip(bars, labels):
-        bx.annotate(f"{runs[k]['peak']:.0f} MiB\n{runs[k]['seconds']:.1f} s",
-                    (b.get_x() + b.get_width() / 2, b.get_height()),
-                    ha="center", va="bottom", fontsize=8)
-    bx.set_xticks(range(len(labels)), [k.replace(" NumPy", "\nNumPy") for k in labels],
-                  fontsize=8)
-    bx.set_ylabel("peak MiB (tracemalloc)")
-    bx.set_title("peak memory and wall time")
-    bx.set_ylim(0, max(peaks) * 1.25 if peaks else 1)
+    width = 0.38
+    pos = numpy.arange(len(labels))
+    peaks = [runs[k]["peak"] / max(hand["peak"], 1e-12) for k in labels]
+    times = [runs[k]["seconds"] / max(hand["seconds"], 1e-12) for k in labels]
+    for offset, values, hatch, what in ((-width / 2, peaks, None, "peak memory"),
+                                        (width / 2, times, "//", "time (median)")):
+        bars = bx.bar(pos + offset, values, width, label=what, hatch=hatch, edgecolor="white",
+                      color=[colors.get(k, "C3") for k in labels])
+        for b, v in zip(bars, values):
+            bx.annotate(f"{v:.2f}x", (b.get_x() + b.get_width() / 2, b.get_height()),
+                        ha="center", va="bottom", fontsize=8)
+    bx.axhline(1.0, color="0.4", lw=0.8)
+    bx.set_xticks(pos, [k.replace(" NumPy", "\nNumPy") for k in labels], fontsize=8)
+    bx.set_ylabel("multiple of the hand-written gradient")
+    timed = f"median of {rounds} interleaved runs" if rounds else "median of the runs"
+    bx.set_title(f"solid: peak memory; hatched: time\n({timed}, after a warm-up)",
+                 fontsize=9)
+    bx.set_ylim(0, max(peaks + times) * 1.2)
+    fig.suptitle(conclusion(runs), fontsize=10, wrap=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -268,6 +347,9 @@ def main(argv=None):
                     help="matrix size of the 100-dot chain (default 500, --quick 200)")
     ap.add_argument("--epochs", type=int, default=None, help="training epochs (default 60, "
                     "--quick 20)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="timed runs of each gradient, interleaved (default 3; the median is "
+                         "shown)")
     ap.add_argument("--quick", action="store_true", help="fewer epochs, D=200 unless given")
     args = ap.parse_args(argv)
     D = args.D or (200 if args.quick else 500)
@@ -280,12 +362,17 @@ def main(argv=None):
     print()
     print(f"== 2. memory of one gradient: {ref.DOT_STEPS} chained dots, D={D} "
           f"({D * D * 8 / MiB:.1f} MiB per matrix) ==")
-    runs, prof = profile_chain(D)
-    hand_peak = runs["hand-written NumPy"]["peak"]
+    print(f"each gradient once to warm up (D=8, untimed), then {args.rounds} rounds of one run "
+          "each, in rotating order, under tracemalloc:")
+    runs, prof = profile_chain(D, rounds=args.rounds)
+    hand = runs["hand-written NumPy"]
+    print(f"{'':>20}  peak memory            time (median of {args.rounds})")
     for label, r in runs.items():
-        ratio = f"{r['peak'] / hand_peak:.2f}x hand-written" if hand_peak else ""
         same = "same gradient" if r["agrees"] else "GRADIENT DIFFERS from the hand-written one"
-        print(f"{label:>20}: peak {r['peak']:7.1f} MiB ({ratio}), {r['seconds']:.2f} s, {same}")
+        print(f"{label:>20}: {r['peak']:7.1f} MiB "
+              f"({_ratio(r['peak'], hand['peak'])} hand-written)  "
+              f"{r['seconds']:6.2f} s ({_ratio(r['seconds'], hand['seconds'])})  {same}")
+    print(conclusion(runs))
     top = prof.top_site()
     print(f"gradcy engine counters: peak saved + cotangent {prof.peak_bytes / MiB:.1f} MiB"
           + (f", {top[2] / MiB:.1f} MiB of it saved by {top[0]}" if top else ""))
@@ -293,10 +380,10 @@ def main(argv=None):
     if _have_matplotlib():
         os.makedirs(args.out, exist_ok=True)
         path = os.path.abspath(os.path.join(args.out, f"memory_dotchain_D{D}.png"))
-        plot_chain(runs, D, path)
+        plot_chain(runs, D, path, rounds=args.rounds)
         print(f"memory timeline: {path}")
     else:
-        print("matplotlib is not installed: no PNG. Get it with  pip install \"gradcy[plot]\"  "
+        print("matplotlib is not installed: no PNG. Get it with  pip install \"gradcy[demo]\"  "
               "(or pip install matplotlib)")
     print(f"demo done in {time.perf_counter() - t_start:.0f} s")
     ok = test_acc > 0.9 and all(r["agrees"] for r in runs.values())

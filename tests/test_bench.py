@@ -245,14 +245,36 @@ def test_unknown_variant_is_reported():
 def test_demo_profiles_the_chain_with_progress_and_plots_it(tmp_path):
     demo = _load_demo()
     printed = []
-    runs, prof = demo.profile_chain(8, log=lambda *a, **kw: printed.append(a[0] if a else ""))
+    runs, prof = demo.profile_chain(8, rounds=3,
+                                    log=lambda *a, **kw: printed.append(a[0] if a else ""))
     assert {"gradcy", "hand-written NumPy"} <= set(runs)
     assert all(r["agrees"] for r in runs.values())
     x, z = ref.dotchain_inputs(8)
     onp.testing.assert_array_equal(runs["gradcy"]["gradient"], prof.gradient)
     onp.testing.assert_allclose(prof.gradient, ref.hand_dotchain(x, z), rtol=1e-12)
-    starts = [p for p in printed if p.startswith("[")]
-    assert starts == [f"[{k}/{len(runs)}] {label} ..." for k, label in enumerate(runs, 1)]
+    # every library timed the same way: one run per round, the order rotating, the median shown
+    labels = list(runs)
+    names = [p.strip() for p in printed if p.strip() in labels]
+    n = len(labels)
+    assert names == [labels[(r + k) % n] for r in range(3) for k in range(n)]
+    assert [p for p in printed if p.startswith("[round")] == ["[round 1/3]", "[round 2/3]",
+                                                             "[round 3/3]"]
+    for r in runs.values():
+        assert len(r["all_seconds"]) == 3
+        assert r["seconds"] == sorted(r["all_seconds"])[1]
+    text = demo.conclusion(runs)
+    hand = runs["hand-written NumPy"]
+    assert f"gradcy peaks at {runs['gradcy']['peak'] / hand['peak']:.2f}x" in text
+    assert f"takes {runs['gradcy']['seconds'] / hand['seconds']:.2f}x its time" in text
     pytest.importorskip("matplotlib")
-    path = demo.plot_chain(runs, 8, str(tmp_path / "chain.png"))
+    path = demo.plot_chain(runs, 8, str(tmp_path / "chain.png"), rounds=3)
     assert pathlib.Path(path).stat().st_size > 0
+
+
+def test_demo_late_hold_tells_a_released_curve_from_a_held_one():
+    demo = _load_demo()
+    times = [0.0, 1.0, 2.0, 3.0, 4.0]
+    released = dict(times=times, curve=[0.0, 4.0, 2.0, 1.0, 0.0], peak=4.0)
+    held = dict(times=times, curve=[0.0, 4.0, 4.0, 4.0, 4.0], peak=4.0)
+    assert demo.late_hold(released) == 0.125    # the last quarter (t >= 3): 1 and 0, of 4
+    assert demo.late_hold(held) == 1.0

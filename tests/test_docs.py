@@ -10,6 +10,7 @@
 """
 import doctest
 import importlib
+import importlib.util
 import re
 import types
 from pathlib import Path
@@ -154,3 +155,16 @@ def test_a_wrong_example_fails():
     test = doctest.DocTestParser().get_doctest(">>> 1 + 1\n3\n", {}, "wrong", None, 0)
     with pytest.raises(AssertionError, match=r"Expected:\s+3\s+Got:\s+2"):
         _run(test)
+
+
+def test_every_figure_a_page_shows_is_drawn_by_the_build():
+    """The pages' figures (_generated/NAME.png) are drawn at build time by
+    docs/_ext/gradcy_figures.py, never committed: each one a page names is one it draws."""
+    spec = importlib.util.spec_from_file_location("gradcy_figures",
+                                                  DOCS / "_ext" / "gradcy_figures.py")
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    shown = {m.group(1) for p in _pages()
+             for m in re.finditer(r"_generated/([\w.-]+)", p.read_text())}
+    assert shown, "no page shows a generated figure"
+    assert shown <= set(figures.FIGURES), sorted(shown - set(figures.FIGURES))
