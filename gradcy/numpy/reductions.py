@@ -15,7 +15,7 @@ import operator
 
 import numpy as _onp
 
-from .._core import ArrayMeta, is_array_value
+from .._core import ArrayMeta, Box, is_array_value
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
 from ._util import (_NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, none_set,
@@ -105,9 +105,10 @@ def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
 
 
 def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
-    """The positions of x that attain the extremum `ans` (a plain bool array)."""
-    xp = values_of(x)
-    ap = values_of(ans)
+    """The positions of x that attain the extremum `ans` (a plain bool array; a traced one for
+    traced x, which a const_graph recording records, so its replays recompute it)."""
+    xp = x if type(x) is Box else values_of(x)
+    ap = ans if type(ans) is Box or type(x) is Box else values_of(ans)
     if (not keepdims or keepdims is _NoValue) and axes:
         ap = ap.reshape(_kshape(xp.shape, axes))
     mask = xp == ap
