@@ -32,7 +32,7 @@ import numpy as _np
 from .._arguments import _check_leaf
 from .._core import Box, Tape
 from .._pytree import tree_flatten
-from .._tracing import _call_traced
+from .._tracing import _call_traced, pack_outputs
 from ..tracer import Node, trace
 from ..util import subvals, toposort
 from ..wrap_util import wraps
@@ -205,14 +205,19 @@ class _Program:
     guards are input_guards (slot, read, value). `run(*inputs)` executes it: a Python function
     compiled from the steps (one line `r3 = f1(r0, k2)` per step, as a hand-written program
     would be), or the step interpreter for very long programs."""
-    __slots__ = ("steps", "n_inputs", "n_slots", "out", "run", "input_guards")
+    __slots__ = ("steps", "n_inputs", "n_slots", "out", "run", "input_guards", "structure")
 
     def __call__(self, x):
         leaves = tree_flatten(x)[0]
         if len(leaves) != self.n_inputs:
             raise ValueError(f"const_graph: recorded with {self.n_inputs} input values, called "
                              f"with {len(leaves)}")
-        return self.run(*leaves)
+        return self.replay(leaves)
+
+    def replay(self, leaves):
+        """The output at the input leaves `leaves` (raises _GuardMiss where a guard fails)."""
+        out = self.run(*leaves)
+        return out if self.structure is None else self.structure(list(out))
 
     def _interpret(self, *leaves):
         for s, read, value in self.input_guards:
@@ -296,13 +301,24 @@ def _record(fun, x):
         # active: constructors hand out buffers of this tape, so writes are recorded (and refused)
         out = _call_traced(tape, fun, (None,), {}, 0, unflatten(boxes))
         del boxes
+        structure = None
+        if type(out) is not Box and isinstance(out, (tuple, list, dict)):
+            # a container of outputs: one traced tuple of its leaves, rebuilt after a replay
+            out_leaves, structure = tree_flatten(out)
+            if any(type(v) is Box and v._tape is tape for v in out_leaves):
+                out = pack_outputs(*out_leaves)
+            del out_leaves
         tape.recorder = None
         if type(out) is not Box or out._tape is not tape:
-            raise ValueError("const_graph: the output is independent of the input (or not a "
-                             "single traced value); there is nothing to record")
+            raise ValueError("const_graph: the output is independent of the input (or holds no "
+                             "value computed from it); there is nothing to record")
         value, out_node = out._value, tape.pin(out)
         del out
-        return value, _program(tape, out_node, slot_of, len(leaves), recorder.reads)
+        prog = _program(tape, out_node, slot_of, len(leaves), recorder.reads)
+        if structure is not None:
+            prog.structure = structure
+            value = structure(list(value))
+        return value, prog
     finally:
         tape.recorder = None
         tape.release()
@@ -410,6 +426,7 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
     prog.n_inputs = n_inputs
     prog.n_slots = len(slot_of)
     prog.out = slot_of[out_node]
+    prog.structure = None
     prog.input_guards = tuple((s, read, value) for s in range(n_inputs)
                               for read, value in _dedup(guards.get(s, ())))
     prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
@@ -436,7 +453,7 @@ def const_graph_unary(fun):
         for k, entry in enumerate(programs):
             if entry[0] == key:
                 try:
-                    out = entry[1].run(*leaves)
+                    out = entry[1].replay(leaves)
                 except _GuardMiss:
                     continue
                 if k:
