@@ -143,7 +143,7 @@ class _Recorder:
     def read(self, box, kind, value):
         if box._tape is not self.tape or self.tape.node_flags(box._node)[2]:
             return                    # not computed from the inputs
-        if kind == "value" and _like_constructor(sys._getframe(2)):
+        if kind == "value" and _not_a_value_read(sys._getframe(2)):
             return                    # zeros_like(x): x's shape and dtype only
         if kind == "shape":
             value = _shape_of(box._value)
@@ -152,21 +152,31 @@ class _Recorder:
         self.reads.append((box._node, kind, value, box))
 
 
-_constructor_code = []
+# functions of gradcy.numpy.inplace that unwrap traced values with _plain to keep their books
+# (which buffer a value is, its type and shape), not to read its values
+_BOOKKEEPING = ("_register", "_adopt", "_functional_write", "_refuse_order_dependent_write",
+                "_box_setitem", "_write_view", "_inplace_result", "_box_iop", "_owned_copy")
+_bookkeeping_codes = []
 
 
-def _like_constructor(frame):
-    """frame (the caller of _plain) is gradcy.numpy's zeros_like, ones_like or empty_like,
-    which read the shape and dtype of their argument, not its values."""
-    if not _constructor_code:
+def _not_a_value_read(frame):
+    """frame (the caller of _plain, or a list comprehension in it) reads no values: one of
+    inplace's bookkeeping functions, or its zeros_like, ones_like or empty_like constructor
+    (which read the shape and dtype of their argument)."""
+    if not _bookkeeping_codes:
         from ..numpy import inplace
-        _constructor_code.append(inplace._owning("", None).__code__)
+        _bookkeeping_codes.append(inplace._owning("", None).__code__)
+        _bookkeeping_codes.append(frozenset(getattr(inplace, n).__code__ for n in _BOOKKEEPING
+                                            if hasattr(inplace, n)))
+    constructor, books = _bookkeeping_codes
     for _ in range(2):                  # (a list comprehension's frame in between)
         if frame is None:
             return False
-        if frame.f_code is _constructor_code[0]:
+        if frame.f_code is constructor:
             return frame.f_locals.get("make") in (_np.zeros_like, _np.ones_like,
                                                   _np.empty_like)
+        if frame.f_code in books:
+            return True
         frame = frame.f_back
     return False
 
