@@ -516,7 +516,7 @@ def const_graph(fun, *args, **kwargs):
     ...     return np.sum(np.maximum(x, 0.0) * np.tanh(x))
     >>> fast_grad = const_graph(grad(loss))
     >>> print(fast_grad(onp.array([0.5, -1.0])))               # recorded
-    [0.86377215 0.        ]
+    [0.85534102 0.        ]
     >>> y = onp.array([-0.5, 1.0])
     >>> bool(onp.array_equal(fast_grad(y), grad(loss)(y)))      # replayed, new mask
     True
