@@ -183,8 +183,6 @@ def _not_a_value_read(frame):
 
 def _leaf_signature(v):
     t = type(v)
-    if t is _np.ndarray:
-        return t, v.shape, v.dtype
     if t is float or t is complex:
         return t
     return t, getattr(v, "shape", None), getattr(v, "dtype", None)
@@ -199,12 +197,21 @@ def _structure(x):
     return None
 
 
+_ndarray = _np.ndarray
+
+
 def _signature(x):
     """(leaves of x, the key its programs are recorded under: the structure of x and the
     type, shape and dtype of each leaf)."""
     leaves, unflatten = tree_flatten(x)
-    shape = unflatten if unflatten is tuple or unflatten is list else _structure(x)
-    return leaves, (shape, tuple([_leaf_signature(v) for v in leaves]))
+    key = [unflatten if unflatten is tuple or unflatten is list else _structure(x)]
+    for v in leaves:
+        if type(v) is _ndarray:         # (shape, dtype): two entries, no tuple built
+            key.append(v.shape)
+            key.append(v.dtype)
+        else:
+            key.append(_leaf_signature(v))
+    return leaves, tuple(key)
 
 
 class _Program:
