@@ -233,6 +233,9 @@ cdef class Box:
             "...) instead of plain numpy.")
 
     def __array__(self, dtype=None, copy=None):
+        if self._tape.recorder is not None:     # a const_graph recording: a checked read
+            v = _read(self, "value", self._value)
+            return _np.array(v, dtype=dtype, copy=True) if copy else _np.asarray(v, dtype=dtype)
         raise TracerArrayConversionError(
             "gradcy: a traced value was converted to a plain numpy array, which would drop its "
             "gradient. Call the gradcy.numpy version of the function, and create buffers that "

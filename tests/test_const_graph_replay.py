@@ -248,3 +248,17 @@ def test_comparison_output_replays():
     fast = const_graph(lambda x: x > 0.5)
     assert onp.array_equal(fast(X1), [True, False, True])
     assert onp.array_equal(fast(-X1), [False, True, False])
+
+
+def test_numpy_conversion_and_reads_of_the_inputs_are_checked(recordings):
+    def f(x):
+        i = onp.asarray(gnp.argmax(x))      # plain NumPy's conversion of a recorded value
+        return x[int(i)] * float(x[0])
+    fast = const_graph(f)
+    xs = [onp.array([1.0, 3.0, 2.0]), onp.array([5.0, 3.0, 2.0]), onp.array([1.0, 3.0, 2.0])]
+    for x in xs:
+        assert fast(x) == f(x)
+    assert len(recordings) == 2
+    # reads of a Python float argument itself (its float, and the bool of a comparison)
+    g = const_graph(lambda x: x * float(x) if x > 0 else x * 2.0)
+    assert [g(v) for v in (2.0, -3.0, 2.0, 4.0)] == [4.0, -6.0, 4.0, 16.0]
