@@ -145,6 +145,7 @@ MASKED = {
     "softmax": lambda x: gnp.sum(gnp.exp(x - gnp.max(x)) / gnp.sum(gnp.exp(x - gnp.max(x))) * W),
     "mask_and": lambda x: gnp.sum(gnp.where((x > -1.5) & ~(x > 2.0), x, 0.0) * W),
     "isnan": lambda x: gnp.sum(gnp.where(gnp.isnan(gnp.log(x + 2.5)), 0.0, x) * W),
+    "nansum": lambda x: gnp.nansum(gnp.log(x + 2.5) * W),
 }
 
 
