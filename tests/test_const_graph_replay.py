@@ -263,3 +263,22 @@ def test_numpy_conversion_and_reads_of_the_inputs_are_checked(recordings):
     # reads of a Python float argument itself (its float, and the bool of a comparison)
     g = const_graph(lambda x: x * float(x) if x > 0 else x * 2.0)
     assert [g(v) for v in (2.0, -3.0, 2.0, 4.0)] == [4.0, -6.0, 4.0, 16.0]
+
+
+@pytest.mark.parametrize("limit", [100_000, 0])
+def test_indices_computed_from_the_inputs_inside_containers(limit, monkeypatch):
+    # x[i, j] with i, j from nonzero: a tuple argument holding recorded values (the forward
+    # read and the scatter of its VJP), and a slice bound read with __index__
+    monkeypatch.setattr(tracers, "_MAX_COMPILED_STEPS", limit)
+    a = onp.array([[1.0, -2.0], [3.0, -4.0]])
+
+    def pairs(x):
+        i, j = gnp.nonzero(x > 0)
+        return gnp.sum(x[i, j] ** 2)
+
+    def head(x):
+        return gnp.sum(x[:gnp.argmax(x[0]) + 1] * 2.0)
+    for f in (pairs, head, gradcy.grad(pairs), gradcy.grad(head)):
+        fast = const_graph(f)
+        for x in (a, -a, a[::-1], a.T.copy(), a):
+            assert onp.array_equal(fast(x), f(x))

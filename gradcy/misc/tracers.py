@@ -215,10 +215,11 @@ def _signature(x):
 
 
 class _Program:
-    """A recorded straight-line program: steps (fun, args, links, kwargs, slot, drops, guards),
-    where links are (argument position, slot of its value), drops are slots freed before the
-    step's result is stored and guards are (read, value) pairs the step's result must give
-    (read(result) == value, else _GuardMiss); the inputs fill slots 0..n_inputs-1, whose
+    """A recorded straight-line program: steps (fun, args, links, kwargs, slot, drops, guards,
+    nested), where links are (argument position, slot of its value), drops are slots freed
+    before the step's result is stored, guards are (read, value) pairs the step's result must
+    give (read(result) == value, else _GuardMiss) and nested the positions of container
+    arguments that hold values of slots (_Slot); the inputs fill slots 0..n_inputs-1, whose
     guards are input_guards (slot, read, value). `run(*inputs)` executes it: a Python function
     compiled from the steps (one line `r3 = f1(r0, k2)` per step, as a hand-written program
     would be), or the step interpreter for very long programs."""
@@ -241,10 +242,12 @@ class _Program:
             if read(leaves[s]) != value:
                 raise _GuardMiss
         vals = list(leaves) + [None] * (self.n_slots - self.n_inputs)
-        for fun, args, links, kwargs, slot, drops, guards in self.steps:
+        for fun, args, links, kwargs, slot, drops, guards, nested in self.steps:
             a = list(args)
             for pos, s in links:
                 a[pos] = vals[s]
+            for pos in nested:
+                a[pos] = _fill(a[pos], vals)
             for s in drops:
                 vals[s] = None
             vals[slot] = v = fun(*a, **kwargs) if kwargs else fun(*a)
@@ -275,10 +278,25 @@ class _Program:
         for s, read, value in self.input_guards:
             guard(reg[s], read, value)
         used = {s for step in self.steps for s in step[5]} | {self.out}
-        for fun, args, links, kwargs, slot, drops, guards in self.steps:
+        def source(v):                  # a container argument holding registers
+            t = type(v)
+            if t is _Slot:
+                return reg[v.slot]
+            if t is tuple:
+                return f"({''.join(source(e) + ', ' for e in v)})"
+            if t is list:
+                return f"[{', '.join(source(e) for e in v)}]"
+            if t is dict:
+                return f"{{{', '.join(f'{ref(k)}: {source(e)}' for k, e in v.items())}}}"
+            if t is slice:
+                return f"slice({source(v.start)}, {source(v.stop)}, {source(v.step)})"
+            return ref(v)
+        for fun, args, links, kwargs, slot, drops, guards, nested in self.steps:
             exprs = [ref(a) for a in args]
             for pos, s in links:
                 exprs[pos] = reg[s]
+            for pos in nested:
+                exprs[pos] = source(args[pos])
             if kwargs:
                 exprs.append(f"**{ref(kwargs)}")
             freed = [reg.pop(s) for s in drops]
@@ -357,6 +375,16 @@ def _needed(tape, roots, slot_of, infos):
             info["parents_argnums"] = [(p, a) for p, a in zip(info["parents"], info["argnums"])
                                        if not tape.node_flags(p)[2]]
             info["constant"] = constant
+            linked = {a for _, a in info["parents_argnums"]}
+            saved = info["saved"] or (None, (), None)
+            info["nested"] = [(a, n) for a, v in enumerate(saved[1]) if a not in linked
+                              for n in _nested_nodes(v, tape)]
+            if saved[2] and any(True for v in saved[2].values()
+                                for _ in _nested_nodes(v, tape)):
+                raise NotImplementedError(
+                    f"const_graph: a keyword argument of {info['primitive']} holds a value "
+                    f"computed from the inputs, which a replay cannot recompute; pass it by "
+                    f"position, or call the function without const_graph.")
             infos[i] = info
         if info["constant"] and info["prim"] is None:
             continue                    # a constructor's buffer: its value is in the consumers
@@ -370,7 +398,71 @@ def _needed(tape, roots, slot_of, infos):
                 "stack, where) or call the function without const_graph.")
         needed.add(i)
         stack.extend(p for p, _ in info["parents_argnums"])
+        stack.extend(n for _, n in info["nested"])
     return needed
+
+
+def _nested_nodes(v, tape):
+    """The nodes of the Boxes of `tape` (not constants) inside the container argument v (a
+    tuple index (i, j) of values computed from the inputs, a slice...)."""
+    t = type(v)
+    if t is Box:
+        return ()                       # (a traced argument itself is a link)
+    if t is not tuple and t is not list and t is not dict and t is not slice:
+        return ()
+    found, stack = [], [v]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is Box:
+            if v._tape is tape and not tape.node_flags(v._node)[2]:
+                found.append(v._node)
+        elif t is tuple or t is list:
+            stack.extend(v)
+        elif t is dict:
+            stack.extend(v.values())
+        elif t is slice:
+            stack.extend((v.start, v.stop, v.step))
+    return found
+
+
+class _Slot:
+    """In a recorded container argument: the value of slot `slot` at the replay."""
+    __slots__ = ("slot",)
+
+    def __init__(self, slot):
+        self.slot = slot
+
+
+def _detach(v, tape, slot_of):
+    """The container argument v with each Box of `tape` replaced by its _Slot (its value for a
+    constant)."""
+    t = type(v)
+    if t is Box:
+        if v._tape is not tape:
+            return v
+        return v._value if tape.node_flags(v._node)[2] else _Slot(slot_of[v._node])
+    if t is tuple or t is list:
+        return t([_detach(e, tape, slot_of) for e in v])
+    if t is dict:
+        return {k: _detach(e, tape, slot_of) for k, e in v.items()}
+    if t is slice:
+        return slice(*(_detach(e, tape, slot_of) for e in (v.start, v.stop, v.step)))
+    return v
+
+
+def _fill(v, vals):
+    """A _detach'ed container with the values of its slots (the interpreter's)."""
+    t = type(v)
+    if t is _Slot:
+        return vals[v.slot]
+    if t is tuple or t is list:
+        return t([_fill(e, vals) for e in v])
+    if t is dict:
+        return {k: _fill(e, vals) for k, e in v.items()}
+    if t is slice:
+        return slice(_fill(v.start, vals), _fill(v.stop, vals), _fill(v.step, vals))
+    return v
 
 
 def _value_shaped(i, info, dynamic, value_shaped):
@@ -426,6 +518,8 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
     for step, i in enumerate(order):
         for p, _ in infos[i]["parents_argnums"]:
             last_use[slot_of[p]] = step
+        for _, p in infos[i]["nested"]:
+            last_use[slot_of[p]] = step
     drops = [[] for _ in order]
     for s, step in last_use.items():
         drops[step].append(s)
@@ -436,8 +530,12 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
         links = tuple((a, slot_of[p]) for p, a in info["parents_argnums"])
         # no reference to the values that come from slots; constants stay in the template
         template = subvals(args, [(a, None) for a, _ in links])
+        nested = tuple(sorted({a for a, _ in info["nested"]}))
+        if nested:                      # containers holding values of the program
+            template = subvals(template, [(a, _detach(template[a], tape, slot_of))
+                                          for a in nested])
         steps.append((info["prim"].fun, template, links, kwargs or None, slot_of[i],
-                      tuple(drops[step]), tuple(_dedup(guards.get(slot_of[i], ())))))
+                      tuple(drops[step]), tuple(_dedup(guards.get(slot_of[i], ()))), nested))
     prog = _Program()
     prog.steps = steps
     prog.n_inputs = n_inputs
