@@ -108,6 +108,14 @@ cdef object _array_attr(Box box, str name, object numpy_fn):
     return numpy_fn(v)
 
 
+cdef inline object _read(Box box, str kind, object value):
+    """value, which Python code read from box's contents (bool(box), box.shape, ...); a
+    const_graph recording is told of it (its replay checks that the read gives the same)."""
+    if box._tape.recorder is not None:
+        box._tape.recorder.read(box, kind, value)
+    return value
+
+
 @cython.freelist(64)   # (Cython uses the free list for exact Boxes only, not subclasses)
 @cython.no_gc   # a Box refers to its tape and a plain value; neither refers back to Boxes of it
 cdef class Box:
@@ -144,13 +152,13 @@ cdef class Box:
 
     # ---- ndarray-like attributes ---------------------------------------------------------
     @property
-    def shape(self): return _array_attr(self, "shape", _np.shape)
+    def shape(self): return _read(self, "shape", _array_attr(self, "shape", _np.shape))
 
     @property
     def ndim(self): return _array_attr(self, "ndim", _np.ndim)
 
     @property
-    def size(self): return _array_attr(self, "size", _np.size)
+    def size(self): return _read(self, "shape", _array_attr(self, "size", _np.size))
 
     @property
     def dtype(self): return _array_attr(self, "dtype", _np.result_type)
@@ -179,11 +187,11 @@ cdef class Box:
         return self._tape.trace_id
 
     def __len__(self):
-        return len(self._value)
+        return _read(self, "shape", len(self._value))
 
     def __iter__(self):
         cdef Py_ssize_t i
-        for i in range(len(self._value)):
+        for i in range(len(self)):
             yield self[i]
 
     def __repr__(self):
@@ -194,17 +202,19 @@ cdef class Box:
         return id(self)
 
     def __bool__(self):
-        return bool(self._value)
+        return _read(self, "bool", bool(self._value))
 
     def __index__(self):
-        return self._value.__index__()
+        return _read(self, "index", self._value.__index__())
 
     def __int__(self):
-        return int(self._value)
+        return _read(self, "int", int(self._value))
 
     def __float__(self):
         if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
             return float(self._value)
+        if self._tape.recorder is not None:     # a const_graph recording: a checked read
+            return _read(self, "float", float(self._value))
         raise TracerArrayConversionError(
             "gradcy: float() of a traced value would drop its gradient (storing one traced "
             "element into a plain numpy array does this: d[i] = x[j]). Keep it an array "
@@ -214,6 +224,8 @@ cdef class Box:
     def __complex__(self):
         if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
             return complex(self._value)
+        if self._tape.recorder is not None:
+            return _read(self, "complex", complex(self._value))
         raise TracerArrayConversionError(
             "gradcy: complex() of a traced value would drop its gradient (storing one traced "
             "element into a plain numpy array does this: d[i] = x[j]). Keep it an array, or "
@@ -221,6 +233,9 @@ cdef class Box:
             "...) instead of plain numpy.")
 
     def __array__(self, dtype=None, copy=None):
+        if self._tape.recorder is not None:     # a const_graph recording: a checked read
+            v = _read(self, "value", self._value)
+            return _np.array(v, dtype=dtype, copy=True) if copy else _np.asarray(v, dtype=dtype)
         raise TracerArrayConversionError(
             "gradcy: a traced value was converted to a plain numpy array, which would drop its "
             "gradient. Call the gradcy.numpy version of the function, and create buffers that "
@@ -273,6 +288,14 @@ cdef class Box:
 
     def __matmul__(self, other): return _binop("matmul", self, other)
     def __rmatmul__(self, other): return _binop("matmul", other, self)
+    # (masks: comparisons of a const_graph recording give traced booleans)
+    def __and__(self, other): return _binop("bitwise_and", self, other)
+    def __rand__(self, other): return _binop("bitwise_and", other, self)
+    def __or__(self, other): return _binop("bitwise_or", self, other)
+    def __ror__(self, other): return _binop("bitwise_or", other, self)
+    def __xor__(self, other): return _binop("bitwise_xor", self, other)
+    def __rxor__(self, other): return _binop("bitwise_xor", other, self)
+    def __invert__(self): return _method("invert")(self)
     def __neg__(self): return _method("negative")(self)
     def __pos__(self): return self
     def __abs__(self): return _method("absolute")(self)
@@ -341,7 +364,7 @@ cdef class Box:
     def item(self, *a): return _method("item")(self, *a)
     def trace(self, *a, **k): return _method("trace")(self, *a, **k)
     def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
-    def tolist(self): return self._value.tolist()
+    def tolist(self): return _read(self, "tolist", self._value.tolist())
 
     def fill(self, value):
         """x.fill(value): value written into every element (a traced write)."""

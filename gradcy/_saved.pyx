@@ -111,6 +111,8 @@ cdef object _meta_of(object v):
         _set_last_meta(m)
         return m
     if type(v) is Box:
+        if (<Box>v)._tape.recorder is not None:     # a const_graph recording: a shape read
+            (<Box>v)._tape.recorder.read(v, "shape", None)
         inner = _meta_of((<Box>v)._value)
         if type(inner) is ArrayMeta or type(inner) is tuple or (
                 _any_array_types and _is_array_type(type(inner))):

@@ -131,6 +131,11 @@ cdef class Tape:
     cdef public object observer    # callable(event, index, name,
                                    # saved_bytes, cotangent_bytes) or None
     cdef public bint keep_args     # save every argument and the output in full (graph recording)
+    cdef public object recorder    # a const_graph recording (gradcy.misc.tracers) or None:
+                                   # recorder.records(prim) says whether a call of an
+                                   # untraced primitive is recorded too (its output is
+                                   # then a Box); Box tells recorder.read(box, kind,
+                                   # value) each Python-level read of a traced value
     cdef public bint recompute     # outputs of recomputable ops whose record holds their inputs
                                    # are not kept by their consumers: made again in the backward
     cdef readonly dict owned       # id(root) -> OwnedBuffer: buffers

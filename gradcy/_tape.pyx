@@ -433,7 +433,9 @@ cdef class Primitive:
                 ans = _run_body(self.fun, uargs, NULL)
             else:
                 ans = _run_body(self.fun, uargs, <PyObject*>kwargs)
-            if not self.traced:
+            # an untraced primitive records nothing, except on a const_graph recording that
+            # asks for it (its output depends on the inputs: the replay recomputes it)
+            if not self.traced and (top.recorder is None or not top.recorder.records(self)):
                 return ans
             # the function ran Python code: the tape may have been released or started its
             # sweep meanwhile (by the function itself, or by another thread)
@@ -666,6 +668,7 @@ cdef class Tape:
         self.forward = forward
         self.observer = None
         self.keep_args = False
+        self.recorder = None
         self.recompute = _recompute_default
         self.owned = {}
         _live_tapes += 1

@@ -8,6 +8,7 @@ import numpy as onp
 import pytest
 
 import gradcy
+import gradcy.extend
 import gradcy.numpy as gnp
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.misc import const_graph, tracers
@@ -94,3 +95,190 @@ def test_replay_frees_intermediates(limit, monkeypatch):
     # predecessor are alive
     assert len(peak) == 30 and max(peak) <= 3
     assert onp.array_equal(out, chain(x))
+
+
+# =============================================================================
+# Replays at new inputs (issue #23 A): everything computed from the inputs is recomputed
+# (masks and comparisons, in the function and in its VJPs); what Python code read from a
+# traced value, and the signature of the arguments, are checked at each call (guards), and a
+# call where one differs records the function again, never replays stale
+# =============================================================================
+W = onp.array([1.0, 2.0, 3.0])
+X1 = onp.array([1.0, -2.0, 3.0])
+
+
+@pytest.fixture
+def recordings(monkeypatch):
+    """The list of the argument tuples const_graph recorded at (one entry per recording)."""
+    seen, record = [], tracers._record
+
+    def counting(fun, x):
+        seen.append(x)
+        return record(fun, x)
+    monkeypatch.setattr(tracers, "_record", counting)
+    return seen
+
+
+def test_issue_examples_recompute_the_masks(recordings):
+    fast = const_graph(gradcy.grad(lambda x: gnp.sum(gnp.maximum(x, 0.0) * W)))
+    assert onp.array_equal(fast(X1), [1.0, 0.0, 3.0])
+    assert onp.array_equal(fast(-X1), [0.0, 2.0, 0.0])
+    f = const_graph(lambda x: gnp.sum(gnp.where(x > 0, x, 0.0)))
+    assert f(onp.array([2.5, -1.0])) == 2.5
+    assert f(onp.array([-2.5, 1.0])) == 1.0
+    assert len(recordings) == 2            # one each: replayed, not recorded again
+
+
+# functions whose values or gradients depend on masks, orders and positions; replayed at the
+# sign flip, the reversal and a fresh draw of the recorded input
+MASKED = {
+    "maximum": lambda x: gnp.sum(gnp.maximum(x, 0.0) * W),
+    "where": lambda x: gnp.sum(gnp.where(x > 0, x, 0.0) * W),
+    "abs": lambda x: gnp.sum(gnp.abs(x) * W),
+    "max": lambda x: gnp.max(x) * 2.0,
+    "min_axis": lambda x: gnp.sum(gnp.min(gnp.stack([x, -x]), axis=0) * W),
+    "sort": lambda x: gnp.sum(gnp.sort(x) * W),
+    "argmax": lambda x: x[gnp.argmax(x)] * 2.0,
+    "bool_mask": lambda x: gnp.sum(x[x > 0] ** 2),
+    "clip": lambda x: gnp.sum(gnp.clip(x, -1.5, 1.5) * W),
+    "sign_floor": lambda x: gnp.sum(gnp.sign(x) * gnp.floor(x) * x),
+    "softmax": lambda x: gnp.sum(gnp.exp(x - gnp.max(x)) / gnp.sum(gnp.exp(x - gnp.max(x))) * W),
+    "mask_and": lambda x: gnp.sum(gnp.where((x > -1.5) & ~(x > 2.0), x, 0.0) * W),
+    "isnan": lambda x: gnp.sum(gnp.where(gnp.isnan(gnp.log(x + 2.5)), 0.0, x) * W),
+    "nansum": lambda x: gnp.nansum(gnp.log(x + 2.5) * W),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MASKED))
+def test_masks_are_recomputed_at_new_inputs(name, recordings):
+    f = MASKED[name]
+    fast_value, fast_grad = const_graph(f), const_graph(gradcy.grad(f))
+    rs = onp.random.RandomState(0)
+    for x in (X1, -X1, X1[::-1].copy(), rs.randn(3) * 3):
+        with onp.errstate(invalid="ignore"):
+            want_value, want_grad = f(x), gradcy.grad(f)(x)
+            assert onp.array_equal(fast_value(x), want_value)
+            got = fast_grad(x)
+        assert got.dtype == want_grad.dtype and onp.array_equal(got, want_grad), (x, got)
+    # recorded once each; the gradient of x[x > 0] reads the shape of the selection (its VJP
+    # keeps it), so it is recorded once per number of positives (2, 1, 2, 3)
+    assert len(recordings) == (4 if name == "bool_mask" else 2)
+
+
+def _branchy(x):
+    if gnp.sum(x) > 0:              # a Python branch on a value: guarded
+        return gnp.sum(gnp.sin(x))
+    return gnp.sum(gnp.cos(x)) * 2.0
+
+
+def test_python_branch_on_a_value_records_each_branch_once(recordings):
+    fast = const_graph(gradcy.grad(_branchy))
+    for x in (X1, -X1, X1, -X1, 2 * X1):
+        assert onp.array_equal(fast(x), gradcy.grad(_branchy)(x))
+    assert len(recordings) == 2      # one per branch; later calls replay the matching program
+
+
+@pytest.mark.parametrize("limit", [100_000, 0])
+def test_guards_hold_in_both_executors(limit, monkeypatch, recordings):
+    monkeypatch.setattr(tracers, "_MAX_COMPILED_STEPS", limit)
+
+    def f(x):
+        i = int(gnp.argmax(x))                        # an int read, used as a constant index
+        n = len(x[x > 0])                             # the length of a value-shaped array
+        return x[i] * float(n) + gnp.sum(x[x > 0]) * x.shape[0]
+    fast = const_graph(f)
+    xs = [X1, -X1, onp.array([3.0, 2.0, 1.0]), X1 * 2, onp.array([-1.0, 5.0, 0.5])]
+    for x in xs + xs:
+        assert fast(x) == f(x)
+    # X1 and 2 * X1 read the same (argmax 2, two positives): one program; the others each theirs
+    assert len(recordings) == 4
+
+
+def test_float_and_tolist_reads_are_checked(recordings):
+    def f(x):
+        c = float(gnp.sum(x))               # a value as a Python constant
+        return gnp.sum(x * c) + sum(x.tolist())
+    fast = const_graph(f)
+    for x in (X1, X1, -X1):
+        assert fast(x) == f(x)
+    assert len(recordings) == 2             # X1 replayed once; -X1 reads other values
+
+
+def test_signature_changes_record_again(recordings):
+    f = gradcy.grad(lambda x: gnp.sum(gnp.tanh(x) * gnp.size(x)))
+    fast = const_graph(f)
+    calls = [X1, onp.array([1.0, 2.0]), X1.astype(onp.float32), 0.5, onp.float64(0.5),
+             onp.array(0.5), X1 * 3]
+    for x in calls:
+        got, want = fast(x), f(x)
+        assert onp.array_equal(got, want) and onp.result_type(got) == onp.result_type(want)
+    assert len(recordings) == 6             # X1 * 3 replays X1's program
+
+
+def test_container_arguments_and_outputs():
+    def f(x, d):
+        return gnp.sum(gnp.maximum(x, 0.0) * d["w"]) + d["b"][0] * gnp.sum(x)
+    g = gradcy.grad(f, argnum=(0, 1))
+    fast = const_graph(g)
+    d = {"w": W, "b": [onp.array(2.0)]}
+    for x in (X1, -X1):
+        got, want = fast(x, d), g(x, d)
+        assert onp.array_equal(got[0], want[0])
+        assert onp.array_equal(got[1]["w"], want[1]["w"])
+        assert onp.array_equal(got[1]["b"][0], want[1]["b"][0])
+
+
+def test_cache_is_bounded(monkeypatch, recordings):
+    monkeypatch.setattr(tracers, "_MAX_PROGRAMS", 3)
+    cached = tracers.const_graph_unary(lambda xs: xs[0] * float(int(gnp.sum(xs[0]))))
+    for k in range(6):
+        x = onp.array([float(k), 0.5])
+        assert onp.array_equal(cached((x,)), x * float(int(k + 0.5)))
+    assert len(cached.programs) == 3 and len(recordings) == 6
+
+
+def test_keyword_arguments_raise_naming_const_graph():
+    fast = const_graph(lambda x, y=1.0: gnp.sum(x * y))
+    with pytest.raises(TypeError, match=r"const_graph: .*keyword argument\(s\) y.*const_graph"):
+        fast(X1, y=2.0)
+    bound = const_graph(lambda x, y=1.0: gnp.sum(x * y), y=2.0)
+    assert bound(X1) == 4.0
+
+
+def test_comparison_output_replays():
+    fast = const_graph(lambda x: x > 0.5)
+    assert onp.array_equal(fast(X1), [True, False, True])
+    assert onp.array_equal(fast(-X1), [False, True, False])
+
+
+def test_numpy_conversion_and_reads_of_the_inputs_are_checked(recordings):
+    def f(x):
+        i = onp.asarray(gnp.argmax(x))      # plain NumPy's conversion of a recorded value
+        return x[int(i)] * float(x[0])
+    fast = const_graph(f)
+    xs = [onp.array([1.0, 3.0, 2.0]), onp.array([5.0, 3.0, 2.0]), onp.array([1.0, 3.0, 2.0])]
+    for x in xs:
+        assert fast(x) == f(x)
+    assert len(recordings) == 2
+    # reads of a Python float argument itself (its float, and the bool of a comparison)
+    g = const_graph(lambda x: x * float(x) if x > 0 else x * 2.0)
+    assert [g(v) for v in (2.0, -3.0, 2.0, 4.0)] == [4.0, -6.0, 4.0, 16.0]
+
+
+@pytest.mark.parametrize("limit", [100_000, 0])
+def test_indices_computed_from_the_inputs_inside_containers(limit, monkeypatch):
+    # x[i, j] with i, j from nonzero: a tuple argument holding recorded values (the forward
+    # read and the scatter of its VJP), and a slice bound read with __index__
+    monkeypatch.setattr(tracers, "_MAX_COMPILED_STEPS", limit)
+    a = onp.array([[1.0, -2.0], [3.0, -4.0]])
+
+    def pairs(x):
+        i, j = gnp.nonzero(x > 0)
+        return gnp.sum(x[i, j] ** 2)
+
+    def head(x):
+        return gnp.sum(x[:gnp.argmax(x[0]) + 1] * 2.0)
+    for f in (pairs, head, gradcy.grad(pairs), gradcy.grad(head)):
+        fast = const_graph(f)
+        for x in (a, -a, a[::-1], a.T.copy(), a):
+            assert onp.array_equal(fast(x), f(x))

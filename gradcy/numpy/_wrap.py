@@ -347,6 +347,8 @@ def _nan_to_num_call(args, kwargs):
 
 def _plain(a):
     while type(a) is Box:
+        if a._tape.recorder is not None:    # a const_graph recording: its replays check these
+            a._tape.recorder.read(a, "value", a._value)     # values (gradcy/misc/tracers.py)
         a = a._value
     return a
 
@@ -742,7 +744,8 @@ def _register_methods():
         "matmul": "matmul", "negative": "negative", "absolute": "absolute", "equal": "equal",
         "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
         "greater": "greater", "greater_equal": "greater_equal", "real": "real", "imag": "imag",
-        "conj": "conjugate",
+        "conj": "conjugate", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
+        "bitwise_xor": "bitwise_xor", "invert": "invert",
     }
     for method, fn in ops.items():
         register_box_method(method, g[fn])

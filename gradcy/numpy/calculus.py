@@ -30,12 +30,12 @@ defjvp(anp.cumsum, lambda g, ans, x, axis=None, dtype=None, out=None: anp.cumsum
 def _nancumsum_vjp(ans, x, axis=None, dtype=None, out=None):
     shape, xdtype = shape_dtype(x)
     vjp_sum = _cumsum_vjp(ans, x, axis)
-    return lambda g: vjp_sum(g) * ~_onp.isnan(_plain(x))
+    return lambda g: vjp_sum(g) * ~_onp.isnan(x)
 
 
 defvjp(anp.nancumsum, _nancumsum_vjp, save=(0,))
 defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
-       anp.cumsum(g * ~_onp.isnan(_plain(x)), axis))
+       anp.cumsum(g * ~_onp.isnan(x), axis))
 
 
 def _zeros_mask(x):
@@ -116,7 +116,7 @@ def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
     shape, xdtype = shape_dtype(x)
 
     def vjp(g):
-        nans = _onp.isnan(_plain(x))
+        nans = _onp.isnan(x)
         if none_set(nans):
             return _cumprod_vjp(ans, x, axis)(g)
         return _cumprod_vjp(ans, anp.where(nans, 1, x), axis)(g) * ~nans
@@ -127,7 +127,7 @@ defvjp(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
 
 
 def _nancumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
-    nans = _onp.isnan(_plain(x))
+    nans = _onp.isnan(x)
     if none_set(nans):
         return _cumprod_jvp(g, ans, x, axis)
     return _cumprod_jvp(g * ~nans, ans, anp.where(nans, 1, x), axis)

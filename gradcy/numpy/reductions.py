@@ -15,10 +15,10 @@ import operator
 
 import numpy as _onp
 
-from .._core import ArrayMeta, is_array_value
+from .._core import ArrayMeta, Box, is_array_value
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
-from ._util import (_NoValue, _SMALL, _plain, broadcast_cotangent, cast_like, none_set,
+from ._util import (_NoValue, _SMALL, broadcast_cotangent, cast_like, none_set,
                     shape_dtype, unpack_positions, values_of)
 
 # =============================================================================
@@ -105,9 +105,11 @@ def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
 
 
 def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
-    """The positions of x that attain the extremum `ans` (a plain bool array)."""
-    xp = values_of(x)
-    ap = values_of(ans)
+    """The positions of x that attain the extremum `ans` (a plain bool array; for traced x,
+    computed with gradcy.numpy's comparisons, which a const_graph recording records, so its
+    replays recompute the mask)."""
+    xp = x if type(x) is Box else values_of(x)
+    ap = ans if type(ans) is Box or type(x) is Box else values_of(ans)
     if (not keepdims or keepdims is _NoValue) and axes:
         ap = ap.reshape(_kshape(xp.shape, axes))
     mask = xp == ap
@@ -200,7 +202,7 @@ defjvp(anp.mean, _mean_jvp)
 
 def _counted(x, where):
     """The entries a nan-reduction counts (plain mask): not NaN, and in where= when given."""
-    keep = ~_onp.isnan(_plain(x))
+    keep = ~_onp.isnan(x)
     if _given(where):
         keep &= where
     return keep

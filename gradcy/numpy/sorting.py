@@ -18,6 +18,11 @@ from ._util import _binder, _intp, _norm_axis, _plain, _shape
 def _permutation_vjp(a, perm, axis):
     """vjp(g) of y = take_along_axis(a, perm, axis) for a permutation perm along axis."""
     shape = _shape(a)
+    if type(perm) is Box:       # traced (a const_graph recording): the inverse, recorded too
+        inv = anp.argsort(perm, axis=None if axis is None else _norm_axis(axis, len(shape)))
+        if axis is None:
+            return lambda g: anp.reshape(anp.take(g, inv), shape)
+        return lambda g: anp.take_along_axis(g, inv, _norm_axis(axis, len(shape)))
     if axis is None:
         inv = _onp.empty_like(perm)
         inv[perm] = _onp.arange(perm.size)

@@ -198,7 +198,7 @@ def _nan_moment_vjp(name, plain_vjp, std):
         ddof = _ddof(ddof, kw)
 
         def vjp(g):
-            nans = _onp.isnan(_plain(x))
+            nans = _onp.isnan(x)
             if none_set(nans):
                 return plain_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
             rdtype = _real_dtype(xdtype)
@@ -233,7 +233,7 @@ def _nan_moment_jvp(name, plain_jvp, std):
     """The JVP of nanvar (std False) or nanstd."""
     def jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         _no_where(name, kw.get("where"))
-        nans = _onp.isnan(_plain(x))
+        nans = _onp.isnan(x)
         if none_set(nans):
             return plain_jvp(g, ans, x, axis, None, None, ddof, keepdims, **kw)
         axes = _axes(nans.ndim, axis)
@@ -533,7 +533,7 @@ def _quantile_rules(prim, nan, scale):
 
     def dout_dq(a, K, perm, dW, slope):
         xm = _q_moved(a, perm, K)
-        nans = _onp.isnan(_plain(xm))
+        nans = _onp.isnan(xm)
         if not none_set(nans):                     # weight 0 there, but 0 * nan is nan
             xm = anp.where(nans, 0.0, xm)
         return slope * anp.sum(dW * xm, axis=-1)          # (Q, *K)
