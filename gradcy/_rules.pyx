@@ -29,6 +29,7 @@ cdef extern from "Python.h":
                                PyObject* kwnames)
 
 
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class VJP:
     """A primitive's reverse-mode rule in the one form the backward sweep calls (see
     ArgnumVJP, JointVJP); gradcy.registry builds it when a rule is registered."""
@@ -147,6 +148,7 @@ cdef inline bint _plain_operand(object o) noexcept:
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class ElementwiseRule:
     """The rule of argument `argnum` of a hot elementwise primitive: fn(g, ans, *args) in Python,
     and the same computation in C (kind) that ArgnumVJP.run uses when g and the saved values
@@ -159,6 +161,19 @@ cdef class ElementwiseRule:
     def __cinit__(self, str kind not None, fn not None, int argnum=0, ufunc=None):
         if kind not in _KINDS:
             raise ValueError(f"ElementwiseRule: unknown kind {kind!r}")
+        # apply() indexes the call's arguments by argnum (and 1 - argnum) without a check:
+        # a binary kind is the rule of argument 0 or 1, a unary one of argument 0
+        if not (0 <= argnum <= (1 if _KINDS[kind] <= FAST_DIV else 0)):
+            raise ValueError(f"ElementwiseRule: argnum {argnum} is not an argument of a "
+                             f"{'binary' if _KINDS[kind] <= FAST_DIV else 'unary'} "
+                             f"elementwise function (kind {kind!r}); pass "
+                             f"{'0 or 1' if _KINDS[kind] <= FAST_DIV else '0'}")
+        if not callable(fn):
+            raise TypeError(f"ElementwiseRule: fn must be the rule in Python (a callable), "
+                            f"got {type(fn).__name__}")
+        if ufunc is not None and not callable(ufunc):
+            raise TypeError(f"ElementwiseRule: ufunc must be a callable (the derivative's "
+                            f"ufunc) or None, got {type(ufunc).__name__}")
         self.kind = _KINDS[kind]
         self.fn = fn
         self.argnum = argnum
@@ -259,6 +274,7 @@ cdef class ElementwiseRule:
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class ArgnumVJP(VJP):
     """One rule per argument: rules[argnum](g, ans, *args, **kwargs) -> its cotangent."""
 
@@ -333,6 +349,7 @@ def maker_rule(maker):
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class JointVJP(VJP):
     """One rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
     per argnum (g_owned: fn may write into g). maker: what was registered, if anything else."""
