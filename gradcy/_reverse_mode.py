@@ -40,6 +40,14 @@ def make_vjp(fun, argnum=0):
         (``g`` contracted with the Jacobian). ``vjp`` may be called many times; it holds the
         recorded tape until ``vjp.release()`` is called or ``vjp`` is dropped.
 
+        While ``vjp`` holds the tape, the arrays it saved for the backward pass are read-only:
+        ``ans`` when a rule reads it (``tanh``, ``exp``, a softmax), an input that a rule
+        reads (``x`` of ``sin``), and views of them. A write into one would change the
+        gradient ``vjp`` computes; NumPy refuses it ("output array is read-only",
+        "assignment destination is read-only"). Write into a copy (``ans.copy()``), or
+        release the VJP first: they are writable again after ``vjp.release()``, or when
+        ``vjp`` is dropped.
+
     See Also
     --------
     vector_jacobian_product : the same for one cotangent, without keeping the tape.
@@ -59,6 +67,9 @@ def make_vjp(fun, argnum=0):
     @wrap_nary_f(fun, make_vjp, argnum)
     def vjp_maker(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
+        # what the tape saved must not change under it while the user holds vjp
+        vjp._tape.freeze_saved(tree_flatten(ans)[0] if isinstance(ans, (tuple, list, dict))
+                               else (ans,))
         return vjp, ans
     return vjp_maker
 
