@@ -819,7 +819,10 @@ cdef class Tape:
 
     cdef int _freeze(self, object v, bint held) except -1:
         """v (a held root buffer, or an exact ndarray whose root buffer the tape holds) made
-        read-only, noted under its root in `frozen`; nothing for anything else."""
+        read-only, noted under its root in `frozen`; nothing for anything else (or once the
+        tape is released: iterating `outputs` may have released it)."""
+        if self.frozen is None:
+            return 0
         if held:
             root = v
         elif cnp.PyArray_CheckExact(v):
@@ -842,6 +845,8 @@ cdef class Tape:
     cdef int _thaw(self, object root) except -1:
         """The arrays freeze_saved made read-only in `root` writable again (its last holding
         record let go of it)."""
+        if self.frozen is None:
+            return 0
         entry = self.frozen.pop(PyLong_FromVoidPtr(<void*>root), None)
         if entry is not None:
             for v in <list>entry:
