@@ -548,6 +548,7 @@ def checkpoint(fun):
         return _forward(run, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
                         "checkpoint")[1]
     wrapped = primitive(run, f"checkpoint({name})")
+    wrapped.guard_args = True       # (run is gradcy's, the function it runs the user's)
     defvjp_argnums(wrapped, vjp_argnums, save=("args",))
     defjvp_argnums(wrapped, jvp_argnums)
 

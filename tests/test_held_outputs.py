@@ -161,3 +161,18 @@ def test_outputs_of_consuming_operators_are_writable():
     x = X.copy()
     grad(lambda x: np.sum(np.sin(x)))(x)
     assert x.flags.writeable
+
+
+def test_checkpointed_block_writing_held_argument_raises():
+    # tanh's record holds t; the block, run on plain values, would scale it in place
+    from gradcy import checkpoint
+
+    def block(h):
+        h *= 2
+        return h
+
+    def f(x):
+        t = np.tanh(x)
+        return np.sum(checkpoint(block)(t) * t)
+    with pytest.raises(ValueError, match=r"checkpoint\(block\).*argument"):
+        grad(f)(X)
