@@ -19,3 +19,7 @@ cdef struct HoldTable:
 cdef Py_ssize_t hold_update(HoldTable* t, object root, int sign) except -1
 # Free the slots; the table is empty (cap 0) afterwards.
 cdef void hold_free(HoldTable* t) noexcept
+# Saved records of the table that hold `root` now (0: none).
+cdef Py_ssize_t hold_count(HoldTable* t, object root) noexcept
+# The root buffers the table holds now (a new list; each alive: records reference it).
+cdef list hold_roots(HoldTable* t)

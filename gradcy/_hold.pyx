@@ -94,6 +94,31 @@ cdef int _rehash(HoldTable* t, Py_ssize_t want) except -1:
     return 0
 
 
+cdef Py_ssize_t hold_count(HoldTable* t, object root) noexcept:
+    """Saved records of the table that hold `root` now (0: none)."""
+    cdef void* key = <void*>root
+    cdef size_t i, mask
+    if t.cap == 0:
+        return 0
+    mask = <size_t>t.cap - 1
+    i = _hash_ptr(key) & mask
+    while t.slots[i].key != NULL:
+        if t.slots[i].key == key:
+            return t.slots[i].count
+        i = (i + 1) & mask
+    return 0
+
+
+cdef list hold_roots(HoldTable* t):
+    """The root buffers the table holds now."""
+    cdef Py_ssize_t k
+    cdef list out = []
+    for k in range(t.cap):
+        if t.slots[k].key != NULL and t.slots[k].key != _DELETED:
+            out.append(<object>t.slots[k].key)
+    return out
+
+
 cdef void hold_free(HoldTable* t) noexcept:
     PyMem_Free(t.slots)
     t.slots = NULL

@@ -5,7 +5,9 @@ first try _core.grad_fast, which runs the common case (float arrays in, a real s
 without the general path.
 """
 import inspect
-from functools import wraps
+from functools import partial, wraps
+from types import CellType as _CellType
+from types import FunctionType as _FunctionType
 
 import numpy as _np
 
@@ -13,6 +15,7 @@ from ._arguments import _check_float_output, _match_input
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
+from ._pytree import tree_flatten
 from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
 from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
@@ -37,6 +40,14 @@ def make_vjp(fun, argnum=0):
         (``g`` contracted with the Jacobian). ``vjp`` may be called many times; it holds the
         recorded tape until ``vjp.release()`` is called or ``vjp`` is dropped.
 
+        While ``vjp`` holds the tape, the arrays it saved for the backward pass are read-only:
+        ``ans`` when a rule reads it (``tanh``, ``exp``, a softmax), an input that a rule
+        reads (``x`` of ``sin``), and views of them. A write into one would change the
+        gradient ``vjp`` computes; NumPy refuses it ("output array is read-only",
+        "assignment destination is read-only"). Write into a copy (``ans.copy()``), or
+        release the VJP first: they are writable again after ``vjp.release()``, or when
+        ``vjp`` is dropped.
+
     See Also
     --------
     vector_jacobian_product : the same for one cotangent, without keeping the tape.
@@ -56,6 +67,9 @@ def make_vjp(fun, argnum=0):
     @wrap_nary_f(fun, make_vjp, argnum)
     def vjp_maker(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
+        # what the tape saved must not change under it while the user holds vjp
+        vjp._tape.freeze_saved(tree_flatten(ans)[0] if isinstance(ans, (tuple, list, dict))
+                               else (ans,))
         return vjp, ans
     return vjp_maker
 
@@ -474,7 +488,10 @@ def checkpoint(fun):
     ----------
     fun : callable
         A function of positional arguments (any of which may be traced) returning a value or
-        a tuple/list/dict of values.
+        a tuple/list/dict of values. Traced values it closes over (a layer's weights in the
+        enclosing function: ``checkpoint(lambda h: np.tanh(h @ W))``, directly or in a
+        tuple/list/dict) are inputs of the call too; a traced value it reaches otherwise (an
+        attribute, a global) raises: pass it as an argument.
 
     Returns
     -------
@@ -496,19 +513,106 @@ def checkpoint(fun):
     >>> bool(np.allclose(g, grad(lambda x: np.sum(block(block(x))))(x)))
     True
     """
+    name = getattr(fun, "__name__", "fun")
+
+    def run(closed, *args, **kwargs):
+        """fun(*args) with the traced values fun closes over (`closed`: (cell, rebuild, count)
+        per such cell of its closure, their values the last arguments) put back in its cells:
+        the call's plain values when it runs as the primitive, traced ones when the backward
+        pass or forward mode traces it again."""
+        f = fun
+        plain = not any(isinstance(a, Box) for a in args)
+        if closed:
+            n = len(args) - sum(count for _, _, count in closed)
+            f = _with_cells(fun, closed, args[n:])
+            args = args[:n]
+        out = f(*args, **kwargs)
+        if plain:
+            _check_untraced_output(out, name)
+        return out
+
     def vjp_argnums(argnums, ans, args, kwargs):
         def vjp(g):
-            inner, _ = _trace(fun, args, kwargs, tuple(argnums), "checkpoint",
-                                 consume=True)
+            try:
+                inner, _ = _trace(run, args, kwargs, tuple(argnums), "checkpoint",
+                                  consume=True)
+            except RuntimeError as e:
+                if "backward pass runs" not in str(e):
+                    raise
+                raise RuntimeError(_hidden_traced_message(name)) from e
             return inner(g)
         return vjp
 
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         argnums = tuple(argnums)
-        return _forward(fun, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
+        return _forward(run, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
                         "checkpoint")[1]
-    name = getattr(fun, "__name__", "fun")
-    wrapped = primitive(fun, f"checkpoint({name})")
+    wrapped = primitive(run, f"checkpoint({name})")
+    wrapped.guard_args = True       # (run is gradcy's, the function it runs the user's)
     defvjp_argnums(wrapped, vjp_argnums, save=("args",))
     defjvp_argnums(wrapped, jvp_argnums)
-    return wraps(fun)(lambda *args, **kwargs: wrapped(*args, **kwargs))
+
+    def checkpointed(*args, **kwargs):
+        closed, values = _closed_traced(fun)
+        return wrapped(closed, *args, *values, **kwargs)
+    return wraps(fun)(checkpointed)
+
+
+def _closed_traced(fun, seen=None):
+    """The cells of fun's closure that hold traced values (a Box, a tuple/list/dict with one,
+    or a function whose own closure holds one: a wrapper of the block): ((cell index,
+    rebuild, number of values), ...) and their values, flat."""
+    cells = getattr(fun, "__closure__", None)
+    closed, values = [], []
+    if not cells or type(fun) is not _FunctionType:
+        return (), values
+    seen = {id(fun)} if seen is None else seen | {id(fun)}
+    for i, cell in enumerate(cells):
+        try:
+            v = cell.cell_contents
+        except ValueError:          # (a cell not yet assigned)
+            continue
+        if isinstance(v, Box):
+            closed.append((i, None, 1))
+            values.append(v)
+        elif isinstance(v, (tuple, list, dict)):
+            leaves, rebuild = tree_flatten(v)
+            if any(isinstance(leaf, Box) for leaf in leaves):
+                closed.append((i, rebuild, len(leaves)))
+                values.extend(leaves)
+        elif type(v) is _FunctionType and id(v) not in seen and len(seen) < 8:
+            inner, leaves = _closed_traced(v, seen)
+            if inner:
+                closed.append((i, partial(_with_cells, v, inner), len(leaves)))
+                values.extend(leaves)
+    return tuple(closed), values
+
+
+def _with_cells(fun, closed, values):
+    """A copy of function fun whose closure cells listed in `closed` hold `values` (fun's
+    own cells are left as they are: other calls, other threads)."""
+    cells = list(fun.__closure__)
+    k = 0
+    for i, rebuild, count in closed:
+        part = values[k:k + count]
+        k += count
+        cells[i] = _CellType(part[0] if rebuild is None else rebuild(list(part)))
+    f = _FunctionType(fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__,
+                      tuple(cells))
+    f.__kwdefaults__ = fun.__kwdefaults__
+    return f
+
+
+def _hidden_traced_message(name):
+    return (f"checkpoint({name}): the function computes with a traced value that it neither "
+            f"receives as an argument nor holds in its closure (an attribute of an object, a "
+            f"global, ...), which checkpoint cannot compute again in the backward pass. Pass "
+            f"it as an argument: checkpoint(lambda h, W: ...)(h, W).")
+
+
+def _check_untraced_output(out, name):
+    """The primitive's function ran on plain values: a traced value in its output came from
+    a traced value it reached some other way."""
+    leaves = tree_flatten(out)[0] if isinstance(out, (tuple, list, dict)) else [out]
+    if any(isinstance(leaf, Box) for leaf in leaves):
+        raise ValueError(_hidden_traced_message(name))

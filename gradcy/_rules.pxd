@@ -13,7 +13,9 @@ cdef class VJP:
     # A primitive's reverse-mode rule in the one form the sweep calls: run() adds the
     # cotangents of node `i`'s traced, non-constant parents (ParentRefs start .. start+n) into
     # their slots. gradcy.registry converts every registration API to one of the two kinds below
-    # once, when the rule is registered.
+    # once, when the rule is registered. Each cotangent a rule returns must have its argument's
+    # shape or one that broadcasts to it (checked before it is added; ElementwiseRule's and a
+    # save_fn record's are not: the record may not hold the argument).
     cdef readonly bint writes         # an in-place write's rule (its record is never recomputed)
     cdef int run(self, Tape tape, Primitive prim, Py_ssize_t start, int32_t n, object g,
                  bint g_owned, object ans, tuple args, object kwargs) except -1

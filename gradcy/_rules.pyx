@@ -19,7 +19,9 @@ import numpy as _np
 
 from gradcy._errors import MissingVJPError
 from gradcy._tape cimport Tape, Primitive, ParentRef, NODE_CONSTANT, MAX_INLINE_PARENTS
-from gradcy._meta cimport _same_shape_dtype
+from gradcy._meta cimport ArrayMeta, _same_shape_dtype
+from gradcy._box cimport Box
+from gradcy._cotangents cimport SparseCotangent
 from gradcy._hooks cimport _unbroadcast_slow
 
 cnp.import_array()
@@ -29,6 +31,7 @@ cdef extern from "Python.h":
                                PyObject* kwnames)
 
 
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class VJP:
     """A primitive's reverse-mode rule in the one form the backward sweep calls (see
     ArgnumVJP, JointVJP); gradcy.registry builds it when a rule is registered."""
@@ -146,7 +149,63 @@ cdef inline bint _plain_operand(object o) noexcept:
     return type(o) is float or type(o) is int or cnp.PyArray_CheckExact(o)
 
 
+# =============================================================================
+# What a rule returns: a cotangent the argument's shape can take
+# =============================================================================
+cdef object _shape_of(object v):
+    """The shape of a value, a saved record's stand-in of one, or a cotangent; None when it
+    has none that can be told (a container, an object of another library without one)."""
+    while type(v) is Box:
+        v = (<Box>v)._value
+    if cnp.PyArray_Check(v):
+        return (<object>v).shape
+    if type(v) is ArrayMeta:
+        return (<ArrayMeta>v).shape
+    if type(v) is SparseCotangent:
+        return (<SparseCotangent>v).shape
+    if isinstance(v, (int, float, complex, _np.generic)):
+        return ()
+    shape = getattr(v, "shape", None)
+    if type(shape) is tuple and all([type(d) is int for d in shape]):
+        return shape
+    return None
+
+
+cdef inline int _check_cotangent(Primitive prim, int32_t argnum, object out,
+                                 tuple args) except -1:
+    """Raise when rule `argnum` of prim returned a cotangent that cannot be its argument's: a
+    shape that does not broadcast to the argument's (what is accepted is what the engine
+    takes: the shape itself, or one that broadcasts to it, as the end of the backward pass
+    broadcasts it). The common case (the argument's shape and dtype) is decided in C."""
+    if out is None or _same_shape_dtype(out, <object>PyTuple_GET_ITEM(args, argnum)):
+        return 0
+    return _check_cotangent_slow(prim, argnum, out, args)
+
+
+cdef int _check_cotangent_slow(Primitive prim, int32_t argnum, object out,
+                               tuple args) except -1:
+    cdef Py_ssize_t k, n
+    got = _shape_of(out)
+    want = _shape_of(<object>PyTuple_GET_ITEM(args, argnum))
+    if got is None or want is None:
+        return 0
+    n = len(got)
+    if n <= len(want):
+        for k in range(1, n + 1):
+            if got[n - k] != 1 and got[n - k] != want[len(want) - k]:
+                break
+        else:
+            return 0
+    raise ValueError(
+        f"{prim.name}: the reverse-mode rule (VJP) of argument {argnum} returned a cotangent of "
+        f"shape {got}, but the argument has shape {want}: a rule returns its argument's "
+        f"cotangent, of the argument's shape (or one that broadcasts to it). If the rule "
+        f"computed the cotangent of a broadcast result, sum it over the axes the argument was "
+        f"broadcast along (g.sum(axis=0) for a leading axis).")
+
+
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class ElementwiseRule:
     """The rule of argument `argnum` of a hot elementwise primitive: fn(g, ans, *args) in Python,
     and the same computation in C (kind) that ArgnumVJP.run uses when g and the saved values
@@ -159,6 +218,19 @@ cdef class ElementwiseRule:
     def __cinit__(self, str kind not None, fn not None, int argnum=0, ufunc=None):
         if kind not in _KINDS:
             raise ValueError(f"ElementwiseRule: unknown kind {kind!r}")
+        # apply() indexes the call's arguments by argnum (and 1 - argnum) without a check:
+        # a binary kind is the rule of argument 0 or 1, a unary one of argument 0
+        if not (0 <= argnum <= (1 if _KINDS[kind] <= FAST_DIV else 0)):
+            raise ValueError(f"ElementwiseRule: argnum {argnum} is not an argument of a "
+                             f"{'binary' if _KINDS[kind] <= FAST_DIV else 'unary'} "
+                             f"elementwise function (kind {kind!r}); pass "
+                             f"{'0 or 1' if _KINDS[kind] <= FAST_DIV else '0'}")
+        if not callable(fn):
+            raise TypeError(f"ElementwiseRule: fn must be the rule in Python (a callable), "
+                            f"got {type(fn).__name__}")
+        if ufunc is not None and not callable(ufunc):
+            raise TypeError(f"ElementwiseRule: ufunc must be a callable (the derivative's "
+                            f"ufunc) or None, got {type(ufunc).__name__}")
         self.kind = _KINDS[kind]
         self.fn = fn
         self.argnum = argnum
@@ -259,6 +331,7 @@ cdef class ElementwiseRule:
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class ArgnumVJP(VJP):
     """One rule per argument: rules[argnum](g, ans, *args, **kwargs) -> its cotangent."""
 
@@ -287,6 +360,8 @@ cdef class ArgnumVJP(VJP):
             callargs = (g, ans) + args
         # a node with one parent: its rule is the only reader of g, so an elementwise rule may
         # write into g when the sweep owns it (JointVJP's test)
+        # the argument of each rule is in the record (save_fn records are compact forms)
+        cdef bint check = prim.save_fn is None
         cdef bint owned = (g_owned and n == 1 and cnp.PyArray_CheckExact(g)
                            and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
                            and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
@@ -309,6 +384,8 @@ cdef class ArgnumVJP(VJP):
                 out = PyObject_Call(<object>rule, callargs, <object>NULL)
             else:
                 out = PyObject_Call(<object>rule, callargs, kwargs)
+            if check and ref.argnum < nargs and type(<object>rule) is not ElementwiseRule:
+                _check_cotangent(prim, ref.argnum, out, args)
             tape._accumulate(ref.node, out)
             out = None      # the product is the slot's now (or added into it): free it here
         return 0
@@ -333,6 +410,7 @@ def maker_rule(maker):
 
 
 @cython.final
+@cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class JointVJP(VJP):
     """One rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
     per argnum (g_owned: fn may write into g). maker: what was registered, if anything else."""
@@ -357,7 +435,12 @@ cdef class JointVJP(VJP):
                  and cnp.PyArray_BASE(<cnp.ndarray>g) is NULL
                  and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g))
         grads = self.fn(argnums, g, owned, ans, args, kwargs if kwargs is not None else {})
+        if len(grads) != len(live):
+            raise ValueError(f"{prim.name}: the reverse-mode rule (VJP) of arguments {argnums} "
+                             f"returned {len(grads)} cotangents; it returns one per argument")
         for j, k in enumerate(live):
+            if prim.save_fn is None and argnums[j] < PyTuple_GET_SIZE(args):
+                _check_cotangent(prim, argnums[j], grads[j], args)
             tape._accumulate(tape.parents[start + k].node, grads[j])
         return 0
 

@@ -17,6 +17,9 @@
 # - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
 # - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
 #   `owned`; the rest with the Tape object.
+# - Tape.frozen (the arrays freeze_saved made read-only, per held root buffer): an entry when
+#   the root's last holding record releases it (Tape._hold -> _thaw, flags restored), the
+#   rest (flags restored) by Tape._free_all().
 # - A Box (_box.pxd) holds its Tape; a Tape never holds its Boxes (make_box sets the node's
 #   NODE_BOX_ALIVE, Box.__dealloc__ clears it through Tape._box_dropped()).
 # - _DETACHED: for the life of the process.
@@ -98,6 +101,8 @@ cdef class Primitive:
                                       # can be made again from its record
     cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
     cdef public bint fuses            # its record may be fused with its operands' (_fuse.pxd)
+    cdef public bint guard_args       # its function (a user's) runs with the arguments that the
+                                      # tape's saved records hold read-only (a write raises)
     cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
                                       # deprecated prim.defvjp / defgrad methods)
 
@@ -142,6 +147,9 @@ cdef class Tape:
                                    # this tape owns and writes in place
     cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array
                                    # input: its traced views, or None
+    cdef dict frozen               # id(root) -> [arrays freeze_saved made read-only in that held
+                                   # root buffer], or None: writable again when the root's
+                                   # last holding record releases it (_hold) or at _free_all
 
     cdef int _grow_nodes(self, Py_ssize_t need) except -1
     cdef int _grow_parents(self, Py_ssize_t need) except -1
@@ -150,6 +158,8 @@ cdef class Tape:
                             Py_ssize_t nbytes) except -1
     cdef Py_ssize_t _account(self, object ans, object args, int sign) except -1
     cdef Py_ssize_t _hold(self, object a, int sign) except -1
+    cdef int _freeze(self, object v, bint held) except -1
+    cdef int _thaw(self, object root) except -1
     cdef int _release_saved(self, Py_ssize_t i) except -1
     cdef int _set_cotangent(self, Py_ssize_t i, object g) except -1
     cdef object _take_cotangent(self, Py_ssize_t i)

@@ -48,7 +48,7 @@ from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_
 from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
 from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
-from gradcy._hold cimport hold_update, hold_free
+from gradcy._hold cimport hold_update, hold_free, hold_count, hold_roots
 from gradcy._errors import EscapedValueError, TracerArrayConversionError, MissingJVPError
 from gradcy._rules cimport ArgnumVJP, JointVJP
 from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
@@ -168,6 +168,7 @@ cdef class Primitive:
         self.basic_view = False
         self.out_arg = -1
         self.fuses = False
+        self.guard_args = _users_function(fun)
 
     def __call__(self, *args, **kwargs):
         try:
@@ -429,6 +430,8 @@ cdef class Primitive:
                 kwargs = None
             if mixed:       # the outer trace records it (its own _record runs the body)
                 ans = self._dispatch(uargs, kwargs)
+            elif self.guard_args and top.holds.live != 0:
+                ans = _run_guarded(self, top, uargs, kwargs)
             elif kwargs is None:
                 ans = _run_body(self.fun, uargs, NULL)
             else:
@@ -555,6 +558,55 @@ cdef inline object _match_tangent(object t, object ans):
     return _tangent_fixer(t, ans)
 
 
+cdef bint _users_function(object fun) except -1:
+    """fun is not NumPy's, SciPy's or gradcy's own (whose functions never write their
+    arguments): a primitive of it runs with the held arguments read-only (_run_guarded)."""
+    if isinstance(fun, _np.ufunc):
+        return False
+    module = getattr(fun, "__module__", None)
+    if type(module) is not str:
+        return True
+    return not (module in ("numpy", "builtins", "math", "operator")
+                or module.startswith(("numpy.", "scipy", "gradcy")))
+
+
+cdef object _run_guarded(Primitive prim, Tape top, tuple uargs, object kwargs):
+    """prim's function on uargs with the arguments (and their root buffers) that the tape's
+    saved records hold made read-only while it runs: a function writing one in place (a *= 2)
+    would change what an earlier operation's VJP reads. Their flags are restored after."""
+    cdef list flipped = []
+    cdef list held = []
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(uargs)):
+        a = <object>PyTuple_GET_ITEM(uargs, i)
+        if not cnp.PyArray_Check(a):
+            continue
+        root = _root_buffer(a)
+        if hold_count(&top.holds, root) == 0:
+            continue
+        held.append(i)
+        for v in (a, root):
+            if cnp.PyArray_ISWRITEABLE(<cnp.ndarray>v):
+                cnp.PyArray_CLEARFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
+                flipped.append(v)
+    try:
+        if kwargs is None:
+            return _run_body(prim.fun, uargs, NULL)
+        return _run_body(prim.fun, uargs, <PyObject*>kwargs)
+    except ValueError as e:
+        if held and "read-only" in str(e):
+            raise ValueError(
+                f"{prim.name}: its function wrote into argument "
+                f"{' or '.join(map(str, held))} in place, an array this differentiation "
+                f"saved for its backward pass (an operation before it reads the value to "
+                f"compute its gradient), so the write would change that gradient. Write into "
+                f"a copy (a = a.copy(); a *= 2) or return a new array (return a * 2).") from e
+        raise
+    finally:
+        for v in flipped:
+            cnp.PyArray_ENABLEFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
+
+
 cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
     raise ValueError(
         f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
@@ -671,6 +723,7 @@ cdef class Tape:
         self.recorder = None
         self.recompute = _recompute_default
         self.owned = {}
+        self.frozen = None
         _live_tapes += 1
 
     def __dealloc__(self):
@@ -732,7 +785,81 @@ cdef class Tape:
         returns its bytes when that changed whether the tape holds it at all, else 0
         (_hold.hold_update). An array of another type (dask, cupy) is its own root and counts
         the nbytes it declares."""
-        return hold_update(&self.holds, _root_buffer(a) if cnp.PyArray_Check(a) else a, sign)
+        cdef Py_ssize_t n
+        root = _root_buffer(a) if cnp.PyArray_Check(a) else a
+        n = hold_update(&self.holds, root, sign)
+        if sign < 0 and self.frozen and hold_count(&self.holds, root) == 0:
+            self._thaw(root)
+        return n
+
+    def freeze_saved(self, outputs=()):
+        """Make the arrays this tape's saved records hold read-only until the records let go
+        of them (make_vjp, after the forward pass): every held root buffer, the saved arrays
+        in one, and the ndarrays in `outputs` (an iterable) whose memory is in one. A write
+        into them would change what the VJPs read. Each is writable again when the last
+        record holding its root buffer is released (by a consuming sweep, release(), or the
+        tape's end). Returns how many arrays it made read-only."""
+        cdef Py_ssize_t i, n0
+        cdef Node* node
+        if self.released or self.sweeping or self.forward:
+            return 0
+        if self.frozen is None:
+            self.frozen = {}
+        n0 = sum([len(v) for v in self.frozen.values()])
+        for root in hold_roots(&self.holds):
+            if cnp.PyArray_Check(root):
+                self._freeze(root, True)
+        for i in range(self.n_nodes):
+            node = &self.nodes[i]
+            if node.saved_args is NULL:
+                continue
+            self._freeze(<object>node.saved_ans, False)
+            for v in <tuple>node.saved_args:
+                self._freeze(v, False)
+        for v in outputs:
+            self._freeze(v, False)
+        return sum([len(v) for v in self.frozen.values()]) - n0
+
+    cdef int _freeze(self, object v, bint held) except -1:
+        """v (a held root buffer, or an exact ndarray whose root buffer the tape holds) made
+        read-only, noted under its root in `frozen`; nothing for anything else (or once the
+        tape is released: iterating `outputs` may have released it)."""
+        if self.frozen is None:
+            return 0
+        if held:
+            root = v
+        elif cnp.PyArray_CheckExact(v):
+            root = _root_buffer(v)
+            if hold_count(&self.holds, root) == 0:
+                return 0
+        else:
+            return 0
+        if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>v):
+            return 0
+        cnp.PyArray_CLEARFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
+        key = PyLong_FromVoidPtr(<void*>root)
+        entry = self.frozen.get(key)
+        if entry is None:
+            self.frozen[key] = [v]
+        else:
+            (<list>entry).append(v)
+        return 0
+
+    cdef int _thaw(self, object root) except -1:
+        """The arrays freeze_saved made read-only in `root` writable again (its last holding
+        record let go of it)."""
+        if self.frozen is None:
+            return 0
+        entry = self.frozen.pop(PyLong_FromVoidPtr(<void*>root), None)
+        if entry is not None:
+            for v in <list>entry:
+                cnp.PyArray_ENABLEFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
+        return 0
+
+    @property
+    def frozen_count(self):
+        """How many arrays freeze_saved made read-only are read-only still."""
+        return 0 if not self.frozen else sum([len(v) for v in self.frozen.values()])
 
     cdef Py_ssize_t _append(self, Primitive prim, ParentRef* refs, int32_t nrefs,
                             object ans, tuple args, object kwargs,
@@ -1272,6 +1399,12 @@ cdef class Tape:
         self.cap_nodes = 0
         self.cap_parents = 0
         hold_free(&self.holds)
+        # arrays freeze_saved made read-only: writable again (their lists go below)
+        frozen, self.frozen = self.frozen, None
+        if frozen:
+            for entry in frozen.values():
+                for v in <list>entry:
+                    cnp.PyArray_ENABLEFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None

@@ -1,4 +1,5 @@
-"""Calls every Python-visible callable of gradcy._core and gradcy._core_tests with hostile
+"""Calls every Python-visible callable of gradcy._core and gradcy._core_tests, and every
+constructible class of the engine's compiled parts (gradcy/_*.pyx: CLASSES), with hostile
 arguments (released tapes, detached Boxes, indices -1 and huge, None, wrong types, objects
 whose __index__ or __del__ release a tape) and checks that each call returns or raises an
 ordinary exception: never a crash of the interpreter, never a SystemError (a C-API misuse).
@@ -23,8 +24,18 @@ from numpy.lib.stride_tricks import as_strided
 import gradcy.numpy as gnp  # noqa: F401  (registers the Box operators the methods call)
 from gradcy import _core, _core_tests
 from gradcy._core import ArrayMeta, Box, OwnedBuffer, Primitive, SparseCotangent, Tape
+from gradcy._recompute import Recomputed
+from gradcy._rules import VJP, ArgnumVJP, ElementwiseRule, JointVJP
 
-GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", "others")
+GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", "others",
+          "rules")
+# the classes each group constructs and calls; tests/test_core_safety.py checks that every class
+# a compiled part (gradcy/_*.pyx) defines, but its exceptions, is here
+CLASSES = {"Tape": (Tape,), "Box": (Box,), "Primitive": (Primitive,),
+           "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed),
+           "rules": (VJP, ArgnumVJP, JointVJP, ElementwiseRule)}
+KINDS = ("unbroadcast", "neg_unbroadcast", "mul", "div", "neg", "times_d", "neg_times_d",
+         "times_ans", "tanh")
 
 
 class Pool:
@@ -180,6 +191,82 @@ class Runner:
             self.exercise(f"{module.__name__}.{name}", fn)
 
 
+def rules(r, pool):
+    """The reverse-mode rules: each constructor with hostile arguments (ElementwiseRule with
+    every kind), their methods, then every rule that constructed installed on a primitive and
+    run by backward passes of calls with 0 to 3 traced arguments of several shapes (a rule's
+    C path indexes the call's arguments)."""
+    made = []
+
+    def construct(label, cls, args):
+        r.calls += 1
+        if r.trace:
+            sys.stderr.write(f"{label}{tuple(map(short, args))}\n")
+            sys.stderr.flush()
+        try:
+            made.append(cls(*args))
+        except SystemError as e:
+            r.failures.append(f"{label}{tuple(map(short, args))}: SystemError {e}")
+        except Exception:
+            r.errors += 1
+
+    values = pool.values
+    fns = [lambda *a, **k: a[0], lambda *a, **k: None, lambda *a, **k: onp.ones((4, 5)),
+           lambda *a, **k: (1.0, 2.0, 3.0), lambda *a, **k: pool.live.release(), len]
+    for cls in (VJP, ArgnumVJP, JointVJP, ElementwiseRule):
+        r.exercise(f"{cls.__name__}()", cls)
+    for kind in KINDS + ("nope",):
+        for argnum in (-2 ** 31, -1, 0, 1, 2, 5, 2 ** 31 - 1):
+            for fn in fns[:3] + [None, 1.0]:
+                for ufunc in (None, onp.cos, 1.0):
+                    construct("ElementwiseRule", ElementwiseRule, (kind, fn, argnum, ufunc))
+    for _ in range(200):
+        construct("JointVJP", JointVJP, (r.rng.choice(fns + values), r.rng.choice(values),
+                                         r.rng.choice(values)))
+        construct("ArgnumVJP", ArgnumVJP, ({r.rng.choice((-1, 0, 1, 2, "a", None)):
+                                            r.rng.choice(fns + values)},))
+    construct("VJP", VJP, ())
+    rule_objects = [m for m in made if type(m) is ElementwiseRule]
+    for m in rule_objects[:40]:
+        construct("ArgnumVJP", ArgnumVJP, ({0: m, 1: m, 2: m},))
+    for cls in (VJP, ArgnumVJP, JointVJP, ElementwiseRule):
+        for obj in [m for m in made if type(m) is cls][:8]:
+            for name in sorted(vars(cls)):
+                attr = vars(cls)[name]
+                if name in ("__new__", "__doc__", "__pyx_vtable__"):
+                    continue
+                if type(attr).__name__ == "getset_descriptor":
+                    r.call(f"{cls.__name__}.{name}", getattr, (obj, name))
+                elif callable(attr):
+                    for _ in range(10):
+                        args = [r.rng.choice(values) for _ in range(r.rng.randint(0, 5))]
+                        r.call(f"{cls.__name__}.{name}", getattr(cls, name), (obj, *args))
+    shapes = [onp.ones(3), onp.ones((2, 3)), onp.ones(()), 2.0, onp.ones(3, onp.float32),
+              onp.ones(3, complex), onp.arange(3)]
+    for vjp in made:
+        if not isinstance(vjp, VJP):
+            continue
+        prim = Primitive(lambda *a: a[0] if a else 0.0, "hostile.rule")
+        prim.set_vjp(vjp)
+        for nargs in range(4):
+            for _ in range(3):
+                args = [r.rng.choice(shapes) for _ in range(nargs)]
+                r.call(f"backward[{short(vjp)}]", _sweep, (prim, args))
+
+
+def _sweep(prim, args):
+    """A tape with traced `args` (plain ones between them), prim called on them, swept."""
+    tape = Tape()
+    try:
+        traced = [tape.new_leaf(a) if k % 2 == 0 else a for k, a in enumerate(args)]
+        out = prim(*traced)
+        node = getattr(out, "_node", None)
+        if node is not None and out._tape is tape:
+            tape.backward(node, onp.ones(onp.shape(out._value)), True, [0])
+    finally:
+        tape.release()
+
+
 def short(v):
     try:
         if isinstance(v, onp.ndarray):     # (its layout says more than its values)
@@ -209,9 +296,11 @@ def run(group, seed, trace=False):
         for p in pool.instances(Primitive):
             r.exercise("Primitive.__call__", p)
     elif group == "others":
-        for cls in (SparseCotangent, OwnedBuffer, ArrayMeta):
+        for cls in CLASSES["others"]:
             r.exercise(f"{cls.__name__}()", cls)
             r.attributes(cls)
+    elif group == "rules":
+        rules(r, pool)
     else:
         raise SystemExit(f"unknown group {group!r}; one of {GROUPS}")
     # the counters must be exact whatever was called: every tape released, nothing held

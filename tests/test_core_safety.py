@@ -24,13 +24,20 @@ from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: cou
 from vjp_harness import central_gradient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(_core.__file__)))
 ZERO = {"live_tapes": 0, "live_nodes": 0, "saved_bytes": 0, "cotangent_bytes": 0}
 
 
 def run_python(source, *args, timeout=600):
     """Run `source` in a fresh interpreter; returns (exit code, stdout, stderr)."""
+    # the subprocess imports the gradcy this process tests (run from tests/, it would
+    # otherwise find an installed one first)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(source),
-                        *args], capture_output=True, text=True, timeout=timeout, cwd=HERE)
+                        *args], capture_output=True, text=True, timeout=timeout, cwd=HERE,
+                       env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -318,6 +325,27 @@ def test_hostile_calls_never_crash(group):
     print(summary)
     assert int(summary.split("calls=")[1].split()[0]) > 1000
     assert json.loads(summary.split("stats=")[1]) == ZERO
+
+
+def test_hostile_calls_cover_every_engine_class():
+    # every class a compiled part of the engine (gradcy/_*.pyx) defines, but its exceptions,
+    # is constructed and called by one of the groups above
+    import importlib
+    import pkgutil
+
+    import gradcy
+    covered = {c for group in hostile_calls.CLASSES.values() for c in group}
+    found = set()
+    for m in pkgutil.iter_modules(gradcy.__path__):
+        if not m.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"gradcy.{m.name}")
+        if mod.__file__.endswith(".py"):
+            continue
+        found.update(v for v in vars(mod).values() if isinstance(v, type)
+                     and v.__module__ == mod.__name__ and not issubclass(v, BaseException))
+    assert found and found <= covered, sorted(c.__name__ for c in found - covered)
+    assert gradcy.__file__.startswith(ROOT)
 
 
 def test_hostile_strides_in_layout_region():
