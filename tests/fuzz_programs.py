@@ -95,6 +95,27 @@ def _documented():
     )
 
 
+# the documented errors by reason (message part -> short name), for the refusal counts
+REFUSALS = (
+    ("written to after the view was taken", "stale_view"),
+    ("that is a view of another array", "view_write"),
+    ("whose memory another traced value shares", "shared_memory"),
+    ("whose memory another argument shares", "shared_argument"),
+    ("writing into a view of a", "unmappable_view"),
+    ("writing a value traced by an inner differentiation", "inner_value"),
+    ("so the result depends on its write order", "write_order"),
+    ("assignment destination is read-only", "read_only"),
+)
+
+
+def refusal_reason(message):
+    """The short name of a documented error's reason (REFUSALS), or its type's name."""
+    for part, name in REFUSALS:
+        if part in message:
+            return name
+    return message.split(":", 1)[0][:40]
+
+
 # =============================================================================
 # Programs
 # =============================================================================
@@ -1226,6 +1247,11 @@ class Summary:
         self.raised = {}            # (mode, message head) -> count
         self.failures = []          # (seed, mode, kind, detail, program)
         self.skipped = 0            # programs not smooth at their inputs (none expected)
+        # per feature class (each FEATURES tag a program has, "other" for none): programs run,
+        # refused (some mode raised a documented error), wrong (some mode failed)
+        self.classes = {}
+        self.reasons = {}           # refusal reason (REFUSALS) -> programs refused for it
+        self.refused = []           # seeds of the programs refused
 
     def add(self, other):
         self.programs += other.programs
@@ -1236,6 +1262,26 @@ class Summary:
         for k, v in other.raised.items():
             self.raised[k] = self.raised.get(k, 0) + v
         self.failures += other.failures
+        for k, v in other.classes.items():
+            mine = self.classes.setdefault(k, [0, 0, 0])
+            for i in range(3):
+                mine[i] += v[i]
+        for k, v in other.reasons.items():
+            self.reasons[k] = self.reasons.get(k, 0) + v
+        self.refused += other.refused
+
+    def add_program(self, prog, raised, failed):
+        """Count one program run in every mode: by its feature classes, refused when some mode
+        raised (raised: the first such message), wrong when some mode failed."""
+        for cls in sorted(prog.tags() & set(FEATURES)) or ["other"]:
+            c = self.classes.setdefault(cls, [0, 0, 0])
+            c[0] += 1
+            c[1] += raised is not None
+            c[2] += failed
+        if raised is not None:
+            reason = refusal_reason(raised)
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+            self.refused.append(prog.seed)
 
     def counts_table(self):
         lines = [f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",
@@ -1245,6 +1291,18 @@ class Summary:
             if sum(c.values()):
                 lines.append(f"  {m:<12} {c['pass']:>6} {c['fail']:>6} {c['raised']:>7} "
                              f"{c['skipped']:>8}")
+        run = self.programs - self.skipped
+        refused = len(self.refused)
+        lines.append(f"  programs: {run} run, {refused} refused "
+                     f"({100.0 * refused / max(run, 1):.1f}%), "
+                     f"{len({f[0] for f in self.failures})} wrong")
+        if self.classes:
+            lines.append(f"  {'class':<16} {'run':>6} {'refused':>8} {'wrong':>6}")
+            for cls, (n, r, w) in sorted(self.classes.items()):
+                lines.append(f"  {cls:<16} {n:>6} {r:>8} {w:>6}")
+        if self.reasons:
+            lines.append("  refused by reason: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1])))
         return lines
 
     def report(self, shrink_failures=True, show=3):
@@ -1283,6 +1341,7 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
             continue
         skip = {m for f, ms in MODE_SKIPS.items() if f not in features and f in prog.tags()
                 for m in ms}
+        raised, failed = None, False
         for mode in modes:
             if mode in skip:
                 summary.counts[mode]["skipped"] += 1
@@ -1292,8 +1351,11 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
             if status == "raised":
                 key = (mode, detail)
                 summary.raised[key] = summary.raised.get(key, 0) + 1
+                raised = detail if raised is None else raised
             elif status == "fail":
                 summary.failures.append((seed, mode, kind, detail, prog))
+                failed = True
+        summary.add_program(prog, raised, failed)
     return summary
 
 
