@@ -57,7 +57,7 @@ from gradcy._fuse cimport softmax_record
 from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
-from gradcy._write cimport _note_if_view, _note_input_view, _owned_note
+from gradcy._write cimport _note_if_view, _note_input_view, _owned_note, _resolve_stale
 
 
 # =============================================================================
@@ -414,7 +414,7 @@ cdef class Primitive:
                 a = <object>PyTuple_GET_ITEM(args, i)
                 if _is_box(a) and (<Box>a)._tape is top:
                     if top.nodes[(<Box>a)._node].flags & NODE_STALE:
-                        _raise_stale(self.name, i)
+                        _resolve_stale(top, <Box>a, self.name, i)    # (or raises)
                     refs[nrefs].node = (<Box>a)._node
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
@@ -551,13 +551,6 @@ cdef inline object _match_tangent(object t, object ans):
     if _same_shape_dtype(t, ans) or _tangent_fixer is None:
         return t
     return _tangent_fixer(t, ans)
-
-
-cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
-    raise ValueError(
-        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
-        f"was taken, so its values changed under it. Take the view again after the write, or "
-        f"copy it before writing (v = buf[...].copy()).")
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:
@@ -909,6 +902,8 @@ cdef class Tape:
         """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
         if box._tape is not self or self.released:
             raise ValueError("Tape.tangent: the value belongs to another or a released tape")
+        if self.nodes[box._node].flags & NODE_STALE:
+            _resolve_stale(self, box, "gradcy (an output)", 0)    # (or raises)
         c = self.nodes[box._node].cotangent
         return None if c is NULL else <object>c
 
@@ -1144,6 +1139,8 @@ cdef class Tape:
         """Mark the node of `box` (a value of this tape) as an output a backward pass starts
         from; returns its index."""
         _check_box(self, box, "pin")
+        if self.nodes[box._node].flags & NODE_STALE:
+            _resolve_stale(self, box, "gradcy (an output)", 0)     # (or raises)
         self.nodes[box._node].flags |= NODE_PINNED
         return box._node
 

@@ -28,6 +28,37 @@ cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
 
 
+# =============================================================================
+# Stale views: a traced view whose memory a write changed after it was taken (NumPy shows it
+# the new values) is taken again from the buffer's current version when it is next used
+# =============================================================================
+cdef object _stale_resolver = None      # resolve(box) -> bool (gradcy/numpy/inplace.py's)
+
+
+def install_stale_resolver(resolver):
+    """Install resolve(box) -> bool: moves a stale view's Box to the same view of its buffer's
+    current version (True), or leaves it (False: the stale-view error is raised)."""
+    global _stale_resolver
+    if not callable(resolver):
+        raise TypeError(f"install_stale_resolver: expected a callable, got "
+                        f"{type(resolver).__name__}")
+    _stale_resolver = resolver
+
+
+cdef int _resolve_stale(Tape tape, Box box, str name, Py_ssize_t argpos) except -1:
+    """box (a value of tape) is stale: move it to the current version of its view, or raise."""
+    if _stale_resolver is not None and _stale_resolver(box):
+        if (box._tape is tape and 0 <= box._node < tape.n_nodes
+                and not tape.nodes[box._node].flags & NODE_STALE):
+            return 0
+    raise ValueError(
+        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
+        f"was taken, so its values changed under it, and gradcy cannot take it again from the "
+        f"buffer's current version (the buffer's own traced value is gone, or the view is no "
+        f"strided view of it). Take the view again after the write, or copy it before writing "
+        f"(v = buf[...].copy()).")
+
+
 def write_into(buf, idx, value):
     """buf[idx] = value, in place; returns buf (the write primitive's function)."""
     buf[idx] = value

@@ -27,14 +27,17 @@ the caller's arrays are unchanged, and that gradcy.memory.stats() live_tapes / l
 saved_bytes are back where they were. A mode that raises one of gradcy's documented errors
 (_documented) counts as "raised", never as a pass; any other exception, a wrong number or a
 leak is a failure, shrunk to a smaller program (statements and loss terms dropped while it
-fails the same way) and printed with its seed.
+fails the same way) and printed with its seed. The report counts programs run, refused (some
+mode raised a documented error) and wrong (some mode failed), per feature class and in total,
+and the refusals by reason (REFUSALS); tests/conftest.py prints that table in CI.
 
 FEATURES switch statement classes (all on by default; each failed on the code of issue #10):
   dup_adv          a write whose advanced index repeats a position (issue #10, item 1)
   view_iop         v = buf[1:]; v += e, and `for row in buf2d: row *= e` (item 2)
   zerod_write      a second write into a 0-d buffer, or a write into a 0-d input (item 12)
   input_view       a view of an input read after a write into that input changed its memory
-  stale_view       a view of a buffer read after a write changed it (reverse mode must raise)
+                   (it sees the new values, as in NumPy)
+  stale_view       a view of a buffer read after a write changed it (it sees the new values)
   view_setitem     v[idx] = e through a view of a buffer or input
   alias_iop        a = buf; a += e (or buf += e) while the array has two names
   identity_ops     t = np.squeeze(buf) (also np.real, .real, np.atleast_2d,

@@ -79,6 +79,7 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
+from .. import _write as _write_module
 from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
                      transfer_box)
 from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
@@ -171,6 +172,37 @@ def _after_write(tape, info, r):
                 continue
             hull = _hull(hull, vr)
         info.view_hull = hull
+
+
+def _resolve_stale(box):
+    """box is a stale view (a traced view whose memory a write changed after it was taken):
+    NumPy shows it the new values, so it moves to the same view of the buffer's current
+    version (a new node reading that version); the uses recorded before the write keep the
+    old node, which reads the version they saw. False (the stale-view error is raised) when
+    the current version is not reachable: the buffer's own Box is gone (only its views see its
+    memory), the input was replaced whole by a new array, or the view is no strided view of
+    the buffer."""
+    tape = box._tape
+    plain = _plain(box._value)
+    if type(plain) is not _np.ndarray or tape.released:
+        return False
+    info = tape.owned_info(plain)
+    if info is not None:
+        root = _core.root_buffer(plain)      # the buffer, or an earlier version (same layout)
+    else:                                    # a view of an input: its copy is the buffer
+        entry = tape.input_entry(plain)
+        if entry is None or entry.target is None or entry.root is None:
+            return False
+        info, root = entry.target, entry.root
+    buf = info.box() if info.box is not None else None
+    if buf is None or _plain(buf._value) is not info.root or _plain(buf._value).shape \
+            != root.shape:
+        return False
+    whole = _root_index(plain, root)
+    if whole is None:
+        return False
+    transfer_box(box, whole[2](buf))
+    return True
 
 
 def _input_written(box, plain, info=None):
@@ -787,6 +819,11 @@ def _box_iop(box, op, other):
         return box
     if _temporary_target(box):
         return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
+    views = tape.input_entry(plain)
+    if views is not None and views.views and views.target is None and views.root is plain:
+        # an input with traced views: they see the change (a write into its copy)
+        _box_setitem(box, Ellipsis, result)
+        return box
     _check_unshared(box, plain, entry[1])
     _input_written(box, plain)
     transfer_box(box, result)
@@ -1069,3 +1106,4 @@ register_box_method("at", at)
 # buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
 # comes to _box_setitem
 _core.install_hooks(write=write, before_write=_before_write, after_write=_after_write)
+_write_module.install_stale_resolver(_resolve_stale)
