@@ -21,6 +21,7 @@ from gradcy._hooks cimport _EMPTY, _write_primitive, _before_write, _after_write
 from gradcy._regions cimport (_is_basic_index, _root_key, _root_buffer, _layout_region,
                               _region_hull, OwnedBuffer)
 from gradcy._regions import regions_overlap
+from weakref import ref as _weakref
 
 cnp.import_array()
 
@@ -318,6 +319,29 @@ cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) ex
     root = entry.root
     r = None if root is None or ans is root else _layout_region(ans, root)
     _add_view(tape, entry.target if entry.target is not None else entry, node, r)
+    if entry.box is None and root is not None:
+        _note_input_box(tape, entry, args)
+    return 0
+
+
+cdef int _note_input_box(Tape tape, OwnedBuffer entry, tuple args) except -1:
+    """entry.box: a weak reference to the input's own Box (a leaf of tape whose value is the
+    input array), found among the arguments of a view taken of it, so that a write through the
+    view can copy the input (its first write) and move that Box to the copy."""
+    cdef Py_ssize_t i, n
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if type(a) is not Box or (<Box>a)._tape is not tape:
+            continue
+        n = (<Box>a)._node
+        if n < 0 or n >= tape.n_nodes or not tape.nodes[n].flags & NODE_LEAF:
+            continue
+        v = (<Box>a)._value
+        while type(v) is Box:
+            v = (<Box>v)._value
+        if v is entry.root:
+            entry.box = _weakref(a)
+            return 0
     return 0
 
 

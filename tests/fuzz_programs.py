@@ -85,7 +85,7 @@ def _documented():
     from gradcy import _core
     return (
         (ValueError, "written to after the view was taken"),        # stale view (buffer, input)
-        (TypeError, "writing into a view of a"),                     # write through a view
+        (TypeError, "whose elements repeat (zero strides) or lie"),  # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order
         (NotImplementedError, "so the result depends on its write order"),
@@ -104,7 +104,7 @@ REFUSALS = (
     ("that is a view of another array", "view_write"),
     ("whose memory another traced value shares", "shared_memory"),
     ("whose memory another argument shares", "shared_argument"),
-    ("writing into a view of a", "unmappable_view"),
+    ("whose elements repeat (zero strides) or lie", "unmappable_view"),
     ("writing a value traced by an inner differentiation", "inner_value"),
     ("so the result depends on its write order", "write_order"),
     ("assignment destination is read-only", "read_only"),

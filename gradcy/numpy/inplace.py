@@ -205,6 +205,32 @@ def _resolve_stale(box):
     return True
 
 
+def _own_input(view, plain):
+    """view (a traced value in an input's memory, not the input's own Box) is about to be
+    written: as NumPy would change the input, the input is copied (its first write), its Box
+    moving to the copy, a buffer the tape owns, and view moves to the same view of the copy.
+    Returns the copy's OwnedBuffer, or None (nothing done: the write refuses as before) when
+    the input's Box is gone or unknown, another argument shares its memory, or view is no
+    strided view of it."""
+    tape = view._tape
+    entry = tape.input_entry(plain)
+    if entry is None or entry.target is not None or entry.root is None or entry.box is None:
+        return None
+    box = entry.box()
+    if box is None or box is view or box._tape is not tape or \
+            _plain(box._value) is not entry.root or entry.site != 1:
+        return None
+    whole = _root_index(plain, entry.root)
+    if whole is None:
+        return None
+    root = entry.root
+    transfer_box(box, anp.copy(box))
+    info = _register(tape, box, type(box._value) is Box)
+    _input_written(box, root, info)
+    transfer_box(view, whole[2](box))
+    return info
+
+
 def _input_written(box, plain, info=None):
     """box (an input, whose ndarray `plain` gradcy never writes) gets a new array that a write
     changes: the traced views of the input taken before (which NumPy would show the write)
@@ -444,6 +470,9 @@ def _box_setitem(box, idx, value):
         transfer_box(box, at_set(box, idx, value))
         return
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
+    if info is None and type(plain) is _np.ndarray and tape.input_entry(plain) is not None:
+        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
+        plain = _plain(box._value)
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
@@ -502,7 +531,8 @@ def _element_index(view, root):
     positions of its elements as index arrays; the view is taken again by its strides."""
     off = _offset(view, root)
     if (off is None or root.ndim == 0 or not root.flags.c_contiguous
-            or any(st == 0 or st % root.itemsize for st in view.strides)):
+            or any((st == 0 and n > 1) or st % root.itemsize
+                   for st, n in zip(view.strides, view.shape))):
         return None
     idx = _positions(off, view.shape, view.strides, root.itemsize, root.shape)
     if idx is None:
@@ -824,6 +854,11 @@ def _box_iop(box, op, other):
         # an input with traced views: they see the change (a write into its copy)
         _box_setitem(box, Ellipsis, result)
         return box
+    if views is not None:
+        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
+        if info is not None:
+            _write_view(box, info, _plain(box._value), Ellipsis, result)
+            return box
     _check_unshared(box, plain, entry[1])
     _input_written(box, plain)
     transfer_box(box, result)
