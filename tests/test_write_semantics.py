@@ -1021,3 +1021,20 @@ def test_write_with_a_new_axis_through_a_flat_view_across_rows():
         return m.sum(m.sin(buf) * onp.arange(1.0, 7.0).reshape(3, 2))
 
     check_program(prog, X2)
+
+
+def test_an_input_stays_a_buffer_after_an_augmented_op():
+    def then_a_view(x, m):
+        x += x[0] * 0.5                          # the input's copy is written in place ...
+        v = x[1:]
+        v *= x[0]                                # ... so a view of it writes into it
+        return m.sum(m.sin(x) * onp.arange(1.0, 5.0))
+
+    def view_taken_before_the_copy(x, m):
+        t = x[None, 0::2]                        # in the caller's memory (positions 0, 2)
+        x[[1, 3]] -= x[0] * 0.6                  # the first write: x moves to its copy
+        t[0, -1] = m.tanh(x[1])                  # ... and a write through t reaches it
+        return m.sum(x * x * onp.arange(1.0, 5.0)) + m.sum(t * t)
+
+    check_program(then_a_view, X4)
+    check_program(view_taken_before_the_copy, X4)

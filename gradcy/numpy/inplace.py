@@ -207,26 +207,33 @@ def _resolve_stale(box):
 
 def _own_input(view, plain):
     """view (a traced value in an input's memory, not the input's own Box) is about to be
-    written: as NumPy would change the input, the input is copied (its first write), its Box
-    moving to the copy, a buffer the tape owns, and view moves to the same view of the copy.
-    Returns the copy's OwnedBuffer, or None (nothing done: the write refuses as before) when
-    the input's Box is gone or unknown, another argument shares its memory, or view is no
-    strided view of it."""
+    written: as NumPy would change the input, the input is copied (its first write; done
+    already when an earlier write made the copy), its Box moving to the copy, a buffer the
+    tape owns, and view moves to the same view of the copy's current version. Returns the
+    copy's OwnedBuffer, or None (nothing done: the write refuses as before) when the input's
+    Box is gone or unknown, another argument shares its memory, or view is no strided view
+    of it."""
     tape = view._tape
     entry = tape.input_entry(plain)
-    if entry is None or entry.target is not None or entry.root is None or entry.box is None:
-        return None
-    box = entry.box()
-    if box is None or box is view or box._tape is not tape or \
-            _plain(box._value) is not entry.root or entry.site != 1:
+    if entry is None or entry.root is None:
         return None
     whole = _root_index(plain, entry.root)
     if whole is None:
         return None
-    root = entry.root
-    transfer_box(box, anp.copy(box))
-    info = _register(tape, box, type(box._value) is Box)
-    _input_written(box, root, info)
+    if entry.target is not None:             # copied by an earlier write: view follows it
+        info = entry.target
+        box = info.box() if info.box is not None else None
+        if box is None or _plain(box._value) is not info.root:
+            return None
+    else:
+        box = entry.box() if entry.box is not None else None
+        if box is None or box is view or box._tape is not tape or \
+                _plain(box._value) is not entry.root or entry.site != 1:
+            return None
+        root = entry.root
+        transfer_box(box, anp.copy(box))
+        info = _register(tape, box, type(box._value) is Box)
+        _input_written(box, root, info)
     transfer_box(view, whole[2](box))
     return info
 
@@ -850,8 +857,9 @@ def _box_iop(box, op, other):
     if _temporary_target(box):
         return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
     views = tape.input_entry(plain)
-    if views is not None and views.views and views.target is None and views.root is plain:
-        # an input with traced views: they see the change (a write into its copy)
+    if views is not None and views.target is None and views.root is plain:
+        # an input: a write into its copy (the first), which the tape owns from then on, so
+        # that its traced views, and those taken later, see this change and later ones
         _box_setitem(box, Ellipsis, result)
         return box
     if views is not None:
