@@ -29,13 +29,18 @@ What follows NumPy, and what raises
 - Values saved for a backward pass keep the values they had when saved: a write that overlaps
   a saved view preserves a copy of that view (counted in the memory counters); a write that
   overlaps no saved region copies nothing.
-- A traced view of the buffer taken before a write that overlaps it becomes stale: using it
-  raises (NumPy would show it the new values while the graph records the old ones). A
-  primitive that returns the buffer itself (real, squeeze) counts as a view of all of it.
+- A traced view of the buffer taken before a write that overlaps it becomes stale: it shows
+  the new values (NumPy memory), and its next use takes it again from the buffer's current
+  version (_resolve_stale: its Box moves to a new node reading that version; uses recorded
+  before the write keep the old node, so each gets the gradient of the values it read). When
+  that version is out of reach (the buffer's own Box is gone, or the view is no strided view
+  of it) the use raises. A primitive that returns the buffer itself (real, squeeze) counts as
+  a view of all of it.
 - Writes through a view of a buffer (v = buf[0]; v[1] = x; v *= 2; for row in buf: row += 1)
   go into the buffer, as in NumPy: the buffer's Box moves to the new version and the view
-  becomes a view of it; other views it overlaps go stale. When the buffer's own Box is gone,
-  only its views can see it: the view gets the new values, the views it overlaps go stale.
+  becomes a view of it; other views it overlaps go stale (and are taken again when used).
+  When the buffer's own Box is gone, only its views can see it: the view gets the new values,
+  the views it overlaps go stale and raise when used.
   A view that is no basic index of the buffer (a reshape that merges axes) raises.
 - Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
   NumPy writes last (found by writing labels with the same index); the others get no
@@ -49,10 +54,13 @@ What follows NumPy, and what raises
   array. When something NumPy would show the change through still references its memory (a
   traced view of it, the same array returned by real or squeeze, or, when it is a view, the
   array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt: gradcy works on a copy, which the tape owns. Under
-  nested differentiation the same holds, counting the saved records of every nested trace
-  (they hold outer Boxes of the array and its views; a user's name is an innermost Box); an
-  input's memory is always refused there. An outer array written with a value an inner
+  keep their values). An input is exempt: gradcy works on a copy, which the tape owns (made
+  by the input's first write, x[i] = v, x += v or a write through a view of x, which then
+  writes into the copy; x's Box moves to it). Under nested differentiation the same holds,
+  counting the saved records of every nested trace (they hold outer Boxes of the array and
+  its views; a user's name is an innermost Box); a write into an input's memory that cannot
+  go into its copy (the input's Box is gone) is refused there. An outer array written with
+  a value an inner
   differentiation traces is rebound to the new value only when nothing else would see it.
 - A write into a differentiated argument whose memory another argument shares (f(a, a),
   f(a, a[1:]), a tuple holding a twice, differentiated or not) raises: NumPy would change
@@ -61,7 +69,8 @@ What follows NumPy, and what raises
   tape owns.
 - Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
   views of a buffer: the first write into the input moves them to its copy, and those the
-  write overlaps (then or later) become stale, as NumPy would show them the new values.
+  write overlaps (then or later) become stale and are taken again from the copy when used,
+  as NumPy shows them the new values; a write through one goes into the copy.
 - numpy's ufunc.at (add, subtract, multiply, maximum, minimum): gradcy.numpy.add.at(a, idx, v)
   writes a[idx] in place with every update of a repeated position applied (unbuffered, as
   NumPy), recorded like a[idx] = ... for a traced a; a plain a given a traced v raises
