@@ -797,7 +797,8 @@ cdef class Tape:
         if cnp.PyArray_Check(plain):
             # track the input's traced views (a write into the input makes those it overlaps
             # stale); two inputs in one memory: their regions are not told apart (root None),
-            # and a write into either raises (site counts the inputs: NumPy would change both)
+            # and a write into one raises when another overlaps it (site counts the inputs,
+            # arrays lists them: _write._shared_input)
             if self.inputs is None:
                 self.inputs = {}
             key = _root_key(plain)
@@ -806,6 +807,9 @@ cdef class Tape:
                 self.inputs[key] = OwnedBuffer(plain, 1)
             else:
                 (<OwnedBuffer>entry).site = (<OwnedBuffer>entry).site + 1
+                if (<OwnedBuffer>entry).arrays is None:    # (which of them overlap: _write)
+                    (<OwnedBuffer>entry).arrays = [(<OwnedBuffer>entry).root]
+                (<OwnedBuffer>entry).arrays.append(plain)
                 if (<OwnedBuffer>entry).root is not plain:
                     (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)

@@ -22,6 +22,7 @@ from gradcy._regions cimport (_is_basic_index, _root_key, _root_buffer, _layout_
                               _region_hull, OwnedBuffer)
 from gradcy._regions import regions_overlap
 from weakref import ref as _weakref
+import numpy as _np
 
 cnp.import_array()
 
@@ -167,15 +168,31 @@ cdef bint _unexplained_nested(list tapes, list starts, Py_ssize_t j, object o,
 
 
 cdef bint _shared_input(Tape tape, object value):
-    """Whether ndarray `value` (an input of tape, maybe an outer trace's Box of one) is in
-    memory that another input of tape is in too (the same array passed twice, a view of it)."""
+    """Whether ndarray `value` (an input of tape, maybe an outer trace's Box of one) shares
+    memory with another argument (the same array passed twice, a view overlapping it). Two
+    differentiated arguments in one block that do not overlap (f(a[:1], a[1:])) share none;
+    an argument not differentiated in the block (counted in site, not listed in arrays)
+    counts as sharing."""
+    cdef OwnedBuffer e
+    cdef Py_ssize_t n = 0
     while type(value) is Box:
         value = (<Box>value)._value
     if tape.inputs is None or not cnp.PyArray_Check(value):
         return False
     entry = tape.inputs.get(_root_key(value))
-    return entry is not None and (<OwnedBuffer>entry).site is not None and \
-        (<OwnedBuffer>entry).site > 1
+    if entry is None:
+        return False
+    e = <OwnedBuffer>entry
+    if e.site is None or e.site <= 1:
+        return False
+    if e.arrays is None or len(e.arrays) < e.site:
+        return True
+    for a in e.arrays:
+        try:
+            n += _np.shares_memory(a, value)
+        except _np.exceptions.TooHardError:
+            return True
+    return n > 1
 
 
 def untracked_sharers(Box box not None, Py_ssize_t caller_refs):

@@ -11,7 +11,7 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import _core, grad, hessian, make_jvp, make_vjp
+from gradcy import _core, grad, hessian, make_jvp, make_vjp, value_and_grad
 from gradcy.test_util import check_grads
 
 from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
@@ -1038,3 +1038,19 @@ def test_an_input_stays_a_buffer_after_an_augmented_op():
 
     check_program(then_a_view, X4)
     check_program(view_taken_before_the_copy, X4)
+
+
+def test_arguments_sharing_a_block_without_overlapping_are_written():
+    def f(u, v, m=np):
+        u[0] = v[0] * 2.0                        # NumPy: v does not change (no overlap)
+        v[1:] *= u[0]
+        return m.sum(m.sin(u) * 1.5) + m.sum(v * v)
+
+    a = X4.copy()
+    numeric = central_gradient(lambda z: f(z[:1].copy(), z[1:].copy(), onp), X4)
+    value, (gu, gv) = value_and_grad(f, (0, 1))(a[:1], a[1:])
+    onp.testing.assert_allclose(value, f(X4[:1].copy(), X4[1:].copy(), onp), rtol=1e-12)
+    onp.testing.assert_allclose(onp.concatenate([gu, gv]), numeric, rtol=1e-6, atol=1e-8)
+    onp.testing.assert_array_equal(a, X4)        # the caller's block never changes
+    with pytest.raises(ValueError, match="whose memory another argument shares"):
+        grad(f, (0, 1))(a[:2], a[1:])            # these overlap: NumPy would change both

@@ -64,7 +64,9 @@ What follows NumPy, and what raises
   differentiation traces is rebound to the new value only when nothing else would see it.
 - A write into a differentiated argument whose memory another argument shares (f(a, a),
   f(a, a[1:]), a tuple holding a twice, differentiated or not) raises: NumPy would change
-  both, and gradcy never writes the caller's arrays; pass a copy.
+  both, and gradcy never writes the caller's arrays; pass a copy. Differentiated arguments
+  in one block that do not overlap (f(a[:1], a[1:])) are written like any input (views
+  taken of that block before the write are refused when used).
   gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
   tape owns.
 - Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
