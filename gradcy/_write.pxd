@@ -1,7 +1,8 @@
 # Contract of gradcy/_write.pyx: writes into buffers a tape owns. Reads the tape's arena
 # (_tape.pxd) under the GIL; fills the OwnedBuffer entries (_regions.pxd) of Tape.owned and
 # Tape.inputs, which the tape owns and drops in its release; owns no references beyond its
-# calls.
+# calls (and the stale-view resolver installed by install_stale_resolver, held for the life of
+# the process).
 from gradcy._tape cimport Tape
 from gradcy._box cimport Box
 from gradcy._regions cimport OwnedBuffer

@@ -3,10 +3,13 @@ the traced views in it, noted as they are recorded), the common write the core r
 (Box.__setitem__'s fast path, setitem_fast), and what the write path of
 gradcy/numpy/inplace.py asks about a tape before writing into a traced array: who else
 references it (untracked_sharers), and whether a traced value is a basic-index view of a
-buffer's current version (view_index); and the write primitive's function (write_into).
+buffer's current version (view_index); the write primitive's function (write_into); and
+what happens when a stale view is used (_resolve_stale: it is taken again from the buffer's
+current version by the resolver gradcy/numpy/inplace.py installs, or the use raises).
 
 Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned
-and Tape.inputs; owns nothing.
+and Tape.inputs; owns the installed resolver (a module global, for the life of the process)
+and nothing else.
 """
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
