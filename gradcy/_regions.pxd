@@ -23,6 +23,8 @@ cdef class OwnedBuffer:
     cdef public bint functional    # nested differentiation: writes make a new version (a copy)
     cdef public object target      # an input's: the owned copy its
                                    # first write made (views go there)
+    cdef public list arrays        # an input's, when arguments share its memory: the
+                                   # differentiated ones (None: one argument)
 
 
 cdef object _root_key(object a)                   # id of ndarray a's root

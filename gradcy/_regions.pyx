@@ -205,6 +205,7 @@ cdef class OwnedBuffer:
         self.box = None
         self.functional = False
         self.target = None
+        self.arrays = None
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version

@@ -45,7 +45,8 @@ cdef enum:
     NODE_REACHABLE = 16   # scratch mark of the reachability pass before a sweep
     NODE_CONSTANT = 32    # no traced input reaches it (a buffer
                           # made by a constructor): no cotangent
-    NODE_STALE = 64       # a view whose memory a later write changed: using it raises
+    NODE_STALE = 64       # a view whose memory a later write changed: using it takes it
+                          # again from the buffer's current version (_write._resolve_stale)
     NODE_RECOMPUTE = 128  # its saved record has Recomputed entries (made again before its VJP)
 
 

@@ -57,7 +57,7 @@ from gradcy._fuse cimport softmax_record
 from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
-from gradcy._write cimport _note_if_view, _note_input_view, _owned_note
+from gradcy._write cimport _note_if_view, _note_input_view, _owned_note, _resolve_stale
 
 
 # =============================================================================
@@ -415,7 +415,7 @@ cdef class Primitive:
                 a = <object>PyTuple_GET_ITEM(args, i)
                 if _is_box(a) and (<Box>a)._tape is top:
                     if top.nodes[(<Box>a)._node].flags & NODE_STALE:
-                        _raise_stale(self.name, i)
+                        _resolve_stale(top, <Box>a, self.name, i)    # (or raises)
                     refs[nrefs].node = (<Box>a)._node
                     refs[nrefs].argnum = <int32_t>i
                     nrefs += 1
@@ -605,13 +605,6 @@ cdef object _run_guarded(Primitive prim, Tape top, tuple uargs, object kwargs):
     finally:
         for v in flipped:
             cnp.PyArray_ENABLEFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
-
-
-cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
-    raise ValueError(
-        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
-        f"was taken, so its values changed under it. Take the view again after the write, or "
-        f"copy it before writing (v = buf[...].copy()).")
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:
@@ -934,7 +927,8 @@ cdef class Tape:
         if cnp.PyArray_Check(plain):
             # track the input's traced views (a write into the input makes those it overlaps
             # stale); two inputs in one memory: their regions are not told apart (root None),
-            # and a write into either raises (site counts the inputs: NumPy would change both)
+            # and a write into one raises when another overlaps it (site counts the inputs,
+            # arrays lists them: _write._shared_input)
             if self.inputs is None:
                 self.inputs = {}
             key = _root_key(plain)
@@ -943,6 +937,9 @@ cdef class Tape:
                 self.inputs[key] = OwnedBuffer(plain, 1)
             else:
                 (<OwnedBuffer>entry).site = (<OwnedBuffer>entry).site + 1
+                if (<OwnedBuffer>entry).arrays is None:    # (which of them overlap: _write)
+                    (<OwnedBuffer>entry).arrays = [(<OwnedBuffer>entry).root]
+                (<OwnedBuffer>entry).arrays.append(plain)
                 if (<OwnedBuffer>entry).root is not plain:
                     (<OwnedBuffer>entry).root = None
         return make_box(value, self, i)
@@ -1039,6 +1036,8 @@ cdef class Tape:
         """The tangent of `box` (a value of this forward-mode tape), or None for zero."""
         if box._tape is not self or self.released:
             raise ValueError("Tape.tangent: the value belongs to another or a released tape")
+        if self.nodes[box._node].flags & NODE_STALE:
+            _resolve_stale(self, box, "gradcy (an output)", 0)    # (or raises)
         c = self.nodes[box._node].cotangent
         return None if c is NULL else <object>c
 
@@ -1274,6 +1273,8 @@ cdef class Tape:
         """Mark the node of `box` (a value of this tape) as an output a backward pass starts
         from; returns its index."""
         _check_box(self, box, "pin")
+        if self.nodes[box._node].flags & NODE_STALE:
+            _resolve_stale(self, box, "gradcy (an output)", 0)     # (or raises)
         self.nodes[box._node].flags |= NODE_PINNED
         return box._node
 

@@ -1,7 +1,8 @@
 # Contract of gradcy/_write.pyx: writes into buffers a tape owns. Reads the tape's arena
 # (_tape.pxd) under the GIL; fills the OwnedBuffer entries (_regions.pxd) of Tape.owned and
 # Tape.inputs, which the tape owns and drops in its release; owns no references beyond its
-# calls.
+# calls (and the stale-view resolver installed by install_stale_resolver, held for the life of
+# the process).
 from gradcy._tape cimport Tape
 from gradcy._box cimport Box
 from gradcy._regions cimport OwnedBuffer
@@ -26,3 +27,9 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
 # tape, idx a basic index and value plain or traced on the same tape; False (nothing done) when
 # gradcy/numpy/inplace.py must do it
 cdef bint _setitem_fast(Box box, object idx, object value) except -1
+
+# a traced value used while its node is stale (a view whose memory a write changed after it was
+# taken): moves `box` to the same view of the buffer's current version (the resolver that
+# gradcy/numpy/inplace.py installs with install_stale_resolver), or raises the stale-view error
+# naming primitive `name` and argument `argpos` when that version cannot be reached
+cdef int _resolve_stale(Tape tape, Box box, str name, Py_ssize_t argpos) except -1

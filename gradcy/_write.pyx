@@ -3,10 +3,13 @@ the traced views in it, noted as they are recorded), the common write the core r
 (Box.__setitem__'s fast path, setitem_fast), and what the write path of
 gradcy/numpy/inplace.py asks about a tape before writing into a traced array: who else
 references it (untracked_sharers), and whether a traced value is a basic-index view of a
-buffer's current version (view_index); and the write primitive's function (write_into).
+buffer's current version (view_index); the write primitive's function (write_into); and
+what happens when a stale view is used (_resolve_stale: it is taken again from the buffer's
+current version by the resolver gradcy/numpy/inplace.py installs, or the use raises).
 
 Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned
-and Tape.inputs; owns nothing.
+and Tape.inputs; owns the installed resolver (a module global, for the life of the process)
+and nothing else.
 """
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -21,11 +24,44 @@ from gradcy._hooks cimport _EMPTY, _write_primitive, _before_write, _after_write
 from gradcy._regions cimport (_is_basic_index, _root_key, _root_buffer, _layout_region,
                               _region_hull, OwnedBuffer)
 from gradcy._regions import regions_overlap
+from weakref import ref as _weakref
+import numpy as _np
 
 cnp.import_array()
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(PyObject* o)
+
+
+# =============================================================================
+# Stale views: a traced view whose memory a write changed after it was taken (NumPy shows it
+# the new values) is taken again from the buffer's current version when it is next used
+# =============================================================================
+cdef object _stale_resolver = None      # resolve(box) -> bool (gradcy/numpy/inplace.py's)
+
+
+def install_stale_resolver(resolver):
+    """Install resolve(box) -> bool: moves a stale view's Box to the same view of its buffer's
+    current version (True), or leaves it (False: the stale-view error is raised)."""
+    global _stale_resolver
+    if not callable(resolver):
+        raise TypeError(f"install_stale_resolver: expected a callable, got "
+                        f"{type(resolver).__name__}")
+    _stale_resolver = resolver
+
+
+cdef int _resolve_stale(Tape tape, Box box, str name, Py_ssize_t argpos) except -1:
+    """box (a value of tape) is stale: move it to the current version of its view, or raise."""
+    if _stale_resolver is not None and _stale_resolver(box):
+        if (box._tape is tape and 0 <= box._node < tape.n_nodes
+                and not tape.nodes[box._node].flags & NODE_STALE):
+            return 0
+    raise ValueError(
+        f"{name}: argument {argpos} is a view of a buffer that was written to after the view "
+        f"was taken, so its values changed under it, and gradcy cannot take it again from the "
+        f"buffer's current version (the buffer's own traced value is gone, or the view is no "
+        f"strided view of it). Take the view again after the write, or copy it before writing "
+        f"(v = buf[...].copy()).")
 
 
 def write_into(buf, idx, value):
@@ -135,15 +171,31 @@ cdef bint _unexplained_nested(list tapes, list starts, Py_ssize_t j, object o,
 
 
 cdef bint _shared_input(Tape tape, object value):
-    """Whether ndarray `value` (an input of tape, maybe an outer trace's Box of one) is in
-    memory that another input of tape is in too (the same array passed twice, a view of it)."""
+    """Whether ndarray `value` (an input of tape, maybe an outer trace's Box of one) shares
+    memory with another argument (the same array passed twice, a view overlapping it). Two
+    differentiated arguments in one block that do not overlap (f(a[:1], a[1:])) share none;
+    an argument not differentiated in the block (counted in site, not listed in arrays)
+    counts as sharing."""
+    cdef OwnedBuffer e
+    cdef Py_ssize_t n = 0
     while type(value) is Box:
         value = (<Box>value)._value
     if tape.inputs is None or not cnp.PyArray_Check(value):
         return False
     entry = tape.inputs.get(_root_key(value))
-    return entry is not None and (<OwnedBuffer>entry).site is not None and \
-        (<OwnedBuffer>entry).site > 1
+    if entry is None:
+        return False
+    e = <OwnedBuffer>entry
+    if e.site is None or e.site <= 1:
+        return False
+    if e.arrays is None or len(e.arrays) < e.site:
+        return True
+    for a in e.arrays:
+        try:
+            n += _np.shares_memory(a, value)
+        except _np.exceptions.TooHardError:
+            return True
+    return n > 1
 
 
 def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
@@ -287,6 +339,29 @@ cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) ex
     root = entry.root
     r = None if root is None or ans is root else _layout_region(ans, root)
     _add_view(tape, entry.target if entry.target is not None else entry, node, r)
+    if entry.box is None and root is not None:
+        _note_input_box(tape, entry, args)
+    return 0
+
+
+cdef int _note_input_box(Tape tape, OwnedBuffer entry, tuple args) except -1:
+    """entry.box: a weak reference to the input's own Box (a leaf of tape whose value is the
+    input array), found among the arguments of a view taken of it, so that a write through the
+    view can copy the input (its first write) and move that Box to the copy."""
+    cdef Py_ssize_t i, n
+    for i in range(PyTuple_GET_SIZE(args)):
+        a = <object>PyTuple_GET_ITEM(args, i)
+        if type(a) is not Box or (<Box>a)._tape is not tape:
+            continue
+        n = (<Box>a)._node
+        if n < 0 or n >= tape.n_nodes or not tape.nodes[n].flags & NODE_LEAF:
+            continue
+        v = (<Box>a)._value
+        while type(v) is Box:
+            v = (<Box>v)._value
+        if v is entry.root:
+            entry.box = _weakref(a)
+            return 0
     return 0
 
 

@@ -27,14 +27,17 @@ the caller's arrays are unchanged, and that gradcy.memory.stats() live_tapes / l
 saved_bytes are back where they were. A mode that raises one of gradcy's documented errors
 (_documented) counts as "raised", never as a pass; any other exception, a wrong number or a
 leak is a failure, shrunk to a smaller program (statements and loss terms dropped while it
-fails the same way) and printed with its seed.
+fails the same way) and printed with its seed. The report counts programs run, refused (some
+mode raised a documented error) and wrong (some mode failed), per feature class and in total,
+and the refusals by reason (REFUSALS); tests/conftest.py prints that table in CI.
 
 FEATURES switch statement classes (all on by default; each failed on the code of issue #10):
   dup_adv          a write whose advanced index repeats a position (issue #10, item 1)
   view_iop         v = buf[1:]; v += e, and `for row in buf2d: row *= e` (item 2)
   zerod_write      a second write into a 0-d buffer, or a write into a 0-d input (item 12)
   input_view       a view of an input read after a write into that input changed its memory
-  stale_view       a view of a buffer read after a write changed it (reverse mode must raise)
+                   (it sees the new values, as in NumPy)
+  stale_view       a view of a buffer read after a write changed it (it sees the new values)
   view_setitem     v[idx] = e through a view of a buffer or input
   alias_iop        a = buf; a += e (or buf += e) while the array has two names
   identity_ops     t = np.squeeze(buf) (also np.real, .real, np.atleast_2d,
@@ -82,7 +85,7 @@ def _documented():
     from gradcy import _core
     return (
         (ValueError, "written to after the view was taken"),        # stale view (buffer, input)
-        (TypeError, "writing into a view of a"),                     # write through a view
+        (TypeError, "whose elements repeat (zero strides) or lie"),  # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order
         (NotImplementedError, "so the result depends on its write order"),
@@ -93,6 +96,27 @@ def _documented():
         (_core.MissingVJPError, ""),
         (_core.MissingJVPError, ""),
     )
+
+
+# the documented errors by reason (message part -> short name), for the refusal counts
+REFUSALS = (
+    ("written to after the view was taken", "stale_view"),
+    ("that is a view of another array", "view_write"),
+    ("whose memory another traced value shares", "shared_memory"),
+    ("whose memory another argument shares", "shared_argument"),
+    ("whose elements repeat (zero strides) or lie", "unmappable_view"),
+    ("writing a value traced by an inner differentiation", "inner_value"),
+    ("so the result depends on its write order", "write_order"),
+    ("assignment destination is read-only", "read_only"),
+)
+
+
+def refusal_reason(message):
+    """The short name of a documented error's reason (REFUSALS), or its type's name."""
+    for part, name in REFUSALS:
+        if part in message:
+            return name
+    return message.split(":", 1)[0][:40]
 
 
 # =============================================================================
@@ -1226,6 +1250,11 @@ class Summary:
         self.raised = {}            # (mode, message head) -> count
         self.failures = []          # (seed, mode, kind, detail, program)
         self.skipped = 0            # programs not smooth at their inputs (none expected)
+        # per feature class (each FEATURES tag a program has, "other" for none): programs run,
+        # refused (some mode raised a documented error), wrong (some mode failed)
+        self.classes = {}
+        self.reasons = {}           # refusal reason (REFUSALS) -> programs refused for it
+        self.refused = []           # (seed, feature classes) of the programs refused
 
     def add(self, other):
         self.programs += other.programs
@@ -1236,6 +1265,30 @@ class Summary:
         for k, v in other.raised.items():
             self.raised[k] = self.raised.get(k, 0) + v
         self.failures += other.failures
+        for k, v in other.classes.items():
+            mine = self.classes.setdefault(k, [0, 0, 0])
+            for i in range(3):
+                mine[i] += v[i]
+        for k, v in other.reasons.items():
+            self.reasons[k] = self.reasons.get(k, 0) + v
+        self.refused += other.refused
+
+    def add_program(self, prog, raised, failed):
+        """Count one program run in every mode: by its feature classes, refused when some mode
+        raised (raised: the first such message), wrong when some mode failed."""
+        for cls in sorted(prog.tags() & set(FEATURES)) or ["other"]:
+            c = self.classes.setdefault(cls, [0, 0, 0])
+            c[0] += 1
+            c[1] += raised is not None
+            c[2] += failed
+        if raised is not None:
+            reason = refusal_reason(raised)
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+            self.refused.append((prog.seed, prog.tags() & set(FEATURES)))
+
+    def refused_outside(self, classes):
+        """Seeds of the refused programs that have none of the feature `classes`."""
+        return [seed for seed, tags in self.refused if not tags & set(classes)]
 
     def counts_table(self):
         lines = [f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",
@@ -1245,6 +1298,18 @@ class Summary:
             if sum(c.values()):
                 lines.append(f"  {m:<12} {c['pass']:>6} {c['fail']:>6} {c['raised']:>7} "
                              f"{c['skipped']:>8}")
+        run = self.programs - self.skipped
+        refused = len(self.refused)
+        lines.append(f"  programs: {run} run, {refused} refused "
+                     f"({100.0 * refused / max(run, 1):.1f}%), "
+                     f"{len({f[0] for f in self.failures})} wrong")
+        if self.classes:
+            lines.append(f"  {'class':<16} {'run':>6} {'refused':>8} {'wrong':>6}")
+            for cls, (n, r, w) in sorted(self.classes.items()):
+                lines.append(f"  {cls:<16} {n:>6} {r:>8} {w:>6}")
+        if self.reasons:
+            lines.append("  refused by reason: " + ", ".join(
+                f"{k} {v}" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1])))
         return lines
 
     def report(self, shrink_failures=True, show=3):
@@ -1283,6 +1348,7 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
             continue
         skip = {m for f, ms in MODE_SKIPS.items() if f not in features and f in prog.tags()
                 for m in ms}
+        raised, failed = None, False
         for mode in modes:
             if mode in skip:
                 summary.counts[mode]["skipped"] += 1
@@ -1292,8 +1358,11 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
             if status == "raised":
                 key = (mode, detail)
                 summary.raised[key] = summary.raised.get(key, 0) + 1
+                raised = detail if raised is None else raised
             elif status == "fail":
                 summary.failures.append((seed, mode, kind, detail, prog))
+                failed = True
+        summary.add_program(prog, raised, failed)
     return summary
 
 

@@ -29,13 +29,18 @@ What follows NumPy, and what raises
 - Values saved for a backward pass keep the values they had when saved: a write that overlaps
   a saved view preserves a copy of that view (counted in the memory counters); a write that
   overlaps no saved region copies nothing.
-- A traced view of the buffer taken before a write that overlaps it becomes stale: using it
-  raises (NumPy would show it the new values while the graph records the old ones). A
-  primitive that returns the buffer itself (real, squeeze) counts as a view of all of it.
+- A traced view of the buffer taken before a write that overlaps it becomes stale: it shows
+  the new values (NumPy memory), and its next use takes it again from the buffer's current
+  version (_resolve_stale: its Box moves to a new node reading that version; uses recorded
+  before the write keep the old node, so each gets the gradient of the values it read). When
+  that version is out of reach (the buffer's own Box is gone, or the view is no strided view
+  of it) the use raises. A primitive that returns the buffer itself (real, squeeze) counts as
+  a view of all of it.
 - Writes through a view of a buffer (v = buf[0]; v[1] = x; v *= 2; for row in buf: row += 1)
   go into the buffer, as in NumPy: the buffer's Box moves to the new version and the view
-  becomes a view of it; other views it overlaps go stale. When the buffer's own Box is gone,
-  only its views can see it: the view gets the new values, the views it overlaps go stale.
+  becomes a view of it; other views it overlaps go stale (and are taken again when used).
+  When the buffer's own Box is gone, only its views can see it: the view gets the new values,
+  the views it overlaps go stale and raise when used.
   A view that is no basic index of the buffer (a reshape that merges axes) raises.
 - Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
   NumPy writes last (found by writing labels with the same index); the others get no
@@ -49,19 +54,25 @@ What follows NumPy, and what raises
   array. When something NumPy would show the change through still references its memory (a
   traced view of it, the same array returned by real or squeeze, or, when it is a view, the
   array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt: gradcy works on a copy, which the tape owns. Under
-  nested differentiation the same holds, counting the saved records of every nested trace
-  (they hold outer Boxes of the array and its views; a user's name is an innermost Box); an
-  input's memory is always refused there. An outer array written with a value an inner
+  keep their values). An input is exempt: gradcy works on a copy, which the tape owns (made
+  by the input's first write, x[i] = v, x += v or a write through a view of x, which then
+  writes into the copy; x's Box moves to it). Under nested differentiation the same holds,
+  counting the saved records of every nested trace (they hold outer Boxes of the array and
+  its views; a user's name is an innermost Box); a write into an input's memory that cannot
+  go into its copy (the input's Box is gone) is refused there. An outer array written with
+  a value an inner
   differentiation traces is rebound to the new value only when nothing else would see it.
 - A write into a differentiated argument whose memory another argument shares (f(a, a),
   f(a, a[1:]), a tuple holding a twice, differentiated or not) raises: NumPy would change
-  both, and gradcy never writes the caller's arrays; pass a copy.
+  both, and gradcy never writes the caller's arrays; pass a copy. Differentiated arguments
+  in one block that do not overlap (f(a[:1], a[1:])) are written like any input (views
+  taken of that block before the write are refused when used).
   gradcy.numpy.copy of a traced value (and array of one), and ndarray.flatten, are buffers the
   tape owns.
 - Views of an input (x[:2], x.T, real(x), which NumPy answers with x itself) are tracked like
   views of a buffer: the first write into the input moves them to its copy, and those the
-  write overlaps (then or later) become stale, as NumPy would show them the new values.
+  write overlaps (then or later) become stale and are taken again from the copy when used,
+  as NumPy shows them the new values; a write through one goes into the copy.
 - numpy's ufunc.at (add, subtract, multiply, maximum, minimum): gradcy.numpy.add.at(a, idx, v)
   writes a[idx] in place with every update of a repeated position applied (unbuffered, as
   NumPy), recorded like a[idx] = ... for a traced a; a plain a given a traced v raises
@@ -79,6 +90,7 @@ from array import array as _array
 import numpy as _np
 
 from .. import _core
+from .. import _write as _write_module
 from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
                      transfer_box)
 from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
@@ -171,6 +183,70 @@ def _after_write(tape, info, r):
                 continue
             hull = _hull(hull, vr)
         info.view_hull = hull
+
+
+def _resolve_stale(box):
+    """box is a stale view (a traced view whose memory a write changed after it was taken):
+    NumPy shows it the new values, so it moves to the same view of the buffer's current
+    version (a new node reading that version); the uses recorded before the write keep the
+    old node, which reads the version they saw. False (the stale-view error is raised) when
+    the current version is not reachable: the buffer's own Box is gone (only its views see its
+    memory), the input was replaced whole by a new array, or the view is no strided view of
+    the buffer."""
+    tape = box._tape
+    plain = _plain(box._value)
+    if type(plain) is not _np.ndarray or tape.released:
+        return False
+    info = tape.owned_info(plain)
+    if info is not None:
+        root = _core.root_buffer(plain)      # the buffer, or an earlier version (same layout)
+    else:                                    # a view of an input: its copy is the buffer
+        entry = tape.input_entry(plain)
+        if entry is None or entry.target is None or entry.root is None:
+            return False
+        info, root = entry.target, entry.root
+    buf = info.box() if info.box is not None else None
+    if buf is None or _plain(buf._value) is not info.root or _plain(buf._value).shape \
+            != root.shape:
+        return False
+    whole = _root_index(plain, root)
+    if whole is None:
+        return False
+    transfer_box(box, whole[2](buf))
+    return True
+
+
+def _own_input(view, plain):
+    """view (a traced value in an input's memory, not the input's own Box) is about to be
+    written: as NumPy would change the input, the input is copied (its first write; done
+    already when an earlier write made the copy), its Box moving to the copy, a buffer the
+    tape owns, and view moves to the same view of the copy's current version. Returns the
+    copy's OwnedBuffer, or None (nothing done: the write refuses as before) when the input's
+    Box is gone or unknown, another argument shares its memory, or view is no strided view
+    of it."""
+    tape = view._tape
+    entry = tape.input_entry(plain)
+    if entry is None or entry.root is None:
+        return None
+    whole = _root_index(plain, entry.root)
+    if whole is None:
+        return None
+    if entry.target is not None:             # copied by an earlier write: view follows it
+        info = entry.target
+        box = info.box() if info.box is not None else None
+        if box is None or _plain(box._value) is not info.root:
+            return None
+    else:
+        box = entry.box() if entry.box is not None else None
+        if box is None or box is view or box._tape is not tape or \
+                _plain(box._value) is not entry.root or entry.site != 1:
+            return None
+        root = entry.root
+        transfer_box(box, anp.copy(box))
+        info = _register(tape, box, type(box._value) is Box)
+        _input_written(box, root, info)
+    transfer_box(view, whole[2](box))
+    return info
 
 
 def _input_written(box, plain, info=None):
@@ -412,6 +488,9 @@ def _box_setitem(box, idx, value):
         transfer_box(box, at_set(box, idx, value))
         return
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
+    if info is None and type(plain) is _np.ndarray and tape.input_entry(plain) is not None:
+        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
+        plain = _plain(box._value)
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
@@ -470,7 +549,8 @@ def _element_index(view, root):
     positions of its elements as index arrays; the view is taken again by its strides."""
     off = _offset(view, root)
     if (off is None or root.ndim == 0 or not root.flags.c_contiguous
-            or any(st == 0 or st % root.itemsize for st in view.strides)):
+            or any((st == 0 and n > 1) or st % root.itemsize
+                   for st, n in zip(view.strides, view.shape))):
         return None
     idx = _positions(off, view.shape, view.strides, root.itemsize, root.shape)
     if idx is None:
@@ -787,6 +867,17 @@ def _box_iop(box, op, other):
         return box
     if _temporary_target(box):
         return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
+    views = tape.input_entry(plain)
+    if views is not None and views.target is None and views.root is plain:
+        # an input: a write into its copy (the first), which the tape owns from then on, so
+        # that its traced views, and those taken later, see this change and later ones
+        _box_setitem(box, Ellipsis, result)
+        return box
+    if views is not None:
+        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
+        if info is not None:
+            _write_view(box, info, _plain(box._value), Ellipsis, result)
+            return box
     _check_unshared(box, plain, entry[1])
     _input_written(box, plain)
     transfer_box(box, result)
@@ -1069,3 +1160,4 @@ register_box_method("at", at)
 # buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
 # comes to _box_setitem
 _core.install_hooks(write=write, before_write=_before_write, after_write=_after_write)
+_write_module.install_stale_resolver(_resolve_stale)
