@@ -235,12 +235,6 @@ cdef class Primitive:
         or None."""
         return self.vjp.maker if type(self.vjp) is JointVJP else None
 
-    @property
-    def direct(self):
-        """True: the rules in vjpmakers take (g, ans, *args, **kwargs) (registration converts
-        makers to this form)."""
-        return True
-
     def set_saved(self, save):
         """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for
         everything. Everything else is kept as ArrayMeta (shape and dtype only).

@@ -4,6 +4,11 @@ The public surface is gradcy.extend, which re-exports these. Every reverse-mode 
 is converted here, once, to the one form the backward sweep calls (gradcy._rules.VJP): per
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
+
+The statement that registers a primitive's reverse-mode rule also says, with ``save=``, what a
+recorded call keeps for it (and, with ``recomputable=``, whether its output may be made again
+in the backward pass): nothing else sets them, so the statement a reader sees is the one in
+force (as PyTorch keeps what a formula saves in its derivatives.yaml entry).
 """
 from ._docstrings import fill
 from ._rules import ArgnumVJP, JointVJP, maker_rule
@@ -24,7 +29,8 @@ def _qualname(fun):
 # the parameter entries the registration functions share (their docstrings' {prim} and {save})
 _shared_parameters = fill({
     "prim": "Parameters\n----------\nprim : Primitive\n    A function wrapped by `primitive`.",
-    "save": "save : iterable of {'ans', 'args', int}, optional\n    As in `defvjp`."})
+    "save": "save : iterable of {'ans', 'args', int}, dict or callable, optional\n"
+            "    As in `defvjp`."})
 
 
 def primitive(fun, name=None):
@@ -128,7 +134,7 @@ def nondifferentiable(*prims):
 
 
 @_shared_parameters
-def defvjp(prim, *vjpmakers, argnums=None, save=None):
+def defvjp(prim, *vjpmakers, argnums=None, save=None, recomputable=False):
     """Register the reverse-mode rules of a primitive, one per argument.
 
     {prim}
@@ -141,10 +147,24 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None):
         `gradcy.MissingVJPError` when a gradient reaches it.
     argnums : sequence of int, optional
         The argument positions of the makers (default ``0, 1, ...``).
-    save : iterable of {'ans', 'args', int}, optional
-        What the makers read: ``'ans'``, argument positions, or ``'args'`` for all arguments.
-        Values not listed reach the makers as `gradcy.extend.ArrayMeta` (shape, dtype and
-        type only), so the tape never holds their buffers. Default: everything is saved.
+    save : iterable of {'ans', 'args', int}, dict or callable, optional
+        What a recorded call keeps for the makers, in one of three forms:
+
+        - what they read: ``'ans'``, argument positions, or ``'args'`` for all arguments.
+          Values not listed reach the makers as `gradcy.extend.ArrayMeta` (shape, dtype and
+          type only), so the tape never holds their buffers;
+        - per argument, ``{argnum: entries}``: a call keeps the union of the entries of its
+          traced arguments only (``'others'`` stands for every argument but that one; a
+          traced argument without an entry keeps everything);
+        - a saver, ``saver(argnums, ans, args, kwargs) -> (ans_saved, args_saved)``: the
+          compact record of its own that the rules read in place of the output and the
+          arguments (``argnums``: the traced positions).
+
+        Default: everything is saved.
+    recomputable : bool, optional
+        The output is cheap to make again from the call's record (an elementwise op): with
+        ``grad(f, recompute="elementwise")``, a consumer that would keep it keeps a stand-in
+        and the backward pass recomputes it. Default False.
 
     See Also
     --------
@@ -170,11 +190,11 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None):
     """
     _check_prim(prim, "defvjp")
     _set_argnum_rules(prim, argnums, [_as_direct(m) for m in vjpmakers])
-    prim.set_saved(save)
+    _set_saved(prim, save, recomputable)
 
 
 @_shared_parameters
-def defvjp_direct(prim, *rules, argnums=None, save=None):
+def defvjp_direct(prim, *rules, argnums=None, save=None, recomputable=False):
     """Register reverse-mode rules called directly in the backward pass.
 
     Like `defvjp`, but a rule takes the cotangent with the values of the call:
@@ -187,6 +207,8 @@ def defvjp_direct(prim, *rules, argnums=None, save=None):
     argnums : sequence of int, optional
         The argument positions of the rules (default ``0, 1, ...``).
     {save}
+    recomputable : bool, optional
+        As in `defvjp`.
 
     Examples
     --------
@@ -201,7 +223,19 @@ def defvjp_direct(prim, *rules, argnums=None, save=None):
     """
     _check_prim(prim, "defvjp_direct")
     _set_argnum_rules(prim, argnums, rules)
-    prim.set_saved(save)
+    _set_saved(prim, save, recomputable)
+
+
+def _set_saved(prim, save, recomputable=False):
+    """What a call of prim keeps for its rules (the ``save=`` of every registration): a saver
+    (callable) keeps a record of its own, else `Primitive.set_saved` reads the entries."""
+    if callable(save):
+        prim.set_saved(None)        # (the saver's own fallback: everything)
+        prim.save_fn = save
+    else:
+        prim.set_saved(save)
+        prim.save_fn = None
+    prim.recomputable = recomputable
 
 
 def _set_argnum_rules(prim, argnums, rules):
@@ -244,9 +278,19 @@ def defvjp_argnums(prim, vjpmaker, save=None):
     (5.0, 2.0)
     """
     _check_prim(prim, "defvjp_argnums")
-    prim.set_vjp(JointVJP(lambda argnums, g, g_owned, ans, args, kwargs:
-                          vjpmaker(argnums, ans, args, kwargs)(g), vjpmaker))
-    prim.set_saved(save)
+    defvjp_argnums_direct(prim, lambda argnums, g, g_owned, ans, args, kwargs:
+                          vjpmaker(argnums, ans, args, kwargs)(g), vjpmaker, save)
+
+
+def defvjp_argnums_direct(prim, rule, vjpmaker=None, save=None):
+    """Register one reverse-mode rule for all the arguments, called directly in the backward
+    pass: ``rule(argnums, g, g_owned, ans, args, kwargs)`` returns one cotangent per entry of
+    ``argnums`` (``g_owned``: it may write into ``g``); no closure is built per recorded call.
+    ``vjpmaker``: the same rule in `defvjp_argnums`'s form, for autograd-style callers
+    (``prim.vjp_argnums``). ``save`` as in `defvjp`."""
+    _check_prim(prim, "defvjp_argnums_direct")
+    prim.set_vjp(JointVJP(rule, vjpmaker))
+    _set_saved(prim, save)
 
 
 def defvjp_write(prim, rule, save=None):
@@ -255,8 +299,7 @@ def defvjp_write(prim, rule, save=None):
     write into ``g`` when ``g_owned`` is true. Its records are never recomputed."""
     _check_prim(prim, "defvjp_write")
     prim.set_vjp(JointVJP(rule, None, True))
-    if save is not None:
-        prim.set_saved(save)
+    _set_saved(prim, save)
 
 
 @_shared_parameters

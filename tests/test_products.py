@@ -465,9 +465,9 @@ VIEWS = {"gradcy.numpy.matrix_transpose", "gradcy.numpy.transpose", "gradcy.nump
 
 
 def rule(prim, argnum, g, ans, *args):
-    """Run one registered rule (direct or maker form) on g."""
-    r = prim.vjpmakers[argnum]
-    return r(g, ans, *args) if prim.direct else r(ans, *args)(g)
+    """Run one registered rule on g (registration converts makers to the form
+    rule(g, ans, *args))."""
+    return prim.vjpmakers[argnum](g, ans, *args)
 
 
 @pytest.mark.parametrize("prim", [np.dot, np.matmul])

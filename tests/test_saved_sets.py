@@ -348,3 +348,33 @@ def test_peers_driver_runs_attention(capsys):
     assert "attention: B=4, D=64, S=3" in out and "recompute='elementwise'" in out
     assert "GRADIENT DIFFERS" not in out
     assert "attention targets" in out and "S=3 recompute: time" in out
+
+
+def test_rule_statement_declares_the_saved_set():
+    """The save= of the statement that registers a rule is the one in force, in each of its
+    forms (entries, per argument, a saver), and registering again replaces all of it: the
+    saver and the recomputable flag included."""
+    from gradcy.extend import defvjp_direct, primitive
+    from gradcy._core import meta_of
+    mul = primitive(onp.multiply, "test.mul")
+    rules = (lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x)
+    x, y = rng.randn(3), rng.randn(3)
+    f = lambda x: np.sum(mul(x, y))
+
+    defvjp_direct(mul, *rules, save={0: (1,), 1: (0,)}, recomputable=True)
+    assert (mul.saved_set((0,)), mul.saved_set((1,))) == ((1,), (0,))
+    assert mul.recomputable and mul.save_fn is None
+    assert kept(record_of(mul, (0,), x, y)) == (1,)
+
+    def saver(argnums, ans, args, kwargs):          # y only, as a 2-D copy the rule reads
+        return meta_of(ans), (meta_of(args[0]), args[1].reshape(1, -1).copy())
+    defvjp_direct(mul, lambda g, ans, x, y: g * y[0], None, save=saver)
+    assert mul.save_fn is saver and not mul.recomputable
+    ans, sargs = record_of(mul, (0,), x, y)
+    assert type(ans) is ArrayMeta and type(sargs[0]) is ArrayMeta and sargs[1].shape == (1, 3)
+    assert onp.array_equal(grad(f)(x), y)
+
+    defvjp_direct(mul, *rules, save=(0, 1))
+    assert mul.save_fn is None and not mul.recomputable
+    assert kept(record_of(mul, (0,), x, y)) == (0, 1)
+    assert onp.array_equal(grad(f)(x), y)

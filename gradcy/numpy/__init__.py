@@ -18,9 +18,7 @@ from . import elementwise, products, reductions, manipulation, indexing, sorting
 from . import calculus, statistics, polynomials
 from . import fft, linalg
 from . import inplace  # (writes into arrays; constructors that own buffers)
-from . import saved_sets  # per-call saved sets: after the rule tables, whose save= it overrides
 from . import fusion  # record-time fusion of a written-out softmax (the engine's _fuse)
-saved_sets.register()
 
 # front ends in place of the primitives of the same names
 from .indexing import block, choose, select

@@ -14,6 +14,7 @@ import math
 
 import numpy as _onp
 
+from .._core import meta_of
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
@@ -37,12 +38,12 @@ def _replace_zero(x, val):
     return anp.where(x, x, val)
 
 
-def _holomorphic(prim, rule, save, fast=None, ufunc=None):
+def _holomorphic(prim, rule, save, fast=None, ufunc=None, recomputable=False):
     """Register rule(g, ans, x) = g * f'(x) as both the VJP (autograd's convention: no
     conjugate) and the JVP of a unary function. fast: the ElementwiseRule kind that computes
     the VJP in C when g and the saved values are plain arrays (ufunc: f' for the *_d kinds)."""
     defvjp_direct(prim, rule if fast is None else ElementwiseRule(fast, rule, 0, ufunc),
-                  save=save)
+                  save=save, recomputable=recomputable)
     defjvp(prim, rule)
 
 
@@ -84,20 +85,29 @@ def _select(mask, g, ans, negate=False):
 # =============================================================================
 # Arithmetic
 # =============================================================================
+# recomputable=True marks the cheap elementwise ops: with recompute on (gradcy.grad(f,
+# recompute="elementwise")), a consumer that would keep the output of one of them keeps a
+# stand-in instead, when the op's own record holds all its inputs; the output is made again in
+# the backward pass. multiply's and divide's saved sets are per argument: the rule of an
+# argument reads the other one (divide's rule for y reads x and y), so ``0.01 * x`` keeps
+# nothing of x.
 defvjp_direct(anp.add,
        _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
-       _fast("unbroadcast", 1, lambda g, ans, x, y: unbroadcast(g, y)), save=())
+       _fast("unbroadcast", 1, lambda g, ans, x, y: unbroadcast(g, y)), save=(),
+       recomputable=True)
 defvjp_direct(anp.subtract,
        _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
        _fast("neg_unbroadcast", 1, lambda g, ans, x, y: -unbroadcast(g, y)),  # (reduce first)
-       save=())
+       save=(), recomputable=True)
 defvjp_direct(anp.multiply,
        _fast("mul", 0, lambda g, ans, x, y: unbroadcast(g * y, x)),
-       _fast("mul", 1, lambda g, ans, x, y: unbroadcast(x * g, y)), save=(0, 1))
+       _fast("mul", 1, lambda g, ans, x, y: unbroadcast(x * g, y)), save={0: (1,), 1: (0,)},
+       recomputable=True)
 defvjp_direct(anp.divide,
        _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
-       lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y), save=(0, 1))   # (reduce first)
-_holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg")
+       lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),   # (reduce first)
+       save={0: (1,), 1: (0, 1)}, recomputable=True)
+_holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg", recomputable=True)
 defvjp(anp.positive, lambda ans, x: _identity, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
 defjvp(anp.subtract, _jvp_first, _jvp_negated)
@@ -179,14 +189,16 @@ defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, 
 # =============================================================================
 # Powers, roots, exponentials, logarithms
 # =============================================================================
-_holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",))
+_holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",), recomputable=True)
 _holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
-_holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,))
-_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",))
-_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans")
+_holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,), recomputable=True)
+_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",),
+             recomputable=True)
+_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans",
+             recomputable=True)
 _holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
 _holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
-_holomorphic(anp.log, lambda g, ans, x: g / x, save=(0,))
+_holomorphic(anp.log, lambda g, ans, x: g / x, save=(0,), recomputable=True)
 _holomorphic(anp.log2, lambda g, ans, x: g / (x * _LN2), save=(0,))
 _holomorphic(anp.log10, lambda g, ans, x: g / (x * _LN10), save=(0,))
 _holomorphic(anp.log1p, lambda g, ans, x: g / (x + 1.0), save=(0,))
@@ -208,9 +220,9 @@ defjvp(anp.ldexp, lambda g, ans, x, i: anp.ldexp(g, i), None)
 # Trigonometric and hyperbolic
 # =============================================================================
 _holomorphic(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,),
-             fast="times_d", ufunc=_onp.cos)
+             fast="times_d", ufunc=_onp.cos, recomputable=True)
 _holomorphic(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,),
-             fast="neg_times_d", ufunc=_onp.sin)
+             fast="neg_times_d", ufunc=_onp.sin, recomputable=True)
 _holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
 _holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
 _holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
@@ -219,7 +231,8 @@ _holomorphic(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,),
              fast="times_d", ufunc=_onp.cosh)
 _holomorphic(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,),
              fast="times_d", ufunc=_onp.sinh)
-_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh")
+_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh",
+             recomputable=True)
 _holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
 _holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
 _holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
@@ -263,7 +276,7 @@ def _absolute_vjp(ans, x):
     return lambda g: g * anp.sign(x)
 
 
-defvjp(anp.absolute, _absolute_vjp, save=(0,))
+defvjp(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
 
 
 def _absolute_jvp(g, ans, x):
@@ -317,7 +330,7 @@ defjvp(anp.angle, _angle_jvp)
 
 def _extremum_vjp(ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
-    if type(ans) is Positions:      # the record keeps bit masks only (saved_sets.py)
+    if type(ans) is Positions:      # the record keeps bit masks only (_extremum_save)
         return _positions_vjp(ans, x, 0)
 
     def vjp(g):
@@ -349,8 +362,30 @@ def _extremum_jvp_y(g, ans, x, y):
     return g * balanced_eq(y, ans, x).astype(_dtype(ans), copy=False)
 
 
+def _extremum_save(argnums, ans, args, kwargs):
+    """The saver of maximum, minimum, fmax, fmin: three bit masks of the output's shape
+    (x == out, y == out, x == y) as a Positions record in place of x, y and the output:
+    ``maximum(x, 0.0)`` keeps 3 bits per element instead of two float64 arrays."""
+    if (kwargs or len(args) != 2 or type(ans) is not _onp.ndarray
+            or ans.dtype.kind not in "fc"):
+        return ans, args
+    x, y = args
+    for v in (x, y):
+        if not (type(v) is _onp.ndarray or type(v) in (float, int)
+                or isinstance(v, _onp.generic)):
+            return ans, args          # a traced outer value (nested), a list: everything
+    shape = ans.shape
+    masks = _onp.empty((3,) + shape, dtype=bool)
+    _onp.equal(x, ans, out=masks[0, ...])
+    _onp.equal(y, ans, out=masks[1, ...])
+    _onp.equal(x, y, out=masks[2, ...])
+    packed = _onp.packbits(masks, axis=None).view(Positions)
+    packed.out_shape = shape
+    return packed, (meta_of(x), meta_of(y))
+
+
 for _prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
-    defvjp(_prim, _extremum_vjp, _extremum_vjp_y, save=("ans", 0, 1))
+    defvjp(_prim, _extremum_vjp, _extremum_vjp_y, save=_extremum_save)
     defjvp(_prim, _extremum_jvp, _extremum_jvp_y)
 
 

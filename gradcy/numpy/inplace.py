@@ -390,7 +390,6 @@ def _selected(g, idx):
 # The write primitive and its rules
 # =============================================================================
 write = primitive(_core.write_into, "gradcy.numpy.setitem")
-write.set_saved((1,))            # the index; buffer and value as metadata
 
 
 def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
@@ -414,7 +413,7 @@ def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     return [g if a == 0 else g_value for a in argnums]
 
 
-defvjp_write(write, _write_vjp)
+defvjp_write(write, _write_vjp, save=(1,))     # the index; buffer and value as metadata
 defjvp(write,
        lambda g, ans, buf, idx, value: at_set(g, idx, 0.0),
        None,

@@ -15,8 +15,8 @@ import string
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, is_array_value
-from .._rules import JointVJP
-from ..registry import defjvp, defjvp_argnum, defvjp, defvjp_argnums, defvjp_direct, primitive
+from ..registry import (defjvp, defjvp_argnum, defvjp, defvjp_argnums_direct, defvjp_direct,
+                        primitive)
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
 
@@ -124,7 +124,9 @@ def _dot_rule_1(g, ans, A, B):
     return cast_like(r, dtB)
 
 
-defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save=(0, 1))
+# the rule of an argument reads the other one: a call with one traced argument keeps only the
+# other (a constant matrix times a traced vector keeps the matrix)
+defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save={0: (1,), 1: (0,)})
 
 
 # =============================================================================
@@ -187,7 +189,7 @@ def _matmul_rule_1(g, ans, A, B):
     return cast_like(r, dtB)
 
 
-defvjp_direct(anp.matmul, _matmul_rule_0, _matmul_rule_1, save=(0, 1))
+defvjp_direct(anp.matmul, _matmul_rule_0, _matmul_rule_1, save={0: (1,), 1: (0,)})
 
 
 # =============================================================================
@@ -377,7 +379,7 @@ def _einsum_vjp(argnums, ans, args, kwargs):
         (subscripts, ops), ks = _einsum_from_sublists(args), tuple([a // 2 for a in argnums])
     optimize = kwargs.get("optimize", False) if kwargs else False
     # the common case first: two or more plain operands of one dtype, no optimize
-    # an operand kept as ArrayMeta (the only traced one: saved_sets.py) is read for its
+    # an operand kept as ArrayMeta (the only traced one: see save= below) is read for its
     # shape and dtype only
     dtype = ops[0].dtype if type(ops[0]) in _META_OR_ARRAY else None
     patterns = []
@@ -448,9 +450,11 @@ def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
 
 
 # The subscripts string (or, in the sublist form, each sublist) is never traced, so the rule
-# only ever runs for operands. Every operand's rule reads every other operand.
-defvjp_argnums(anp.einsum, _einsum_vjp, save=("args",))
-anp.einsum.set_vjp(JointVJP(_einsum_rule, _einsum_vjp))
+# only ever runs for operands. Every operand's rule reads every other operand, not its own: a
+# call with one traced operand keeps the others only (``einsum('bsd,d->bs', prefix, q)`` with
+# q constant keeps q, not the prefix).
+defvjp_argnums_direct(anp.einsum, _einsum_rule, _einsum_vjp,
+                      save={k: ("others",) for k in range(8)})
 
 
 # =============================================================================

@@ -15,7 +15,7 @@ import operator
 
 import numpy as _onp
 
-from .._core import ArrayMeta, Box, is_array_value
+from .._core import ArrayMeta, Box, is_array_value, meta_of
 from ..registry import defjvp, defvjp, defvjp_direct
 from . import _wrap as anp
 from ._util import (_NoValue, _SMALL, broadcast_cotangent, cast_like, none_set,
@@ -326,7 +326,7 @@ for _p, _name in ((anp.prod, "prod"), (anp.nanprod, "nanprod")):
 def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
         return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                           * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
@@ -336,7 +336,7 @@ def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=No
 def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (saved_sets.py)
+    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
         return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                           * _weights(unpack_positions(ans, shape), axes, xdtype))
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
@@ -348,7 +348,7 @@ _add_reduce, _all_reduce, _equal = _onp.add.reduce, _onp.logical_and.reduce, _on
 
 def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     """max's (min's) rule as the sweep calls it. The common case first: x kept as the bit mask
-    of the chosen positions (saved_sets.py), keepdims over one axis, one chosen position per
+    of the chosen positions (_extremum_saver), keepdims over one axis, one chosen position per
     group: the cotangent goes to it as it is (mask * g, no weights)."""
     if (type(x) is ArrayMeta and type(g) is _onp.ndarray and keepdims is True
             and type(axis) is int and g.dtype == x.dtype):
@@ -358,10 +358,43 @@ def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, wher
     return _max_vjp(ans, x, axis, out, keepdims, initial, where)(g)
 
 
-defvjp_direct(anp.max, _max_rule, save=(0, "ans"))
-defvjp_direct(anp.min, _max_rule, save=(0, "ans"))
-defvjp(anp.nanmax, _nanmax_vjp, save=(0, "ans"))
-defvjp(anp.nanmin, _nanmax_vjp, save=(0, "ans"))
+_AXIS_KEEPDIMS = frozenset(("axis", "keepdims"))
+_EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
+_packbits = getattr(_onp.packbits, "_implementation", _onp.packbits)   # plain: no dispatch
+
+
+def _extremum_saver(nan_picks):
+    """The saver of max, min, nanmax, nanmin: the positions that attain the extremum, as a bit
+    mask (one bit per element of the input, numpy.packbits) in place of the input and the
+    output (1/64 of a float64 input); the rules read it back with unpack_positions."""
+    def save(argnums, ans, args, kwargs):
+        x = args[0]
+        if type(x) is not _onp.ndarray or not (type(ans) is _onp.ndarray
+                                                or _onp.isscalar(ans)):
+            return ans, args          # a traced outer value (nested) or a scalar: everything
+        if (len(args) == 1 and type(ans) is _onp.ndarray and x.dtype.kind == "f"
+                and kwargs.keys() <= _AXIS_KEEPDIMS and kwargs.get("keepdims") is True
+                and type(kwargs.get("axis")) is int):
+            # the common case first (a softmax's max over one axis, keepdims): no nan maximum
+            # (a nan, or +inf beside -inf, makes the sum nan: then the general path)
+            total = _add_reduce(ans, None)
+            if total == total:
+                return _packbits(x == ans, None), (meta_of(x),)
+        opts = dict(zip(_EXTREMUM_ARGS, args[1:]))
+        opts.update(kwargs)
+        axes = _axes(x.ndim, opts.get("axis"))
+        where = opts.get("where")
+        if type(where) is not _onp.ndarray and where is not None and where is not _NoValue:
+            return ans, args
+        mask = _chooser_mask(x, ans, axes, opts.get("keepdims", False), where, nan_picks)
+        return _onp.packbits(mask, axis=None), (meta_of(x),) + args[1:]
+    return save
+
+
+defvjp_direct(anp.max, _max_rule, save=_extremum_saver(True))
+defvjp_direct(anp.min, _max_rule, save=_extremum_saver(True))
+defvjp(anp.nanmax, _nanmax_vjp, save=_extremum_saver(False))
+defvjp(anp.nanmin, _nanmax_vjp, save=_extremum_saver(False))
 
 
 def _max_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):

@@ -10,7 +10,7 @@ constants.
 """
 import numpy as _onp
 
-from .._core import ArrayMeta, Box, register_numpy_override
+from .._core import ArrayMeta, Box, meta_of, register_numpy_override
 from ..registry import defjvp, defvjp
 from . import _wrap as anp
 from ._util import _binder, _intp, _norm_axis, _plain, _shape
@@ -37,7 +37,7 @@ def _permutation_vjp(a, perm, axis):
 def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
     if order is not None:
         raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
-    if type(a) is ArrayMeta:    # the record keeps the permutation only (saved_sets.py)
+    if type(a) is ArrayMeta:    # the record keeps the permutation only (_sort_save)
         return _permutation_vjp(a, ans, axis)
     perm = anp.argsort(a, axis=axis, kind="stable")
     return _permutation_vjp(a, perm, axis)
@@ -46,14 +46,46 @@ def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
 def _partition_vjp(ans, a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("gradcy: partition with order= has no gradient")
-    if type(a) is ArrayMeta:    # the record keeps the permutation only (saved_sets.py)
+    if type(a) is ArrayMeta:    # the record keeps the permutation only (_partition_save)
         return _permutation_vjp(a, ans, axis)
     perm = anp.argpartition(a, kth, axis=axis, kind=kind)
     return _permutation_vjp(a, perm, axis)
 
 
-defvjp(anp.sort, _sort_vjp, save=(0,))
-defvjp(anp.partition, _partition_vjp, None, save=(0,))
+def _small_index(perm, n):
+    return perm.astype(_onp.int16 if n <= 32767 else _onp.int32 if n < 2 ** 31 else perm.dtype,
+                       copy=False)
+
+
+_SORT_ARGS = ("axis", "kind", "order", "stable")
+_PARTITION_ARGS = ("kth", "axis", "kind", "order")
+
+
+def _order_save(names, order):
+    """The saver of sort/partition: the permutation (argsort / argpartition, computed once in
+    the forward pass, in the smallest integer type that holds the axis length: int16 up to
+    32767) in place of the input, read by the rule; order(a, axis, opts) computes it. Other
+    inputs keep their arguments."""
+    def save(argnums, ans, args, kwargs):
+        a = args[0]
+        opts = dict(zip(names, args[1:]))
+        opts.update(kwargs)
+        if type(a) is not _onp.ndarray or a.ndim == 0 or opts.get("order") is not None:
+            return ans, args
+        axis = opts.get("axis", -1)
+        perm = order(a, axis, opts)
+        return (_small_index(perm, a.size if axis is None else a.shape[axis]),
+                (meta_of(a),) + args[1:])
+    return save
+
+
+_sort_save = _order_save(_SORT_ARGS,
+                         lambda a, axis, opts: _onp.argsort(a, axis=axis, kind="stable"))
+_partition_save = _order_save(_PARTITION_ARGS, lambda a, axis, opts: _onp.argpartition(
+    a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect")))
+
+defvjp(anp.sort, _sort_vjp, save=_sort_save)
+defvjp(anp.partition, _partition_vjp, None, save=_partition_save)
 
 
 def _permuted(g, perm, axis):

@@ -7,7 +7,7 @@ for differentiation, so the rules differentiate again.
 """
 import numpy as _onp
 
-from .._core import Box, register_numpy_override
+from .._core import Box, meta_of, register_numpy_override
 from ..backends import is_array_value, is_lazy, zeros as _zeros
 from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from . import _wrap as anp
@@ -27,7 +27,7 @@ def _median_weights(x, axes, nan):
         xd = _plain(x)
         return by_groups(lambda b: _median_weights(b, axes, nan), xd, axes,
                          _weight_dtype(xd.dtype))
-    if type(x) is Positions:    # the record keeps the two masks only (saved_sets.py)
+    if type(x) is Positions:    # the record keeps the two masks only (_median_saver)
         m_lo, m_hi = median_masks(x)
         w_lo = _weights(m_lo, axes, x.value_dtype)
         if _onp.array_equal(m_lo, m_hi):
@@ -47,7 +47,7 @@ def _median_weights(x, axes, nan):
 def _median_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    w = ans if type(ans) is Positions else x      # (the masks of saved_sets.py)
+    w = ans if type(ans) is Positions else x      # (the masks of _median_saver)
     return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
                       * _median_weights(w, axes, False))
 
@@ -60,8 +60,34 @@ def _nanmedian_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=
                       * _median_weights(w, axes, True))
 
 
-defvjp(anp.median, _median_vjp, save=(0,))
-defvjp(anp.nanmedian, _nanmedian_vjp, save=(0,))
+_MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
+
+
+def _median_saver(nan):
+    """The saver of median/nanmedian: the bit masks of the entries equal to the lower and the
+    upper middle order statistics (a Positions record of two masks of the input's shape) in
+    place of the input."""
+    def save(argnums, ans, args, kwargs):
+        a = args[0]
+        if type(a) is not _onp.ndarray or a.dtype.kind != "f":
+            return ans, args
+        opts = dict(zip(_MEDIAN_ARGS, args[1:]))
+        opts.update(kwargs)
+        axes = _axes(a.ndim, opts.get("axis"))
+        ax = None if len(axes) == a.ndim else axes
+        quantile = _onp.nanquantile if nan else _onp.quantile
+        masks = _onp.empty((2,) + a.shape, dtype=bool)
+        for k, method in enumerate(("lower", "higher")):
+            _onp.equal(a, quantile(a, 0.5, axis=ax, keepdims=True, method=method),
+                       out=masks[k, ...])
+        packed = _onp.packbits(masks, axis=None).view(Positions)
+        packed.out_shape, packed.value_dtype = a.shape, a.dtype
+        return packed, (meta_of(a),) + args[1:]
+    return save
+
+
+defvjp(anp.median, _median_vjp, save=_median_saver(False))
+defvjp(anp.nanmedian, _nanmedian_vjp, save=_median_saver(True))
 
 
 def _median_jvp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
