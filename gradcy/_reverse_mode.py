@@ -9,7 +9,7 @@ from functools import wraps
 
 import numpy as _np
 
-from ._arguments import _check_float_output, _match_input
+from ._arguments import _check_float_output, _match_input, checked_operator
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
@@ -18,6 +18,7 @@ from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
+@checked_operator
 def make_vjp(fun, argnum=0):
     """A function returning the vector-Jacobian product (VJP) function of ``fun`` and its value.
 
@@ -60,6 +61,7 @@ def make_vjp(fun, argnum=0):
     return vjp_maker
 
 
+@checked_operator
 @operator_doc("scalar", "ints")
 def value_and_grad(fun, argnum=0):
     """A function returning both the value and the gradient of a scalar-valued function.
@@ -106,6 +108,7 @@ def _recompute_flag(recompute):
                      f"got {recompute!r}")
 
 
+@checked_operator
 def grad(fun, argnum=0, recompute=None):
     """
     Returns a function which computes the gradient of a scalar-valued function.
@@ -180,6 +183,7 @@ def grad(fun, argnum=0, recompute=None):
     return gradfun
 
 
+@checked_operator
 def grad_and_aux(fun, argnum=0):
     """The gradient of a function that also returns an auxiliary value.
 
@@ -222,6 +226,7 @@ def grad_and_aux(fun, argnum=0):
     return grad_and_aux_fun
 
 
+@checked_operator
 @operator_doc("array", "ints")
 def elementwise_grad(fun, argnum=0):
     """The derivative of an elementwise function, element by element.
@@ -252,6 +257,7 @@ def elementwise_grad(fun, argnum=0):
     return gradfun
 
 
+@checked_operator
 def holomorphic_grad(fun, argnum=0):
     """The complex derivative of a holomorphic function.
 
@@ -291,6 +297,7 @@ def holomorphic_grad(fun, argnum=0):
     return gradfun
 
 
+@checked_operator
 @operator_doc("any", "ints")
 def vector_jacobian_product(fun, argnum=0):
     """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
@@ -320,6 +327,7 @@ def vector_jacobian_product(fun, argnum=0):
     return vector_dot_grad
 
 
+@checked_operator
 @operator_doc("array", "int")
 def jacobian(fun, argnum=0):
     """The Jacobian of ``fun``, by one reverse pass per output element.
@@ -371,6 +379,7 @@ def jacobian(fun, argnum=0):
     return jacobian_fun
 
 
+@checked_operator
 @operator_doc("array", "int")
 def tensor_jacobian_product(fun, argnum=0):
     """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
@@ -398,6 +407,7 @@ def tensor_jacobian_product(fun, argnum=0):
     return tensor_jacobian_product_fun
 
 
+@checked_operator
 def grad_named(fun, argname):
     """The gradient with respect to an argument given by its parameter name.
 
@@ -426,6 +436,7 @@ def grad_named(fun, argname):
     return grad(fun, arg_index)
 
 
+@checked_operator
 def multigrad_dict(fun):
     """The gradients with respect to every argument, as a dict keyed by parameter name.
 
@@ -462,6 +473,7 @@ def multigrad_dict(fun):
     return gradfun
 
 
+@checked_operator
 def checkpoint(fun):
     """``fun`` as one recorded operation that recomputes its insides during the backward pass.
 

@@ -435,6 +435,12 @@ cdef class Primitive:
                 ans = _run_body(self.fun, uargs, <PyObject*>kwargs)
             if not self.traced:
                 return ans
+            if cnp.PyArray_Check(ans) and not cnp.PyArray_CheckExact(ans):
+                _raise_subclass_result(self.name, uargs, ans)
+            if _is_integer_result(ans) and _inexact_parents(uargs, refs, nrefs):
+                # a float rounded to an integer or boolean dtype (sum(x, dtype=int), a ufunc's
+                # dtype=int, ...): a constant, whose derivative is zero
+                return ans
             # the function ran Python code: the tape may have been released or started its
             # sweep meanwhile (by the function itself, or by another thread)
             if top.released or top.sweeping:
@@ -551,6 +557,47 @@ cdef inline object _match_tangent(object t, object ans):
     if _same_shape_dtype(t, ans) or _tangent_fixer is None:
         return t
     return _tangent_fixer(t, ans)
+
+
+cdef tuple _INTEGER_SCALARS = (_np.integer, _np.bool_)
+
+
+cdef inline bint _is_integer_result(object ans) except -1:
+    """ans is an integer or boolean array or NumPy scalar."""
+    cdef int t
+    if cnp.PyArray_Check(ans):
+        t = cnp.PyArray_TYPE(<cnp.ndarray>ans)
+        return cnp.PyTypeNum_ISINTEGER(t) or cnp.PyTypeNum_ISBOOL(t)
+    if type(ans) is float:
+        return False
+    return isinstance(ans, _INTEGER_SCALARS)
+
+
+cdef bint _inexact_parents(tuple uargs, ParentRef* refs, int32_t nrefs) except -1:
+    """Every traced argument of a call (its plain value in uargs) is floating-point or
+    complex: an integer result of the call rounds them (an integer-valued traced input, such
+    as an integer array differentiated as float64 values, keeps its integer arithmetic
+    recorded)."""
+    cdef int32_t k
+    cdef int t
+    cdef object v
+    for k in range(nrefs):
+        v = <object>PyTuple_GET_ITEM(uargs, refs[k].argnum)
+        if cnp.PyArray_Check(v):
+            t = cnp.PyArray_TYPE(<cnp.ndarray>v)
+            if not (cnp.PyTypeNum_ISFLOAT(t) or cnp.PyTypeNum_ISCOMPLEX(t)):
+                return False
+        elif not (type(v) is float or type(v) is complex
+                  or isinstance(v, (_np.inexact, float, complex))):
+            return False
+    return nrefs > 0
+
+
+cdef void _raise_subclass_result(str name, tuple uargs, object ans) except *:
+    """A recorded operation returned an ndarray subclass (np.matrix, a masked array...): the
+    rules are NumPy's plain-array semantics and would be wrong for it."""
+    from gradcy._arguments import subclass_result_error
+    raise subclass_result_error(name, uargs, ans)
 
 
 cdef void _raise_stale(str name, Py_ssize_t argpos) except *:
