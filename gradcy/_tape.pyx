@@ -583,6 +583,8 @@ cdef bint _inexact_parents(tuple uargs, ParentRef* refs, int32_t nrefs) except -
     cdef object v
     for k in range(nrefs):
         v = <object>PyTuple_GET_ITEM(uargs, refs[k].argnum)
+        while _is_box(v):          # nested differentiation: an outer trace's value
+            v = (<Box>v)._value
         if cnp.PyArray_Check(v):
             t = cnp.PyArray_TYPE(<cnp.ndarray>v)
             if not (cnp.PyTypeNum_ISFLOAT(t) or cnp.PyTypeNum_ISCOMPLEX(t)):
