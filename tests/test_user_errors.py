@@ -251,3 +251,25 @@ def test_every_message_points_to_a_section_of_the_page():
         __file__, Path(__file__).parent / "test_argument_kinds.py"])
     anchors = set(re.findall(r"sharp_edges\.md#([a-z0-9-]+)", source))
     assert anchors and anchors <= slugs, anchors - slugs
+
+
+# =============================================================================
+# Functions of other libraries: the message names the module called and the gradcy twin
+# =============================================================================
+def test_foreign_ufunc_message_names_its_module_and_twin():
+    special = pytest.importorskip("scipy.special")
+    from gradcy.scipy import foreign_ufunc, foreign_ufunc_message
+    assert foreign_ufunc_message(special.expit) == (
+        "gradcy: scipy.special.expit is not differentiable on traced values as it is; call "
+        "its gradcy twin gradcy.scipy.special.expit (after `import gradcy.scipy.special`, "
+        "scipy.special's own functions are routed to it). See "
+        "docs/sharp_edges.md#functions-of-other-libraries")
+    import gradcy.scipy.special as gs
+    assert foreign_ufunc(special.gammaln) == ("scipy.special.gammaln", gs.gammaln)
+    assert foreign_ufunc_message(onp.sin, "reduce") == (
+        "gradcy: numpy.sin.reduce is not differentiable on traced values; use "
+        "gradcy.numpy.sin, or register a primitive with gradcy.extend. See "
+        "docs/sharp_edges.md#functions-of-other-libraries")
+    # once gradcy.scipy.special is imported, scipy's own ufunc runs its gradcy twin
+    g = grad(lambda z: np.sum(special.expit(z)))(X)
+    onp.testing.assert_allclose(g, gs.expit(X) * (1 - gs.expit(X)), rtol=1e-15)
