@@ -13,7 +13,8 @@ from ._arguments import _check_float_output, _match_input, checked_operator
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
-from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
+from ._tracing import (_finish_grad, _forward, _grad_of, _strip, _trace, _traced_integer_output,
+                       _vjp_of_ones)
 from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
 
@@ -354,14 +355,16 @@ def jacobian(fun, argnum=0):
     def jacobian_fun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
         try:
-            _check_float_output(ans, "jacobian")
+            integer_output = _traced_integer_output(vjp, ans)
+            if not integer_output:
+                _check_float_output(ans, "jacobian")
             x = args[argnum]
             out_shape = _np.shape(ans._value if type(ans) is Box else ans)
             ans_value = ans
             while type(ans_value) is Box:
                 ans_value = ans_value._value
             n = int(_np.prod(out_shape))
-            dtype = _np.result_type(ans_value)
+            dtype = _np.dtype(_np.float64) if integer_output else _np.result_type(ans_value)
             rows = []
             for i in range(n):
                 e = _np.zeros(n, dtype)

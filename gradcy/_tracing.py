@@ -233,13 +233,24 @@ def _contains_tape_box(obj, tape):
 
 
 def _vjp_of_ones(vjp, ans, fname):
-    """vjp applied to ones like a float output; the VJP's tape is released also on error."""
+    """vjp applied to ones like a float output; the VJP's tape is released also on error. An
+    integer output computed from an integer argument (differentiated as float64 values, as
+    autograd does) gets float64 ones."""
+    if _traced_integer_output(vjp, ans):
+        return vjp(_np.ones(_np.shape(ans)))
     try:
         _check_float_output(ans, fname)
     except BaseException:
         vjp.release()
         raise
     return vjp(_ones_like(ans))
+
+
+def _traced_integer_output(vjp, ans):
+    """The output is an integer or boolean array computed on the tape (only the integer
+    arithmetic of an integer argument makes one: a float rounded to an integer is a constant)."""
+    return (vjp._out is not None and isinstance(ans, _np.ndarray)
+            and ans.dtype.kind in "biu")
 
 
 def _strip(obj, tape):

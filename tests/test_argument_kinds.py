@@ -194,3 +194,23 @@ def test_dependent_output_does_not_warn(f):
         make_vjp(f)(onp.ones(1))[0](onp.ones(()) if onp.ndim(f(onp.ones(1))) == 0 else
                                     onp.ones(1))
         make_jvp(f)(onp.ones(1))(onp.ones(1))
+
+
+def test_integer_output_of_an_integer_argument():
+    # autograd: elementwise_grad, jacobian and make_vjp of x ** 2 at an integer array give
+    # 2 x as float64; grad of an integer scalar output is an error in both
+    x = onp.array([1, 2, 3])
+    _same(elementwise_grad(lambda x: x ** 2)(x), onp.array([2.0, 4.0, 6.0]))
+    _same(jacobian(lambda x: x ** 2)(x), onp.diag([2.0, 4.0, 6.0]))
+    _same(make_vjp(lambda x: x ** 2)(x)[0](onp.ones(3)), onp.array([2.0, 4.0, 6.0]))
+    value, tangent = make_jvp(lambda x: x ** 2)(x)(onp.full(3, 0.5))
+    assert value.dtype == onp.int64
+    onp.testing.assert_array_equal(tangent, [1.0, 2.0, 3.0])
+    with pytest.raises(TypeError, match=r"^grad: the function returned a value of dtype int64"):
+        grad(lambda x: np.sum(x ** 2))(x)
+    # a float rounded to integers is a constant: the output is not traced, so still an error
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError, match=r"^elementwise_grad: the function returned a value "
+                                            r"of dtype int64"):
+            elementwise_grad(lambda x: x.astype(int))(x * 1.0)
