@@ -597,7 +597,10 @@ cdef bint _inexact_parents(tuple uargs, ParentRef* refs, int32_t nrefs) except -
 
 cdef void _raise_subclass_result(str name, tuple uargs, object ans) except *:
     """A recorded operation returned an ndarray subclass (np.matrix, a masked array...): the
-    rules are NumPy's plain-array semantics and would be wrong for it."""
+    rules are NumPy's plain-array semantics and would be wrong for it (gradcy's own
+    subclasses, marked _gradcy_plain, are plain arrays to the rules)."""
+    if getattr(type(ans), "_gradcy_plain", False):
+        return
     from gradcy._arguments import subclass_result_error
     raise subclass_result_error(name, uargs, ans)
 

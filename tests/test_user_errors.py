@@ -273,3 +273,12 @@ def test_foreign_ufunc_message_names_its_module_and_twin():
     # once gradcy.scipy.special is imported, scipy's own ufunc runs its gradcy twin
     g = grad(lambda z: np.sum(special.expit(z)))(X)
     onp.testing.assert_allclose(g, gs.expit(X) * (1 - gs.expit(X)), rtol=1e-15)
+
+
+def test_gradcys_own_saved_subclass_is_not_refused():
+    # maximum's saved record is a bit-mask array of gradcy's own (saved_sets.Positions); when
+    # its VJP runs inside an outer differentiation (the cotangent p is traced, x is not), the
+    # rule multiplies an array made from it by a traced value
+    x, p = onp.array([0.2, 0.9, 1.4]), onp.array([1.0, 2.0, 3.0])
+    jac = jacobian(lambda p: grad(lambda x: np.sum(np.maximum(x, 0.5) * p))(x))(p)
+    onp.testing.assert_array_equal(jac, onp.diag([0.0, 1.0, 1.0]))

@@ -46,6 +46,8 @@ class Positions(_onp.ndarray):
     """Bit masks (numpy.packbits) a saved record keeps in place of the values they were
     chosen from; ``out_shape`` is the shape of one mask. An ndarray, so the tape counts it."""
 
+    _gradcy_plain = True    # arrays made from it are plain arrays to the rules (_tape.pyx)
+
 
 def _elementwise_extremum_save(argnums, ans, args, kwargs):
     if kwargs or len(args) != 2 or type(ans) is not _ndarray or ans.dtype.kind not in "fc":
