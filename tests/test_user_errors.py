@@ -280,5 +280,16 @@ def test_gradcys_own_saved_subclass_is_not_refused():
     # its VJP runs inside an outer differentiation (the cotangent p is traced, x is not), the
     # rule multiplies an array made from it by a traced value
     x, p = onp.array([0.2, 0.9, 1.4]), onp.array([1.0, 2.0, 3.0])
-    jac = jacobian(lambda p: grad(lambda x: np.sum(np.maximum(x, 0.5) * p))(x))(p)
+    seen = []
+
+    def inner(p):
+        g = grad(lambda x: np.sum(np.maximum(x, 0.5) * p))(x)
+        seen.append(type(g._value))
+        return g
+    jac = jacobian(inner)(p)
     onp.testing.assert_array_equal(jac, onp.diag([0.0, 1.0, 1.0]))
+    assert seen == [onp.ndarray]        # the gradient is a plain array, not a Positions
+    # (lifelines: make_vjp of that gradient, as an argument)
+    vjp, ans = make_vjp(inner)(p)
+    assert type(ans) is onp.ndarray
+    onp.testing.assert_array_equal(vjp(onp.ones(3)), [0.0, 1.0, 1.0])
