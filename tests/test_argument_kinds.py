@@ -214,3 +214,16 @@ def test_integer_output_of_an_integer_argument():
         with pytest.raises(TypeError, match=r"^elementwise_grad: the function returned a value "
                                             r"of dtype int64"):
             elementwise_grad(lambda x: x.astype(int))(x * 1.0)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(x[[0, 0, 2]] * 1.5) + np.sum(x[1:] * 2.0),    # repeated fancy index
+    lambda x: x[0] * 1.0 + x[1] * 3.0,                             # scalar reads
+    lambda x: np.sum(x[onp.array([0, 2])] * 1.0) + np.sum(x[0:2] * x[0:2] * 1.0),
+], ids=["fancy", "scalars", "mixed"])
+@pytest.mark.filterwarnings("ignore:Output seems independent of input")   # (linear: H = 0)
+def test_indexed_integer_array_is_differentiated_as_floats(f):
+    # reads of an integer argument send back float cotangents (lifelines' CoxPH strata score)
+    xi = onp.array([1, 2, 3])
+    _same(grad(f)(xi), grad(f)(xi.astype(float)))
+    _same(hessian(f)(xi), hessian(f)(xi.astype(float)))
