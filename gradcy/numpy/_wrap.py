@@ -708,7 +708,7 @@ def _astype_impl(x, dtype, *args, **kwargs):
 
 # the cast to a floating-point, complex or object dtype: a recorded operation (its rules in
 # manipulation.py)
-_astype_traced = primitive(_astype_impl, "gradcy.numpy.astype")
+_astype_traced = primitive(_astype_impl, "gradcy.numpy._wrap.astype")
 
 
 def astype(x, dtype, *args, **kwargs):
