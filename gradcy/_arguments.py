@@ -2,6 +2,11 @@
 arguments (float or complex leaves) and of the output (a real scalar for grad), and the
 gradient handed back with the type, dtype and shape of its input (_match_input).
 """
+import functools
+import os
+import sys
+import warnings
+
 import numpy as _np
 
 from . import _core, backends
@@ -23,11 +28,25 @@ def _check_leaf(x, fname, argnum):
         value = value._value
     if type(value) in _box_subclass_types():
         return          # a type of the user's own, with a Box subclass and a VSpace
+    if isinstance(value, _np.ndarray) and type(value) is not _np.ndarray:
+        raise TypeError(f"{fname}: argument {argnum} is a {_type_name(value)}, a subclass of "
+                        f"numpy.ndarray; gradcy differentiates plain numpy.ndarray values only "
+                        f"(the rules are NumPy's array semantics: {_subclass_why(value)}). "
+                        f"{_subclass_fix(value)} See {SHARP_EDGES}#ndarray-subclasses")
+    if type(value) is _np.ndarray:
+        # an integer or boolean array is differentiated as float64 values (autograd does the
+        # same): its gradient is a float64 array (_match_input)
+        if value.dtype.kind in "fcbiu":
+            return
+        raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+                        f"defined for numeric (floating-point, complex, integer or boolean) "
+                        f"arrays. Pass x.astype(float) instead.")
     if isinstance(value, (bool, _np.bool_)) or (
             isinstance(value, (int, _np.integer)) and not isinstance(value, bool)):
-        raise TypeError(f"{fname}: argument {argnum} is an integer ({type(value).__name__}); "
-                        f"gradients are defined for floating-point and complex inputs. Pass a "
-                        f"float (e.g. {value!r}.0 or float(x)).")
+        raise TypeError(f"{fname}: argument {argnum} is an integer scalar "
+                        f"({type(value).__name__}); gradients are defined for floating-point "
+                        f"and complex scalars (and for arrays of any numeric dtype). Pass a "
+                        f"float (e.g. {float(value)!r} or float(x)).")
     if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
         if not _np.issubdtype(value.dtype, _np.inexact):
             raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
@@ -45,6 +64,43 @@ def _check_leaf(x, fname, argnum):
                         f"MyVSpace.register(T)).")
 
 
+def _type_name(value):
+    t = type(value)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _subclass_why(value):
+    if isinstance(value, _np.matrix):
+        return "`*` of two matrices is a matrix product, so a rule's g * cos(x) would be one"
+    if isinstance(value, _np.ma.MaskedArray):
+        return "the rules do not see the mask, so masked entries would get a gradient"
+    return "a subclass's operators and results may differ from them"
+
+
+def _subclass_fix(value):
+    """How to pass an ndarray subclass's values as a plain ndarray."""
+    if isinstance(value, _np.matrix):
+        return "Pass np.asarray(M) and write matrix products with @."
+    if isinstance(value, _np.ma.MaskedArray):
+        return ("Pass M.filled(v) (masked entries set to v) or np.ma.getdata(M), and apply "
+                "the mask in the function (np.where(mask, 0.0, y) gives masked entries a zero "
+                "gradient).")
+    return "Pass np.asarray(x) (a plain ndarray view of the same values)."
+
+
+def subclass_result_error(name, args, ans):
+    """The TypeError of a recorded operation whose result is an ndarray subclass (a np.matrix
+    or masked array among its plain arguments made it one): its rules would be wrong for it.
+    Called by the engine (_tape.pyx) when it sees such a result."""
+    culprit = next((a for a in args if isinstance(a, _np.ndarray)
+                    and type(a) is not _np.ndarray), ans)
+    where = next((f"argument {i}" for i, a in enumerate(args) if a is culprit), "an argument")
+    return TypeError(f"{name}: {where} is a {_type_name(culprit)} (a subclass of "
+                     f"numpy.ndarray) used with a traced value; gradcy differentiates plain "
+                     f"numpy.ndarray values only ({_subclass_why(culprit)}). "
+                     f"{_subclass_fix(culprit)} See {SHARP_EDGES}#ndarray-subclasses")
+
+
 def _box_subclass_types():
     """The value types registered with a Box subclass (Box.register) that have a VSpace."""
     return [t for t in Box.type_mappings if t in VSpace.mappings]
@@ -56,7 +112,7 @@ def _zeros_like(x):
     if type(x) is Box:
         return _np.zeros(x.shape, x.dtype)
     if isinstance(x, _np.ndarray):
-        return _np.zeros(x.shape, x.dtype)
+        return _np.zeros(x.shape, _gradient_dtype(x.dtype))
     if isinstance(x, _np.generic):
         return x.dtype.type(0)
     if type(x) in _box_subclass_types():
@@ -64,9 +120,16 @@ def _zeros_like(x):
     return type(x)(0)
 
 
+def _gradient_dtype(dtype):
+    """The dtype of the gradient of an array of `dtype`: its own, float64 for an integer or
+    boolean array (differentiated as float64 values)."""
+    return dtype if dtype.kind in "fc" else _np.dtype(_np.float64)
+
+
 def _match_input(g, x):
     """The gradient g given the type, dtype and shape of input x (Python float in, float out;
-    0-d array in, 0-d array out; float32 in, float32 out)."""
+    0-d array in, 0-d array out; float32 in, float32 out; an integer or boolean array in, a
+    float64 array out)."""
     if g is None:
         return _zeros_like(x)
     if type(x) is _np.ndarray and type(g) is _np.ndarray and g.dtype == x.dtype and (
@@ -83,8 +146,9 @@ def _match_input(g, x):
         g = _np.asarray(g)
         if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
             g = g.real
-        if g.dtype != x.dtype:
-            g = g.astype(x.dtype)
+        dtype = _gradient_dtype(x.dtype)
+        if g.dtype != dtype:
+            g = g.astype(dtype)
         if g.shape != x.shape:
             g = _np.broadcast_to(g, x.shape)
         return g if g.flags.writeable else g.copy()
@@ -143,6 +207,14 @@ def _check_scalar_output(ans, fname):
     value = ans
     while type(value) is Box:
         value = value._value
+    if isinstance(value, (tuple, list, dict)):
+        n = len(value)
+        raise TypeError(f"{fname}: the function returned a {type(value).__name__} of {n} "
+                        f"value{'' if n == 1 else 's'}; {fname} needs one real scalar. If it "
+                        f"returns (loss, aux), use grad_and_aux(f) for (gradient of loss, aux), "
+                        f"or value_and_grad(lambda *a: f(*a)[0]) for (loss, gradient); for "
+                        f"several outputs use jacobian or make_vjp. See "
+                        f"{SHARP_EDGES}#grad-needs-one-scalar")
     if backends.is_array_value(value):
         if value.size != 1:
             raise TypeError(f"{fname}: the function returned an array of shape {value.shape}; "
@@ -180,8 +252,72 @@ def _check_float_output(ans, fname):
         if value.dtype.kind in "fc":
             return
         what = f"a value of dtype {value.dtype}"
+    elif isinstance(value, (tuple, list, dict)):
+        raise TypeError(f"{fname}: the function returned a {t.__name__}; {fname} needs one "
+                        f"array output. Return np.stack([...]) of equally shaped arrays, or use "
+                        f"make_vjp (a cotangent for each output) or jacobian of each output; "
+                        f"for a (loss, aux) pair use grad_and_aux. See "
+                        f"{SHARP_EDGES}#grad-needs-one-scalar")
     else:
         what = f"{'an' if t.__name__[0] in 'aeiou' else 'a'} {t.__name__} ({value!r:.40})"
     raise TypeError(f"{fname}: the function returned {what}; derivatives are defined for "
                     f"floating-point (or complex) outputs. Return a float value (e.g. "
-                    f"x.astype(float)); a boolean, integer or string result has no gradient.")
+                    f"x.astype(float)); a boolean, integer or string result has no gradient. "
+                    f"See {SHARP_EDGES}#integer-and-boolean-values")
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# autograd's words: programs and test suites filter on them (warnings.filterwarnings("ignore",
+# message="Output seems independent of input"))
+INDEPENDENT_OUTPUT = "Output seems independent of input."
+
+
+def _warn_independent(fname):
+    """The UserWarning of a differentiated call whose output was not computed from the
+    differentiated argument(s) (its derivative is zero), attributed to the caller's line."""
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(f"{INDEPENDENT_OUTPUT} ({fname}: the function's output was not computed "
+                  f"from the differentiated argument, so its derivative is zero; see "
+                  f"{SHARP_EDGES}#output-independent-of-input)", UserWarning, stacklevel=level)
+
+
+# the page of common mistakes every error of a user's mistake points to
+SHARP_EDGES = "docs/sharp_edges.md"
+
+
+# JAX's keyword names -> (gradcy's spelling, what to say)
+_JAX_KEYWORDS = {
+    "argnums": "argnum= (autograd's spelling: an int or a tuple of ints)",
+    "has_aux": "grad_and_aux(f, argnum) for a function returning (output, aux)",
+}
+
+
+def check_operator_call(fname, fun, kwargs):
+    """The checks of an operator's construction (grad(fun, ...)): `fun` is callable, and
+    no keyword of JAX's spelling was passed (a did-you-mean error instead of Python's)."""
+    for key in kwargs:
+        if key in _JAX_KEYWORDS:
+            raise TypeError(f"{fname}() got an unexpected keyword argument {key!r}; did you "
+                            f"mean {_JAX_KEYWORDS[key]}? See {SHARP_EDGES}#jax-spellings")
+    if not callable(fun):
+        raise TypeError(f"{fname}: the function to differentiate must be callable, got "
+                        f"{'an' if type(fun).__name__[0] in 'aeiou' else 'a'} "
+                        f"{_type_name(fun)} ({fun!r:.40}); pass the function itself, "
+                        f"{fname}(f), not its value at a point, {fname}(f(x)). See "
+                        f"{SHARP_EDGES}#pass-the-function")
+
+
+def checked_operator(op):
+    """op(fun, ...) with the checks of its construction (check_operator_call): a value instead
+    of a function, and JAX's keyword spellings (argnums=, has_aux=), are named when the
+    operator is built, not when its result is called."""
+    name = op.__name__
+
+    @functools.wraps(op)
+    def build(fun, *args, **kwargs):
+        check_operator_call(name, fun, kwargs)
+        return op(fun, *args, **kwargs)
+    return build

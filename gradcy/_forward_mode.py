@@ -2,7 +2,7 @@
 saved for a backward pass)."""
 import numpy as _np
 
-from ._arguments import _differentiated_leaves, _ones_like
+from ._arguments import _differentiated_leaves, _ones_like, checked_operator
 from ._core import Box
 from ._docstrings import operator_doc
 from ._pytree import tree_flatten
@@ -10,6 +10,7 @@ from ._tracing import _forward
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
+@checked_operator
 @operator_doc("any", "ints")
 def make_jvp(fun, argnum=0):
     """A function returning the Jacobian-vector product (forward mode) of ``fun``.
@@ -47,6 +48,7 @@ def make_jvp(fun, argnum=0):
     return jvp_maker
 
 
+@checked_operator
 @operator_doc("any", "int")
 def deriv(fun, argnum=0):
     """The derivative along a tangent of ones (forward mode).

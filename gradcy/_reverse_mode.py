@@ -11,16 +11,18 @@ from types import FunctionType as _FunctionType
 
 import numpy as _np
 
-from ._arguments import _check_float_output, _match_input
+from ._arguments import _check_float_output, _match_input, checked_operator
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
 from ._pytree import tree_flatten
-from ._tracing import _finish_grad, _forward, _grad_of, _strip, _trace, _vjp_of_ones
+from ._tracing import (_finish_grad, _forward, _grad_of, _strip, _trace, _traced_integer_output,
+                       _vjp_of_ones)
 from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
+@checked_operator
 def make_vjp(fun, argnum=0):
     """A function returning the vector-Jacobian product (VJP) function of ``fun`` and its value.
 
@@ -74,6 +76,7 @@ def make_vjp(fun, argnum=0):
     return vjp_maker
 
 
+@checked_operator
 @operator_doc("scalar", "ints")
 def value_and_grad(fun, argnum=0):
     """A function returning both the value and the gradient of a scalar-valued function.
@@ -120,6 +123,7 @@ def _recompute_flag(recompute):
                      f"got {recompute!r}")
 
 
+@checked_operator
 def grad(fun, argnum=0, recompute=None):
     """
     Returns a function which computes the gradient of a scalar-valued function.
@@ -194,6 +198,7 @@ def grad(fun, argnum=0, recompute=None):
     return gradfun
 
 
+@checked_operator
 def grad_and_aux(fun, argnum=0):
     """The gradient of a function that also returns an auxiliary value.
 
@@ -236,6 +241,7 @@ def grad_and_aux(fun, argnum=0):
     return grad_and_aux_fun
 
 
+@checked_operator
 @operator_doc("array", "ints")
 def elementwise_grad(fun, argnum=0):
     """The derivative of an elementwise function, element by element.
@@ -266,6 +272,7 @@ def elementwise_grad(fun, argnum=0):
     return gradfun
 
 
+@checked_operator
 def holomorphic_grad(fun, argnum=0):
     """The complex derivative of a holomorphic function.
 
@@ -305,6 +312,7 @@ def holomorphic_grad(fun, argnum=0):
     return gradfun
 
 
+@checked_operator
 @operator_doc("any", "ints")
 def vector_jacobian_product(fun, argnum=0):
     """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
@@ -334,6 +342,7 @@ def vector_jacobian_product(fun, argnum=0):
     return vector_dot_grad
 
 
+@checked_operator
 @operator_doc("array", "int")
 def jacobian(fun, argnum=0):
     """The Jacobian of ``fun``, by one reverse pass per output element.
@@ -360,14 +369,16 @@ def jacobian(fun, argnum=0):
     def jacobian_fun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
         try:
-            _check_float_output(ans, "jacobian")
+            integer_output = _traced_integer_output(vjp, ans)
+            if not integer_output:
+                _check_float_output(ans, "jacobian")
             x = args[argnum]
             out_shape = _np.shape(ans._value if type(ans) is Box else ans)
             ans_value = ans
             while type(ans_value) is Box:
                 ans_value = ans_value._value
             n = int(_np.prod(out_shape))
-            dtype = _np.result_type(ans_value)
+            dtype = _np.dtype(_np.float64) if integer_output else _np.result_type(ans_value)
             rows = []
             for i in range(n):
                 e = _np.zeros(n, dtype)
@@ -385,6 +396,7 @@ def jacobian(fun, argnum=0):
     return jacobian_fun
 
 
+@checked_operator
 @operator_doc("array", "int")
 def tensor_jacobian_product(fun, argnum=0):
     """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
@@ -412,6 +424,7 @@ def tensor_jacobian_product(fun, argnum=0):
     return tensor_jacobian_product_fun
 
 
+@checked_operator
 def grad_named(fun, argname):
     """The gradient with respect to an argument given by its parameter name.
 
@@ -440,6 +453,7 @@ def grad_named(fun, argname):
     return grad(fun, arg_index)
 
 
+@checked_operator
 def multigrad_dict(fun):
     """The gradients with respect to every argument, as a dict keyed by parameter name.
 
@@ -476,6 +490,7 @@ def multigrad_dict(fun):
     return gradfun
 
 
+@checked_operator
 def checkpoint(fun):
     """``fun`` as one recorded operation that recomputes its insides during the backward pass.
 

@@ -5,11 +5,13 @@ from functools import wraps
 
 import numpy as _np
 
+from ._arguments import checked_operator
 from ._docstrings import operator_doc
 from ._reverse_mode import grad, jacobian, make_vjp
 from .wrap_util import _check_argnum, unary_to_nary
 
 
+@checked_operator
 @operator_doc("scalar", "int")
 def hessian(fun, argnum=0):
     """The Hessian of a scalar-valued function: the Jacobian of its gradient.
@@ -39,6 +41,7 @@ def hessian(fun, argnum=0):
     return hessian_fun
 
 
+@checked_operator
 @operator_doc("scalar", "int")
 def hessian_tensor_product(fun, argnum=0):
     """The Hessian of a scalar-valued function contracted with a tensor, without forming the
@@ -76,6 +79,7 @@ def hessian_tensor_product(fun, argnum=0):
 
 hessian_vector_product = hessian_tensor_product
 
+@checked_operator
 @operator_doc("scalar", "int")
 def make_hvp(fun, argnum=0):
     """A function returning Hessian-vector products of ``fun`` at a point, and the gradient there.

@@ -434,6 +434,12 @@ cdef class Primitive:
             # asks for it (its output depends on the inputs: the replay recomputes it)
             if not self.traced and (top.recorder is None or not top.recorder.records(self)):
                 return ans
+            if cnp.PyArray_Check(ans) and not cnp.PyArray_CheckExact(ans):
+                _raise_subclass_result(self.name, uargs, ans)
+            if _is_integer_result(ans) and _inexact_parents(uargs, refs, nrefs):
+                # a float rounded to an integer or boolean dtype (sum(x, dtype=int), a ufunc's
+                # dtype=int, ...): a constant, whose derivative is zero
+                return ans
             # the function ran Python code: the tape may have been released or started its
             # sweep meanwhile (by the function itself, or by another thread)
             if top.released or top.sweeping:
@@ -599,6 +605,52 @@ cdef object _run_guarded(Primitive prim, Tape top, tuple uargs, object kwargs):
     finally:
         for v in flipped:
             cnp.PyArray_ENABLEFLAGS(<cnp.ndarray>v, cnp.NPY_ARRAY_WRITEABLE)
+
+
+cdef tuple _INTEGER_SCALARS = (_np.integer, _np.bool_)
+
+
+cdef inline bint _is_integer_result(object ans) except -1:
+    """ans is an integer or boolean array or NumPy scalar."""
+    cdef int t
+    if cnp.PyArray_Check(ans):
+        t = cnp.PyArray_TYPE(<cnp.ndarray>ans)
+        return cnp.PyTypeNum_ISINTEGER(t) or cnp.PyTypeNum_ISBOOL(t)
+    if type(ans) is float:
+        return False
+    return isinstance(ans, _INTEGER_SCALARS)
+
+
+cdef bint _inexact_parents(tuple uargs, ParentRef* refs, int32_t nrefs) except -1:
+    """Every traced argument of a call (its plain value in uargs) is floating-point or
+    complex: an integer result of the call rounds them (an integer-valued traced input, such
+    as an integer array differentiated as float64 values, keeps its integer arithmetic
+    recorded)."""
+    cdef int32_t k
+    cdef int t
+    cdef object v
+    for k in range(nrefs):
+        v = <object>PyTuple_GET_ITEM(uargs, refs[k].argnum)
+        while _is_box(v):          # nested differentiation: an outer trace's value
+            v = (<Box>v)._value
+        if cnp.PyArray_Check(v):
+            t = cnp.PyArray_TYPE(<cnp.ndarray>v)
+            if not (cnp.PyTypeNum_ISFLOAT(t) or cnp.PyTypeNum_ISCOMPLEX(t)):
+                return False
+        elif not (type(v) is float or type(v) is complex
+                  or isinstance(v, (_np.inexact, float, complex))):
+            return False
+    return nrefs > 0
+
+
+cdef void _raise_subclass_result(str name, tuple uargs, object ans) except *:
+    """A recorded operation returned an ndarray subclass (np.matrix, a masked array...): the
+    rules are NumPy's plain-array semantics and would be wrong for it (gradcy's own
+    subclasses, marked _gradcy_plain, are plain arrays to the rules)."""
+    if getattr(type(ans), "_gradcy_plain", False):
+        return
+    from gradcy._arguments import subclass_result_error
+    raise subclass_result_error(name, uargs, ans)
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:

@@ -15,7 +15,7 @@ import numpy as _np
 
 from . import _core, backends
 from ._arguments import (_check_float_output, _check_scalar_output, _differentiated_leaves,
-                         _match_input, _ones_like, _zeros_like)
+                         _match_input, _ones_like, _warn_independent, _zeros_like)
 from ._core import Box, Tape
 from ._pytree import _first, tree_flatten
 from .registry import defjvp_argnums, defvjp_argnum, primitive
@@ -31,7 +31,7 @@ class VJP:
     """
 
     __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname",
-                 "_packed")
+                 "_packed", "_warned")
 
     def __init__(self, tape, out, leaves, inputs, unflatten, consume, fname):
         self._tape = tape
@@ -42,6 +42,7 @@ class VJP:
         self._consume = consume
         self._fname = fname
         self._packed = False       # the output was a container: g is flattened the same way
+        self._warned = out is None   # _warn_independent ran (at trace time when out is None)
 
     def __call__(self, g):
         cots = self._cotangents(g)
@@ -62,6 +63,12 @@ class VJP:
                 if self._packed:
                     g = tuple(tree_flatten(g)[0])
                 cots = tape.backward(self._out, g, self._consume, self._leaves)
+                if not self._warned and all([c is None for c in cots]):
+                    # the output is traced (made from a gradcy.numpy constructor) but no
+                    # differentiated argument reaches it
+                    self._warned = True
+                    if self._fname != "checkpoint":
+                        _warn_independent(self._fname)
         finally:
             if self._consume:
                 self.release()
@@ -144,6 +151,8 @@ def _finish_trace(tape, out, leaves, leaf_nodes, unflatten, fname, consume):
     except BaseException:
         tape.release()
         raise
+    if out_node is None and fname != "checkpoint":
+        _warn_independent(fname)
     vjp = VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname)
     vjp._packed = out_structure is not None
     return vjp, ans
@@ -224,13 +233,24 @@ def _contains_tape_box(obj, tape):
 
 
 def _vjp_of_ones(vjp, ans, fname):
-    """vjp applied to ones like a float output; the VJP's tape is released also on error."""
+    """vjp applied to ones like a float output; the VJP's tape is released also on error. An
+    integer output computed from an integer argument (differentiated as float64 values, as
+    autograd does) gets float64 ones."""
+    if _traced_integer_output(vjp, ans):
+        return vjp(_np.ones(_np.shape(ans)))
     try:
         _check_float_output(ans, fname)
     except BaseException:
         vjp.release()
         raise
     return vjp(_ones_like(ans))
+
+
+def _traced_integer_output(vjp, ans):
+    """The output is an integer or boolean array computed on the tape (only the integer
+    arithmetic of an integer argument makes one: a float rounded to an integer is a constant)."""
+    return (vjp._out is not None and isinstance(ans, _np.ndarray)
+            and ans.dtype.kind in "biu")
 
 
 def _strip(obj, tape):
@@ -256,14 +276,18 @@ def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
         if out is None:
             raise TypeError(f"{fname}: the function returned None")
         out_leaves, out_unflatten = tree_flatten(out)
-        values, out_tangents = [], []
+        values, out_tangents, independent = [], [], True
         for leaf in out_leaves:
             if type(leaf) is Box and leaf._tape is tape:
                 values.append(leaf._value)
-                out_tangents.append(_match_input(tape.tangent(leaf), leaf._value))
+                t = tape.tangent(leaf)
+                independent = independent and t is None
+                out_tangents.append(_match_input(t, leaf._value))
             else:
                 values.append(leaf)
                 out_tangents.append(_zeros_like(leaf))
+        if independent and fname != "checkpoint":
+            _warn_independent(fname)
         del out, out_leaves
         return out_unflatten(values), out_unflatten(out_tangents)
     finally:

@@ -10,6 +10,7 @@ from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import indexing as S
+from gradcy.numpy._wrap import _astype_traced
 from gradcy.test_util import check_grads
 from vjp_harness import assert_jvps_follow_vjps, check_deep, rand
 
@@ -17,7 +18,7 @@ _PRIMS = [np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rolla
           np.expand_dims, np.squeeze, np.broadcast_to, np.atleast_1d,
           np.atleast_2d, np.atleast_3d, W.concatenate_args, W.array_from_args, np.split,
           np.array_split, np.hsplit, np.vsplit, np.dsplit, W.container_take,
-          W.astype, W.copy_, np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile,
+          _astype_traced, W.copy_, np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile,
           np.repeat, np.pad, np.tril, np.triu, np.diag] + (
     [np.matrix_transpose] if hasattr(onp, "matrix_transpose") else [])   # NumPy >= 2
 COVERED = {p.name for p in _PRIMS}

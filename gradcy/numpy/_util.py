@@ -237,4 +237,5 @@ def unpack_positions(packed, shape):
     n = 1
     for d in shape:
         n *= d
-    return _onp.unpackbits(packed, count=n).reshape(shape).view(bool)
+    # (a plain ndarray: arrays made from a Positions would be Positions, and leak into results)
+    return _onp.unpackbits(packed.view(_onp.ndarray), count=n).reshape(shape).view(bool)

@@ -702,12 +702,24 @@ else:                               # NumPy 1.26: no ndarray.mT, no matrix_trans
         return x.swapaxes(-1, -2) if type(x) is _np.ndarray else swapaxes(x, -1, -2)
 
 
-@primitive
-def astype(x, dtype, *args, **kwargs):
-    """x.astype(dtype) as a primitive."""
+def _astype_impl(x, dtype, *args, **kwargs):
     if is_array_value(x):           # a Dask / CuPy array: its own astype, no conversion
         return x.astype(dtype, *args, **kwargs)
     return _np.asarray(x).astype(dtype, *args, **kwargs)
+
+
+# the cast to a floating-point, complex or object dtype: a recorded operation (its rules in
+# manipulation.py)
+_astype_traced = primitive(_astype_impl, "gradcy.numpy._wrap.astype")
+
+
+def astype(x, dtype, *args, **kwargs):
+    """x.astype(dtype): a recorded operation for a floating-point, complex or object dtype; a
+    constant (a plain array, zero derivative) for an integer, boolean, string or datetime
+    dtype, as the derivative of rounding is zero (np.trunc, np.rint)."""
+    if type(x) is Box and _np.dtype(dtype).kind not in "fcO":
+        return _astype_impl(_plain(x), dtype, *args, **kwargs)
+    return _astype_traced(x, dtype, *args, **kwargs)
 
 
 def _method_reshape(x, *shape, **kwargs):
@@ -760,6 +772,8 @@ def _register_methods():
     register_box_method("copy", _method_copy)
     register_box_method("item", _method_item)
     register_box_method("astype", astype)
+    if hasattr(_np, "astype"):                       # numpy.astype (NumPy 2)
+        register_numpy_override(_np.astype, astype)
     register_box_method("__getitem__", _box_getitem)
     install_hooks(getitem=getitem)
 

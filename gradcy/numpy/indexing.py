@@ -147,6 +147,9 @@ def _getitem_vjp(g, ans, A, idx):
     """A sparse cotangent for a plain g: the slot's cotangent is added into the array's
     cotangent in place (O(size of the read)); untake (dense, traced) at higher order."""
     shape, dtype = shape_dtype(A)
+    if dtype.kind not in "fc":
+        # an integer or boolean array differentiated as float64 values: a float cotangent
+        dtype = _onp.dtype(_onp.float64)
     if type(g) is _ndarray or isinstance(g, _onp.generic):
         if g.dtype.kind == "c" and dtype.kind != "c":
             g = g.real

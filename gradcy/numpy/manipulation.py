@@ -249,17 +249,17 @@ def _astype_vjp(ans, x, *args, **kwargs):
     return lambda g: cast_like(g, dtype)
 
 
-defvjp(anp.astype, _astype_vjp, None, save=())
+defvjp(anp._astype_traced, _astype_vjp, None, save=())
 
 
 def _astype_jvp(g, ans, x, *args, **kwargs):
     dtype = ans.dtype
-    if dtype.kind not in "fc":      # an integer or boolean result is a constant
+    if dtype.kind not in "fcO":     # an integer or boolean result is a constant
         return None
     return cast_like(g, dtype)
 
 
-defjvp(anp.astype, _astype_jvp, None)
+defjvp(anp._astype_traced, _astype_jvp, None)
 # anp.copy_ is the primitive (gradcy.numpy.copy may be a wrapper that dispatches to it)
 defvjp(anp.copy_, lambda ans, x, *a, **k: lambda g: g, save=())
 defjvp(anp.copy_, lambda g, ans, x, *a, **k: g)

@@ -45,6 +45,8 @@ class Positions(_onp.ndarray):
     """Bit masks (numpy.packbits) a saved record keeps in place of the values they were
     chosen from; ``out_shape`` is the shape of one mask. An ndarray, so the tape counts it."""
 
+    _gradcy_plain = True    # arrays made from it are plain arrays to the rules (_tape.pyx)
+
 
 def extremum_masks(packed):
     """(x == out, y == out, x == y) of a Positions record of maximum/minimum."""
