@@ -25,7 +25,7 @@ from ._core import is_array_value, register_array_type
 
 __all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
            "zeros", "broadcast_like",
-           "match_gradient", "compute_pending"]
+           "match_gradient", "compute_pending", "graph_size"]
 
 
 def is_lazy(x):
@@ -160,3 +160,28 @@ def compute_pending(values, inputs):
             v = _np.asarray(v, dtype=x.dtype)   # a computed NumPy scalar of a 0-d array
         out[k] = v
     return out
+
+
+def graph_size(*collections, data=()):
+    """The size of the Dask graph that computing `collections` together runs, as
+    ``{"tasks", "layers", "optimized_tasks"}``: the tasks and high-level layers as built, and
+    the tasks left after ``dask.optimize`` (elementwise chains fused into one task per block;
+    aliases, which run nothing, not counted). Keys of the `data` collections (persisted
+    inputs: their chunks are data, not work) are not counted. Exact and independent of the
+    machine: what benchmarks/dask_glm_compare.py and the backend tests compare gradcy's
+    graphs with a hand-written gradient's by."""
+    import dask
+    from dask.highlevelgraph import HighLevelGraph
+    graphs = [c.__dask_graph__() for c in collections]
+    skip = {k for d in data for k in d.__dask_graph__()}
+    built = HighLevelGraph.merge(*graphs)
+    optimized = HighLevelGraph.merge(*[c.__dask_graph__() for c in dask.optimize(*collections)])
+    try:
+        from dask._task_spec import Alias
+    except ImportError:         # older Dask: no task objects, no aliases
+        Alias = ()
+    return {"tasks": sum(1 for k in built if k not in skip),
+            "layers": sum(1 for name, layer in built.layers.items()
+                          if not all(k in skip for k in layer)),
+            "optimized_tasks": sum(1 for k, v in dict(optimized).items()
+                                   if k not in skip and not isinstance(v, Alias))}
