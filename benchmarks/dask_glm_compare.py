@@ -45,24 +45,6 @@ def _rss():
     return psutil.Process().memory_info().rss
 
 
-class _Capture:
-    """The lazy Dask values gradcy hands to backends.compute_pending (the graph grad and
-    value_and_grad compute), recorded while active and computed as usual."""
-
-    def __enter__(self):
-        from gradcy import backends
-        self.values, self._orig, self._mod = [], backends.compute_pending, backends
-
-        def record(values, inputs):
-            self.values.extend(v for v in values if backends.is_lazy(v))
-            return self._orig(values, inputs)
-        backends.compute_pending = record
-        return self
-
-    def __exit__(self, *exc):
-        self._mod.compute_pending = self._orig
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="0.1,0.4,1,4",
@@ -98,7 +80,7 @@ def main():
                  f"(pip install -e '.[dask-glm]'): {exc}")
     import gradcy.numpy as np
     from gradcy import grad, hessian, hessian_vector_product, value_and_grad
-    from gradcy.backends import graph_size
+    from gradcy.backends import graph_size, recording_computes
 
     def loss(w, X, y):
         """dask-glm's Logistic.pointwise_loss, written in gradcy.numpy."""
@@ -122,7 +104,7 @@ def main():
     for gb in sizes:
         rows_out.append(_one_size(gb, args, client, da, dask, wait, Logistic, loss, grad,
                                   value_and_grad, hessian, hessian_vector_product, graph_size,
-                                  limit))
+                                  recording_computes, limit))
     client.close()
     cluster.close()
     print()
@@ -134,7 +116,7 @@ def main():
 
 
 def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_grad, hessian,
-              hessian_vector_product, graph_size, limit):
+              hessian_vector_product, graph_size, recording_computes, limit):
     """Times and graph sizes at one size of X; the table's row."""
     n = int(gb * 1e9 / (8 * args.d))
     rows = max(1000, int(args.chunk_mb * 1e6 / (8 * args.d)))
@@ -186,14 +168,14 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
         runs["gradcy hessian"] = lambda: hessian(loss)(w, X, y)
 
     # graph sizes (exact): the graphs gradcy computes, captured once, beside dask-glm's
-    with _Capture() as cap:
+    with recording_computes() as computes:
         grad(loss)(w, X, y)
-    tasks = {"grad": graph_size(*cap.values, data=data)["optimized_tasks"],
+    tasks = {"grad": graph_size(*computes[0], data=data)["optimized_tasks"],
              "glm grad": graph_size(Logistic.pointwise_gradient(w, X, y),
                                     data=data)["optimized_tasks"]}
-    with _Capture() as cap:
+    with recording_computes() as computes:
         value_and_grad(loss)(w, X, y)
-    tasks["vag"] = graph_size(*cap.values, data=data)["optimized_tasks"]
+    tasks["vag"] = graph_size(*computes[0], data=data)["optimized_tasks"]
     tasks["glm vag"] = graph_size(Logistic.pointwise_loss(w, X, y),
                                   Logistic.pointwise_gradient(w, X, y),
                                   data=data)["optimized_tasks"]
