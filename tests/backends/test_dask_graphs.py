@@ -111,3 +111,19 @@ def test_jacobian_one_graph():
     assert len(graphs) == 1, graphs
     onp.testing.assert_allclose(J, jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, Xn),
                                 rtol=RTOL)
+
+
+@pytest.mark.parametrize("blocks", [1, 4, 10])
+def test_grad_graph_no_larger_than_dask_glm(blocks):
+    """Against dask-glm 0.4's own Logistic.pointwise_gradient, where it is installed."""
+    import warnings
+    pytest.importorskip("dask_glm", reason="dask-glm is not installed "
+                        "(pip install -e '.[dask-glm]')")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from dask_glm.families import Logistic
+    w, X, y, Xn, yn = _data(blocks)
+    g, graphs = _run(lambda: grad(loss)(w, X, y))
+    ref, ref_graphs = _run(lambda: Logistic.pointwise_gradient(w, X, y).compute())
+    assert len(graphs) == 1 and graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
+    onp.testing.assert_allclose(g, ref, rtol=RTOL)
