@@ -1,29 +1,36 @@
 """gradcy's gradient and Hessian of the logistic loss on a Dask cluster against dask-glm's
-hand-written ones (dask_glm.families.Logistic.gradient / .hessian, dask-glm 0.4.0).
+hand-written ones (dask_glm.families.Logistic.gradient / .hessian, dask-glm 0.4.0), over a sweep
+of data sizes.
 
-    python benchmarks/dask_glm_compare.py                   # 1 GB of X, persisted
-    python benchmarks/dask_glm_compare.py --gb 3 --no-persist --repeats 3
+    python benchmarks/dask_glm_compare.py                          # 0.1, 0.4, 1 and 4 GB of X
+    python benchmarks/dask_glm_compare.py --sizes 0.1,0.4 --repeats 9
+    python benchmarks/dask_glm_compare.py --gb 1                   # one size
 
 Same LocalCluster (2 worker processes x 1 thread, --memory-limit each), same data (X: n x d
-float64 of --gb GB, generated chunk-wise by dask.array.random and persisted on the workers
-unless --no-persist), same point w. Measured, interleaved, medians of --repeats:
+float64 of each size, in chunks of --chunk-mb MB, generated chunk-wise by dask.array.random;
+persisted on the workers when it fits in --persist-gb, else regenerated on every evaluation:
+out of core), same point w. Measured, alternating in one process, medians of --repeats:
 
 - gradient: gradcy ``grad(loss)(w, X, y)`` (loss: dask-glm's own formula,
   sum(z + log1p(exp(-z))) - y . z with z = X @ w; --loss logaddexp for logaddexp(0, z) - y z)
-  with NumPy w (gradcy computes the Dask gradient,
-  one dask.compute) against ``Logistic.gradient(X.dot(w), X, y).compute()``;
+  with NumPy w (gradcy computes the Dask gradient, one dask.compute) against
+  ``Logistic.pointwise_gradient(w, X, y).compute()``;
 - value and gradient: gradcy ``value_and_grad(loss)(w, X, y)`` (one dask.compute) against
-  dask-glm's ``pointwise_loss`` and ``gradient`` in one ``dask.compute`` (what its lbfgs does);
+  dask-glm's ``pointwise_loss`` and ``pointwise_gradient`` in one ``dask.compute`` (what its
+  lbfgs does);
 - Hessian-vector product: gradcy ``hessian_vector_product(loss)`` at a Dask w and v (lazy,
   computed) against ``Logistic.hessian(X.dot(w), X).compute()`` (the d x d Hessian dask-glm's
   newton computes per step; times @ v is free);
-- with --hessian also gradcy's full ``hessian(loss)`` (d Hessian-vector products in one graph).
+- with --hessian also gradcy's full ``hessian(loss)`` at the NumPy w (its d rows in one graph).
 
-Also: the largest resident memory of any worker, sampled every 0.2 s by a thread, against the
-limit, and the relative difference of the results (target: gradient time <= 1.2x dask-glm's,
-no worker over its limit, results equal to 1e-12 relative).
+For each, the graph's size (exact, independent of the load: gradcy.backends.graph_size, tasks
+after dask.optimize, not counting the persisted chunks of X and y) beside dask-glm's; and the
+largest resident memory of any worker, sampled every 0.2 s by a thread, against the limit.
+Targets: gradient and value_and_grad <= 1.2x dask-glm's time, the Hessian-vector product <=
+1.0x, the full Hessian <= 2x; graphs no larger; results equal to 1e-12 relative.
 """
 import argparse
+import os
 import statistics
 import sys
 import threading
@@ -40,10 +47,16 @@ def _rss():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gb", type=float, default=1.0, help="size of X in GB (default 1)")
+    ap.add_argument("--sizes", default="0.1,0.4,1,4",
+                    help="sizes of X in GB, comma-separated (default 0.1,0.4,1,4)")
+    ap.add_argument("--gb", type=float, default=None, help="one size of X in GB (for --sizes)")
     ap.add_argument("--d", type=int, default=20)
-    ap.add_argument("--chunk-mb", type=float, default=64.0)
+    ap.add_argument("--chunk-mb", type=float, default=32.0,
+                    help="MB of X per chunk (default 32: 200,000 rows of 20 float64)")
     ap.add_argument("--memory-limit", default="1.5GB")
+    ap.add_argument("--persist-gb", type=float, default=1.2,
+                    help="largest X kept on the workers (default 1.2); larger ones are "
+                         "regenerated on every evaluation (out of core)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--loss", default="loglike", choices=["loglike", "logaddexp"],
                     help="loglike: dask-glm's formula z + log1p(exp(-z)) - y z (default); "
@@ -51,8 +64,9 @@ def main():
     ap.add_argument("--no-hessian", action="store_true", help="skip the Hessian comparisons")
     ap.add_argument("--hessian", action="store_true", help="also gradcy's full hessian")
     ap.add_argument("--no-persist", action="store_true",
-                    help="regenerate X on every evaluation instead of keeping it on the workers")
+                    help="regenerate X on every evaluation at every size")
     args = ap.parse_args()
+    sizes = [args.gb] if args.gb is not None else [float(t) for t in args.sizes.split(",")]
     try:
         import dask
         import dask.array as da
@@ -66,6 +80,7 @@ def main():
                  f"(pip install -e '.[dask-glm]'): {exc}")
     import gradcy.numpy as np
     from gradcy import grad, hessian, hessian_vector_product, value_and_grad
+    from gradcy.backends import graph_size, recording_computes
 
     def loss(w, X, y):
         """dask-glm's Logistic.pointwise_loss, written in gradcy.numpy."""
@@ -83,18 +98,41 @@ def main():
                            memory_limit=args.memory_limit, dashboard_address=None)
     client = Client(cluster)
     limit = parse_bytes(args.memory_limit)
-    n = int(args.gb * 1e9 / (8 * args.d))
+    print(f"2 workers x 1 thread, memory limit {args.memory_limit} each; dask "
+          f"{dask.__version__}; loss {args.loss}; medians of {args.repeats} alternating runs")
+    rows_out = []
+    for gb in sizes:
+        rows_out.append(_one_size(gb, args, client, da, dask, wait, Logistic, loss, grad,
+                                  value_and_grad, hessian, hessian_vector_product, graph_size,
+                                  recording_computes, limit))
+    client.close()
+    cluster.close()
+    print()
+    print("| X | chunks | grad tasks gradcy / dask-glm | grad | value_and_grad tasks "
+          "| value_and_grad | hvp tasks / dask-glm hessian | hvp | hessian | load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows_out:
+        print("| " + " | ".join(r) + " |")
+
+
+def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_grad, hessian,
+              hessian_vector_product, graph_size, recording_computes, limit):
+    """Times and graph sizes at one size of X; the table's row."""
+    n = int(gb * 1e9 / (8 * args.d))
     rows = max(1000, int(args.chunk_mb * 1e6 / (8 * args.d)))
     rs = da.random.RandomState(0)
     X = rs.standard_normal((n, args.d), chunks=(rows, args.d))
     y = (rs.random_sample(n, chunks=rows) < 0.5).astype(float)
-    if not args.no_persist:
+    persist = not args.no_persist and gb <= args.persist_gb
+    data = ()
+    if persist:
         X, y = client.persist([X, y])
         wait([X, y])
+        data = (X, y)
     w = onp.linspace(-0.5, 0.5, args.d)
     print(f"X {X.shape} float64 {X.nbytes / 1e9:.2f} GB in {X.numblocks[0]} chunks, "
-          f"{'persisted' if not args.no_persist else 'regenerated per evaluation'}; "
-          f"2 workers x 1 thread, memory limit {args.memory_limit} each; dask {dask.__version__}")
+          f"{'persisted' if persist else 'regenerated per evaluation (out of core)'}",
+          flush=True)
 
     peak = [0]
     stop = threading.Event()
@@ -114,12 +152,12 @@ def main():
     vd = da.from_array(v)
 
     def glm_value_and_grad():
-        z = X.dot(w)
-        return dask.compute(Logistic.pointwise_loss(w, X, y), Logistic.gradient(z, X, y))
+        return dask.compute(Logistic.pointwise_loss(w, X, y),
+                            Logistic.pointwise_gradient(w, X, y))
 
     runs = {
         "gradcy grad": lambda: grad(loss)(w, X, y),
-        "dask-glm gradient": lambda: Logistic.gradient(X.dot(w), X, y).compute(),
+        "dask-glm gradient": lambda: Logistic.pointwise_gradient(w, X, y).compute(),
         "gradcy value_and_grad": lambda: value_and_grad(loss)(w, X, y)[1],
         "dask-glm value_and_grad": lambda: glm_value_and_grad()[1],
     }
@@ -127,7 +165,26 @@ def main():
         runs["gradcy hvp"] = lambda: hessian_vector_product(loss)(wd, X, y, vd).compute()
         runs["dask-glm hessian"] = lambda: Logistic.hessian(X.dot(w), X).compute()
     if args.hessian:
-        runs["gradcy hessian"] = lambda: hessian(loss)(wd, X, y).compute()
+        runs["gradcy hessian"] = lambda: hessian(loss)(w, X, y)
+
+    # graph sizes (exact): the graphs gradcy computes, captured once, beside dask-glm's
+    with recording_computes() as computes:
+        grad(loss)(w, X, y)
+    tasks = {"grad": graph_size(*computes[0], data=data)["optimized_tasks"],
+             "glm grad": graph_size(Logistic.pointwise_gradient(w, X, y),
+                                    data=data)["optimized_tasks"]}
+    with recording_computes() as computes:
+        value_and_grad(loss)(w, X, y)
+    tasks["vag"] = graph_size(*computes[0], data=data)["optimized_tasks"]
+    tasks["glm vag"] = graph_size(Logistic.pointwise_loss(w, X, y),
+                                  Logistic.pointwise_gradient(w, X, y),
+                                  data=data)["optimized_tasks"]
+    if not args.no_hessian:
+        tasks["hvp"] = graph_size(hessian_vector_product(loss)(wd, X, y, vd),
+                                  data=data)["optimized_tasks"]
+        tasks["glm hessian"] = graph_size(Logistic.hessian(X.dot(w), X),
+                                          data=data)["optimized_tasks"]
+
     results, times = {}, {k: [] for k in runs}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
@@ -138,24 +195,28 @@ def main():
                 times[name].append(time.perf_counter() - t0)
     stop.set()
     sampler.join()
+    load = "/".join(f"{a:.1f}" for a in os.getloadavg())
     workers = len(client.scheduler_info()["workers"])
 
     def rel(a, b):
         return float(onp.max(onp.abs(a - b)) / onp.max(onp.abs(b)))
 
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"| computation | median s ({args.repeats} runs) | vs dask-glm |")
-    print("|---|---:|---:|")
-    pairs = [("grad", "dask-glm gradient"), ("value_and_grad", "dask-glm value_and_grad")]
+    med = {k: statistics.median(t) for k, t in times.items()}
+    print("| computation | median s | vs dask-glm | tasks (optimized) |")
+    print("|---|---:|---:|---:|")
+    pairs = [("grad", "dask-glm gradient", "grad", "glm grad"),
+             ("value_and_grad", "dask-glm value_and_grad", "vag", "glm vag")]
     if not args.no_hessian:
-        pairs.append(("hvp", "dask-glm hessian"))
+        pairs.append(("hvp", "dask-glm hessian", "hvp", "glm hessian"))
     if args.hessian:
-        pairs.append(("hessian", "dask-glm hessian"))
-    for what, other in pairs:
-        print(f"| gradcy {what} | {med['gradcy ' + what]:.3f} | "
-              f"{med['gradcy ' + what] / med[other]:.2f}x |")
-        print(f"| {other} | {med[other]:.3f} | 1.00x |")
-    print(f"loss: {args.loss}; gradient max relative difference "
+        pairs.append(("hessian", "dask-glm hessian", None, None))
+    ratio = {}
+    for what, other, t_mine, t_other in pairs:
+        ratio[what] = med["gradcy " + what] / med[other]
+        print(f"| gradcy {what} | {med['gradcy ' + what]:.3f} | {ratio[what]:.2f}x | "
+              f"{tasks.get(t_mine, '')} |")
+        print(f"| {other} | {med[other]:.3f} | 1.00x | {tasks.get(t_other, '')} |")
+    print(f"gradient max relative difference "
           f"{rel(results['gradcy grad'], results['dask-glm gradient']):.1e}, value_and_grad's "
           f"{rel(results['gradcy value_and_grad'], results['dask-glm gradient']):.1e}")
     if not args.no_hessian:
@@ -165,9 +226,16 @@ def main():
         print(f"hessian max relative difference "
               f"{rel(results['gradcy hessian'], results['dask-glm hessian']):.1e}")
     print(f"largest worker RSS sampled: {peak[0] / 1e9:.2f} GB of {limit / 1e9:.2f} GB limit; "
-          f"workers alive at the end: {workers} of 2")
-    client.close()
-    cluster.close()
+          f"workers alive: {workers} of 2; load average {load}", flush=True)
+    client.cancel([X, y])
+    na = "n/a"
+    return [f"{X.nbytes / 1e9:.2f} GB{'' if persist else ' (out of core)'}",
+            str(X.numblocks[0]),
+            f"{tasks['grad']} / {tasks['glm grad']}", f"{ratio['grad']:.2f}x",
+            f"{tasks['vag']} / {tasks['glm vag']}", f"{ratio['value_and_grad']:.2f}x",
+            f"{tasks['hvp']} / {tasks['glm hessian']}" if "hvp" in tasks else na,
+            f"{ratio['hvp']:.2f}x" if "hvp" in ratio else na,
+            f"{ratio['hessian']:.2f}x" if "hessian" in ratio else na, load]
 
 
 if __name__ == "__main__":

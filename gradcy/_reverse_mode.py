@@ -12,6 +12,7 @@ from types import FunctionType as _FunctionType
 import numpy as _np
 
 from ._arguments import _check_float_output, _match_input, checked_operator
+from .backends import compute_pending
 from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
@@ -386,14 +387,24 @@ def jacobian(fun, argnum=0):
                 e = e.reshape(out_shape)
                 if not isinstance(ans_value, _np.ndarray):
                     e = dtype.type(e)
-                rows.append(vjp(e))
+                rows.append(vjp._cotangents(e))
         finally:
             vjp.release()
+        rows = _compute_rows(rows, vjp)
         x_shape = _np.shape(x._value if type(x) is Box else x)
         if not rows:
             return _np.zeros(tuple(out_shape) + tuple(x_shape))
         return _np.reshape(_np.stack(rows), tuple(out_shape) + tuple(x_shape))
     return jacobian_fun
+
+
+def _compute_rows(rows, vjp):
+    """The Jacobian's rows (each the flat cotangents of the inputs) unflattened, with every
+    lazy (Dask) row of a NumPy input computed in one dask.compute: one graph, whose shared
+    forward pass runs once, instead of one compute per row."""
+    k = len(vjp._inputs)
+    flat = compute_pending([c for row in rows for c in row], list(vjp._inputs) * len(rows))
+    return [vjp._unflatten(flat[i * k:(i + 1) * k]) for i in range(len(rows))]
 
 
 @checked_operator

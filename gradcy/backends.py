@@ -19,13 +19,15 @@ The gradient has the type of its input:
 A mixture gradcy cannot honour without converting between devices (a NumPy argument whose
 gradient is a CuPy array, a CuPy argument whose gradient is a Dask array) raises TypeError.
 """
+from contextlib import contextmanager as _contextmanager
+
 import numpy as _np
 
 from ._core import is_array_value, register_array_type
 
 __all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
            "zeros", "broadcast_like",
-           "match_gradient", "compute_pending"]
+           "match_gradient", "compute_pending", "graph_size", "recording_computes"]
 
 
 def is_lazy(x):
@@ -138,6 +140,22 @@ def match_gradient(g, x, fname="grad"):
     return g
 
 
+_recorders = []
+
+
+@_contextmanager
+def recording_computes():
+    """A list collecting, while the block runs, the lazy values of each dask.compute gradcy
+    makes for NumPy inputs (one tuple per compute): the graphs `grad`, `value_and_grad` and
+    `hessian` run, for `graph_size` (benchmarks/dask_glm_compare.py, asv_bench)."""
+    graphs = []
+    _recorders.append(graphs)
+    try:
+        yield graphs
+    finally:
+        _recorders.remove(graphs)
+
+
 def compute_pending(values, inputs):
     """values with every lazy (Dask) entry whose input (same position in `inputs`; None: no
     input, always computed) is not lazy replaced by its computed value, all in one
@@ -148,6 +166,8 @@ def compute_pending(values, inputs):
     if not todo:
         return values
     import dask
+    for graphs in _recorders:
+        graphs.append(tuple(values[k] for k in todo))
     done = dask.compute(*[values[k] for k in todo])
     out = list(values)
     for k, v in zip(todo, done):
@@ -160,3 +180,28 @@ def compute_pending(values, inputs):
             v = _np.asarray(v, dtype=x.dtype)   # a computed NumPy scalar of a 0-d array
         out[k] = v
     return out
+
+
+def graph_size(*collections, data=()):
+    """The size of the Dask graph that computing `collections` together runs, as
+    ``{"tasks", "layers", "optimized_tasks"}``: the tasks and high-level layers as built, and
+    the tasks left after ``dask.optimize`` (elementwise chains fused into one task per block;
+    aliases, which run nothing, not counted). Keys of the `data` collections (persisted
+    inputs: their chunks are data, not work) are not counted. Exact and independent of the
+    machine: what benchmarks/dask_glm_compare.py and the backend tests compare gradcy's
+    graphs with a hand-written gradient's by."""
+    import dask
+    from dask.highlevelgraph import HighLevelGraph
+    graphs = [c.__dask_graph__() for c in collections]
+    skip = {k for d in data for k in d.__dask_graph__()}
+    built = HighLevelGraph.merge(*graphs)
+    optimized = HighLevelGraph.merge(*[c.__dask_graph__() for c in dask.optimize(*collections)])
+    try:
+        from dask._task_spec import Alias
+    except ImportError:         # older Dask: no task objects, no aliases
+        Alias = ()
+    return {"tasks": sum(1 for k in built if k not in skip),
+            "layers": sum(1 for name, layer in built.layers.items()
+                          if not all(k in skip for k in layer)),
+            "optimized_tasks": sum(1 for k, v in dict(optimized).items()
+                                   if k not in skip and not isinstance(v, Alias))}

@@ -1,13 +1,18 @@
-"""gradcy on Dask arrays (threaded scheduler, small data): the logistic-loss gradient against
-dask-glm's hand-written one, and the time gradcy spends building the gradient's graph.
+"""gradcy on Dask arrays against dask-glm's hand-written logistic gradient and Hessian, at the
+smallest size of benchmarks/dask_glm_compare.py's sweep (100 MB of X: 625,000 x 20 float64 in
+chunks of 200,000 rows, held in memory), on the threaded scheduler (one process, as asv runs).
 
-DaskLogistic   grad of sum(logaddexp(0, X @ w) - y * (X @ w)) for NumPy w and Dask X, y
-               (200,000 x 10 float64 in 8 row chunks; gradcy computes the result, one
-               dask.compute) against dask_glm.families.Logistic.gradient(X.dot(w), X, y)
-               computed; and, for gradcy, building the lazy gradient of a Dask w without
-               computing it (the tracing overhead on top of Dask's own graph building).
+DaskLogistic   time_gradient: gradcy grad(loss)(w, X, y) (NumPy w, Dask X and y; gradcy computes
+               the gradient, one dask.compute) against Logistic.pointwise_gradient(w, X, y)
+               computed; time_value_and_grad: value_and_grad against pointwise_loss and
+               pointwise_gradient in one dask.compute; time_hessian_vector_product: gradcy's
+               Hessian-vector product (Dask w and v) against Logistic.hessian (dask-glm's newton
+               step); time_hessian: gradcy's full d x d hessian (its rows in one graph) against
+               Logistic.hessian; track_gradient_tasks: the tasks of the gradient's graph after
+               dask.optimize (exact), each implementation's own.
 
-Skipped (n/a) where dask, dask-glm or gradcy.backends is missing.
+loss is dask-glm's Logistic.pointwise_loss written in gradcy.numpy. Skipped (n/a) where dask,
+dask-glm or gradcy.backends is missing.
 """
 import warnings
 
@@ -17,9 +22,10 @@ from . import common
 
 
 class DaskLogistic:
-    params = [["gradcy", "dask-glm", "gradcy-graph-only"]]
+    params = [["gradcy", "dask-glm"]]
     param_names = ["impl"]
-    N, D, CHUNKS = 200_000, 10, 8
+    N, D, ROWS = 625_000, 20, 200_000
+    timeout = 300
 
     def setup(self, impl):
         try:
@@ -27,37 +33,61 @@ class DaskLogistic:
             import dask.array as da
         except ImportError as exc:
             raise NotImplementedError(f"dask is not installed ({exc})") from exc
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                from dask_glm.families import Logistic
+        except ImportError as exc:
+            raise NotImplementedError(f"dask-glm is not installed ({exc})") from exc
+        backends = common.require("gradcy.backends")
+        gradcy = common.require("gradcy")
+        import gradcy.numpy as gnp
         dask.config.set(scheduler="threads")
         rng = numpy.random.default_rng(common.SEED)
-        X = rng.standard_normal((self.N, self.D))
-        y = (rng.random(self.N) < 0.5).astype(float)
-        self.X = da.from_array(X, chunks=(self.N // self.CHUNKS, self.D))
-        self.y = da.from_array(y, chunks=self.N // self.CHUNKS)
-        self.w = numpy.linspace(-0.5, 0.5, self.D)
-        if impl == "dask-glm":
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", FutureWarning)
-                    from dask_glm.families import Logistic
-            except ImportError as exc:
-                raise NotImplementedError(f"dask-glm is not installed ({exc})") from exc
-            X_, y_, w_ = self.X, self.y, self.w
-            self.fn = lambda: Logistic.gradient(X_.dot(w_), X_, y_).compute()
-            return
-        common.require("gradcy.backends")
-        grad = common.require("gradcy", "grad")
-        import gradcy.numpy as gnp
+        X = da.from_array(rng.standard_normal((self.N, self.D)), chunks=(self.ROWS, self.D))
+        y = da.from_array((rng.random(self.N) < 0.5).astype(float), chunks=self.ROWS)
+        w = numpy.linspace(-0.5, 0.5, self.D)
+        wd, vd = da.from_array(w), da.from_array(numpy.cos(numpy.arange(self.D)))
 
         def loss(w, X, y):
             z = X @ w
-            return gnp.sum(gnp.logaddexp(0.0, z) - y * z)
-        g = grad(loss)
-        X_, y_ = self.X, self.y
-        if impl == "gradcy":
-            w_ = self.w
+            return gnp.sum(z + gnp.log1p(gnp.exp(-z))) - gnp.dot(y, z)
+        if impl == "dask-glm":
+            self.gradient = lambda: Logistic.pointwise_gradient(w, X, y).compute()
+            self.value_and_grad = lambda: dask.compute(Logistic.pointwise_loss(w, X, y),
+                                                       Logistic.pointwise_gradient(w, X, y))
+            self.hvp = self.hessian = lambda: Logistic.hessian(X.dot(w), X).compute()
+            self.gradient_graph = lambda: (Logistic.pointwise_gradient(w, X, y),)
         else:
-            w_ = da.from_array(self.w)
-        self.fn = lambda: g(w_, X_, y_)
+            grad = gradcy.grad(loss)
+            vag = gradcy.value_and_grad(loss)
+            hvp = gradcy.hessian_vector_product(loss)
+            hess = gradcy.hessian(loss)
+            self.gradient = lambda: grad(w, X, y)
+            self.value_and_grad = lambda: vag(w, X, y)
+            self.hvp = lambda: hvp(wd, X, y, vd).compute()
+            self.hessian = lambda: hess(w, X, y)
+
+            def gradient_graph():
+                with backends.recording_computes() as computes:
+                    grad(w, X, y)
+                return computes[0]
+            self.gradient_graph = gradient_graph
+        self.graph_size = backends.graph_size
 
     def time_gradient(self, impl):
-        self.fn()
+        self.gradient()
+
+    def time_value_and_grad(self, impl):
+        self.value_and_grad()
+
+    def time_hessian_vector_product(self, impl):
+        self.hvp()
+
+    def time_hessian(self, impl):
+        self.hessian()
+
+    def track_gradient_tasks(self, impl):
+        return self.graph_size(*self.gradient_graph())["optimized_tasks"]
+
+    track_gradient_tasks.unit = "tasks"

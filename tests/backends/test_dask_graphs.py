@@ -1,0 +1,129 @@
+"""The Dask graphs gradcy builds are no larger than the ones a user writes by hand.
+
+A NumPy parameter vector with Dask data (the logistic regression a Dask user fits, many times,
+in cross-validation and regularisation paths): the graph `grad` computes has no more tasks,
+once Dask has optimised it, than the hand-written gradient X.T @ (sigmoid(X @ w) - y)
+(dask-glm's Logistic.gradient) for the same chunks; value_and_grad's graph no more than the
+hand-written loss and gradient computed together; `hessian` and `jacobian` compute all their
+rows in one graph. Counted exactly, through a scheduler that records the graph it is given
+(the synchronous one runs it), so the counts do not depend on the machine's load.
+"""
+import numpy as onp
+import pytest
+from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
+
+import gradcy.numpy as np
+from gradcy import grad, hessian, jacobian, value_and_grad
+
+da = pytest.importorskip("dask.array", reason="dask is not installed (pip install -e '.[dask]')")
+dask = pytest.importorskip("dask")
+
+RTOL = 1e-12
+
+
+def loss(w, X, y):
+    """dask-glm's Logistic.pointwise_loss."""
+    z = X @ w
+    return np.sum(z + np.log1p(np.exp(-z))) - np.dot(y, z)
+
+
+def _hand_loss(w, X, y):
+    z = X.dot(w)
+    return (z + da.log1p(da.exp(-z))).sum() - da.dot(y, z)
+
+
+def _hand_gradient(w, X, y):
+    p = 1 / (1 + da.exp(-X.dot(w)))
+    return da.dot(X.T, p - y)
+
+
+def _data(blocks, n=400, d=5):
+    rng = onp.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    y = (rng.random(n) < 0.5).astype(float)
+    w = onp.linspace(-0.5, 0.5, d)
+    return w, da.from_array(X, chunks=(n // blocks, d)), da.from_array(y, chunks=n // blocks), X, y
+
+
+class _Recorder:
+    """A scheduler recording the number of tasks (aliases, which run nothing, not counted) of
+    each graph it is given, then running it synchronously."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, dsk, keys, **kwargs):
+        try:
+            from dask._task_spec import Alias
+        except ImportError:
+            Alias = ()
+        graph = dsk.__dask_graph__() if hasattr(dsk, "__dask_graph__") else dsk
+        self.graphs.append(sum(1 for v in dict(graph).values() if not isinstance(v, Alias)))
+        return dask.get(dsk, keys, **kwargs)
+
+
+def _run(fn):
+    rec = _Recorder()
+    with dask.config.set(scheduler=rec):
+        out = fn()
+    return out, rec.graphs
+
+
+@pytest.mark.parametrize("blocks", [1, 4, 10])
+def test_grad_graph_no_larger_than_hand_written(blocks):
+    w, X, y, Xn, yn = _data(blocks)
+    g, graphs = _run(lambda: grad(loss)(w, X, y))
+    ref, ref_graphs = _run(lambda: _hand_gradient(w, X, y).compute())
+    assert len(graphs) == 1 and len(ref_graphs) == 1
+    assert graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
+    assert type(g) is onp.ndarray
+    onp.testing.assert_allclose(g, ref, rtol=RTOL)
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+
+
+@pytest.mark.parametrize("blocks", [1, 4, 10])
+def test_value_and_grad_graph_no_larger_than_hand_written(blocks):
+    w, X, y, Xn, yn = _data(blocks)
+    (v, g), graphs = _run(lambda: value_and_grad(loss)(w, X, y))
+    (rv, rg), ref_graphs = _run(lambda: dask.compute(_hand_loss(w, X, y),
+                                                     _hand_gradient(w, X, y)))
+    assert len(graphs) == 1 and len(ref_graphs) == 1
+    assert graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
+    onp.testing.assert_allclose(v, rv, rtol=RTOL)
+    onp.testing.assert_allclose(g, rg, rtol=RTOL)
+
+
+def test_hessian_one_graph():
+    """The d x d Hessian of a NumPy parameter on Dask data: its d rows in one compute, equal to
+    the hand-written X.T diag(p (1 - p)) X."""
+    w, X, y, Xn, yn = _data(4)
+    H, graphs = _run(lambda: hessian(loss)(w, X, y))
+    assert len(graphs) == 1, graphs
+    p = 1 / (1 + onp.exp(-Xn @ w))
+    assert type(H) is onp.ndarray and H.shape == (w.size, w.size)
+    onp.testing.assert_allclose(H, (Xn.T * (p * (1 - p))) @ Xn, rtol=RTOL)
+
+
+def test_jacobian_one_graph():
+    """jacobian of a vector function of Dask data: every row from one compute."""
+    w, X, y, Xn, yn = _data(4)
+    J, graphs = _run(lambda: jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, X))
+    assert len(graphs) == 1, graphs
+    onp.testing.assert_allclose(J, jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, Xn),
+                                rtol=RTOL)
+
+
+@pytest.mark.parametrize("blocks", [1, 4, 10])
+def test_grad_graph_no_larger_than_dask_glm(blocks):
+    """Against dask-glm 0.4's own Logistic.pointwise_gradient, where it is installed."""
+    import warnings
+    pytest.importorskip("dask_glm", reason="dask-glm is not installed "
+                        "(pip install -e '.[dask-glm]')")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from dask_glm.families import Logistic
+    w, X, y, Xn, yn = _data(blocks)
+    g, graphs = _run(lambda: grad(loss)(w, X, y))
+    ref, ref_graphs = _run(lambda: Logistic.pointwise_gradient(w, X, y).compute())
+    assert len(graphs) == 1 and graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
+    onp.testing.assert_allclose(g, ref, rtol=RTOL)
