@@ -436,9 +436,11 @@ cdef class Primitive:
                 return ans
             if cnp.PyArray_Check(ans) and not cnp.PyArray_CheckExact(ans):
                 _raise_subclass_result(self.name, uargs, ans)
-            if _is_integer_result(ans) and _inexact_parents(uargs, refs, nrefs):
+            if (top.recorder is None and _is_integer_result(ans)
+                    and _inexact_parents(uargs, refs, nrefs)):
                 # a float rounded to an integer or boolean dtype (sum(x, dtype=int), a ufunc's
-                # dtype=int, ...): a constant, whose derivative is zero
+                # dtype=int, ...): a constant, whose derivative is zero. Not on a const_graph
+                # recording, which is never differentiated: its replay recomputes the value
                 return ans
             # the function ran Python code: the tape may have been released or started its
             # sweep meanwhile (by the function itself, or by another thread)
