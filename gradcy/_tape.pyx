@@ -54,7 +54,7 @@ from gradcy._rules cimport ArgnumVJP, JointVJP
 from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
 from gradcy._saved cimport _meta_of, _shared_kwargs
 from gradcy._fuse cimport softmax_record
-from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
+from gradcy._box cimport Box, _box_type_of, _box_factories, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
 from gradcy._write cimport _note_if_view, _note_input_view, _owned_note
@@ -136,6 +136,12 @@ def active_tape():
         return None
     tape, bodies = stack[len(stack) - 1]
     return tape if bodies >= gradcy_running_bodies else None
+
+
+cdef tuple _values_of(tuple args, Tape tape):
+    """args with each Box of `tape` replaced by its value (one level)."""
+    return tuple([(<Box>a)._value if _is_box(a) and (<Box>a)._tape is tape else a
+                  for a in args])
 
 
 cdef inline bint _is_box(object a) noexcept:
@@ -402,10 +408,12 @@ cdef class Primitive:
         cdef tuple new_sargs
         cdef int32_t a_k
         if top.sweeping:
-            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
-                               f"while that same differentiation's backward pass runs (in one "
-                               f"of its VJPs, or in another thread), when nothing can be "
-                               f"recorded onto it. Use its values before its function returns.")
+            # a VJP of this differentiation computes with its traced values (PennyLane's VJPs
+            # run its tapes, which hold them): as in autograd, nothing is recorded onto this
+            # tape (no cotangent can reach it now); the call runs on their values, traced by
+            # an outer differentiation if they belong to one
+            return self._dispatch(_values_of(args, top),
+                                  kwargs if kwargs is not None else _EMPTY)
         if n > MAX_INLINE_PARENTS:
             refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
         try:
@@ -795,6 +803,10 @@ cdef class Tape:
         `tangent` is the input's tangent."""
         if tangent is not None and not self.forward:
             raise ValueError("Tape.new_leaf: a tangent is given only on a forward-mode tape")
+        if _box_factories:              # autograd's box factories (Box.type_mappings)
+            factory = _box_factories.get(type(value))
+            if factory is not None:
+                factory(value, None, None)
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
