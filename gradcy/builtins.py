@@ -3,11 +3,11 @@ autograd.builtins).
 
     from gradcy.builtins import tuple, list, dict, isinstance, type
 
-As in autograd, ``tuple(xs)`` / ``list(xs)`` / ``dict(...)`` whose elements include traced
-values build a traced container: one traced value holding the plain container (a
-``SequenceBox`` / ``DictBox`` for isinstance), which a primitive takes as one argument (its VJP
-for that argument returns a container of cotangents). Without traced elements they build plain
-containers. gradcy also traces plain containers of traced values (the differentiation
+As in autograd, ``tuple(xs)`` / ``list(xs)`` whose elements include traced values build a
+traced container: one traced value holding the plain container (a ``SequenceBox`` for
+isinstance), which a primitive takes as one argument (its VJP for that argument returns a
+container of cotangents). Without traced elements they build plain containers. ``dict(...)``
+builds a plain dict. gradcy also traces plain containers of traced values (the differentiation
 operators accept one as input or output), so both forms differentiate.
 
 isinstance and type look through traced values: isinstance(x, np.ndarray) is True for a traced
@@ -155,8 +155,9 @@ class list(_list, metaclass=_ContainerMeta):
 
 
 class dict(_dict, metaclass=_ContainerMeta):
-    """``dict(...)``: a dict, with the arguments of the builtin: traced (one traced value
-    holding the dict) when a value is traced, else plain.
+    """``dict(...)``: a plain dict, with the arguments of the builtin; its values may be
+    traced (gradcy traces a plain dict of traced values; autograd makes a DictBox: a traced
+    dict is made with ``make_dict(keys, *values)``).
 
     Examples
     --------
@@ -173,11 +174,7 @@ class dict(_dict, metaclass=_ContainerMeta):
     def __new__(cls, *args, **kwargs):
         if args and _type(args[0]) is Box:
             args = (_elements(args[0]),) + args[1:]
-        result = _dict(*args, **kwargs)
-        for v in result.values():
-            if _traced(v):
-                return make_dict(_tuple(result), *result.values())
-        return result
+        return _dict(*args, **kwargs)
 
 
 # =============================================================================
