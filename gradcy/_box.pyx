@@ -27,6 +27,7 @@ cdef extern from "Python.h":
     ctypedef struct PyTypeObject:
         PySequenceMethods* tp_as_sequence
         const char* tp_name
+        PyObject* tp_dict
     void PyType_Modified(PyTypeObject* t)
 
 
@@ -432,6 +433,21 @@ def set_type_name(cls, str qualified_name not None):
     encoded = qualified_name.encode()
     _type_names[cls] = encoded          # released with the module (tp_name points into it)
     (<PyTypeObject*>cls).tp_name = <const char*>encoded
+    PyType_Modified(<PyTypeObject*>cls)
+
+
+def set_type_attribute(cls, str name not None, value):
+    """Set attribute `name` of the extension type `cls` (whose attributes Python cannot set):
+    gradcy.autograd_alias sets Box.__array_ufunc__ to None, so that NumPy's operators between
+    an ndarray (or a subclass of it with an __array_ufunc__ of its own, such as PennyLane's
+    tensor) and a traced value defer to the traced value's operators, as they do for
+    autograd's ArrayBox, which has no __array_ufunc__."""
+    if not isinstance(cls, type):
+        raise TypeError(f"set_type_attribute: {cls!r} is not a class")
+    if cls.__flags__ & (1 << 9):
+        setattr(cls, name, value)
+        return
+    (<dict>(<PyTypeObject*>cls).tp_dict)[name] = value
     PyType_Modified(<PyTypeObject*>cls)
 
 

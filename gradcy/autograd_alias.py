@@ -83,9 +83,15 @@ def install():
                            f"with python -m gradcy.autograd_alias)")
     if installed():
         return
-    from gradcy._box import set_type_name
+    from gradcy._box import set_type_attribute, set_type_name
+    from gradcy._core import Box
     for (module, name), autograd_name in _CLASS_NAMES.items():
         set_type_name(getattr(importlib.import_module(module), name), autograd_name)
+    # autograd's ArrayBox has no __array_ufunc__: NumPy's operators between an ndarray (or an
+    # ndarray subclass with an __array_ufunc__ of its own, such as PennyLane's tensor) and a
+    # traced value then defer to the traced value's. Plain NumPy ufuncs called on traced
+    # values raise TypeError, as under autograd (autograd.numpy's functions trace them).
+    set_type_attribute(Box, "__array_ufunc__", None)
     sys.meta_path.insert(0, AliasFinder())
 
 

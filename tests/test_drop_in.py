@@ -145,3 +145,19 @@ def test_vjp_may_use_traced_values_of_its_own_differentiation():
         return np.sum(scaled(x))
     assert grad(f)(onp.ones(3)).tolist() == [2.0, 2.0, 2.0]
     assert gradcy.grad(f)(onp.ones((2, 2))).tolist() == [[4.0, 4.0], [4.0, 4.0]]
+
+
+def test_alias_ndarray_subclass_operators_defer_to_the_traced_value():
+    # PennyLane's tensor: an ndarray subclass whose __array_ufunc__ calls ndarray's and wraps
+    # what it returns; tensor + traced value must reach the traced value's __radd__
+    out = run_python("""
+        import gradcy.autograd_alias
+        import numpy as onp, autograd
+        class Tensor(onp.ndarray):
+            def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+                args = [onp.asarray(i) if isinstance(i, Tensor) else i for i in inputs]
+                return onp.asarray(super().__array_ufunc__(ufunc, method, *args, **kwargs))
+        c = onp.array(0.3).view(Tensor)
+        print(autograd.grad(lambda a: c + a * a)(2.0))
+    """)
+    assert out.strip() == "4.0"
