@@ -138,6 +138,24 @@ def active_tape():
     return tape if bodies >= gradcy_running_bodies else None
 
 
+cdef object _swept_value(object r):
+    """The result r of a call on values of a differentiation whose backward pass runs, one
+    tracing level deeper, as autograd leaves it (a VJP that strips one level with x._value gets
+    r, traced by an outer differentiation when it is): a Box of _SWEPT, which records nothing
+    (a later call with it runs on its value, and its inexact result is wrapped again).
+    Integer and other non-differentiable results (shapes, counts, flags) are returned plain."""
+    cdef Box b
+    if not (type(r) is Box or type(r) is float or type(r) is complex
+            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
+            or isinstance(r, (_np.floating, _np.complexfloating))):
+        return r
+    b = Box.__new__(Box)
+    b._value = r
+    b._tape = _SWEPT
+    b._node = -1
+    return b
+
+
 cdef tuple _values_of(tuple args, Tape tape):
     """args with each Box of `tape` replaced by its value (one level)."""
     return tuple([(<Box>a)._value if _is_box(a) and (<Box>a)._tape is tape else a
@@ -199,6 +217,10 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
+                    if t is _SWEPT:
+                        return _swept_value(self._dispatch(_values_of(args, _SWEPT),
+                                                           kwargs if kwargs is not None
+                                                           else _EMPTY))
                     _raise_escaped(self.name, i)
                 if top is None:
                     top = t
@@ -409,11 +431,12 @@ cdef class Primitive:
         cdef int32_t a_k
         if top.sweeping:
             # a VJP of this differentiation computes with its traced values (PennyLane's VJPs
-            # run its tapes, which hold them): as in autograd, nothing is recorded onto this
-            # tape (no cotangent can reach it now); the call runs on their values, traced by
-            # an outer differentiation if they belong to one
-            return self._dispatch(_values_of(args, top),
-                                  kwargs if kwargs is not None else _EMPTY)
+            # run its tapes, which hold them): nothing is recorded onto this tape (no
+            # cotangent can reach it now); the call runs on their values (traced by an outer
+            # differentiation if they belong to one) and, as in autograd, its inexact result
+            # stays one level deeper than them (_swept_value), which such VJPs strip
+            return _swept_value(self._dispatch(_values_of(args, top),
+                                               kwargs if kwargs is not None else _EMPTY))
         if n > MAX_INLINE_PARENTS:
             refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
         try:
@@ -1367,6 +1390,11 @@ cdef Box make_box(object value, Tape tape, Py_ssize_t node):
 # the tape of Boxes not made by make_box and of Boxes left detached by transfer_box
 cdef Tape _DETACHED = Tape()
 _DETACHED.release()
+# the tape of the values computed, during a backward pass, from that differentiation's own
+# traced values (_swept_value): released (nothing is recorded onto it), and a call with one of
+# its Boxes runs on their values instead of raising as for an escaped value
+cdef Tape _SWEPT = Tape()
+_SWEPT.release()
 
 
 def unbroadcast(g, target):

@@ -161,3 +161,26 @@ def test_alias_ndarray_subclass_operators_defer_to_the_traced_value():
         print(autograd.grad(lambda a: c + a * a)(2.0))
     """)
     assert out.strip() == "4.0"
+
+
+def test_second_order_through_a_vjp_that_strips_one_level():
+    # PennyLane's VJP computes with the traced parameters of its own differentiation and strips
+    # one tracing level from the result (qml.math.to_numpy(v, max_depth=1)): as under autograd,
+    # that level is the inner differentiation's, so an outer one still traces the result
+    held = {}
+
+    @primitive
+    def opaque_sin(x):
+        return onp.sin(x)
+
+    def strip(v):
+        return v._value if isinstance(v, Box) else v
+
+    defvjp(opaque_sin, lambda ans, x: lambda g: g * strip(np.cos(held["x"])))
+
+    def f(x):
+        held["x"] = x
+        return opaque_sin(x)
+    x = 0.4
+    assert grad(f)(x) == pytest.approx(onp.cos(x), rel=1e-14)
+    assert grad(grad(f))(x) == pytest.approx(-onp.sin(x), rel=1e-14)
