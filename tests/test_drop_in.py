@@ -27,6 +27,21 @@ def run_python(code):
 
 
 # ---- the switch and the class names (cause 2) ---------------------------------------------
+def test_import_gradcy_leaves_the_import_system_alone():
+    # issue #24: autograd's rule names of the on-demand scipy modules come from their module
+    # __getattr__, not from a finder on sys.meta_path
+    pytest.importorskip("scipy")
+    out = run_python("""
+        import sys
+        before = list(sys.meta_path)
+        import gradcy, gradcy.scipy.special
+        from gradcy.scipy.special import make_grad_logsumexp   # an autograd rule name
+        from gradcy.scipy.stats.norm import unbroadcast_f
+        print(sys.meta_path == before, callable(make_grad_logsumexp), callable(unbroadcast_f))
+    """)
+    assert out.split() == ["True", "True", "True"]
+
+
 def test_alias_resolves_autograd_and_names_the_box_as_autograd_does():
     out = run_python("""
         import gradcy.autograd_alias
