@@ -145,6 +145,8 @@ cdef object _swept_value(object r):
     (a later call with it runs on its value, and its inexact result is wrapped again).
     Integer and other non-differentiable results (shapes, counts, flags) are returned plain."""
     cdef Box b
+    if type(r) is Box and (<Box>r)._tape is _SWEPT:
+        return r            # (already one level deeper: a call that mixed both kinds)
     if not (type(r) is Box or type(r) is float or type(r) is complex
             or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
             or isinstance(r, (_np.floating, _np.complexfloating))):
