@@ -13,7 +13,10 @@ After it, ``import autograd`` and every ``import autograd.X`` in any library res
 libraries check about autograd's objects holds: the traced value's class reports itself as
 ``autograd.numpy.numpy_boxes.ArrayBox`` (libraries that tell autograd's values by their
 class's package, such as PennyLane's ``math.get_interface`` and autoray, see "autograd"), and
-``autograd.builtins.SequenceBox`` / ``DictBox`` are autograd's names too.
+``autograd.builtins.SequenceBox`` / ``DictBox`` are autograd's names too. When the installed
+autograd distribution (the one the program's libraries require) is older than 1.9, traced values
+have no ``__array_ufunc__``, as that autograd's ArrayBox (NumPy's operators between an ndarray
+subclass such as PennyLane's tensor and a traced value then reach the traced value's).
 
 This is the one place gradcy changes the interpreter's import system, and only when asked:
 ``import gradcy`` alone adds nothing to ``sys.meta_path``. Install the switch before the real
@@ -66,6 +69,20 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _installed_autograd_below_1_9():
+    """The environment's autograd distribution (the version its libraries require) is older
+    than 1.9 (or GRADCY_AUTOGRAD_VERSION says so); False when autograd is not installed (gradcy
+    then behaves as the newest)."""
+    import os
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        # GRADCY_AUTOGRAD_VERSION names the autograd to behave as (e.g. 1.8.0) instead
+        parts = (os.environ.get("GRADCY_AUTOGRAD_VERSION") or version("autograd")).split(".")[:2]
+        return (int(parts[0]), int(parts[1])) < (1, 9)
+    except (PackageNotFoundError, ValueError):
+        return False
+
+
 def installed():
     """The alias is on sys.meta_path."""
     return any(isinstance(f, AliasFinder) for f in sys.meta_path)
@@ -87,11 +104,13 @@ def install():
     from gradcy._core import Box
     for (module, name), autograd_name in _CLASS_NAMES.items():
         set_type_name(getattr(importlib.import_module(module), name), autograd_name)
-    # autograd's ArrayBox has no __array_ufunc__: NumPy's operators between an ndarray (or an
-    # ndarray subclass with an __array_ufunc__ of its own, such as PennyLane's tensor) and a
-    # traced value then defer to the traced value's. Plain NumPy ufuncs called on traced
-    # values raise TypeError, as under autograd (autograd.numpy's functions trace them).
-    set_type_attribute(Box, "__array_ufunc__", None)
+    if _installed_autograd_below_1_9():
+        # autograd < 1.9's ArrayBox has no __array_ufunc__ (1.9 added it): NumPy's operators
+        # between an ndarray (or an ndarray subclass with an __array_ufunc__ of its own, such
+        # as PennyLane's tensor) and a traced value then defer to the traced value's, which
+        # libraries pinned to autograd < 1.9 rely on; plain NumPy ufuncs called on traced
+        # values raise TypeError there, as under that autograd
+        set_type_attribute(Box, "__array_ufunc__", None)
     sys.meta_path.insert(0, AliasFinder())
 
 

@@ -104,9 +104,20 @@ def _sequence_new(cls, xs=()):
     traced (as autograd's), else a plain one."""
     elements = _elements(xs)
     for e in elements:
-        if _traced(e):
+        # (under forward mode, at any level, the container stays plain: gradcy differentiates
+        # a plain container of traced values as well; a traced container is reverse mode's)
+        if _traced(e) and not _under_forward_mode(e):
             return make_sequence(cls._plain, *elements)
     return cls._plain(elements)
+
+
+def _under_forward_mode(x):
+    """x is traced by a forward-mode differentiation at some level."""
+    while _type(x) is Box or _isinstance(x, Box):
+        if x._tape.forward:
+            return True
+        x = x._value
+    return False
 
 
 class tuple(_tuple, metaclass=_ContainerMeta):
@@ -184,7 +195,7 @@ class dict(_dict, metaclass=_ContainerMeta):
 # other than make_sequence are plain functions that work on traced elements; their rules
 # below are the index bookkeeping autograd's have.
 # =============================================================================
-from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from .registry import defjvp, defjvp_argnum, defjvp_argnums, defvjp, defvjp_argnum
 from .registry import notrace_primitive, primitive
 from .util import subvals
 from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,
@@ -286,15 +297,18 @@ def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
     return container_untake(g, argnum - 1, vspace(ans))
 
 
-def _container_tangent(g, key, ans):
-    out = [vspace(v).zeros() for v in ans] if not _isinstance(ans, _dict) else {
-        k: vspace(v).zeros() for k, v in ans.items()}
-    out[key] = g
-    return _type(ans)(out) if not _isinstance(ans, _dict) else out
+def _container_tangent(argnums, gs, ans, keys):
+    """The tangent of a traced container: each element's tangent (zero for elements whose
+    argument has none); keys[i] is the element of argument position i + 1."""
+    given = dict(zip(argnums, gs))
+    if _isinstance(ans, _dict):
+        return {k: given[i + 1] if i + 1 in given else vspace(ans[k]).zeros()
+                for i, k in enumerate(keys)}
+    return _type(ans)([given[i + 1] if i + 1 in given else vspace(v).zeros()
+                       for i, v in enumerate(ans)])
 
 
-defjvp_argnum(make_sequence,
-              lambda argnum, g, ans, args, kwargs: _container_tangent(g, argnum - 1, ans))
-defjvp_argnum(make_dict,
-              lambda argnum, g, ans, args, kwargs: _container_tangent(g, args[0][argnum - 1],
-                                                                      ans))
+defjvp_argnums(make_sequence, lambda argnums, gs, ans, args, kwargs: _container_tangent(
+    argnums, gs, ans, range(len(ans))))
+defjvp_argnums(make_dict, lambda argnums, gs, ans, args, kwargs: _container_tangent(
+    argnums, gs, ans, args[0]))
