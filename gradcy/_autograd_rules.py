@@ -9,11 +9,11 @@ gradcy.numpy, so they are differentiable.
 
 install(), called once at the end of gradcy/__init__.py, adds autograd's names to each gradcy
 module whose autograd counterpart has them (gradcy.numpy.numpy_vjps, gradcy.misc.flatten, ...):
-at once to the modules gradcy imports, and to the gradcy.scipy modules (which import SciPy, so
-gradcy imports them only on demand) as each is imported.
+at once to the modules gradcy imports. The gradcy.scipy modules (which import SciPy, so gradcy
+imports them only on demand) serve theirs through a module __getattr__ of their own, which calls
+autograd_name here on the first lookup of a name they lack: gradcy installs no import hook.
 """
 import builtins
-import importlib.machinery
 import sys
 import warnings
 
@@ -654,9 +654,8 @@ def _core_modules(name):
                 grad_container_take=vjp_maker(_w.container_take, 0))
 
 
-def _add_names(module):
-    """Add autograd's names to a gradcy module (never replacing the module's own)."""
-    namespace = vars(module)
+def _names_of(module):
+    """autograd's names for a gradcy module: name -> object."""
     name = module.__name__
     if name in ("gradcy.tracer", "gradcy.util", "gradcy.builtins"):
         names = _core_modules(name)
@@ -678,6 +677,14 @@ def _add_names(module):
         names = maker(sys.modules[name]) if maker else _misc(name, sys.modules[name])
     else:
         raise KeyError(f"gradcy._autograd_rules: no autograd names for {name}")
+    return names
+
+
+def _add_names(module):
+    """Add autograd's names to a gradcy module (never replacing the module's own)."""
+    namespace = vars(module)
+    name = module.__name__
+    names = _names_of(module)
     shadowing = {k: v for k, v in names.items() if hasattr(builtins, k)}
     for k, v in names.items():
         if k not in shadowing:
@@ -696,7 +703,8 @@ def _add_names(module):
 _IMPORTED = ("gradcy.tracer", "gradcy.util", "gradcy.builtins", "gradcy.numpy.numpy_vjps",
              "gradcy.numpy.numpy_jvps", "gradcy.numpy.fft", "gradcy.numpy.linalg",
              "gradcy.misc.flatten", "gradcy.misc.fixed_points")
-# ... and imported on demand (they import SciPy)
+# ... and imported on demand (they import SciPy; each has a module __getattr__ that calls
+# autograd_name)
 _ON_DEMAND = frozenset(
     ["gradcy.scipy.integrate", "gradcy.scipy.linalg", "gradcy.scipy.signal",
      "gradcy.scipy.special"] +
@@ -704,41 +712,28 @@ _ON_DEMAND = frozenset(
                                           "multivariate_normal", "norm", "poisson", "t")])
 
 
-class _NamesLoader:
-    """The module's own loader, then _add_names (as the module's last statement would). (Not
-    an importlib.abc.Loader subclass: importlib.abc imports importlib.resources, ~20 ms.)"""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        _add_names(module)
-
-    def __getattr__(self, attr):            # get_source, get_filename, ... of the real loader
-        return getattr(self._loader, attr)
+_served = {}      # on-demand module name -> its autograd names (filled on first lookup)
 
 
-class _NamesFinder:
-    """Finds the on-demand modules as Python's path finder does, with _NamesLoader."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in _ON_DEMAND:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is not None and spec.loader is not None:
-            spec.loader = _NamesLoader(spec.loader)
-        return spec
+def autograd_name(module_name, attr):
+    """The module __getattr__ of the on-demand modules: their autograd names, added to the
+    module on the first lookup of a name it does not have (no import hook: the module's own
+    __getattr__ asks here)."""
+    names = _served.get(module_name)
+    if names is None:
+        module = sys.modules[module_name]
+        names = _served[module_name] = _names_of(module)
+        for k, v in names.items():
+            if not hasattr(builtins, k):
+                vars(module).setdefault(k, v)
+    if attr in names:
+        return names[attr]
+    raise AttributeError(f"module {module_name!r} has no attribute {attr!r}")
 
 
 def install():
-    """Add autograd's names to the gradcy modules that have them (idempotent): now to those
-    already imported, and to each on-demand one as it is imported."""
-    if not any(type(f) is _NamesFinder for f in sys.meta_path):
-        sys.meta_path.insert(0, _NamesFinder())
-    for name in _IMPORTED + tuple(sorted(_ON_DEMAND)):
+    """Add autograd's names to the gradcy modules imported with gradcy (idempotent). The
+    on-demand modules serve theirs through their module __getattr__ (autograd_name)."""
+    for name in _IMPORTED:
         if name in sys.modules:
             _add_names(sys.modules[name])

@@ -26,6 +26,8 @@ cdef extern from "Python.h":
         void* sq_item
     ctypedef struct PyTypeObject:
         PySequenceMethods* tp_as_sequence
+        const char* tp_name
+        PyObject* tp_dict
     void PyType_Modified(PyTypeObject* t)
 
 
@@ -33,7 +35,29 @@ cdef extern from "Python.h":
 # Box subclasses for value types of the user's own (Box.register): value type -> subclass,
 # and the subclass -> itself (a value of an outer differentiation traced again)
 # =============================================================================
-cdef dict _box_type_of = {}
+cdef class _TypeMappings(dict):
+    """Box.type_mappings (autograd's): value type -> the Box subclass of its traced values.
+    An entry written into it registers: a Box subclass as Box.register does, any other
+    callable (autograd's box factory, e.g. one that refuses values that are not trainable) as
+    a check that a differentiation calls on each of its inputs of that type,
+    factory(value, None, None), before tracing it (what it returns is not used)."""
+
+    def __setitem__(self, value_type, box_type):
+        if isinstance(box_type, type) and issubclass(box_type, Box):
+            _register_box_type(box_type, value_type)
+        elif callable(box_type) and isinstance(value_type, type):
+            _box_factories[value_type] = box_type
+        else:
+            raise TypeError(f"Box.type_mappings[{value_type!r}] = {box_type!r}: the key is a "
+                            f"class of values, the value a Box subclass or a callable "
+                            f"factory(value, trace, node)")
+
+    def __missing__(self, value_type):
+        return _box_factories[value_type]
+
+
+cdef dict _box_type_of = _TypeMappings()
+cdef dict _box_factories = {}
 cdef set _box_types = set()
 cdef Py_ssize_t _n_box_subtypes = 0    # 0 until a subclass is registered: exact-type checks suffice
 
@@ -54,8 +78,8 @@ cdef int _register_box_type(object cls, object value_type) except -1:
             f"{value_type.__name__} values with its own Box, which a subclass cannot replace; "
             f"register Box subclasses for value types of your own (a class of yours with a "
             f"VSpace registered for it)")
-    _box_type_of[value_type] = cls
-    _box_type_of[cls] = cls
+    dict.__setitem__(_box_type_of, value_type, cls)
+    dict.__setitem__(_box_type_of, cls, cls)
     if cls not in _box_types:
         _box_types.add(cls)
         _n_box_subtypes += 1
@@ -138,9 +162,10 @@ cdef class Box:
         for every type."""
         _register_box_type(cls, value_type)
 
-    def __cinit__(self):
-        # a Box made by anything but make_box (Box.__new__ from Python) is a value of a
-        # released tape: using it raises instead of reading an arena that is not there
+    def __cinit__(self, *args, **kwargs):
+        # a Box made by anything but make_box (Box.__new__ from Python, or Box(value, trace,
+        # node) as autograd's box factories call it) is a value of a released tape: using it
+        # raises instead of reading an arena that is not there
         self._tape = _DETACHED
         self._node = -1
 
@@ -412,6 +437,41 @@ cdef int _transfer_box(Box target, Box source) except -1:
     if target._node < tape.n_nodes:     # (releasing `old` may have released the tape)
         tape.nodes[target._node].flags |= NODE_BOX_ALIVE
     return 0
+
+
+cdef dict _type_names = {}     # static type -> the bytes its tp_name points into
+
+
+def set_type_name(cls, str qualified_name not None):
+    """Give the extension type `cls` the dotted name `qualified_name` ("package.module.Name"),
+    so that its __module__, __name__ and __qualname__ report it (gradcy.autograd_alias names
+    Box autograd.numpy.numpy_boxes.ArrayBox, as libraries that check autograd's class names
+    expect)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"set_type_name: {cls!r} is not a class")
+    if cls.__flags__ & (1 << 9):        # a heap type (a Python class): its attributes
+        module, _, name = qualified_name.rpartition(".")
+        cls.__module__, cls.__name__, cls.__qualname__ = module, name, name
+        return
+    encoded = qualified_name.encode()
+    _type_names[cls] = encoded          # released with the module (tp_name points into it)
+    (<PyTypeObject*>cls).tp_name = <const char*>encoded
+    PyType_Modified(<PyTypeObject*>cls)
+
+
+def set_type_attribute(cls, str name not None, value):
+    """Set attribute `name` of the extension type `cls` (whose attributes Python cannot set):
+    gradcy.autograd_alias sets Box.__array_ufunc__ to None, so that NumPy's operators between
+    an ndarray (or a subclass of it with an __array_ufunc__ of its own, such as PennyLane's
+    tensor) and a traced value defer to the traced value's operators, as they do for
+    autograd's ArrayBox, which has no __array_ufunc__."""
+    if not isinstance(cls, type):
+        raise TypeError(f"set_type_attribute: {cls!r} is not a class")
+    if cls.__flags__ & (1 << 9):
+        setattr(cls, name, value)
+        return
+    (<dict>(<PyTypeObject*>cls).tp_dict)[name] = value
+    PyType_Modified(<PyTypeObject*>cls)
 
 
 def is_box(x):

@@ -80,8 +80,16 @@ def tree_flatten(x):
     """(leaves, unflatten) of nested tuples/lists/dicts (their subclasses too, dicts in
     insertion order); unflatten(values) rebuilds the structure with other leaves."""
     t = type(x)
-    if t is _np.ndarray or t is float or t is Box:
+    if t is _np.ndarray or t is float:
         return [x], _first
+    if t is Box:
+        v = x._value
+        while type(v) is Box:
+            v = v._value
+        if type(v) is not tuple and type(v) is not list:
+            return [x], _first
+        # a traced tuple/list (gradcy.builtins.tuple of traced values): its elements
+        return tree_flatten(type(v)([x[i] for i in range(len(v))]))
     if t is tuple or t is list:
         for e in x:
             if isinstance(e, (tuple, list, dict)):

@@ -54,7 +54,7 @@ from gradcy._rules cimport ArgnumVJP, JointVJP
 from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
 from gradcy._saved cimport _meta_of, _shared_kwargs
 from gradcy._fuse cimport softmax_record
-from gradcy._box cimport Box, _box_type_of, _n_box_subtypes
+from gradcy._box cimport Box, _box_type_of, _box_factories, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
 from gradcy._write cimport _note_if_view, _note_input_view, _owned_note, _resolve_stale
@@ -138,6 +138,32 @@ def active_tape():
     return tape if bodies >= gradcy_running_bodies else None
 
 
+cdef object _swept_value(object r):
+    """The result r of a call on values of a differentiation whose backward pass runs, one
+    tracing level deeper, as autograd leaves it (a VJP that strips one level with x._value gets
+    r, traced by an outer differentiation when it is): a Box of _SWEPT, which records nothing
+    (a later call with it runs on its value, and its inexact result is wrapped again).
+    Integer and other non-differentiable results (shapes, counts, flags) are returned plain."""
+    cdef Box b
+    if type(r) is Box and (<Box>r)._tape is _SWEPT:
+        return r            # (already one level deeper: a call that mixed both kinds)
+    if not (type(r) is Box or type(r) is float or type(r) is complex
+            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
+            or isinstance(r, (_np.floating, _np.complexfloating))):
+        return r
+    b = Box.__new__(Box)
+    b._value = r
+    b._tape = _SWEPT
+    b._node = -1
+    return b
+
+
+cdef tuple _values_of(tuple args, Tape tape):
+    """args with each Box of `tape` replaced by its value (one level)."""
+    return tuple([(<Box>a)._value if _is_box(a) and (<Box>a)._tape is tape else a
+                  for a in args])
+
+
 cdef inline bint _is_box(object a) noexcept:
     """a is a Box or an instance of a registered Box subclass (the exact check first)."""
     return type(a) is Box or (_n_box_subtypes != 0 and isinstance(a, Box))
@@ -194,6 +220,10 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
+                    if t is _SWEPT:
+                        return _swept_value(self._dispatch(_values_of(args, _SWEPT),
+                                                           kwargs if kwargs is not None
+                                                           else _EMPTY))
                     _raise_escaped(self.name, i)
                 if top is None:
                     top = t
@@ -397,10 +427,13 @@ cdef class Primitive:
         cdef tuple new_sargs
         cdef int32_t a_k
         if top.sweeping:
-            raise RuntimeError(f"{self.name}: a value traced by a differentiation was used "
-                               f"while that same differentiation's backward pass runs (in one "
-                               f"of its VJPs, or in another thread), when nothing can be "
-                               f"recorded onto it. Use its values before its function returns.")
+            # a VJP of this differentiation computes with its traced values (PennyLane's VJPs
+            # run its tapes, which hold them): nothing is recorded onto this tape (no
+            # cotangent can reach it now); the call runs on their values (traced by an outer
+            # differentiation if they belong to one) and, as in autograd, its inexact result
+            # stays one level deeper than them (_swept_value), which such VJPs strip
+            return _swept_value(self._dispatch(_values_of(args, top),
+                                               kwargs if kwargs is not None else _EMPTY))
         if n > MAX_INLINE_PARENTS:
             refs = <ParentRef*>_realloc_checked(NULL, n, sizeof(ParentRef))
         try:
@@ -966,6 +999,10 @@ cdef class Tape:
         `tangent` is the input's tangent."""
         if tangent is not None and not self.forward:
             raise ValueError("Tape.new_leaf: a tangent is given only on a forward-mode tape")
+        if _box_factories:              # autograd's box factories (Box.type_mappings)
+            factory = _box_factories.get(type(value))
+            if factory is not None:
+                factory(value, None, None)
         cdef Py_ssize_t i = self._new_input(NODE_LEAF, "new_leaf")
         if tangent is not None:
             self._set_cotangent(i, tangent)
@@ -1540,6 +1577,11 @@ cdef Box make_box(object value, Tape tape, Py_ssize_t node):
 # the tape of Boxes not made by make_box and of Boxes left detached by transfer_box
 cdef Tape _DETACHED = Tape()
 _DETACHED.release()
+# the tape of the values computed, during a backward pass, from that differentiation's own
+# traced values (_swept_value): released (nothing is recorded onto it), and a call with one of
+# its Boxes runs on their values instead of raising as for an escaped value
+cdef Tape _SWEPT = Tape()
+_SWEPT.release()
 
 
 def unbroadcast(g, target):

@@ -1,12 +1,14 @@
-"""Python's container constructors and type queries, usable on traced values.
+"""Python's container constructors and type queries, usable on traced values (autograd's
+autograd.builtins).
 
     from gradcy.builtins import tuple, list, dict, isinstance, type
 
-gradcy traces the leaves of a container, not the container: a tuple/list/dict whose elements
-are traced values is an ordinary Python container, and the differentiation operators accept one
-as input or output (grad of a function returning a dict, of a dict argument, ...). So the
-constructors here build plain containers; they accept traced sequences (a traced value holding
-a tuple, e.g. the result of gradcy.numpy.linalg.eigh), whose elements they take one by one.
+As in autograd, ``tuple(xs)`` / ``list(xs)`` whose elements include traced values build a
+traced container: one traced value holding the plain container (a ``SequenceBox`` for
+isinstance), which a primitive takes as one argument (its VJP for that argument returns a
+container of cotangents). Without traced elements they build plain containers. ``dict(...)``
+builds a plain dict. gradcy also traces plain containers of traced values (the differentiation
+operators accept one as input or output), so both forms differentiate.
 
 isinstance and type look through traced values: isinstance(x, np.ndarray) is True for a traced
 array, type(x) is the type of the plain value. The classes tuple, list and dict answer
@@ -16,7 +18,7 @@ import builtins as _b
 
 from ._core import Box
 
-__all__ = ["tuple", "list", "dict", "isinstance", "type", "getval"]
+__all__ = ["tuple", "list", "dict", "isinstance", "type", "getval", "SequenceBox", "DictBox"]
 
 _tuple, _list, _dict, _type, _isinstance = _b.tuple, _b.list, _b.dict, _b.type, _b.isinstance
 
@@ -93,14 +95,35 @@ class _ContainerMeta(_type):
         return _b.issubclass(subclass, cls._plain)
 
 
+def _traced(x):
+    return _type(x) is Box or _isinstance(x, Box)
+
+
 def _sequence_new(cls, xs=()):
-    """gradcy.builtins.tuple(xs) / list(xs): a plain tuple / list of the elements of xs."""
-    return cls._plain(_elements(xs))
+    """gradcy.builtins.tuple(xs) / list(xs): a traced tuple / list when an element of xs is
+    traced (as autograd's), else a plain one."""
+    elements = _elements(xs)
+    for e in elements:
+        # (under forward mode, at any level, the container stays plain: gradcy differentiates
+        # a plain container of traced values as well; a traced container is reverse mode's)
+        if _traced(e) and not _under_forward_mode(e):
+            return make_sequence(cls._plain, *elements)
+    return cls._plain(elements)
+
+
+def _under_forward_mode(x):
+    """x is traced by a forward-mode differentiation at some level."""
+    while _type(x) is Box or _isinstance(x, Box):
+        if x._tape.forward:
+            return True
+        x = x._value
+    return False
 
 
 class tuple(_tuple, metaclass=_ContainerMeta):
-    """``tuple(xs)``: a plain tuple of the elements of ``xs``, which may be a traced value
-    holding a tuple (e.g. the result of ``gradcy.numpy.linalg.eigh``).
+    """``tuple(xs)``: the tuple of the elements of ``xs`` (which may be a traced value holding
+    a tuple, e.g. the result of ``gradcy.numpy.linalg.eigh``): traced (one traced value holding
+    the tuple) when an element is traced, else plain.
     ``isinstance(v, gradcy.builtins.tuple)`` holds for plain tuples and for traced values
     holding one.
 
@@ -121,9 +144,10 @@ class tuple(_tuple, metaclass=_ContainerMeta):
 
 
 class list(_list, metaclass=_ContainerMeta):
-    """``list(xs)``: a plain list of the elements of ``xs``, which may be a traced value
-    holding a sequence; ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and
-    for traced values holding one.
+    """``list(xs)``: the list of the elements of ``xs`` (which may be a traced value holding
+    a sequence), traced when an element is traced, else plain;
+    ``isinstance(v, gradcy.builtins.list)`` holds for plain lists and for traced values
+    holding one.
 
     Examples
     --------
@@ -143,7 +167,8 @@ class list(_list, metaclass=_ContainerMeta):
 
 class dict(_dict, metaclass=_ContainerMeta):
     """``dict(...)``: a plain dict, with the arguments of the builtin; its values may be
-    traced.
+    traced (gradcy traces a plain dict of traced values; autograd makes a DictBox: a traced
+    dict is made with ``make_dict(keys, *values)``).
 
     Examples
     --------
@@ -164,18 +189,46 @@ class dict(_dict, metaclass=_ContainerMeta):
 
 
 # =============================================================================
-# autograd.builtins's other names. gradcy does not trace containers (their elements are
-# traced), so the sequence operations are plain functions that work on traced elements, and
-# their rules below are the index bookkeeping autograd's have.
+# Traced containers (autograd's SequenceBox / DictBox) and autograd.builtins's other names.
+# A traced container is a Box whose plain value is a tuple, list or dict; SequenceBox and
+# DictBox answer isinstance for those (a Box of an array is neither). The sequence operations
+# other than make_sequence are plain functions that work on traced elements; their rules
+# below are the index bookkeeping autograd's have.
 # =============================================================================
-from .registry import defjvp, defjvp_argnum, defvjp, defvjp_argnum
+from .registry import defjvp, defjvp_argnum, defjvp_argnums, defvjp, defvjp_argnum
 from .registry import notrace_primitive, primitive
 from .util import subvals
 from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,
                      SequenceVSpace, SparseObject, TupleVSpace, VSpace, vspace)
 
-SequenceBox = DictBox = Box
 TupleMeta = ListMeta = DictMeta = _ContainerMeta
+
+
+class _BoxKindMeta(_type):
+    """isinstance(v, SequenceBox / DictBox): v is a traced value holding a tuple or list /
+    a dict (at any tracing depth)."""
+    def __instancecheck__(cls, instance):
+        return _traced(instance) and _isinstance(getval(instance), cls._holds)
+
+    def __subclasscheck__(cls, subclass):
+        return subclass is cls
+
+
+class SequenceBox(metaclass=_BoxKindMeta):
+    """isinstance(x, SequenceBox): x is a traced tuple or list (as ``tuple(xs)`` of traced
+    elements makes). Build one with gradcy.builtins.tuple / list."""
+    _holds = (_tuple, _list)
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError(f"gradcy: {cls.__name__} is not constructed directly; "
+                        f"gradcy.builtins.tuple(xs) / list(xs) of traced elements make one")
+
+
+class DictBox(metaclass=_BoxKindMeta):
+    """isinstance(x, DictBox): x is a traced dict (as ``dict(...)`` with traced values
+    makes). Build one with gradcy.builtins.dict."""
+    _holds = (_dict,)
+    __new__ = SequenceBox.__new__
 
 
 def container_untake(x, idx, vs):
@@ -212,11 +265,50 @@ def grad_sequence_extend_left(argnum, ans, args, kwargs):
     return lambda g: g[n:] if argnum == 0 else g[argnum - 1]
 
 
+@primitive
 def make_sequence(seq_type, *args):
-    """seq_type(args)."""
+    """seq_type(args): traced when an element of args is traced."""
     return seq_type(args)
+
+
+def _element_cotangent(g, key, x):
+    """The cotangent of element `key` of a container cotangent g (None: zero) for element
+    value x."""
+    out = None if g is None else g[key]
+    return vspace(x).zeros() if out is None else out
+
+
+defvjp_argnum(make_sequence, lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(
+    g, argnum - 1, args[argnum]))
+
+
+@primitive
+def make_dict(keys, *values):
+    """The dict of keys and values: traced when a value is traced."""
+    return _dict(zip(keys, values))
+
+
+defvjp_argnum(make_dict, lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(
+    g, args[0][argnum - 1], args[argnum]))
 
 
 def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
     """The tangent of make_sequence for a tangent g of element argnum - 1."""
     return container_untake(g, argnum - 1, vspace(ans))
+
+
+def _container_tangent(argnums, gs, ans, keys):
+    """The tangent of a traced container: each element's tangent (zero for elements whose
+    argument has none); keys[i] is the element of argument position i + 1."""
+    given = dict(zip(argnums, gs))
+    if _isinstance(ans, _dict):
+        return {k: given[i + 1] if i + 1 in given else vspace(ans[k]).zeros()
+                for i, k in enumerate(keys)}
+    return _type(ans)([given[i + 1] if i + 1 in given else vspace(v).zeros()
+                       for i, v in enumerate(ans)])
+
+
+defjvp_argnums(make_sequence, lambda argnums, gs, ans, args, kwargs: _container_tangent(
+    argnums, gs, ans, range(len(ans))))
+defjvp_argnums(make_dict, lambda argnums, gs, ans, args, kwargs: _container_tangent(
+    argnums, gs, ans, args[0]))

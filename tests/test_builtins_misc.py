@@ -94,12 +94,18 @@ def test_constructors_build_plain_containers():
     assert gdict([("a", 1)], b=2) == {"a": 1, "b": 2}
 
 
-def test_tuple_of_a_traced_sequence_takes_its_elements():
+def test_tuple_of_a_traced_sequence_is_a_traced_tuple():
+    # as autograd's: tuple(xs) / list(xs) with traced elements is one traced container
+    # (a SequenceBox), whose elements index as traced values
+    from gradcy.builtins import SequenceBox
+
     def f(x):
         parts = gtuple(np.split(x, 2))        # np.split of a traced array: a traced list
-        assert type(parts) is tuple and len(parts) == 2 and all(type(p) is Box for p in parts)
+        assert type(parts) is Box and isinstance(parts, SequenceBox)
+        assert type(parts._value) is tuple and len(parts) == 2
+        assert all(type(p) is Box for p in parts)
         lst = glist(np.split(x, 2))
-        assert type(lst) is list
+        assert isinstance(lst, SequenceBox) and type(lst._value) is list
         return np.sum(parts[0] * 2.0) + np.sum(lst[1] ** 2)
     x = onp.arange(4.0)
     close(grad(f)(x), [2.0, 2.0, 4.0, 6.0])

@@ -48,13 +48,30 @@ from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper
 __version__ = _np.__version__
 
 
-def __getattr__(name):
+class _LazySubmodule:
+    """A module attribute that imports the submodule of its name on first use (a non-data
+    descriptor: the import binds the submodule in the module's namespace, which then serves
+    it). It lives on the module's class, not in its namespace, so code that copies the
+    namespace (pennylane.numpy copies every callable of autograd.numpy's) copies no hook."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, module, owner=None):
+        if module is None:
+            return self
+        return _importlib.import_module(f"{module.__name__}.{self.name}")
+
+
+class _NumpyModule(type(_importlib)):
     # gradcy.numpy.random (numpy.random's draws, constants to differentiation) is imported on
     # first use, as NumPy 2 does with numpy.random: importing it costs about 9 ms
-    if name == "random":
-        return _importlib.import_module(f"{__name__}.random")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    random = _LazySubmodule()
+
+    def __dir__(self):
+        return sorted(set(vars(self)) | {"random"})
 
 
-def __dir__():
-    return sorted(set(globals()) | {"random"})
+import sys as _sys
+_sys.modules[__name__].__class__ = _NumpyModule
+del _sys

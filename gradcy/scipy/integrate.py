@@ -26,6 +26,8 @@ from . import _import_scipy
 
 _si = _import_scipy("scipy.integrate")  # ImportError naming the extra when SciPy is missing
 
+from ..builtins import SequenceBox
+
 __all__ = ["odeint"]
 
 # Options of scipy's odeint that also apply to the adjoint and sensitivity solves.
@@ -78,6 +80,8 @@ def odeint(func, y0, t, args=(), **kwargs):
     float arrays and floats in args (forward and reverse mode). func(y, t, *args) (or
     func(t, y, *args) with tfirst=True) must be written with gradcy.numpy.
     full_output=True is supported for untraced inputs only."""
+    if isinstance(args, SequenceBox):     # a traced tuple (gradcy.builtins.tuple, as autograd's)
+        args = tuple([args[i] for i in range(len(args))])
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs.get("full_output"):
@@ -230,3 +234,8 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
 defvjp_argnums(_odeint_p, _odeint_vjp, save=("ans", 2) + tuple(range(3, 3 + _MAX_ARGS)))
 defjvp_argnums(_odeint_p, _odeint_jvp)
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

@@ -414,3 +414,9 @@ def _cho_factor_jvp(g, ans, a, lower=False, check_finite=True):
 
 defvjp(_cho_factor_p, _cho_factor_vjp, save=("ans",))
 defjvp(_cho_factor_p, _cho_factor_jvp)
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

@@ -193,3 +193,9 @@ def _convolve_jvp_1(g, ans, in1, in2, mode="full", method="auto"):
 
 defvjp_argnums(_conv, _convolve_vjp, save=(0, 1))
 defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

@@ -312,3 +312,9 @@ _unary(y1, lambda ans, x: (y0(x) - yn(2, x)) * 0.5, save=(0,))
 _last_arg(yn, lambda ans, n, x: (yn(n - 1, x) - yn(n + 1, x)) * 0.5, save=(0, 1))
 
 del _p
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

@@ -1,20 +1,14 @@
-"""Run autograd programs against gradcy: `autograd` and every `autograd.X` import resolve to
-`gradcy` and `gradcy.X` (the same module objects), so the real autograd package never runs.
+"""pytest plugin for autograd's own test suite run against gradcy (.ci/autograd-suite):
+`python -m pytest -p autograd_alias ...` with this folder's parent on sys.path.
 
-    import autograd_alias; autograd_alias.install()      # before anything imports autograd
-
-As a pytest plugin (`python -m pytest -p autograd_alias ...`, with this folder's parent on
-sys.path) it installs the alias before collection, marks the tests on DELIBERATE (gradcy
-differs on purpose, and is better) as strict xfails, and prints the counts.
+It installs gradcy's switch, gradcy.autograd_alias (every `autograd` import resolves to
+gradcy; the real autograd never runs), before collection, marks the tests on DELIBERATE
+(gradcy differs on purpose, and is better) as strict xfails, checks at the end that no real
+autograd module was loaded, and prints the counts.
 """
-import importlib
-import importlib.abc
-import importlib.util
-import sys
+from gradcy.autograd_alias import check_no_real_autograd, install
 
-__all__ = ["install", "AliasFinder", "DELIBERATE"]
-
-SOURCE, TARGET = "autograd", "gradcy"
+__all__ = ["install", "DELIBERATE"]
 
 # Tests of autograd 1.9.1 that fail under gradcy because gradcy does something autograd refuses
 # to do. node id (relative to autograd's tests/ folder) -> why gradcy is right.
@@ -29,61 +23,9 @@ DELIBERATE = {
 }
 
 
-class _AliasLoader(importlib.abc.Loader):
-    """Hands out an already imported gradcy module under its autograd name."""
-
-    def __init__(self, module):
-        self.module = module
-        self.spec = module.__spec__
-
-    def create_module(self, spec):
-        return self.module
-
-    def exec_module(self, module):
-        module.__spec__ = self.spec      # the import system set the alias's spec; keep gradcy's
-
-
-class AliasFinder(importlib.abc.MetaPathFinder):
-    """Resolves `autograd` and `autograd.X` to `gradcy` and `gradcy.X`."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != SOURCE and not fullname.startswith(SOURCE + "."):
-            return None
-        real = TARGET + fullname[len(SOURCE):]
-        module = importlib.import_module(real)     # ModuleNotFoundError names gradcy's path
-        spec = importlib.util.spec_from_loader(
-            fullname, _AliasLoader(module),
-            is_package=hasattr(module, "__path__"))
-        if hasattr(module, "__path__"):
-            spec.submodule_search_locations = list(module.__path__)
-        return spec
-
-
-def install():
-    """Put the alias first on sys.meta_path (idempotent). Raises if the real autograd was
-    already imported in this process."""
-    loaded = [m for m in sys.modules if m == SOURCE or m.startswith(SOURCE + ".")]
-    real = [m for m in loaded if not getattr(sys.modules[m], "__name__", "").startswith(TARGET)]
-    if real:
-        raise RuntimeError(f"autograd_alias.install(): the real autograd is already imported "
-                           f"({', '.join(sorted(real))}); install the alias before any import "
-                           f"of autograd")
-    if not any(isinstance(f, AliasFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, AliasFinder())
-
-
-def check_no_real_autograd():
-    """Every loaded autograd.* module is a gradcy module."""
-    for name, module in list(sys.modules.items()):
-        if name == SOURCE or name.startswith(SOURCE + "."):
-            assert getattr(module, "__name__", "").startswith(TARGET), (
-                f"{name} is not a gradcy module: {module!r}")
-
-
 # =============================================================================
 # pytest plugin
 # =============================================================================
-install()
 _outcomes = {"passed": 0, "failed": 0, "skipped": 0, "xfailed": 0, "xpassed": 0, "error": 0}
 
 

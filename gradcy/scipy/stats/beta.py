@@ -26,3 +26,8 @@ def _db(x, a, b):
 density_rules(logpdf, pdf, partials([_dx, _da, _db]), save=(0, 1, 2))
 rules(cdf, partials([pdf]), save=(0, 1, 2))
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

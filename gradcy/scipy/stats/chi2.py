@@ -27,3 +27,8 @@ def _ddf(x, df):
 density_rules(logpdf, pdf, partials([_dx, _ddf]), save=(0, 1))
 rules(cdf, partials([pdf]), save=(0, 1))
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

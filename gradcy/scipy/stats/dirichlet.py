@@ -74,3 +74,8 @@ def _jvp_alpha(t, ans, x, alpha):
 
 density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_alpha], [_jvp_x, _jvp_alpha]), save=(0, 1))
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

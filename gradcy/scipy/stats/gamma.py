@@ -22,3 +22,8 @@ def _da(x, a):
 density_rules(logpdf, pdf, partials([_dx, _da]), save=(0, 1))
 rules(cdf, partials([pdf]), save=(0, 1))
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

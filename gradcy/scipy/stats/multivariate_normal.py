@@ -125,3 +125,9 @@ def _entropy_jvp_cov(t, ans, mean=None, cov=1):
 
 defvjp_direct(entropy, None, _entropy_vjp_cov, save=(1,))
 defjvp(entropy, None, _entropy_jvp_cov)
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

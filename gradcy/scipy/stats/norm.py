@@ -43,3 +43,9 @@ _dist_rules(logcdf, lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs)
             save=("ans", 0, 1, 2))
 _dist_rules(logsf, lambda ans, *args, **kwargs: -anp.exp(logpdf(*args, **kwargs) - ans),
             save=("ans", 0, 1, 2))
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

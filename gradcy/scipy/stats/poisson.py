@@ -19,3 +19,8 @@ density_rules(logpmf, pmf, partials([_dmu], argnums=(1,)), save=(0, 1))
 # d/dmu P(K <= k) = -pmf(floor(k), mu)
 rules(cdf, partials([lambda k, mu: -pmf(anp.floor(k), mu)], argnums=(1,)), save=(0, 1))
 
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

@@ -48,3 +48,9 @@ def _dist_rules(prim, w, save):
 _dist_rules(cdf, lambda ans, *args, **kwargs: pdf(*args, **kwargs), save=(0, 1, 2, 3))
 _dist_rules(logcdf, lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs) - ans),
             save=("ans", 0, 1, 2, 3))
+
+
+def __getattr__(name):
+    # autograd's rule names for this module (grad_*, ...), added on first lookup
+    from gradcy._autograd_rules import autograd_name
+    return autograd_name(__name__, name)

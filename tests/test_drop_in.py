@@ -1,0 +1,204 @@
+"""gradcy standing in for autograd in libraries built on it (issue #22): the reduced cases of
+what PennyLane 0.45.1's autograd interface relies on. The switch itself (gradcy.autograd_alias)
+is checked in fresh interpreters, since it renames gradcy's traced-value class."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as onp
+import pytest
+
+import gradcy
+import gradcy.numpy as np
+from gradcy import grad, hessian
+from gradcy._core import Box
+from gradcy.builtins import DictBox, SequenceBox, getval, make_dict
+from gradcy.builtins import dict as gdict
+from gradcy.builtins import list as glist
+from gradcy.builtins import tuple as gtuple
+from gradcy.extend import defvjp, primitive
+
+
+def run_python(code, env=None):
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=120,
+                         env=None if env is None else {**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+# ---- the switch and the class names (cause 2) ---------------------------------------------
+def test_import_gradcy_leaves_the_import_system_alone():
+    # issue #24: autograd's rule names of the on-demand scipy modules come from their module
+    # __getattr__, not from a finder on sys.meta_path
+    pytest.importorskip("scipy")
+    out = run_python("""
+        import sys
+        before = list(sys.meta_path)
+        import gradcy, gradcy.scipy.special
+        from gradcy.scipy.special import make_grad_logsumexp   # an autograd rule name
+        from gradcy.scipy.stats.norm import unbroadcast_f
+        print(sys.meta_path == before, callable(make_grad_logsumexp), callable(unbroadcast_f))
+    """)
+    assert out.split() == ["True", "True", "True"]
+
+
+def test_alias_resolves_autograd_and_names_the_box_as_autograd_does():
+    out = run_python("""
+        import gradcy.autograd_alias
+        import autograd, autograd.numpy as anp, gradcy, gradcy.numpy
+        from autograd.numpy.numpy_boxes import ArrayBox
+        from autograd.builtins import SequenceBox
+        seen = []
+        def f(x):
+            seen.append((type(x).__module__.split(".")[0], type(x).__name__,
+                         isinstance(x, ArrayBox), isinstance(x, SequenceBox)))
+            return anp.cos(x)
+        print(autograd is gradcy, anp is gradcy.numpy, autograd.grad(f)(0.0), seen)
+        gradcy.autograd_alias.check_no_real_autograd()
+    """)
+    assert out.strip() == "True True -0.0 [('autograd', 'ArrayBox', True, False)]"
+
+
+def test_alias_refuses_after_the_real_autograd():
+    pytest.importorskip("autograd")
+    out = subprocess.run([sys.executable, "-c", "import autograd, gradcy.autograd_alias"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0 and "the real autograd is already imported" in out.stderr
+
+
+def test_alias_runs_a_script(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("import sys, autograd\nprint(autograd.__name__, sys.argv[1:])\n")
+    out = subprocess.run([sys.executable, "-m", "gradcy.autograd_alias", str(script), "a"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "gradcy ['a']"
+
+
+# ---- module attributes copied by value (cause 3) --------------------------------------------
+def test_gradcy_numpy_has_no_module_getattr_to_copy():
+    # pennylane.numpy copies every callable of autograd.numpy's namespace; a module __getattr__
+    # among them would answer for pennylane.numpy's own submodules
+    assert "__getattr__" not in vars(np) and "__dir__" not in vars(np)
+    assert np.random.__name__ == "gradcy.numpy.random" and "random" in dir(np)
+
+
+# ---- Box.type_mappings (cause 4) ------------------------------------------------------------
+class Frozen(onp.ndarray):
+    """An ndarray subclass whose box factory refuses it (PennyLane's requires_grad=False)."""
+
+
+def _refuse(x, *args):
+    raise ValueError("not trainable")
+
+
+def test_type_mappings_factory_is_called_on_inputs():
+    Box.type_mappings[Frozen] = _refuse
+    assert Box.type_mappings[Frozen] is _refuse
+    x = onp.ones(2).view(Frozen)
+    with pytest.raises(ValueError, match="not trainable"):
+        grad(lambda v: np.sum(v * v))(x)
+    assert grad(lambda v: np.sum(v * v))(onp.ones(2)).tolist() == [2.0, 2.0]
+
+
+# ---- traced containers (causes 5 and 6) -----------------------------------------------------
+@primitive
+def _execute(parameters, scale):
+    # as PennyLane's: the body computes on plain values (PennyLane's devices unwrap the
+    # parameters); only the rule gives the gradient
+    return sum(onp.cos(getval(p)) for ps in parameters for p in ps) * scale
+
+
+defvjp(_execute, lambda ans, parameters, scale: lambda g: gtuple(
+    [glist([-g * scale * onp.sin(p) for p in ps]) for ps in parameters]))
+
+
+def _circuit(x):
+    return _execute(gtuple([glist([x, 2.0 * x]), glist([x * x])]), 3.0)
+
+
+def test_primitive_of_a_traced_container_uses_its_rule():
+    x = 0.3
+    expected = -3.0 * (onp.sin(x) + 2.0 * onp.sin(2 * x) + 2 * x * onp.sin(x * x))
+    assert grad(_circuit)(x) == pytest.approx(expected, rel=1e-12)
+    second = -3.0 * (onp.cos(x) + 4.0 * onp.cos(2 * x) + 2 * onp.sin(x * x)
+                     + 4 * x * x * onp.cos(x * x))
+    assert hessian(_circuit)(x) == pytest.approx(second, rel=1e-12)
+
+
+def test_traced_containers_are_sequence_and_dict_boxes():
+    seen = []
+
+    def f(x):
+        t, d = gtuple([x, x]), make_dict(("a",), x)
+        seen.append((isinstance(x, SequenceBox), isinstance(t, SequenceBox),
+                     isinstance(d, DictBox), isinstance(t, DictBox), type(t._value).__name__))
+        return t[0] * t[1] + gdict(a=x)["a"]
+    assert grad(f)(2.0) == 5.0
+    assert seen == [(False, True, True, False, "tuple")]
+    assert type(gtuple([1.0, 2.0])) is tuple     # no traced element: a plain tuple
+
+
+# ---- a traced value used inside a VJP of its own differentiation (cause 7) -------------------
+def test_vjp_may_use_traced_values_of_its_own_differentiation():
+    held = {}
+
+    @primitive
+    def scaled(x):
+        return 2.0 * x
+
+    def vjp_maker(ans, x):
+        def vjp(g):
+            # the rule reads a traced value of this same differentiation (PennyLane's VJPs
+            # run tapes that hold the traced parameters)
+            return g * 2.0 * onp.ones(np.shape(held["x"])) * np.ndim(held["x"])
+        return vjp
+    defvjp(scaled, vjp_maker)
+
+    def f(x):
+        held["x"] = x
+        return np.sum(scaled(x))
+    assert grad(f)(onp.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert gradcy.grad(f)(onp.ones((2, 2))).tolist() == [[4.0, 4.0], [4.0, 4.0]]
+
+
+def test_alias_ndarray_subclass_operators_defer_to_the_traced_value():
+    # PennyLane's tensor: an ndarray subclass whose __array_ufunc__ calls ndarray's and wraps
+    # what it returns; tensor + traced value must reach the traced value's __radd__, as it
+    # does under autograd < 1.9 (the version PennyLane pins)
+    out = run_python("""
+        import gradcy.autograd_alias
+        import numpy as onp, autograd
+        class Tensor(onp.ndarray):
+            def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+                args = [onp.asarray(i) if isinstance(i, Tensor) else i for i in inputs]
+                return onp.asarray(super().__array_ufunc__(ufunc, method, *args, **kwargs))
+        c = onp.array(0.3).view(Tensor)
+        print(autograd.grad(lambda a: c + a * a)(2.0))
+    """, env={"GRADCY_AUTOGRAD_VERSION": "1.8.0"})
+    assert out.strip() == "4.0"
+
+
+def test_second_order_through_a_vjp_that_strips_one_level():
+    # PennyLane's VJP computes with the traced parameters of its own differentiation and strips
+    # one tracing level from the result (qml.math.to_numpy(v, max_depth=1)): as under autograd,
+    # that level is the inner differentiation's, so an outer one still traces the result
+    held = {}
+
+    @primitive
+    def opaque_sin(x):
+        return onp.sin(x)
+
+    def strip(v):
+        return v._value if isinstance(v, Box) else v
+
+    defvjp(opaque_sin, lambda ans, x: lambda g: g * strip(np.cos(held["x"])))
+
+    def f(x):
+        held["x"] = x
+        return opaque_sin(x)
+    x = 0.4
+    assert grad(f)(x) == pytest.approx(onp.cos(x), rel=1e-14)
+    assert grad(grad(f))(x) == pytest.approx(-onp.sin(x), rel=1e-14)
