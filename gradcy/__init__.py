@@ -43,11 +43,12 @@ __all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_gra
            "jacobian", "hessian", "hessian_tensor_product", "hessian_vector_product",
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
            "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",
-           "vspace", "tuple", "list", "dict", "isinstance", "type", "EscapedValueError",
-           "MissingVJPError", "MissingJVPError", "TracerArrayConversionError"]
+           "vspace", "EscapedValueError", "MissingVJPError", "MissingJVPError",
+           "TracerArrayConversionError"]
 
-# autograd exports its container builtins at the top level; so does gradcy (last, because
-# they shadow Python's names in this module)
+# autograd has its container builtins at the top level (gradcy.tuple, gradcy.list, ...); so
+# does gradcy, out of __all__, so that `from gradcy import *` does not shadow Python's tuple,
+# list, dict, isinstance and type (bound last: they shadow Python's names in this module)
 from .builtins import dict, isinstance, list, tuple, type
 
 # autograd's rule helpers in the modules autograd has them in (numpy_vjps, misc.flatten, ...)

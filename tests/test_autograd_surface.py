@@ -206,3 +206,26 @@ def test_alias_resolves_every_module_to_gradcys():
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=here),
                           timeout=300)
     assert late.returncode != 0 and "already imported" in late.stderr
+
+
+def test_star_imports_bind_the_public_names_only():
+    """`from gradcy import *` binds the operators and leaves Python's builtins alone (gradcy.tuple
+    and friends stay attributes, as autograd's); `from gradcy.numpy import *` binds NumPy's
+    public names and gradcy's submodules, none of the rule files' helpers."""
+    import builtins
+
+    import numpy
+
+    import gradcy
+    import gradcy.numpy
+
+    ns = {}
+    exec("from gradcy import *", ns)
+    assert "grad" in ns and "hessian" in ns
+    assert not {"tuple", "list", "dict", "isinstance", "type"} & set(ns)
+    assert gradcy.tuple is not builtins.tuple          # still there for autograd's users
+    ns = {}
+    exec("from gradcy.numpy import *", ns)
+    assert {"sin", "sum", "linalg", "fft", "random"} <= set(ns)
+    extra = set(gradcy.numpy.__all__) - set(numpy.__all__)
+    assert extra == {"at"}, extra

@@ -39,8 +39,11 @@ empty_like, full_like = _owning["empty_like"], _owning["full_like"]
 identity, eye = _owning["identity"], _owning["eye"]
 del _owning
 
-# "random" is served by __getattr__ below (imported on first use)
-__all__ = list(dict.fromkeys(list(_wrapped) + list(_extras))) + ["linalg", "fft", "random", "at"]  # noqa: F405  (random: __getattr__)
+# what `from gradcy.numpy import *` binds: NumPy's own public names (numpy.__all__) that this
+# module serves, its submodules linalg, fft and random ("random": the module's class imports it
+# on first use) and at; not the helpers the rule files bind here (wrap_namespace, primitive...)
+__all__ = [n for n in dict.fromkeys(list(_wrapped) + list(_extras))
+           if n in _np.__all__] + ["linalg", "fft", "random", "at"]  # noqa: F405  (random: the module class)
 
 # autograd.numpy's modules (re-exports of the above)
 from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper
