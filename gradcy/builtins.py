@@ -154,9 +154,8 @@ class list(_list, metaclass=_ContainerMeta):
     >>> import gradcy
     >>> from gradcy.builtins import list
     >>> def f(a):
-    ...     parts = list(gradcy.numpy.linalg.eigh(a))
-    ...     parts[0] = parts[0] ** 2
-    ...     return gradcy.numpy.sum(parts[0])    # the sum of squared eigenvalues
+    ...     parts = list(gradcy.numpy.linalg.eigh(a))    # a traced list, as autograd's
+    ...     return gradcy.numpy.sum(parts[0] ** 2)       # the sum of squared eigenvalues
     >>> print(gradcy.grad(f)(gradcy.numpy.diag([1.0, 2.0])))
     [[2. 0.]
      [0. 4.]]
@@ -216,7 +215,20 @@ class _BoxKindMeta(_type):
 
 class SequenceBox(metaclass=_BoxKindMeta):
     """isinstance(x, SequenceBox): x is a traced tuple or list (as ``tuple(xs)`` of traced
-    elements makes). Build one with gradcy.builtins.tuple / list."""
+    elements makes). Build one with gradcy.builtins.tuple / list.
+
+    Examples
+    --------
+    >>> from gradcy import grad, numpy as np
+    >>> from gradcy.builtins import SequenceBox, tuple
+    >>> def f(x):
+    ...     t = tuple([x, 2.0 * x])
+    ...     print(isinstance(t, SequenceBox), isinstance(x, SequenceBox))
+    ...     return np.sum(t[0] * t[1])
+    >>> print(grad(f)(np.array([1.0, 2.0])))
+    True False
+    [4. 8.]
+    """
     _holds = (_tuple, _list)
 
     def __new__(cls, *args, **kwargs):
@@ -225,8 +237,21 @@ class SequenceBox(metaclass=_BoxKindMeta):
 
 
 class DictBox(metaclass=_BoxKindMeta):
-    """isinstance(x, DictBox): x is a traced dict (as ``dict(...)`` with traced values
-    makes). Build one with gradcy.builtins.dict."""
+    """isinstance(x, DictBox): x is a traced dict, as ``make_dict(keys, *values)`` with
+    traced values makes (``dict(...)`` makes a plain dict of traced values).
+
+    Examples
+    --------
+    >>> from gradcy import grad, numpy as np
+    >>> from gradcy.builtins import DictBox, make_dict
+    >>> def f(x):
+    ...     d = make_dict(("a", "b"), x, 2.0 * x)
+    ...     print(isinstance(d, DictBox), isinstance(x, DictBox))
+    ...     return np.sum(x ** 2)
+    >>> print(grad(f)(np.array([1.0, 2.0])))
+    True False
+    [2. 4.]
+    """
     _holds = (_dict,)
     __new__ = SequenceBox.__new__
 

@@ -1254,7 +1254,7 @@ class Summary:
         # refused (some mode raised a documented error), wrong (some mode failed)
         self.classes = {}
         self.reasons = {}           # refusal reason (REFUSALS) -> programs refused for it
-        self.refused = []           # (seed, feature classes) of the programs refused
+        self.refused = []           # (seed, feature classes, reason) of the programs refused
 
     def add(self, other):
         self.programs += other.programs
@@ -1284,11 +1284,13 @@ class Summary:
         if raised is not None:
             reason = refusal_reason(raised)
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
-            self.refused.append((prog.seed, prog.tags() & set(FEATURES)))
+            self.refused.append((prog.seed, prog.tags() & set(FEATURES), reason))
 
-    def refused_outside(self, classes):
-        """Seeds of the refused programs that have none of the feature `classes`."""
-        return [seed for seed, tags in self.refused if not tags & set(classes)]
+    def refused_outside(self, classes, reasons=()):
+        """Seeds of the refused programs that have none of the feature `classes`, refused for
+        a reason not in `reasons`."""
+        return [seed for seed, tags, reason in self.refused
+                if not tags & set(classes) and reason not in reasons]
 
     def counts_table(self):
         lines = [f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",

@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 
 import gradcy.numpy as gnp  # noqa: F401  (registers the Box operators the methods call)
 from gradcy import _core, _core_tests
+from gradcy._box import _TypeMappings
 from gradcy._core import ArrayMeta, Box, OwnedBuffer, Primitive, SparseCotangent, Tape
 from gradcy._recompute import Recomputed
 from gradcy._rules import VJP, ArgnumVJP, ElementwiseRule, JointVJP
@@ -32,7 +33,7 @@ GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", 
 # the classes each group constructs and calls; tests/test_core_safety.py checks that every class
 # a compiled part (gradcy/_*.pyx) defines, but its exceptions, is here
 CLASSES = {"Tape": (Tape,), "Box": (Box,), "Primitive": (Primitive,),
-           "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed),
+           "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed, _TypeMappings),
            "rules": (VJP, ArgnumVJP, JointVJP, ElementwiseRule)}
 KINDS = ("unbroadcast", "neg_unbroadcast", "mul", "div", "neg", "times_d", "neg_times_d",
          "times_ans", "tanh")

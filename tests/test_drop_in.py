@@ -202,3 +202,29 @@ def test_second_order_through_a_vjp_that_strips_one_level():
     x = 0.4
     assert grad(f)(x) == pytest.approx(onp.cos(x), rel=1e-14)
     assert grad(grad(f))(x) == pytest.approx(-onp.sin(x), rel=1e-14)
+
+
+COVERED = {"gradcy.builtins.make_sequence", "gradcy.builtins.make_dict"}
+
+
+def test_traced_containers_gradients_match_central_differences():
+    """make_sequence (builtins.tuple/list of traced elements) and make_dict: reverse and
+    forward mode to second order against central differences, and the dtype of each
+    element's gradient is its own (float32 stays float32)."""
+    from gradcy.builtins import make_dict
+    from gradcy.builtins import tuple as traced_tuple
+    from gradcy.test_util import check_grads
+
+    def f(x, y):
+        t = traced_tuple([np.sin(x), y * x])
+        return np.sum(t[0] * t[1]) + np.sum(t[1] ** 2)
+
+    def g(x, y):
+        d = make_dict(("a", "b"), np.sin(x), y * x)
+        return np.sum(d["a"] * d["b"])
+
+    x, y = onp.array([0.3, -1.2, 0.7]), onp.array([1.1, 0.4, -0.5])
+    check_grads(f, modes=["fwd", "rev"], order=2)(x, y)
+    check_grads(g, modes=["rev"], order=1)(x, y)
+    g32 = grad(f)(x.astype(onp.float32), y.astype(onp.float32))
+    assert g32.dtype == onp.float32

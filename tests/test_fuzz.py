@@ -3,6 +3,7 @@ writes and ordinary operations, run by NumPy (values), by gradcy (values and der
 reverse, forward and three second-order modes) and by central differences. One test per chunk
 of seeds; the number of programs run is printed at the end of the session (tests/conftest.py).
 More seeds: python tests/fuzz_programs.py --programs 5000 --seed 0"""
+import numpy
 import pytest
 
 import fuzz_programs as fp
@@ -16,6 +17,10 @@ FEATURES = tuple(f for f in fp.FEATURES if f not in KNOWN_FAILING)
 # write into a view of an array an operation computed (issue #23; docs/tutorial.md lists the
 # programs gradcy still refuses). Any other refused program fails the test.
 MAY_REFUSE = {"computed_view"}
+# and, on NumPy 1.x, a write by an advanced index whose value reads the elements it writes:
+# NumPy 1.x gives no order for such a write, so the result depends on it (docs/tutorial.md)
+NUMPY_1 = numpy.lib.NumpyVersion(numpy.__version__) < "2.0.0"
+MAY_REFUSE_REASONS = {"write_order"} if NUMPY_1 else set()
 PROGRAMS, CHUNK = 1600, 200
 
 
@@ -26,6 +31,7 @@ def test_random_programs_match_numpy_and_differences(first):
     fp.SESSION.add(summary)
     assert not summary.failures, summary.report()
     assert summary.programs == CHUNK and summary.skipped == 0
-    assert summary.refused_outside(MAY_REFUSE) == [], summary.report(shrink_failures=False)
+    assert summary.refused_outside(MAY_REFUSE, MAY_REFUSE_REASONS) == [], \
+        summary.report(shrink_failures=False)
     for mode in fp.MODES:      # most programs run to a checked result in every mode
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)

@@ -145,7 +145,13 @@ defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, ax
 # =============================================================================
 def _getitem_vjp(g, ans, A, idx):
     """A sparse cotangent for a plain g: the slot's cotangent is added into the array's
-    cotangent in place (O(size of the read)); untake (dense, traced) at higher order."""
+    cotangent in place (O(size of the read)); untake (dense, traced) at higher order. A read of
+    a traced container (a tuple, list or dict: autograd's SequenceBox / DictBox) sends g to
+    its element."""
+    if isinstance(A, (tuple, list, dict)):
+        from ..builtins import container_untake
+        from ..vspace import vspace
+        return container_untake(g, idx, vspace(A))
     shape, dtype = shape_dtype(A)
     if dtype.kind not in "fc":
         # an integer or boolean array differentiated as float64 values: a float cotangent
