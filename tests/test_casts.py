@@ -118,6 +118,15 @@ def _out(m, x):
     return b
 
 
+def _out_casting(call):
+    def program(m, x):
+        b = m.zeros(4, int)
+        r = call(m, x, b)
+        assert r is b
+        return b
+    return program
+
+
 def _put(m, x):
     b = m.zeros(4, int)
     m.put(b, [3, 0], x[1:3])
@@ -169,6 +178,10 @@ WRITES = {
     "copyto(casting=unsafe)": _copyto(casting="unsafe"),
     "copyto(where=)": _copyto(casting="unsafe", where=onp.array([True, False, True, True])),
     "ufunc out= int32, casting=unsafe": _out,
+    "clip out= int, casting=unsafe": _out_casting(
+        lambda m, x, b: m.clip(x * 1.5, -2.5, 2.5, out=b, casting="unsafe")),
+    "concatenate out= int, casting=unsafe": _out_casting(
+        lambda m, x, b: m.concatenate([x[2:], x[:2] * 3.0], out=b, casting="unsafe")),
     "put": _put,
     "fill_diagonal": _fill_diagonal,
     "add.at": _ufunc_at,

@@ -239,9 +239,9 @@ def _plain_out_error(name, what="out="):
 
 def write_result(name, out, result, where=True, broadcast=False, casting="same_kind"):
     """out[...] = result for a traced buffer `out` (the write is recorded on its tape), as
-    `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values); `casting`: a
-    ufunc's rule for the cast into out's dtype (into an integer or boolean out, the cast
-    values are a constant: see inplace.constant_if_cast)."""
+    `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values); `casting`: the
+    call's rule for the cast into out's dtype (a ufunc's, clip's, concatenate's casting=; into
+    an integer or boolean out, the cast values are a constant: inplace.constant_if_cast)."""
     rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
     if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
@@ -328,7 +328,7 @@ def _out_call(prim, args, kwargs):
             o[...] = _plain(r)
             continue
         write_result(prim.name, o, r, where, broadcast=ufunc,
-                     casting=kwargs.get("casting", "same_kind") if ufunc else "same_kind")
+                     casting=kwargs.get("casting", "same_kind"))
     return out[0] if type(out) is tuple and len(out) == 1 else out
 
 
@@ -451,7 +451,8 @@ def _list_call(name, fn, arrays, axis, out, kwargs):
             raise TypeError(f"gradcy.numpy.{name}: cannot cast from {result.dtype} to "
                             f"{_np.dtype(dtype)} with casting rule {casting!r}")
         result = astype(result, dtype)
-    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result)
+    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result,
+                                                   casting=casting)
 
 
 def concatenate(arrays, axis=0, out=None, **kwargs):

@@ -399,18 +399,20 @@ def constant_if_cast(buf, value):
     the gradient), the traced value itself."""
     if type(value) is not Box:
         return value
-    kind = _kind(_plain(buf))
+    kind = _kind(buf)
     if kind in "fcO":
         return value
-    v = _plain(value)
-    vkind = _kind(v)
+    vkind = _kind(value)
     if vkind == "b" or (kind in "iu" and vkind in "iu"):
         return value
-    return v
+    return _plain(value)         # (a read of its values: a const_graph replay checks them)
 
 
 def _kind(a):
-    """The dtype kind of an array (NumPy, Dask, CuPy: read, not computed) or scalar."""
+    """The dtype kind of an array (NumPy, Dask, CuPy: read, not computed; traced or not) or
+    scalar; not a read of its values."""
+    while type(a) is Box:
+        a = a._value
     dtype = getattr(a, "dtype", None)
     return (dtype if dtype is not None else _np.result_type(a)).kind
 
