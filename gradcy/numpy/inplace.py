@@ -389,32 +389,36 @@ def _selected(g, idx):
 # =============================================================================
 # Writes that cast: a traced value into an integer or boolean buffer
 # =============================================================================
-def constant_if_cast(buf, value):
+def constant_if_cast(buf, value, cast=True):
     """The value to write into `buf` (an array, plain or traced): a traced value that buf's
     integer or boolean dtype rounds (a float or complex into an integer buffer, anything but a
     boolean into a boolean one) is a constant, as x.astype(int) is (its derivative is zero);
     its plain values go in, cast by NumPy's own write. Into a floating-point, complex or
     object buffer (float64 into float32 included: a cast that keeps the gradient), and an
     integer value into an integer buffer (integer arithmetic of an integer argument carries
-    the gradient), the traced value itself."""
+    the gradient), the traced value itself. cast=False: the plain value uncast (numpy.add.at
+    casts the sum, not the value)."""
     if type(value) is not Box:
         return value
-    kind = _kind(buf)
+    dtype = _dtype(buf)
+    kind = dtype.kind
     if kind in "fcO":
         return value
-    vkind = _kind(value)
+    vkind = _dtype(value).kind
     if vkind == "b" or (kind in "iu" and vkind in "iu"):
         return value
-    return _plain(value)         # (a read of its values: a const_graph replay checks them)
+    # astype to an integer or boolean dtype: a plain array of NumPy's cast (the one the write
+    # makes), and a read of the values that a const_graph replay checks (as _plain's is here)
+    return anp.astype(value, dtype) if cast else _plain(value)
 
 
-def _kind(a):
-    """The dtype kind of an array (NumPy, Dask, CuPy: read, not computed; traced or not) or
+def _dtype(a):
+    """The dtype of an array (NumPy, Dask, CuPy: read, not computed; traced or not) or
     scalar; not a read of its values."""
     while type(a) is Box:
         a = a._value
     dtype = getattr(a, "dtype", None)
-    return (dtype if dtype is not None else _np.result_type(a)).kind
+    return dtype if dtype is not None else _np.result_type(a)
 
 
 # =============================================================================
@@ -967,7 +971,7 @@ def at_set(x, idx, v):
 def at_add(x, idx, v):
     """A copy of x with v added at idx, every update of a repeated position applied (the
     at_add primitive); a traced v that x's integer or boolean dtype casts is a constant."""
-    return _add_at(x, idx, constant_if_cast(x, v))
+    return _add_at(x, idx, constant_if_cast(x, v, cast=False))
 
 
 defvjp_direct(_set_at,
