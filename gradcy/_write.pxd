@@ -24,8 +24,9 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
                      Py_ssize_t position) except -1
 
 # Box.__setitem__'s fast path: box[idx] = value recorded here when box is an owned buffer of its
-# tape, idx a basic index and value plain or traced on the same tape; False (nothing done) when
-# gradcy/numpy/inplace.py must do it
+# tape, idx a basic index and value plain or traced on the same tape (traced only into a
+# floating-point, complex or object buffer); False (nothing done) when gradcy/numpy/inplace.py
+# must do it
 cdef bint _setitem_fast(Box box, object idx, object value) except -1
 
 # a traced value used while its node is stale (a view whose memory a write changed after it was

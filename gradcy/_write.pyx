@@ -435,7 +435,9 @@ cdef bint _is_view_of_slot(Box value, object slot, Tape tape) except -1:
 
 cdef bint _setitem_fast(Box box, object idx, object value) except -1:
     """box[idx] = value when box is an owned buffer of its tape, idx a basic index, and value
-    plain or traced on the same tape; False (nothing done) otherwise."""
+    plain or traced on the same tape (traced only into a floating-point, complex or object
+    buffer: into another, the write casts it, see inplace.py's constant_if_cast); False
+    (nothing done) otherwise."""
     cdef Tape tape = box._tape
     cdef OwnedBuffer info
     cdef Py_ssize_t vnode
@@ -444,6 +446,11 @@ cdef bint _setitem_fast(Box box, object idx, object value) except -1:
     buf = box._value
     if not cnp.PyArray_CheckExact(buf):
         return False
+    if type(value) is Box and not (cnp.PyArray_ISFLOAT(<cnp.ndarray>buf)
+                                   or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>buf)
+                                   or cnp.PyArray_ISOBJECT(<cnp.ndarray>buf)):
+        return False            # a traced value into an integer or boolean buffer: a cast,
+                                # which inplace.py makes a constant (constant_if_cast)
     if type(value) is Box and ((<Box>value)._tape is not tape
                                or type((<Box>value)._value) is Box):
         return False

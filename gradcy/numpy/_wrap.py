@@ -237,16 +237,18 @@ def _plain_out_error(name, what="out="):
         f"instead (y = {name.rsplit('.', 1)[-1]}(...)).")
 
 
-def write_result(name, out, result, where=True, broadcast=False):
+def write_result(name, out, result, where=True, broadcast=False, casting="same_kind"):
     """out[...] = result for a traced buffer `out` (the write is recorded on its tape), as
-    `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values)."""
+    `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values); `casting`: the
+    call's rule for the cast into out's dtype (a ufunc's, clip's, concatenate's casting=; into
+    an integer or boolean out, the cast values are a constant: inplace.constant_if_cast)."""
     rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
     if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
     rdtype = _np.result_type(_plain(result))
-    if not _np.can_cast(rdtype, out.dtype, "same_kind"):
+    if not _np.can_cast(rdtype, out.dtype, casting):
         raise TypeError(f"{name}: cannot cast the result from {rdtype} to out='s dtype "
-                        f"{out.dtype} with casting rule 'same_kind'")
+                        f"{out.dtype} with casting rule {casting!r}")
     out[...] = result if where is True else where_(where, result, out)
     return out
 
@@ -325,7 +327,8 @@ def _out_call(prim, args, kwargs):
                 raise _plain_out_error(prim.name)
             o[...] = _plain(r)
             continue
-        write_result(prim.name, o, r, where, broadcast=ufunc)
+        write_result(prim.name, o, r, where, broadcast=ufunc,
+                     casting=kwargs.get("casting", "same_kind"))
     return out[0] if type(out) is tuple and len(out) == 1 else out
 
 
@@ -448,7 +451,8 @@ def _list_call(name, fn, arrays, axis, out, kwargs):
             raise TypeError(f"gradcy.numpy.{name}: cannot cast from {result.dtype} to "
                             f"{_np.dtype(dtype)} with casting rule {casting!r}")
         result = astype(result, dtype)
-    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result)
+    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result,
+                                                   casting=casting)
 
 
 def concatenate(arrays, axis=0, out=None, **kwargs):

@@ -387,6 +387,41 @@ def _selected(g, idx):
 
 
 # =============================================================================
+# Writes that cast: a traced value into an integer or boolean buffer
+# =============================================================================
+def constant_if_cast(buf, value, cast=True):
+    """The value to write into `buf` (an array, plain or traced): a traced value that buf's
+    integer or boolean dtype rounds (a float or complex into an integer buffer, anything but a
+    boolean into a boolean one) is a constant, as x.astype(int) is (its derivative is zero);
+    its plain values go in, cast by NumPy's own write. Into a floating-point, complex or
+    object buffer (float64 into float32 included: a cast that keeps the gradient), and an
+    integer value into an integer buffer (integer arithmetic of an integer argument carries
+    the gradient), the traced value itself. cast=False: the plain value uncast (numpy.add.at
+    casts the sum, not the value)."""
+    if type(value) is not Box:
+        return value
+    dtype = _dtype(buf)
+    kind = dtype.kind
+    if kind in "fcO":
+        return value
+    vkind = _dtype(value).kind
+    if vkind == "b" or (kind in "iu" and vkind in "iu"):
+        return value
+    # astype to an integer or boolean dtype: a plain array of NumPy's cast (the one the write
+    # makes), and a read of the values that a const_graph replay checks (as _plain's is here)
+    return anp.astype(value, dtype) if cast else _plain(value)
+
+
+def _dtype(a):
+    """The dtype of an array (NumPy, Dask, CuPy: read, not computed; traced or not) or
+    scalar; not a read of its values."""
+    while type(a) is Box:
+        a = a._value
+    dtype = getattr(a, "dtype", None)
+    return dtype if dtype is not None else _np.result_type(a)
+
+
+# =============================================================================
 # The write primitive and its rules
 # =============================================================================
 write = primitive(_core.write_into, "gradcy.numpy.setitem")
@@ -481,6 +516,7 @@ def _box_setitem(box, idx, value):
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
     plain = _plain(box._value)
+    value = constant_if_cast(plain, value)   # (a write into an integer or boolean buffer)
     if is_array_value(plain):
         # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
         # at_set; the Box moves to the new version as for a NumPy buffer
@@ -922,23 +958,37 @@ def _at_add(x, idx, v):
     return out
 
 
-at_set = primitive(_at_set, "gradcy.numpy.at_set")
-at_add = primitive(_at_add, "gradcy.numpy.at_add")
-defvjp_direct(at_set,
+_set_at = primitive(_at_set, "gradcy.numpy.at_set")
+_add_at = primitive(_at_add, "gradcy.numpy.at_add")
+
+
+def at_set(x, idx, v):
+    """A copy of x with x[idx] = v (the at_set primitive); a traced v that x's integer or
+    boolean dtype casts is a constant (constant_if_cast)."""
+    return _set_at(x, idx, constant_if_cast(x, v))
+
+
+def at_add(x, idx, v):
+    """A copy of x with v added at idx, every update of a repeated position applied (the
+    at_add primitive); a traced v that x's integer or boolean dtype casts is a constant."""
+    return _add_at(x, idx, constant_if_cast(x, v, cast=False))
+
+
+defvjp_direct(_set_at,
               lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
               None,
               lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
               save=(1,))
-defjvp(at_set,
+defjvp(_set_at,
        lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
        None,
        lambda g, ans, x, idx, v: at_set(anp.zeros_like(ans), idx, g))
-defvjp_direct(at_add,
+defvjp_direct(_add_at,
               lambda g, ans, x, idx, v: g,
               None,
               lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
               save=(1,))
-defjvp(at_add,
+defjvp(_add_at,
        lambda g, ans, x, idx, v: g,
        None,
        lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
