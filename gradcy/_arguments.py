@@ -28,12 +28,13 @@ def _check_leaf(x, fname, argnum):
         value = value._value
     if type(value) in _box_subclass_types():
         return          # a type of the user's own, with a Box subclass and a VSpace
-    if isinstance(value, _np.ndarray) and type(value) is not _np.ndarray:
+    if (isinstance(value, _np.ndarray) and type(value) is not _np.ndarray
+            and not registered_type(type(value))):
         raise TypeError(f"{fname}: argument {argnum} is a {_type_name(value)}, a subclass of "
                         f"numpy.ndarray; gradcy differentiates plain numpy.ndarray values only "
                         f"(the rules are NumPy's array semantics: {_subclass_why(value)}). "
                         f"{_subclass_fix(value)} See {SHARP_EDGES}#ndarray-subclasses")
-    if type(value) is _np.ndarray:
+    if isinstance(value, _np.ndarray):
         # an integer or boolean array is differentiated as float64 values (autograd does the
         # same): its gradient is a float64 array (_match_input)
         if value.dtype.kind in "fcbiu":
@@ -88,12 +89,52 @@ def _subclass_fix(value):
     return "Pass np.asarray(x) (a plain ndarray view of the same values)."
 
 
+def registered_type(t):
+    """t (an ndarray subclass) was registered by the user through autograd's API:
+    Box.register(t) (ArrayBox.register), Box.type_mappings[t] = factory, or
+    VSpace.register(t) / VSpace.mappings[t] = maker. autograd accepts exactly those (its
+    lookups are by type), and so does gradcy; other subclasses are refused."""
+    if t in VSpace.mappings or dict.__contains__(Box.type_mappings, t):
+        return True
+    try:
+        Box.type_mappings[t]        # a box factory (Box.type_mappings.__missing__)
+    except KeyError:
+        return False
+    return True
+
+
+def _subclass_inputs(args, found):
+    """Add to `found` (a set) the ndarray subclasses among args (and the items of their
+    tuple/list/dict arguments), as True for a registered one (registered_type), False for
+    any other."""
+    for a in args:
+        t = type(a)
+        if t is _np.ndarray or t is float:
+            continue
+        if t is tuple or t is list:
+            _subclass_inputs(a, found)
+        elif t is dict:
+            _subclass_inputs(a.values(), found)
+        elif isinstance(a, _np.ndarray) and not getattr(t, "_gradcy_plain", False):
+            found.add(registered_type(t))
+    return found
+
+
+def check_subclass_result(name, args, ans):
+    """Called by the engine (_tape.pyx) when a recorded operation returns an ndarray subclass:
+    a registered subclass (registered_type) computed from inputs of registered subclasses
+    (and plain values) is accepted, as autograd accepts it; any other (an unregistered
+    subclass among the inputs or as the result) raises subclass_result_error."""
+    if registered_type(type(ans)) and _subclass_inputs(args, set()) == {True}:
+        return
+    raise subclass_result_error(name, args, ans)
+
+
 def subclass_result_error(name, args, ans):
     """The TypeError of a recorded operation whose result is an ndarray subclass (a np.matrix
-    or masked array among its plain arguments made it one): its rules would be wrong for it.
-    Called by the engine (_tape.pyx) when it sees such a result."""
+    or masked array among its plain arguments made it one): its rules would be wrong for it."""
     culprit = next((a for a in args if isinstance(a, _np.ndarray)
-                    and type(a) is not _np.ndarray), ans)
+                    and type(a) is not _np.ndarray and not registered_type(type(a))), ans)
     where = next((f"argument {i}" for i, a in enumerate(args) if a is culprit), "an argument")
     return TypeError(f"{name}: {where} is a {_type_name(culprit)} (a subclass of "
                      f"numpy.ndarray) used with a traced value; gradcy differentiates plain "

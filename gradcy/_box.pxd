@@ -23,7 +23,9 @@ cdef class Box:
 
 
 # Box subclasses for value types of the user's own (Box.register): value type -> subclass, and
-# each subclass -> itself; _n_box_subtypes counts them (0: an exact type check tells a Box)
+# each subclass -> itself; _n_box_subtypes counts them (0: an exact type check tells a Box);
+# also an ndarray subclass registered with Box itself (autograd's ArrayBox.register(T)) -> Box,
+# which marks T as accepted (gradcy._arguments.registered_type)
 cdef dict _box_type_of
 # value type -> a box factory written into Box.type_mappings (autograd's form): a
 # differentiation calls factory(value, None, None) on each input of that type (a check that may

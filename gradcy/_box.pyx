@@ -68,7 +68,12 @@ cdef int _register_box_type(object cls, object value_type) except -1:
         raise TypeError(f"{getattr(cls, '__name__', cls)}.register: value_type must be a class "
                         f"(the type of the values to trace), got {value_type!r}")
     if cls is Box:
-        return 0            # Box is the default for every type
+        # Box is the default for every type; an ndarray subclass registered with it (autograd's
+        # ArrayBox.register(T), as PennyLane does for its tensor) is recorded: gradcy then
+        # accepts T as autograd does (_arguments.registered_type), instead of refusing it
+        if issubclass(value_type, _np.ndarray) and value_type is not _np.ndarray:
+            dict.__setitem__(_box_type_of, value_type, Box)
+        return 0
     if not (isinstance(cls, type) and issubclass(cls, Box)):
         raise TypeError(f"register: {cls!r} is not a subclass of gradcy's Box")
     if issubclass(value_type, (_np.ndarray, _np.generic, float, complex, int, tuple, list, dict,

@@ -678,14 +678,22 @@ cdef bint _inexact_parents(tuple uargs, ParentRef* refs, int32_t nrefs) except -
     return nrefs > 0
 
 
+cdef object _check_subclass_result = None     # gradcy._arguments.check_subclass_result
+
+
 cdef void _raise_subclass_result(str name, tuple uargs, object ans) except *:
     """A recorded operation returned an ndarray subclass (np.matrix, a masked array...): the
     rules are NumPy's plain-array semantics and would be wrong for it (gradcy's own
-    subclasses, marked _gradcy_plain, are plain arrays to the rules)."""
+    subclasses, marked _gradcy_plain, are plain arrays to the rules; a subclass the user
+    registered through autograd's API, as PennyLane's tensor, is accepted as autograd does
+    when an input is of such a type: check_subclass_result)."""
+    global _check_subclass_result
     if getattr(type(ans), "_gradcy_plain", False):
         return
-    from gradcy._arguments import subclass_result_error
-    raise subclass_result_error(name, uargs, ans)
+    if _check_subclass_result is None:
+        from gradcy._arguments import check_subclass_result
+        _check_subclass_result = check_subclass_result
+    _check_subclass_result(name, uargs, ans)
 
 
 cdef void _raise_keyword_box(str name, dict kwargs) except *:

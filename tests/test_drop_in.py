@@ -18,6 +18,7 @@ from gradcy.builtins import dict as gdict
 from gradcy.builtins import list as glist
 from gradcy.builtins import tuple as gtuple
 from gradcy.extend import defvjp, primitive
+from gradcy.vspace import ArrayVSpace, VSpace
 
 
 def run_python(code, env=None):
@@ -102,6 +103,54 @@ def test_type_mappings_factory_is_called_on_inputs():
         grad(lambda v: np.sum(v * v))(x)
     assert grad(lambda v: np.sum(v * v))(onp.ones(2)).tolist() == [2.0, 2.0]
 
+
+# ---- ndarray subclasses registered through autograd's API (PennyLane's tensor) -------------
+class Registered(onp.ndarray):
+    """An ndarray subclass registered as PennyLane registers its tensor: a box factory in
+    Box.type_mappings and a VSpace in VSpace.mappings."""
+
+
+class ArrayBoxRegistered(onp.ndarray):
+    """An ndarray subclass registered with autograd's ArrayBox.register (gradcy's Box)."""
+
+
+class Unregistered(onp.ndarray):
+    """An ndarray subclass nobody registered."""
+
+
+def _registered_factory(x, *args):
+    return Box(x, *args)
+
+
+Box.type_mappings[Registered] = _registered_factory
+VSpace.mappings[Registered] = ArrayVSpace
+Box.register(ArrayBoxRegistered)
+
+
+def test_registered_subclass_is_an_argument_and_a_result_as_in_autograd():
+    x = onp.array([0.5, 1.5]).view(Registered)
+    c = onp.array([2.0, 3.0]).view(Registered)     # a constant next to a traced value
+    g = grad(lambda v: np.sum(np.sin(v) * c))(x)
+    assert g.tolist() == (onp.cos([0.5, 1.5]) * [2.0, 3.0]).tolist()
+    g = grad(lambda v: np.sum(v * c))(onp.array([0.5, 1.5]))
+    assert g.tolist() == [2.0, 3.0]
+
+
+def test_array_box_register_accepts_the_subclass():
+    assert Box.type_mappings[ArrayBoxRegistered] is Box       # as autograd's ArrayBox
+    x = onp.array([1.0, 2.0]).view(ArrayBoxRegistered)
+    assert grad(lambda v: np.sum(v * v))(x).tolist() == [2.0, 4.0]
+
+
+def test_unregistered_subclass_stays_refused_next_to_a_registered_one():
+    c = onp.array([2.0, 3.0]).view(Unregistered)
+    with pytest.raises(TypeError, match="argument 0 is a test_drop_in.Unregistered"):
+        grad(lambda v: np.sum(v))(c)
+    with pytest.raises(TypeError, match=r"test_drop_in.Unregistered \(a subclass of"):
+        grad(lambda v: np.sum(v * c))(onp.array([0.5, 1.5]).view(Registered))
+    with pytest.raises(TypeError, match="numpy.matrix"):
+        grad(lambda v: np.sum(v * onp.matrix([[1.0, 2.0]])))(
+            onp.array([0.5, 1.5]).view(Registered))
 
 # ---- traced containers (causes 5 and 6) -----------------------------------------------------
 @primitive
