@@ -277,6 +277,11 @@ cdef class Box:
         if (fn is None or method != "__call__"
                 or ("out" in kwargs and (type(fn) is not Primitive
                                          or (<Primitive>fn).out_arg < 0))):
+            if fn is None and "out" not in kwargs:
+                # a ufunc of NumPy or of another library (scipy.special.expit): the message
+                # names the module the user called and its gradcy twin
+                from gradcy.scipy import foreign_ufunc_message
+                raise TypeError(foreign_ufunc_message(ufunc, method))
             what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             if "out" in kwargs:
                 what += " with out="

@@ -275,6 +275,28 @@ def test_foreign_ufunc_message_names_its_module_and_twin():
     onp.testing.assert_allclose(g, gs.expit(X) * (1 - gs.expit(X)), rtol=1e-15)
 
 
+def test_a_foreign_ufunc_on_traced_values_raises_naming_its_module():
+    """Plain scipy.special.expit on a traced value, before gradcy.scipy.special is imported
+    (in a fresh interpreter): the error names scipy.special.expit and its twin, not
+    numpy.expit."""
+    pytest.importorskip("scipy.special")
+    import subprocess
+    import sys
+    code = ("import numpy, scipy.special, gradcy.numpy as np\n"
+            "from gradcy import grad\n"
+            "try:\n"
+            "    grad(lambda z: np.sum(scipy.special.expit(z)))(numpy.ones(2))\n"
+            "except TypeError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == (
+        "gradcy: scipy.special.expit is not differentiable on traced values as it is; call "
+        "its gradcy twin gradcy.scipy.special.expit (after `import gradcy.scipy.special`, "
+        "scipy.special's own functions are routed to it). See "
+        "docs/sharp_edges.md#functions-of-other-libraries"), out.stdout + out.stderr
+
+
 def test_gradcys_own_saved_subclass_is_not_refused():
     # maximum's saved record is a bit-mask array of gradcy's own (saved_sets.Positions); when
     # its VJP runs inside an outer differentiation (the cotangent p is traced, x is not), the
