@@ -24,8 +24,6 @@ CASTS = {
     "astype(np.int32)": (lambda x: x.astype(np.int32), lambda x: x.astype(onp.int32)),
     "astype(uint8) of abs": (lambda x: np.abs(x).astype(onp.uint8),
                              lambda x: onp.abs(x).astype(onp.uint8)),
-    "np.astype(x, int)": (lambda x: np.astype(x, int), lambda x: onp.astype(x, int)),
-    "numpy.astype(x, int)": (lambda x: onp.astype(x, int), lambda x: onp.astype(x, int)),
     "asarray(dtype=int)": (lambda x: np.asarray(x, dtype=int),
                            lambda x: onp.asarray(x, dtype=int)),
     "asarray(x, int)": (lambda x: np.asarray(x, int), lambda x: onp.asarray(x, int)),
@@ -52,6 +50,10 @@ CASTS = {
     "np.int64()": (lambda x: np.int64(x[1]), lambda x: onp.int64(x[1])),
     "comparison": (lambda x: x > 0.5, lambda x: x > 0.5),
 }
+if hasattr(onp, "astype"):          # numpy.astype: NumPy >= 2.1
+    CASTS["np.astype(x, int)"] = (lambda x: np.astype(x, int), lambda x: onp.astype(x, int))
+    CASTS["numpy.astype(x, int)"] = (lambda x: onp.astype(x, int),
+                                     lambda x: onp.astype(x, int))
 
 
 def _program(cast):

@@ -145,6 +145,15 @@ MASKED = {
 }
 
 
+# bit for bit; NumPy 1.x may sum a boolean selection in another order in the replay's plain
+# calls than in the traced ones (38.06941061028271 against ...716): within rounding there
+_NUMPY_1 = onp.lib.NumpyVersion(onp.__version__) < "2.0.0"
+
+
+def _same(a, b):
+    return onp.allclose(a, b, rtol=1e-14, atol=0) if _NUMPY_1 else onp.array_equal(a, b)
+
+
 @pytest.mark.parametrize("name", sorted(MASKED))
 def test_masks_are_recomputed_at_new_inputs(name, recordings):
     f = MASKED[name]
@@ -153,9 +162,9 @@ def test_masks_are_recomputed_at_new_inputs(name, recordings):
     for x in (X1, -X1, X1[::-1].copy(), rs.randn(3) * 3):
         with onp.errstate(invalid="ignore"):
             want_value, want_grad = f(x), gradcy.grad(f)(x)
-            assert onp.array_equal(fast_value(x), want_value)
+            assert _same(fast_value(x), want_value)
             got = fast_grad(x)
-        assert got.dtype == want_grad.dtype and onp.array_equal(got, want_grad), (x, got)
+        assert got.dtype == want_grad.dtype and _same(got, want_grad), (x, got)
     # recorded once each; the gradient of x[x > 0] reads the shape of the selection (its VJP
     # keeps it), so it is recorded once per number of positives (2, 1, 2, 3)
     assert len(recordings) == (4 if name == "bool_mask" else 2)

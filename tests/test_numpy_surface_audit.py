@@ -306,7 +306,11 @@ def test_deprecated_functions_warn_as_numpy_does():
         def program(x):
             a, k = build(x)
             return _read([g_fn(*a, **k)])
-        assert _warnings_of(lambda: grad(program)(X0.copy())) == want, name
+        # (numpy.fix, deprecated in NumPy 2.5, is piecewise constant: grad also warns, as
+        # autograd does, that the output does not depend on the input)
+        got = [w for w in _warnings_of(lambda: grad(program)(X0.copy()))
+               if not w[1].startswith("Output seems independent of input")]
+        assert got == want, name
 
 
 # ---- functions and methods that write into an argument -----------------------------------
