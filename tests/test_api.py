@@ -18,8 +18,7 @@ from gradcy.extend import defvjp, primitive
 # =============================================================================
 # Helpers
 # =============================================================================
-from counters import (_counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
-                      assert_counters_zero, opened)
+from counters import assert_counters_zero, opened
 
 
 def num_grad(f, x, eps=1e-6):

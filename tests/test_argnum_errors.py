@@ -16,7 +16,6 @@ from gradcy import (deriv, elementwise_grad, grad, grad_and_aux, hessian,
 from gradcy.differential_operators import make_jvp_reversemode
 from gradcy.test_util import check_grads
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 
 def f2(x, y):

@@ -7,7 +7,6 @@ import textwrap
 
 import pytest
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 
 def _run(code):

@@ -15,7 +15,6 @@ import pytest
 
 import gradcy
 import gradcy.numpy as gnp
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.test_util import check_grads
 
 RTOL = 1e-7

@@ -8,7 +8,6 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy import grad
 from gradcy.extend import Box, VSpace, defvjp, primitive, vspace
 from gradcy.tracer import getval, isbox

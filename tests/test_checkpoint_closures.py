@@ -8,7 +8,6 @@ import pytest
 import gradcy.numpy as np
 from gradcy import checkpoint, grad, make_jvp
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from vjp_harness import central_gradient
 
 RS = onp.random.RandomState(0)

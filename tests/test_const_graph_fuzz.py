@@ -22,7 +22,6 @@ import pytest
 import fuzz_programs as fp
 import gradcy
 import gradcy.numpy as gnp
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.misc import tracers
 
 PROGRAMS, CHUNK = 320, 80

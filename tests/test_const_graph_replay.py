@@ -10,7 +10,6 @@ import pytest
 import gradcy
 import gradcy.extend
 import gradcy.numpy as gnp
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from gradcy.misc import const_graph, tracers
 
 

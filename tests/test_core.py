@@ -28,8 +28,7 @@ def delta():
     return {k: v - _BASELINE.get(k, 0) for k, v in s.items()}
 
 
-from counters import (_BASELINE, _counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
-                      assert_counters_zero, leaf_slot, opened)
+from counters import _BASELINE, assert_counters_zero, leaf_slot, opened
 
 
 # a trivial primitive for the C-level driver (its function is never called by the hooks)

@@ -20,7 +20,6 @@ from gradcy import _core, checkpoint, grad, hessian_vector_product, make_jvp
 from gradcy._core import EscapedValueError, Tape
 from gradcy.extend import defjvp, defvjp, primitive
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from vjp_harness import central_gradient
 
 HERE = os.path.dirname(os.path.abspath(__file__))

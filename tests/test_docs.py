@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 DOCUMENTED_MODULES = ["gradcy", "gradcy.extend", "gradcy.memory", "gradcy.misc",

@@ -11,7 +11,6 @@ import pytest
 import gradcy.numpy as np
 from gradcy import grad, make_vjp
 from gradcy._rules import ElementwiseRule
-from counters import _counters_back_to_zero  # noqa: F401  (autouse: counters back to zero)
 from vjp_harness import raw_cotangent
 
 FAST_UNARY = ["negative", "sin", "cos", "sinh", "cosh", "exp", "tanh"]

@@ -13,7 +13,6 @@ import gradcy.numpy as np
 from gradcy import grad, hessian_vector_product, make_jvp, make_vjp, value_and_grad
 from gradcy import memory
 from gradcy._core import active_tape, set_fusion
-from counters import _counters_back_to_zero  # noqa: F401 (autouse fixture)
 from vjp_harness import central_gradient, check_deep, fusion
 
 COVERED = {"gradcy.numpy.softmax (fused exp, sum, divide)"}

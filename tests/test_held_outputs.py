@@ -12,7 +12,6 @@ import gradcy.numpy as np
 from gradcy import grad, grad_and_aux, make_vjp, value_and_grad
 from gradcy.extend import defvjp, primitive
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 X = onp.linspace(-1.0, 1.0, 6).reshape(2, 3)
 G = onp.arange(1.0, 7.0).reshape(2, 3)

@@ -30,7 +30,6 @@ import gradcy.scipy.special as gsp
 from gradcy import TracerArrayConversionError, grad
 from gradcy._core import Primitive
 from gradcy.numpy.numpy_wrapper import parameters
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from vjp_harness import central_gradient
 
 RNG = onp.random.RandomState(7)

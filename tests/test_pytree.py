@@ -12,8 +12,7 @@ from gradcy.differential_operators import tree_flatten
 from gradcy.misc.flatten import flatten, flatten_func
 from gradcy.test_util import check_grads
 
-from counters import (_counters_back_to_zero,  # noqa: F401  (autouse fixture: counters back to zero)
-                      assert_counters_zero)
+from counters import assert_counters_zero
 
 Pair = namedtuple("Pair", "a b")
 

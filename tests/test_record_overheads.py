@@ -12,7 +12,7 @@ import gradcy.numpy as np
 from gradcy import grad
 from gradcy._core import ArrayMeta, Tape
 from gradcy.extend import defvjp, primitive
-from counters import _counters_back_to_zero, opened  # noqa: F401  (autouse: counters to zero)
+from counters import opened
 
 
 @primitive

@@ -12,7 +12,6 @@ import gradcy
 import gradcy.numpy as np
 from gradcy import (TracerArrayConversionError, elementwise_grad, grad, jacobian, make_jvp,
                     make_vjp, value_and_grad)
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 from vjp_harness import central_gradient, check
 
 X = onp.array([0.3, -1.2, 0.31, 2.5, -1.25, 0.7])           # distinct values: no ties

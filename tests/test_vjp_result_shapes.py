@@ -9,7 +9,6 @@ import gradcy.numpy as np
 from gradcy import grad
 from gradcy.extend import defvjp, defvjp_argnums, primitive
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 X = onp.arange(6.0).reshape(2, 3)
 

@@ -14,7 +14,6 @@ import gradcy.numpy as np
 from gradcy import _core, grad, hessian, make_jvp, make_vjp, value_and_grad
 from gradcy.test_util import check_grads
 
-from counters import _counters_back_to_zero  # noqa: F401  (autouse fixture)
 from vjp_harness import central_gradient
 
 COVERED = {"gradcy.numpy.strided_view"}

@@ -7,7 +7,7 @@ the input's chunks; CuPy in, CuPy out).
 """
 import numpy as onp
 import pytest
-from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
+from counters import assert_counters_zero
 
 import gradcy
 import gradcy.numpy as np

@@ -10,7 +10,6 @@ rows in one graph. Counted exactly, through a scheduler that records the graph i
 """
 import numpy as onp
 import pytest
-from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 import gradcy.numpy as np
 from gradcy import grad, hessian, jacobian, value_and_grad

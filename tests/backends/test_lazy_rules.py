@@ -13,7 +13,6 @@ import traceback
 
 import numpy as onp
 import pytest
-from counters import _counters_back_to_zero, assert_counters_zero  # noqa: F401  (autouse fixture: counters back to zero)
 
 import gradcy.numpy as np
 from gradcy import grad
