@@ -40,6 +40,7 @@ from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
 from gradcy.numpy import fft as gfft, indexing, inplace, products
+from op_records import ELEMENTWISE
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
 try:
@@ -190,45 +191,25 @@ def gen_lower(rs, shape, complex_):
     return onp.tril(_wellcond(rs, shape[-2], shape[-1], complex_))
 
 
-# ---- elementwise, one argument ------------------------------------------------------------
-#        name        lo    hi   complex
-UNARY = [("absolute", 0.3, 0.9, True), ("angle", 0.3, 0.9, True), ("arccos", 0.2, 0.8, True),
-         ("arccosh", 1.2, 2.0, True), ("arcsin", 0.2, 0.8, True), ("arcsinh", 0.2, 0.9, True),
-         ("arctan", 0.2, 0.9, True), ("arctanh", 0.2, 0.8, True), ("cbrt", 0.3, 0.9, False),
-         ("conjugate", 0.3, 0.9, True), ("copy", 0.3, 0.9, True), ("cos", 0.3, 0.9, True),
-         ("cosh", 0.3, 0.9, True), ("deg2rad", 0.3, 0.9, False), ("degrees", 0.3, 0.9, False),
-         ("exp", 0.3, 0.9, True), ("exp2", 0.3, 0.9, True), ("expm1", 0.3, 0.9, True),
-         ("fabs", 0.3, 0.9, False), ("imag", 0.3, 0.9, True), ("log", 0.3, 0.9, True),
-         ("log10", 0.3, 0.9, True), ("log1p", 0.3, 0.9, True), ("log2", 0.3, 0.9, True),
-         ("nan_to_num", 0.3, 0.9, True), ("negative", 0.3, 0.9, True),
-         ("positive", 0.3, 0.9, True), ("rad2deg", 0.3, 0.9, False),
-         ("radians", 0.3, 0.9, False), ("real", 0.3, 0.9, True),
-         ("reciprocal", 0.3, 0.9, True), ("sin", 0.3, 0.9, True), ("sinc", 0.3, 0.9, True),
-         ("sinh", 0.3, 0.9, True), ("sqrt", 0.3, 0.9, True), ("square", 0.3, 0.9, True),
-         ("tan", 0.3, 0.9, True), ("tanh", 0.3, 0.9, True)]
-for _n, _lo, _hi, _c in UNARY:
-    add(_n, lambda x, K, f=getattr(gnp, _n): f(x), lo=_lo, hi=_hi,
-        dtypes=ALL if _c else REAL)
-
-# ---- elementwise, two arguments, broadcasting against a (3,) constant ----------------------
-#         name           lo    hi   complex argnums
-BINARY = [("add", 0.3, 0.9, True, (0, 1)), ("subtract", 0.3, 0.9, True, (0, 1)),
-          ("multiply", 0.3, 0.9, True, (0, 1)), ("divide", 0.3, 0.9, True, (0, 1)),
-          ("power", 0.5, 1.5, True, (0, 1)), ("float_power", 0.5, 1.5, True, (0, 1)),
-          ("arctan2", 0.3, 0.9, False, (0, 1)), ("copysign", 0.3, 0.9, False, (0,)),
-          ("fmax", 0.3, 0.9, False, (0, 1)), ("fmin", 0.3, 0.9, False, (0, 1)),
-          ("maximum", 0.3, 0.9, False, (0, 1)), ("minimum", 0.3, 0.9, False, (0, 1)),
-          ("fmod", 0.3, 0.9, False, (0, 1)), ("remainder", 0.3, 0.9, False, (0, 1)),
-          ("hypot", 0.3, 0.9, False, (0, 1)), ("logaddexp", 0.3, 0.9, False, (0, 1)),
-          ("logaddexp2", 0.3, 0.9, False, (0, 1)), ("heaviside", 0.3, 0.9, False, (1,))]
-for _n, _lo, _hi, _c, _argnums in BINARY:
-    _f = getattr(gnp, _n)
-    if 0 in _argnums:
-        add(_n, lambda x, K, f=_f, lo=_lo, hi=_hi: f(x, K((3,), lo, hi)), shape=(2, 1),
-            lo=_lo, hi=_hi, dtypes=ALL if _c else REAL)
-    if 1 in _argnums:
-        add(_n, lambda x, K, f=_f, lo=_lo, hi=_hi: f(K((2, 3), lo, hi), x), argnum=1,
-            shape=(3,), lo=_lo, hi=_hi, dtypes=ALL if _c else REAL)
+# ---- elementwise: each operator's record (tests/op_records.py) gives its range, whether it
+# is differentiated for complex dtypes, and which arguments; two arguments broadcast against a
+# (3,) constant
+add("copy", lambda x, K: gnp.copy(x))
+for _r in ELEMENTWISE.values():
+    _f, (_lo, _hi) = getattr(gnp, _r.name), _r.sweep
+    _dt = ALL if _r.complex else REAL
+    if _r.integer or _r.nargs > 2:
+        continue
+    if _r.nargs == 1:
+        add(_r.name, lambda x, K, f=_f: f(x), lo=_lo, hi=_hi, dtypes=_dt)
+        continue
+    _swept = _r.swept or (0, 1)
+    if 0 in _swept:
+        add(_r.name, lambda x, K, f=_f, lo=_lo, hi=_hi: f(x, K((3,), lo, hi)), shape=(2, 1),
+            lo=_lo, hi=_hi, dtypes=_dt)
+    if 1 in _swept:
+        add(_r.name, lambda x, K, f=_f, lo=_lo, hi=_hi: f(K((2, 3), lo, hi), x), argnum=1,
+            shape=(3,), lo=_lo, hi=_hi, dtypes=_dt)
 add("ldexp", lambda x, K: gnp.ldexp(x, onp.array([1, 2, 3])), shape=(2, 1), dtypes=REAL)
 _COND = onp.array([True, False, True])
 add("where", lambda x, K: gnp.where(_COND, x, K((3,))), argnum=1, shape=(2, 1))
