@@ -19,6 +19,14 @@ from dataclasses import dataclass
 
 import numpy as onp
 
+from vjp_harness import rand
+
+
+def away_from_zero(*shape, seed=0):
+    """Seeded float64 data with |x| in [0.3, 1.5], either sign."""
+    rs = onp.random.RandomState(seed + 7)
+    return rs.choice([-1.0, 1.0], size=shape) * rs.uniform(0.3, 1.5, size=shape)
+
 
 @dataclass(frozen=True)
 class Elementwise:
@@ -37,13 +45,11 @@ class Elementwise:
 
     def draw(self, arg, shape, seed):
         """Seeded float64 data for argument `arg` of the derivative checks."""
-        from vjp_harness import rand
         kind = self.inputs[arg]
         if kind == "normal":
             return rand(*shape, seed=seed)
         if kind == "nonzero":
-            rs = onp.random.RandomState(seed + 7)
-            return rs.choice([-1.0, 1.0], size=shape) * rs.uniform(0.3, 1.5, size=shape)
+            return away_from_zero(*shape, seed=seed)
         return rand(*shape, seed=seed, low=kind[0], high=kind[1])
 
 

@@ -8,7 +8,7 @@ import gradcy.numpy as np
 from gradcy import elementwise_grad, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.test_util import check_grads
-from op_records import BINARY, ELEMENTWISE, UNARY
+from op_records import BINARY, ELEMENTWISE, UNARY, away_from_zero
 from vjp_harness import check_deep, rand, raw_cotangent, raw_tangent
 
 MODES = ("fwd", "rev")
@@ -22,11 +22,6 @@ COVERED = {f"gradcy.numpy.{n}" for n in ELEMENTWISE}
 def fwd_diag(fun, x):
     """The tangent of elementwise fun along ones: its elementwise derivative in forward mode."""
     return make_jvp(fun)(x)(onp.ones_like(x) if isinstance(x, onp.ndarray) else 1.0)[1]
-
-
-def away_from_zero(*shape, seed=0):
-    rs = onp.random.RandomState(seed + 7)
-    return rs.choice([-1.0, 1.0], size=shape) * rs.uniform(0.3, 1.5, size=shape)
 
 
 # =============================================================================
