@@ -15,7 +15,9 @@ Cython); they are for programs that inspect or replay a trace.
 import sys
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as _np
 
@@ -182,7 +184,7 @@ box_type_mappings = _BoxTypeMappings()
 notrace_primitives = defaultdict(set)
 
 
-def register_notrace(trace_type, primitive_fun):
+def register_notrace(trace_type: Any, primitive_fun: Callable[..., Any]) -> None:
     """Calls of primitive_fun record nothing (gradcy has one kind of trace for reverse and
     forward mode, so this holds for every trace type)."""
     notrace_primitives[trace_type].add(primitive_fun)

@@ -10,6 +10,8 @@ element `dense` of `vs` (in place when it can) and returns the sum. A VJP rule m
 (e.g. the cotangent of one element of a large container); the tape adds it into the dense
 cotangent of the value, or materializes it (np.asarray) where a dense value is needed.
 """
+from typing import Any
+
 import numpy as _np
 
 from ._core import Box
@@ -26,7 +28,7 @@ def _getval(x):
     return x
 
 
-def vspace(value):
+def vspace(value: Any) -> "VSpace":
     """The vector space of `value` (an array, scalar, tuple/list/dict of these, a traced value,
     or a SparseObject)."""
     maker = VSpace.mappings.get(type(value))

@@ -8,9 +8,10 @@ lost to Any fail the second.
 
 Run by .ci/lint (the editable install) and .ci/package (the wheel). mypy runs from a scratch
 directory with no configuration file (a user's defaults plus --strict), so the gradcy it
-checks against is the installed one, not the source tree; its cache is kept in build/mypy-cache
-(or $GRADCY_MYPY_CACHE) to make runs after the first fast.
+checks against is the installed one, not the source tree; its cache is kept in
+build/mypy-cache/user (or $GRADCY_MYPY_CACHE) to make runs after the first fast.
 """
+import argparse
 import os
 import pathlib
 import re
@@ -36,7 +37,9 @@ def expected(path):
 
 
 def main():
-    cache = os.environ.get("GRADCY_MYPY_CACHE", str(HERE.parents[1] / "build" / "mypy-cache"))
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    cache = os.environ.get("GRADCY_MYPY_CACHE",
+                           str(HERE.parents[1] / "build" / "mypy-cache" / "user"))
     cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file=", "--no-error-summary",
            "--show-absolute-path", "--cache-dir", cache, str(GOOD), str(BAD)]
     start = time.perf_counter()
