@@ -11,6 +11,8 @@ import gradcy.extend
 import gradcy.memory
 
 MODULES = (gradcy, gradcy.extend, gradcy.memory, gradcy.differential_operators)
+# the overloads of a function (Python >= 3.11 records them; on 3.10 its own signature is read)
+get_overloads = getattr(typing, "get_overloads", lambda f: [])
 
 
 def _public_functions():
@@ -24,7 +26,7 @@ def _public_functions():
 def _missing(fun):
     """The names of fun's parameters without an annotation, and 'return' if its return has
     none; over each of its overloads if it has them."""
-    sigs = [inspect.signature(f) for f in typing.get_overloads(inspect.unwrap(fun))]
+    sigs = [inspect.signature(f) for f in get_overloads(inspect.unwrap(fun))]
     sigs = sigs or [inspect.signature(fun)]
     missing = []
     for sig in sigs:

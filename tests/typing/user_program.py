@@ -3,14 +3,20 @@ with the editable install, .ci/package with the wheel): a logistic regression's 
 with gradcy.numpy, its gradient and value, a primitive with its own VJP and JVP, a checkpointed
 block, forward mode, and the memory counters. It also runs (python tests/typing/user_program.py).
 
-Every `reveal`-free line here must type-check as written: the types mypy infers are asserted
-with typing.assert_type, so a change that loses them (grad typed as returning Any) fails.
+It must type-check as written, and the types mypy infers are asserted with assert_type, so a
+change that loses them (grad typed as returning Any) fails (tests/typing/check.py); it runs in
+the test suite too (tests/typing/test_user_program.py), so that it stays a working program.
 """
+import sys
 from typing import Any
 
 import numpy as onp
 from numpy.typing import NDArray
-from typing_extensions import assert_type
+
+if sys.version_info >= (3, 11):
+    from typing import assert_type
+else:
+    from typing_extensions import assert_type
 
 import gradcy
 import gradcy.memory
