@@ -93,8 +93,8 @@ def main():
         else:
             path.write_text(text)
     if stale:
-        sys.exit(f"numpy_stubs: {', '.join(stale)} differ from gradcy.numpy's names (or NumPy's "
-                 f"version): python tests/typing/numpy_stubs.py")
+        sys.exit(f"numpy_stubs: {', '.join(stale)} differ from the names of gradcy.numpy and the "
+                 f"installed NumPy; rewrite them: python tests/typing/numpy_stubs.py")
 
 
 if __name__ == "__main__":
