@@ -31,24 +31,19 @@ from typing import Any
 
 from numpy.typing import ArrayLike, NDArray
 '''
-OWN = '''
+# the updates of gradcy.numpy.at(x)[idx] (each returns a new array), checked against run time
+AT_UPDATES = ("set", "add", "subtract", "multiply", "divide", "power", "min", "max")
+OWN = """
 __version__: str
 
 class _AtIndex:
-    def set(self, v: ArrayLike) -> NDArray[Any]: ...
-    def add(self, v: ArrayLike) -> NDArray[Any]: ...
-    def subtract(self, v: ArrayLike) -> NDArray[Any]: ...
-    def multiply(self, v: ArrayLike) -> NDArray[Any]: ...
-    def divide(self, v: ArrayLike) -> NDArray[Any]: ...
-    def power(self, v: ArrayLike) -> NDArray[Any]: ...
-    def min(self, v: ArrayLike) -> NDArray[Any]: ...
-    def max(self, v: ArrayLike) -> NDArray[Any]: ...
+""" + "".join(f"    def {m}(self, v: ArrayLike) -> NDArray[Any]: ...\n" for m in AT_UPDATES) + """\
     def get(self) -> Any: ...
 
 class at:
     def __init__(self, x: ArrayLike) -> None: ...
     def __getitem__(self, idx: Any) -> _AtIndex: ...
-'''
+"""
 
 
 def _reexport(source, names):
@@ -65,6 +60,11 @@ def stubs():
     missing = [n for n in served if not hasattr(numpy, n)]
     if missing:
         sys.exit(f"numpy_stubs: gradcy.numpy.__all__ names what NumPy has not: {missing}")
+    index = gnp.at(numpy.zeros(1))[0]
+    methods = {n for n in dir(index) if not n.startswith("_") and callable(getattr(index, n))}
+    if methods != set(AT_UPDATES) | {"get"}:
+        sys.exit(f"numpy_stubs: gradcy.numpy.at(x)[idx] has the methods {sorted(methods)}; "
+                 f"update AT_UPDATES")
     out = {}
     text = HEADER.format(module="gradcy.numpy")
     text += IMPORTS + "\n" + _reexport("numpy", served)
