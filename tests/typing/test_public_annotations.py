@@ -9,8 +9,9 @@ import pytest
 import gradcy
 import gradcy.extend
 import gradcy.memory
+import gradcy.misc
 
-MODULES = (gradcy, gradcy.extend, gradcy.memory, gradcy.differential_operators)
+MODULES = (gradcy, gradcy.extend, gradcy.memory, gradcy.differential_operators, gradcy.misc)
 # the overloads of a function (Python >= 3.11 records them; on 3.10 its own signature is read)
 get_overloads = getattr(typing, "get_overloads", lambda f: [])
 

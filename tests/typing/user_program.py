@@ -1,7 +1,8 @@
 """A user's program, type-checked with `mypy --strict` against the installed gradcy (.ci/lint
 with the editable install, .ci/package with the wheel): a logistic regression's loss written
 with gradcy.numpy, its gradient and value, a primitive with its own VJP and JVP, a checkpointed
-block, forward mode, and the memory counters. It also runs (python tests/typing/user_program.py).
+block, forward mode, flattening and an optimizer (gradcy.misc), and the memory counters. It
+also runs (python tests/typing/user_program.py).
 
 It must type-check as written, and the types mypy infers are asserted with assert_type, so a
 change that loses them (grad typed as returning Any) fails (tests/typing/check.py); it runs in
@@ -24,6 +25,8 @@ import gradcy.numpy as np
 from gradcy import (checkpoint, elementwise_grad, grad, hessian, jacobian, make_jvp, make_vjp,
                     value_and_grad)
 from gradcy.extend import defjvp, defvjp, primitive
+from gradcy.misc import flatten
+from gradcy.misc.optimizers import adam
 
 Array = NDArray[onp.float64]
 
@@ -71,6 +74,9 @@ def main() -> None:
         w = w - 0.5 * grad(loss)(w, x, y)
 
     assert_type(elementwise_grad(np.tanh)(w), Any)
+    flat, unflatten = flatten({"w": w, "b": np.ones(2)})
+    assert_type(flat, onp.ndarray[Any, Any])
+    w_fit = adam(lambda p, i: grad(loss)(p, x, y), w, num_iters=10, step_size=0.1)
     vjp, ans = make_vjp(deep)(w)
     assert_type(ans, onp.floating[Any])
     vjp.release()
@@ -83,7 +89,8 @@ def main() -> None:
     top = prof.top_site()
     peak: int = gradcy.memory.stats()["peak_saved_bytes"]
     print(f"loss {value:.4f}, gradient {g}, peak {peak} bytes, top site {top}",
-          gx.shape, gw.shape, gx2.shape, out, tangent, h.shape, jac.shape, prof.summary())
+          gx.shape, gw.shape, gx2.shape, out, tangent, h.shape, jac.shape, prof.summary(),
+          unflatten(flat)["b"], w_fit)
 
 
 if __name__ == "__main__":
