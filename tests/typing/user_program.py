@@ -27,6 +27,7 @@ from gradcy import (checkpoint, elementwise_grad, grad, hessian, jacobian, make_
 from gradcy.extend import defjvp, defvjp, primitive
 from gradcy.misc import flatten
 from gradcy.misc.optimizers import adam
+from gradcy.test_util import check_grads
 
 Array = NDArray[onp.float64]
 
@@ -63,6 +64,7 @@ def main() -> None:
     y: Array = (rng.random(20) > 0.5).astype(onp.float64)
     w: Array = np.zeros(3)
 
+    check_grads(softplus, modes=["fwd", "rev"], order=2)(x[0])   # the rules vs differences
     g = grad(loss)(w, x, y)
     assert_type(g, Array)
     value, g2 = value_and_grad(loss)(w, x, y)
