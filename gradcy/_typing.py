@@ -5,6 +5,11 @@ of the public API: differential operators, extend, memory).
 the gradient the type of the first parameter (a gradient has the type of its input);
 ``value_and_grad(f)`` gives the value ``f``'s return type. Other ``argnum`` values type the
 gradient as ``Any`` (which parameter a runtime int names is not a static fact).
+
+Limits (mypy's, for an overloaded function passed as ``f``): mypy binds ``f``'s first overload.
+A NumPy ufunc (``np.tanh``: its ``__call__`` is overloaded, the first for scalars) has an
+overload of its own, typed ``Callable[..., Any]``; for another overloaded function (``np.sum``)
+the first overload's parameter types hold, so wrap it (``lambda x: np.sum(x)``) for others.
 """
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar
