@@ -1,6 +1,8 @@
 """Type errors mypy must find in a user's program (tests/typing/check.py): each line marked
 ``# E: text`` must get an error whose message holds ``text``, and no other line may get one.
 Without gradcy's annotations (grad typed as returning Any) these lines pass unnoticed."""
+from typing import Any
+
 import numpy as onp
 from numpy.typing import NDArray
 
@@ -12,8 +14,8 @@ from gradcy.extend import defvjp, primitive
 Array = NDArray[onp.float64]
 
 
-def loss(w: Array, scale: float) -> float:
-    return float(np.sum(np.tanh(w) ** 2) * scale)
+def loss(w: Array, scale: float) -> onp.floating[Any]:
+    return np.mean(w * w) * scale
 
 
 @primitive
@@ -26,7 +28,7 @@ g: str = grad(loss)(w, 2.0)  # E: (expression has type "ndarray[tuple[Any, ...],
 grad(loss)(w, "2.0")  # E: Argument 2 has incompatible type "str"; expected "float"
 grad(loss)(w)  # E: Too few arguments
 value, _ = value_and_grad(loss)(w, 2.0)
-print(value.shape)  # E: "float" has no attribute "shape"
+print(value.upper())  # E: "floating[Any]" has no attribute "upper"
 make_vjp(loss)(w, 2.0)[0].release(1)  # E: Too many arguments for "release" of "VJP"
 cube("x")  # E: Argument 1 to "__call__" of "Primitive" has incompatible type "str"; expected "fl
 defvjp(cube, save=3)  # E: Argument "save" to "defvjp" has incompatible type "int"
