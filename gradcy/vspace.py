@@ -49,7 +49,7 @@ def vspace(value: Any) -> "VSpace":
 class VSpace:
     """A vector space. Subclasses define zeros/ones/randn/standard_basis and the underscore
     operations; the public operations below are those of autograd's VSpace."""
-    mappings = {}
+    mappings: dict[type, Any] = {}     # value type -> VSpace class or maker
     iscomplex = False
 
     def __init__(self, value):
@@ -219,8 +219,8 @@ def _array_vspace(x):
 VSpace.register(_np.ndarray, _array_vspace)
 for _t in (float, _np.float64, _np.float32, _np.float16, _np.longdouble):
     ArrayVSpace.register(_t)
-for _t in (complex, _np.complex128, _np.complex64, _np.clongdouble):
-    ComplexArrayVSpace.register(_t)
+for _c in (complex, _np.complex128, _np.complex64, _np.clongdouble):
+    ComplexArrayVSpace.register(_c)
 
 
 # =============================================================================
@@ -276,7 +276,7 @@ class ContainerVSpace(VSpace):
 
 
 class SequenceVSpace(ContainerVSpace):
-    seq_type = tuple
+    seq_type: type = tuple
 
     def _map_values(self, f, value):
         return self.seq_type([f(v) for v in value])

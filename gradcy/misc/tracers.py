@@ -68,7 +68,7 @@ _VALUE_SHAPED_NAMES = (
     "unique_inverse", "unique_values", "compress", "extract", "trim_zeros", "setdiff1d",
     "intersect1d", "union1d", "setxor1d")
 
-_known = []
+_known: list[frozenset[Any]] = []
 
 
 def _known_sets():
@@ -160,7 +160,7 @@ class _Recorder:
 # (which buffer a value is, its type and shape), not to read its values
 _BOOKKEEPING = ("_register", "_adopt", "_functional_write", "_refuse_order_dependent_write",
                 "_box_setitem", "_write_view", "_inplace_result", "_box_iop", "_owned_copy")
-_bookkeeping_codes = []
+_bookkeeping_codes: list[Any] = []     # [the constructors' code, frozenset of codes]
 
 
 def _not_a_value_read(frame):
