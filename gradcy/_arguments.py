@@ -13,6 +13,7 @@ from . import _core, backends
 from ._core import Box
 from ._pytree import tree_flatten
 from .vspace import VSpace, vspace
+from ._typing import F
 from .wrap_util import _check_argnum
 
 
@@ -351,7 +352,7 @@ def check_operator_call(fname, fun, kwargs):
                         f"{SHARP_EDGES}#pass-the-function")
 
 
-def checked_operator(op):
+def checked_operator(op: F) -> F:
     """op(fun, ...) with the checks of its construction (check_operator_call): a value instead
     of a function, and JAX's keyword spellings (argnums=, has_aux=), are named when the
     operator is built, not when its result is called."""

@@ -712,7 +712,8 @@ _ON_DEMAND = frozenset(
                                           "multivariate_normal", "norm", "poisson", "t")])
 
 
-_served = {}      # on-demand module name -> its autograd names (filled on first lookup)
+# on-demand module name -> its autograd names (filled on first lookup)
+_served: dict[str, dict[str, object]] = {}
 
 
 def autograd_name(module_name, attr):

@@ -5,7 +5,7 @@
 # Checked against the built module: python -m mypy.stubtest gradcy._core
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, TypeAlias, final
+from typing import Any, Generic, Literal, ParamSpec, TypeAlias, TypeVar, final
 
 from typing_extensions import disjoint_base
 
@@ -84,11 +84,16 @@ def region_hull(a: _Region | tuple[()], b: _Region | tuple[()]) -> _Region | tup
 def regions_overlap(a: _Region, b: _Region) -> bool: ...
 
 # ---- primitives, the tape (_tape), the traced value (_box) -----------------------------------
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# generic in the stub only (the parameters and return type of the function it wraps, which its
+# calls keep: gradcy.extend.primitive(f) is typed as f); at run time it is not subscriptable
 @final
-class Primitive:
+class Primitive(Generic[_P, _R]):
     def __get__(self, obj: Any, objtype: Any = None) -> Any: ...
     @property
-    def fun(self) -> Callable[..., Any]: ...
+    def fun(self) -> Callable[_P, _R]: ...
     @property
     def name(self) -> str: ...
     @property
@@ -111,10 +116,10 @@ class Primitive:
     guard_args: bool
     out_arg: int
     fuses: bool
-    def __new__(cls, fun: Callable[..., Any], name: str | None = None) -> Primitive: ...
+    def __new__(cls, fun: Callable[_P, _R], name: str | None = None) -> Primitive[_P, _R]: ...
     @property
     def __name__(self) -> str: ...  # type: ignore[override]
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def set_saved(self, save: Iterable[int | Literal["ans", "args"]]
                   | dict[int, Iterable[int | Literal["ans"]]] | None) -> None: ...
     def saved_set(self, argnums: Iterable[int]) -> tuple[int | str, ...]: ...

@@ -13,10 +13,14 @@ parameters and the head of their Returns section):
         \"\"\"
 """
 
+from collections.abc import Callable
+
+from ._typing import F
+
 __all__ = ["fill", "operator_doc"]
 
 
-def fill(sections):
+def fill(sections: dict[str, str]) -> Callable[[F], F]:
     """A decorator: each docstring line ``{name}`` (for a key ``name`` of `sections`) becomes
     ``sections[name]``, a text written without indentation, indented as the line is. Raises
     if the docstring has none of the lines (a docstring of None, under python -OO, is kept)."""
@@ -54,7 +58,7 @@ ARGNUM = {"int": ("int", "The positional argument to differentiate with respect 
                                           "respect to (default 0).")}
 
 
-def operator_doc(fun, argnum):
+def operator_doc(fun: str, argnum: str) -> Callable[[F], F]:
     """`fill` of the ``{fun and argnum}`` line for a ``fun`` of kind `fun` (a key of FUN) and an
     ``argnum`` of kind `argnum` (a key of ARGNUM)."""
     argnum_type, argnum_text = ARGNUM[argnum]

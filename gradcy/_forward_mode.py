@@ -1,5 +1,8 @@
 """The forward-mode operators: make_jvp and deriv (one forward-mode run per tangent, nothing
 saved for a backward pass)."""
+from collections.abc import Callable
+from typing import Any
+
 import numpy as _np
 
 from ._arguments import _differentiated_leaves, _ones_like, checked_operator
@@ -7,12 +10,14 @@ from ._core import Box
 from ._docstrings import operator_doc
 from ._pytree import tree_flatten
 from ._tracing import _forward
+from ._typing import ArgNum, P, R
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
 @checked_operator
 @operator_doc("any", "ints")
-def make_jvp(fun, argnum=0):
+def make_jvp(fun: Callable[P, R], argnum: ArgNum = 0
+             ) -> Callable[P, Callable[[Any], tuple[R, Any]]]:
     """A function returning the Jacobian-vector product (forward mode) of ``fun``.
 
     {fun and argnum}
@@ -50,7 +55,7 @@ def make_jvp(fun, argnum=0):
 
 @checked_operator
 @operator_doc("any", "int")
-def deriv(fun, argnum=0):
+def deriv(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
     """The derivative along a tangent of ones (forward mode).
 
     For an elementwise function this is the elementwise derivative (as `elementwise_grad`,

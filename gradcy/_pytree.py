@@ -10,6 +10,9 @@ _autograd_node):
   traced tuple's elements are taken one by one), dicts in sorted key order, so two dicts with
   the same keys flatten alike whatever their insertion order; rebuilt as plain containers.
 """
+from collections.abc import Callable
+from typing import Any
+
 import numpy as _np
 
 from ._core import Box
@@ -99,7 +102,7 @@ def tree_flatten(x):
     return _walk(x, _front_end_node)
 
 
-def flatten(value):
+def flatten(value: Any) -> tuple[_np.ndarray[Any, Any], Callable[[Any], Any]]:
     """Flatten nested containers of arrays and scalars into one 1-D array.
 
     Parameters

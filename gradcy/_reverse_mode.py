@@ -5,9 +5,11 @@ first try _core.grad_fast, which runs the common case (float arrays in, a real s
 without the general path.
 """
 import inspect
+from collections.abc import Callable
 from functools import partial, wraps
 from types import CellType as _CellType
 from types import FunctionType as _FunctionType
+from typing import Any, Concatenate, Literal, overload
 
 import numpy as _np
 
@@ -19,12 +21,14 @@ from ._docstrings import operator_doc
 from ._pytree import tree_flatten
 from ._tracing import (_finish_grad, _forward, _grad_of, _strip, _trace, _traced_integer_output,
                        _vjp_of_ones)
+from ._tracing import VJP
+from ._typing import A, ArgNum, P, R, Recompute, T
 from .registry import defjvp_argnums, defvjp_argnums, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
 @checked_operator
-def make_vjp(fun, argnum=0):
+def make_vjp(fun: Callable[P, R], argnum: ArgNum = 0) -> Callable[P, tuple[VJP, R]]:
     """A function returning the vector-Jacobian product (VJP) function of ``fun`` and its value.
 
     Parameters
@@ -77,9 +81,20 @@ def make_vjp(fun, argnum=0):
     return vjp_maker
 
 
+@overload   # (a ufunc: its overloads would give it the first one's types)
+def value_and_grad(fun: _np.ufunc, argnum: ArgNum = 0) -> Callable[..., Any]: ...
+@overload
+def value_and_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
+        fun: Callable[Concatenate[T, P], R], argnum: Literal[0] = 0
+        ) -> Callable[Concatenate[T, P], tuple[R, T]]: ...
+@overload
+def value_and_grad(fun: Callable[P, R], argnum: int) -> Callable[P, tuple[R, Any]]: ...
+@overload
+def value_and_grad(fun: Callable[P, R], argnum: tuple[int, ...]
+                   ) -> Callable[P, tuple[R, tuple[Any, ...]]]: ...
 @checked_operator
 @operator_doc("scalar", "ints")
-def value_and_grad(fun, argnum=0):
+def value_and_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     """A function returning both the value and the gradient of a scalar-valued function.
 
     Cheaper than calling ``fun`` and `grad` separately: the value comes from the forward pass
@@ -124,8 +139,21 @@ def _recompute_flag(recompute):
                      f"got {recompute!r}")
 
 
+@overload   # (a ufunc: its overloads would give it the first one's types)
+def grad(fun: _np.ufunc, argnum: ArgNum = 0, recompute: Recompute = None) -> Callable[..., Any]: ...
+@overload
+def grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
+        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0, recompute: Recompute = None
+        ) -> Callable[Concatenate[T, P], T]: ...
+@overload
+def grad(fun: Callable[P, Any], argnum: int, recompute: Recompute = None
+         ) -> Callable[P, Any]: ...
+@overload
+def grad(fun: Callable[P, Any], argnum: tuple[int, ...], recompute: Recompute = None
+         ) -> Callable[P, tuple[Any, ...]]: ...
 @checked_operator
-def grad(fun, argnum=0, recompute=None):
+def grad(fun: Callable[..., Any], argnum: ArgNum = 0,
+         recompute: Recompute = None) -> Callable[..., Any]:
     """
     Returns a function which computes the gradient of a scalar-valued function.
 
@@ -199,8 +227,18 @@ def grad(fun, argnum=0, recompute=None):
     return gradfun
 
 
+@overload
+def grad_and_aux(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
+        fun: Callable[Concatenate[T, P], tuple[Any, A]], argnum: Literal[0] = 0
+        ) -> Callable[Concatenate[T, P], tuple[T, A]]: ...
+@overload
+def grad_and_aux(fun: Callable[P, tuple[Any, A]], argnum: int
+                 ) -> Callable[P, tuple[Any, A]]: ...
+@overload
+def grad_and_aux(fun: Callable[P, tuple[Any, A]], argnum: tuple[int, ...]
+                 ) -> Callable[P, tuple[tuple[Any, ...], A]]: ...
 @checked_operator
-def grad_and_aux(fun, argnum=0):
+def grad_and_aux(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     """The gradient of a function that also returns an auxiliary value.
 
     Parameters
@@ -242,9 +280,20 @@ def grad_and_aux(fun, argnum=0):
     return grad_and_aux_fun
 
 
+@overload   # (a ufunc: its overloads would give it the first one's types)
+def elementwise_grad(fun: _np.ufunc, argnum: ArgNum = 0) -> Callable[..., Any]: ...
+@overload
+def elementwise_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
+        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
+        ) -> Callable[Concatenate[T, P], T]: ...
+@overload
+def elementwise_grad(fun: Callable[P, Any], argnum: int) -> Callable[P, Any]: ...
+@overload
+def elementwise_grad(fun: Callable[P, Any], argnum: tuple[int, ...]
+                     ) -> Callable[P, tuple[Any, ...]]: ...
 @checked_operator
 @operator_doc("array", "ints")
-def elementwise_grad(fun, argnum=0):
+def elementwise_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     """The derivative of an elementwise function, element by element.
 
     It is the vector-Jacobian product with a cotangent of ones: for a function whose output
@@ -273,8 +322,16 @@ def elementwise_grad(fun, argnum=0):
     return gradfun
 
 
+@overload   # (a ufunc: its overloads would give it the first one's types)
+def holomorphic_grad(fun: _np.ufunc, argnum: int = 0) -> Callable[..., Any]: ...
+@overload
+def holomorphic_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
+        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
+        ) -> Callable[Concatenate[T, P], T]: ...
+@overload
+def holomorphic_grad(fun: Callable[P, Any], argnum: int) -> Callable[P, Any]: ...
 @checked_operator
-def holomorphic_grad(fun, argnum=0):
+def holomorphic_grad(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., Any]:
     """The complex derivative of a holomorphic function.
 
     Parameters
@@ -315,7 +372,8 @@ def holomorphic_grad(fun, argnum=0):
 
 @checked_operator
 @operator_doc("any", "ints")
-def vector_jacobian_product(fun, argnum=0):
+def vector_jacobian_product(fun: Callable[..., Any], argnum: ArgNum = 0
+                            ) -> Callable[..., Any]:
     """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
 
     {fun and argnum}
@@ -345,7 +403,7 @@ def vector_jacobian_product(fun, argnum=0):
 
 @checked_operator
 @operator_doc("array", "int")
-def jacobian(fun, argnum=0):
+def jacobian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
     """The Jacobian of ``fun``, by one reverse pass per output element.
 
     {fun and argnum}
@@ -409,7 +467,8 @@ def _compute_rows(rows, vjp):
 
 @checked_operator
 @operator_doc("array", "int")
-def tensor_jacobian_product(fun, argnum=0):
+def tensor_jacobian_product(fun: Callable[..., Any], argnum: int = 0
+                            ) -> Callable[..., Any]:
     """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
 
     {fun and argnum}
@@ -436,7 +495,7 @@ def tensor_jacobian_product(fun, argnum=0):
 
 
 @checked_operator
-def grad_named(fun, argname):
+def grad_named(fun: Callable[P, Any], argname: str) -> Callable[P, Any]:
     """The gradient with respect to an argument given by its parameter name.
 
     Parameters
@@ -465,7 +524,7 @@ def grad_named(fun, argname):
 
 
 @checked_operator
-def multigrad_dict(fun):
+def multigrad_dict(fun: Callable[P, Any]) -> Callable[P, dict[str, Any]]:
     """The gradients with respect to every argument, as a dict keyed by parameter name.
 
     Parameters
@@ -502,7 +561,7 @@ def multigrad_dict(fun):
 
 
 @checked_operator
-def checkpoint(fun):
+def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
     """``fun`` as one recorded operation that recomputes its insides during the backward pass.
 
     A checkpointed call saves only its inputs; its intermediate values are computed again

@@ -1,19 +1,23 @@
 """Second-order products built on the reverse-mode operators: hessian,
 hessian_tensor_product (hessian_vector_product), make_hvp, make_ggnvp and
 make_jvp_reversemode (a JVP as the VJP of a VJP)."""
+from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import numpy as _np
 
 from ._arguments import checked_operator
 from ._docstrings import operator_doc
 from ._reverse_mode import grad, jacobian, make_vjp
+from ._tracing import VJP
+from ._typing import P
 from .wrap_util import _check_argnum, unary_to_nary
 
 
 @checked_operator
 @operator_doc("scalar", "int")
-def hessian(fun, argnum=0):
+def hessian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
     """The Hessian of a scalar-valued function: the Jacobian of its gradient.
 
     {fun and argnum}
@@ -43,7 +47,8 @@ def hessian(fun, argnum=0):
 
 @checked_operator
 @operator_doc("scalar", "int")
-def hessian_tensor_product(fun, argnum=0):
+def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0
+                           ) -> Callable[..., Any]:
     """The Hessian of a scalar-valued function contracted with a tensor, without forming the
     Hessian (``hessian_vector_product`` is the same function).
 
@@ -81,7 +86,7 @@ hessian_vector_product = hessian_tensor_product
 
 @checked_operator
 @operator_doc("scalar", "int")
-def make_hvp(fun, argnum=0):
+def make_hvp(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, tuple[VJP, Any]]:
     """A function returning Hessian-vector products of ``fun`` at a point, and the gradient there.
 
     The gradient is traced once; each product is one backward pass through it.
@@ -110,7 +115,8 @@ def make_hvp(fun, argnum=0):
     return hvp_maker
 
 
-def make_ggnvp(f, g=None, f_argnum=0):
+def make_ggnvp(f: Callable[P, Any], g: Callable[[Any], Any] | None = None, f_argnum: int = 0
+               ) -> Callable[P, Callable[[Any], Any]]:
     """Generalized Gauss-Newton products of ``g`` composed with ``f``.
 
     Parameters

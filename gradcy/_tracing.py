@@ -11,6 +11,8 @@ the function returned and the backward pass started, or after the tape was relea
 (RuntimeError, EscapedValueError) and records nothing. Array constructors attach to the
 differentiations of their own thread only.
 """
+from typing import Any
+
 import numpy as _np
 
 from . import _core, backends
@@ -44,7 +46,7 @@ class VJP:
         self._packed = False       # the output was a container: g is flattened the same way
         self._warned = out is None   # _warn_independent ran (at trace time when out is None)
 
-    def __call__(self, g):
+    def __call__(self, g: Any) -> Any:
         cots = self._cotangents(g)
         return self._unflatten(backends.compute_pending(cots, self._inputs))
 
@@ -74,7 +76,7 @@ class VJP:
                 self.release()
         return [_match_input(c, x) for c, x in zip(cots, self._inputs)]
 
-    def release(self):
+    def release(self) -> None:
         """Free the tape and the buffers it saved now (idempotent); later calls raise
         `gradcy.EscapedValueError`.
         """

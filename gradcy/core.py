@@ -7,13 +7,18 @@ primitives themselves). VJPNode, JVPNode and backward_pass evaluate a gradcy.tra
 those rules in Python, as autograd does; gradcy's own differentiation sweeps its tape in Cython
 and does not use them.
 """
+from __future__ import annotations  # (Primitive[P, R]: generic in its stub only)
+
 import warnings
+from collections.abc import Callable
+from typing import Any
 from collections.abc import MutableMapping
 from functools import reduce  # (autograd.core has it)
 
 from . import _forward_mode, _reverse_mode
 from ._core import Box, Primitive
 from ._rules import ArgnumVJP
+from ._typing import P, R
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
                        defvjp_argnum, defvjp_argnums, primitive as primitive_)
 from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map
@@ -33,12 +38,12 @@ __all__ = ["make_vjp", "make_jvp", "backward_pass", "VJPNode", "JVPNode", "primi
 # =============================================================================
 # Unary operators
 # =============================================================================
-def make_vjp(fun, x):
+def make_vjp(fun: Callable[[Any], Any], x: Any) -> tuple[Any, Any]:
     """(vjp, fun(x)): vjp(g) is the cotangent of x for cotangent g of the output."""
     return _reverse_mode.make_vjp(fun)(x)
 
 
-def make_jvp(fun, x):
+def make_jvp(fun: Callable[[Any], Any], x: Any) -> Callable[[Any], tuple[Any, Any]]:
     """jvp: jvp(v) is (fun(x), the output tangent for tangent v of x)."""
     return _forward_mode.make_jvp(fun)(x)
 
@@ -335,9 +340,9 @@ def deprecated_defvjp_is_zero(primitive_fun):
     return defvjp_is_zero
 
 
-def primitive_with_deprecation_warnings(f_raw):
+def primitive_with_deprecation_warnings(f_raw: Callable[P, R]) -> Primitive[P, R]:
     """primitive(f_raw), with autograd's deprecated registration methods attached."""
-    f_wrapped = primitive_(f_raw)
+    f_wrapped: Any = primitive_(f_raw)
     f_wrapped.defvjp = deprecated_defvjp(f_wrapped)
     f_wrapped.defvjp_is_zero = deprecated_defvjp_is_zero(f_wrapped)
     f_wrapped.defgrad = deprecated_defgrad(f_wrapped)

@@ -12,11 +12,20 @@ import os
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, TypeAlias
 
 import numpy as _np
 
 from . import _core
 from ._tracing import _grad_of, _trace
+from ._typing import ArgNum, P
+
+# (op, 'file:line'): where an operation was recorded
+Site: TypeAlias = tuple[str, str]
+# (step, phase, node, op, saved_bytes, cotangent_bytes, traced_bytes): MemoryProfile.events
+Event: TypeAlias = tuple[int, str, int, str, int, int, int]
 
 __all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory", "saved_audit",
            "SavedAudit"]
@@ -24,7 +33,7 @@ __all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory", "s
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def stats():
+def stats() -> dict[str, int]:
     """The engine's memory counters, over all tapes of the process.
 
     Returns
@@ -48,7 +57,7 @@ def stats():
     return _core.stats()
 
 
-def reset_peak():
+def reset_peak() -> None:
     """Restart the peak counters of `stats` from what is held now.
 
     Examples
@@ -68,9 +77,9 @@ def reset_peak():
     _core.reset_peak()
 
 
-def _user_line():
+def _user_line() -> str:
     """file:line of the innermost frame outside the gradcy package."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
@@ -112,21 +121,22 @@ class MemoryProfile:
     True
     """
 
-    def __init__(self):
-        self.events = []
-        self.gradient = None
-        self.value = None
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.gradient: Any = None
+        self.value: Any = None
         self.elapsed = 0.0
-        self._by_site = {}         # (op, line) -> saved bytes held now by nodes recorded there
-        self._site_of = {}         # node -> (op, line)
+        self._by_site: dict[Site, int] = {}   # saved bytes held now by nodes recorded there
+        self._site_of: dict[int, Site] = {}   # node -> (op, line)
         self._last_saved = 0       # the tape's saved bytes at the previous event
         self.peak_bytes = 0
         self.peak_step = 0
-        self.peak_sites = {}       # (op, line) -> bytes held at the peak
+        self.peak_sites: dict[Site, int] = {}   # (op, line) -> bytes held at the peak
         self._phase = "forward"
 
     # the tape's observer
-    def __call__(self, event, index, name, saved_bytes, cotangent_bytes):
+    def __call__(self, event: str, index: int, name: str, saved_bytes: int,
+                 cotangent_bytes: int) -> None:
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
         step = len(self.events)
         # saved bytes change only at these events, so the difference is this event's share
@@ -137,9 +147,9 @@ class MemoryProfile:
             self._site_of[index] = site
             self._by_site[site] = self._by_site.get(site, 0) + delta
         elif event == "release":
-            site = self._site_of.get(index)
-            if site is not None:
-                self._by_site[site] = max(0, self._by_site[site] + delta)
+            held = self._site_of.get(index)
+            if held is not None:
+                self._by_site[held] = max(0, self._by_site[held] + delta)
             if self._phase == "backward":
                 event = "backward"
         self.events.append((step, event, index, name, saved_bytes, cotangent_bytes, traced))
@@ -149,7 +159,7 @@ class MemoryProfile:
             self.peak_step = step
             self.peak_sites = {k: v for k, v in self._by_site.items() if v}
 
-    def top_site(self):
+    def top_site(self) -> tuple[str, str, int] | None:
         """The operation and source line holding the most saved bytes at the peak.
 
         Returns
@@ -174,7 +184,7 @@ class MemoryProfile:
         (op, line), nbytes = max(self.peak_sites.items(), key=lambda kv: kv[1])
         return op, line, nbytes
 
-    def summary(self):
+    def summary(self) -> str:
         """A few lines of text: the peak, when it happened and what held the most then.
 
         Examples
@@ -198,8 +208,9 @@ class MemoryProfile:
             lines.append(f"most held at the peak: {top[0]} at {top[1]} ({_mb(top[2])})")
         return "\n".join(lines)
 
-    def plot(self, path, baseline=None, baseline_args=(), baseline_label="hand-written NumPy",
-             title=None):
+    def plot(self, path: str, baseline: Callable[..., Any] | None = None,
+             baseline_args: tuple[Any, ...] = (), baseline_label: str = "hand-written NumPy",
+             title: str | None = None) -> str:
         """Draw the timeline to a PNG file (needs matplotlib).
 
         Parameters
@@ -269,11 +280,11 @@ class MemoryProfile:
         return path
 
 
-def _mb(n):
+def _mb(n: float) -> str:
     return f"{n / 2**20:.2f} MiB"
 
 
-def profile(fun, argnum=0):
+def profile(fun: Callable[P, Any], argnum: ArgNum = 0) -> Callable[P, MemoryProfile]:
     """Compute a gradient and record a memory timeline of it.
 
     Parameters
@@ -302,7 +313,7 @@ def profile(fun, argnum=0):
     >>> prof.top_site()[0]
     'gradcy.numpy.sin'
     """
-    def profiled(*args, **kwargs):
+    def profiled(*args: P.args, **kwargs: P.kwargs) -> MemoryProfile:
         prof = MemoryProfile()
         start = time.perf_counter()
         vjp, ans = _trace(fun, args, kwargs, argnum, "profile", consume=True,
@@ -315,7 +326,7 @@ def profile(fun, argnum=0):
     return profiled
 
 
-def trace_memory(fn, *args, **kwargs):
+def trace_memory(fn: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> list[int]:
     """The memory timeline of plain Python/NumPy code, by tracemalloc.
 
     Parameters
@@ -340,11 +351,11 @@ def trace_memory(fn, *args, **kwargs):
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
-    samples = []
+    samples: list[int] = []
     base = tracemalloc.get_traced_memory()[0]
     get = tracemalloc.get_traced_memory
 
-    def hook(frame, event, arg):
+    def hook(frame: FrameType, event: str, arg: Any) -> None:
         if event == "c_return":
             samples.append(get()[0] - base)
     sys.setprofile(hook)
@@ -387,18 +398,19 @@ class SavedAudit:
            bytes   nodes  op at call site
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.total = 0
-        self.by_site = {}
-        self.by_op = {}
-        self.gradient = None
-        self._sites = {}
+        self.by_site: dict[Site, list[int]] = {}
+        self.by_op: dict[str, list[int]] = {}
+        self.gradient: Any = None
+        self._sites: dict[int, Site] = {}
 
-    def __call__(self, event, index, name, saved_bytes, cotangent_bytes):
+    def __call__(self, event: str, index: int, name: str, saved_bytes: int,
+                 cotangent_bytes: int) -> None:
         if event == "forward":
             self._sites[index] = (name, _user_line())
 
-    def table(self):
+    def table(self) -> str:
         """The rows as text, biggest first."""
         lines = [f"{'bytes':>12}  {'nodes':>6}  op at call site"]
         for (op, site), (n, b) in sorted(self.by_site.items(), key=lambda kv: -kv[1][1]):
@@ -407,14 +419,14 @@ class SavedAudit:
         return "\n".join(lines)
 
 
-def _held_roots(record):
+def _held_roots(record: tuple[Any, Any, Any]) -> list[_np.ndarray[Any, Any]]:
     """The root ndarrays a saved record (ans, args, kwargs) holds."""
     ans, args, kwargs = record
     items = [ans] + list(args) + (list(kwargs.values()) if type(kwargs) is dict else [])
     return [_core.root_buffer(v) for v in items if isinstance(v, _np.ndarray)]
 
 
-def saved_audit(fun, argnum=0):
+def saved_audit(fun: Callable[P, Any], argnum: ArgNum = 0) -> Callable[P, SavedAudit]:
     """Compute a gradient and report, per operation and call site, the bytes the tape holds for
     the backward pass when the forward pass ends (benchmarks/saved_bytes_audit.py prints them
     beside what a hand-written gradient keeps).
@@ -433,12 +445,12 @@ def saved_audit(fun, argnum=0):
     >>> a.total, a.by_op["gradcy.numpy.sin"]          # sin keeps x; * 2.0 keeps nothing of x
     (8000, [1, 8000])
     """
-    def audited(*args, **kwargs):
+    def audited(*args: P.args, **kwargs: P.kwargs) -> SavedAudit:
         audit = SavedAudit()
         vjp, ans = _trace(fun, args, kwargs, argnum, "saved_audit", consume=True,
                           observer=audit)
         tape = vjp._tape
-        seen = set()
+        seen: set[int] = set()
         for i in range(len(tape)):
             info = tape.node_info(i)
             if info["saved"] is None or i not in audit._sites:
@@ -449,8 +461,8 @@ def saved_audit(fun, argnum=0):
                 if id(root) not in seen:
                     seen.add(id(root))
                     fresh += root.nbytes
-            for table, key in ((audit.by_site, site), (audit.by_op, site[0])):
-                row = table.setdefault(key, [0, 0])
+            for row in (audit.by_site.setdefault(site, [0, 0]),
+                        audit.by_op.setdefault(site[0], [0, 0])):
                 row[0] += 1
                 row[1] += fresh
         audit.total = tape.saved_bytes

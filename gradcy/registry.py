@@ -10,9 +10,19 @@ recorded call keeps for it (and, with ``recomputable=``, whether its output may 
 in the backward pass): nothing else sets them, so the statement a reader sees is the one in
 force (as PyTorch keeps what a formula saves in its derivatives.yaml entry).
 """
+from __future__ import annotations  # (Primitive[P, R]: generic in its stub only)
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeAlias
+
 from ._docstrings import fill
 from ._rules import ArgnumVJP, JointVJP, maker_rule
-from ._tape import Primitive
+from ._core import Primitive
+from ._typing import P, R
+
+# what a reverse-mode registration's save= takes: what the rules read, per argument, or a saver
+Save: TypeAlias = (Iterable[int | str] | dict[int, Iterable[int | str]]
+                   | Callable[..., tuple[Any, Any]] | None)
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
            "defvjp_argnums",
@@ -33,7 +43,7 @@ _shared_parameters = fill({
             "    As in `defvjp`."})
 
 
-def primitive(fun, name=None):
+def primitive(fun: Callable[P, R], name: str | None = None) -> Primitive[P, R]:
     """Make ``fun`` a primitive: a function gradcy records as one operation.
 
     gradcy does not look inside a primitive: it runs ``fun`` on plain values and needs its
@@ -74,7 +84,7 @@ def primitive(fun, name=None):
     return Primitive(fun, name or _qualname(fun))
 
 
-def notrace_primitive(fun, name=None):
+def notrace_primitive(fun: Callable[P, R], name: str | None = None) -> Primitive[P, R]:
     """Make ``fun`` a primitive whose output is a constant: it runs on the plain values of traced
     arguments and records nothing.
 
@@ -109,7 +119,7 @@ def notrace_primitive(fun, name=None):
     return p
 
 
-def nondifferentiable(*prims):
+def nondifferentiable(*prims: Primitive[..., Any]) -> None:
     """Mark already-wrapped primitives as having constant outputs: traced values pass through
     them unrecorded (as for `notrace_primitive`).
 
@@ -134,7 +144,9 @@ def nondifferentiable(*prims):
 
 
 @_shared_parameters
-def defvjp(prim, *vjpmakers, argnums=None, save=None, recomputable=False):
+def defvjp(prim: Primitive[..., Any], *vjpmakers: Callable[..., Callable[[Any], Any]] | None,
+           argnums: Sequence[int] | None = None, save: Save = None,
+           recomputable: bool = False) -> None:
     """Register the reverse-mode rules of a primitive, one per argument.
 
     {prim}
@@ -194,7 +206,9 @@ def defvjp(prim, *vjpmakers, argnums=None, save=None, recomputable=False):
 
 
 @_shared_parameters
-def defvjp_direct(prim, *rules, argnums=None, save=None, recomputable=False):
+def defvjp_direct(prim: Primitive[..., Any], *rules: Callable[..., Any] | None,
+                  argnums: Sequence[int] | None = None, save: Save = None,
+                  recomputable: bool = False) -> None:
     """Register reverse-mode rules called directly in the backward pass.
 
     Like `defvjp`, but a rule takes the cotangent with the values of the call:
@@ -254,7 +268,8 @@ def _as_direct(maker):
 
 
 @_shared_parameters
-def defvjp_argnums(prim, vjpmaker, save=None):
+def defvjp_argnums(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
+                   save: Save = None) -> None:
     """Register one reverse-mode rule for all the arguments of a primitive.
 
     {prim}
@@ -303,7 +318,8 @@ def defvjp_write(prim, rule, save=None):
 
 
 @_shared_parameters
-def defvjp_argnum(prim, vjpmaker, save=None):
+def defvjp_argnum(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
+                  save: Save = None) -> None:
     """Register one reverse-mode rule for all the arguments, called once per argument.
 
     {prim}
@@ -331,7 +347,8 @@ def defvjp_argnum(prim, vjpmaker, save=None):
 
 
 @_shared_parameters
-def defjvp(prim, *jvpfuns, argnums=None):
+def defjvp(prim: Primitive[..., Any], *jvpfuns: Callable[..., Any] | Literal["same"] | None,
+           argnums: Sequence[int] | None = None) -> None:
     """Register the forward-mode rules of a primitive, one per argument.
 
     {prim}
@@ -372,7 +389,7 @@ def _same_jvp(prim, argnum):
 
 
 @_shared_parameters
-def defjvp_argnums(prim, jvpmaker):
+def defjvp_argnums(prim: Primitive[..., Any], jvpmaker: Callable[..., Any]) -> None:
     """Register one forward-mode rule for all the arguments of a primitive.
 
     {prim}
@@ -397,7 +414,7 @@ def defjvp_argnums(prim, jvpmaker):
 
 
 @_shared_parameters
-def defjvp_argnum(prim, jvpmaker):
+def defjvp_argnum(prim: Primitive[..., Any], jvpmaker: Callable[..., Any]) -> None:
     """Register one forward-mode rule for all the arguments, called once per argument.
 
     {prim}
@@ -426,7 +443,7 @@ def defjvp_argnum(prim, jvpmaker):
     defjvp_argnums(prim, jvp_argnums)
 
 
-def subval(x, i, v):
+def subval(x: Iterable[Any], i: int, v: Any) -> tuple[Any, ...]:
     """The tuple ``x`` with element ``i`` replaced by ``v`` (a helper for rules).
 
     Examples
@@ -441,7 +458,7 @@ def subval(x, i, v):
 
 
 @_shared_parameters
-def def_linear(prim):
+def def_linear(prim: Primitive[..., Any]) -> None:
     """Register the rules of a primitive that is linear in each of its arguments and whose
     Jacobian with respect to each is symmetric (elementwise products and their like).
 

@@ -6,6 +6,8 @@ directions, the JVP and VJP of f with respect to argument argnum with central di
 shape of what it is the derivative of.
 """
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as _np
 
@@ -59,7 +61,7 @@ def _axpy(a, x, y):
                       for xx, yy in zip(lx, ly)])
 
 
-def scalar_close(a, b):
+def scalar_close(a: Any, b: Any) -> bool:
     """Whether two numbers agree to the checks' tolerance: absolute difference below ``ATOL``
     or relative difference below ``RTOL``.
 
@@ -107,7 +109,8 @@ AssertionError
 
 
 @_one_direction_doc
-def check_vjp(f, x, rs=None):
+def check_vjp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None
+              ) -> None:
     """Check the VJP of ``f`` at ``x`` against central differences, along one random direction.
 
     For random ``u`` (shaped like the output) and ``v`` (shaped like ``x``), the inner
@@ -146,7 +149,8 @@ def check_vjp(f, x, rs=None):
 
 
 @_one_direction_doc
-def check_jvp(f, x, rs=None):
+def check_jvp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None
+              ) -> None:
     """Check the JVP of ``f`` at ``x`` against central differences, along one random direction;
     the tangent must have the type, dtype and shape of the output.
 
@@ -177,7 +181,8 @@ def check_jvp(f, x, rs=None):
 
 
 @unary_to_nary
-def check_grads(f, x, modes=("fwd", "rev"), order=2):
+def check_grads(f: Callable[[Any], Any], x: Any, modes: str | Sequence[str] = ("fwd", "rev"),
+                order: int = 2) -> None:
     """Check the derivatives of ``f`` against central differences (float64), in reverse and/or
     forward mode, to a given order.
 
@@ -254,7 +259,7 @@ def _check(f, x, modes, order, rs):
             _check(vjp_of, (x, _random_like(y, rs)), modes, order - 1, rs)
 
 
-def combo_check(fun, *args, **kwargs):
+def combo_check(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., None]:
     """`check_grads` at every combination of the given argument values.
 
     Parameters
@@ -286,7 +291,7 @@ def combo_check(fun, *args, **kwargs):
     return checker
 
 
-def check_equivalent(x, y):
+def check_equivalent(x: Any, y: Any) -> None:
     """Assert that ``x`` and ``y`` have the same structure and equal values (to the checks'
     tolerance).
 
@@ -308,7 +313,7 @@ def check_equivalent(x, y):
         assert _np.allclose(a, b, rtol=RTOL, atol=ATOL), f"Value mismatch:\nx: {a!r}\ny: {b!r}"
 
 
-def make_numerical_jvp(f, x):
+def make_numerical_jvp(f: Callable[[Any], Any], x: Any) -> Callable[[Any], Any]:
     """The central-difference approximation of the JVP of ``f`` at ``x``.
 
     Returns

@@ -16,6 +16,7 @@ import sys
 import warnings
 from collections import defaultdict
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as _np
 
@@ -179,10 +180,10 @@ box_type_mappings = _BoxTypeMappings()
 # =============================================================================
 # Registries
 # =============================================================================
-notrace_primitives = defaultdict(set)
+notrace_primitives: defaultdict[Any, set[Primitive]] = defaultdict(set)
 
 
-def register_notrace(trace_type, primitive_fun):
+def register_notrace(trace_type: Any, primitive_fun: "Primitive[..., Any]") -> None:
     """Calls of primitive_fun record nothing (gradcy has one kind of trace for reverse and
     forward mode, so this holds for every trace type)."""
     notrace_primitives[trace_type].add(primitive_fun)

@@ -10,6 +10,8 @@ element `dense` of `vs` (in place when it can) and returns the sum. A VJP rule m
 (e.g. the cotangent of one element of a large container); the tape adds it into the dense
 cotangent of the value, or materializes it (np.asarray) where a dense value is needed.
 """
+from typing import Any
+
 import numpy as _np
 
 from ._core import Box
@@ -26,7 +28,7 @@ def _getval(x):
     return x
 
 
-def vspace(value):
+def vspace(value: Any) -> "VSpace":
     """The vector space of `value` (an array, scalar, tuple/list/dict of these, a traced value,
     or a SparseObject)."""
     maker = VSpace.mappings.get(type(value))
@@ -47,7 +49,7 @@ def vspace(value):
 class VSpace:
     """A vector space. Subclasses define zeros/ones/randn/standard_basis and the underscore
     operations; the public operations below are those of autograd's VSpace."""
-    mappings = {}
+    mappings: dict[type, Any] = {}     # value type -> VSpace class or maker
     iscomplex = False
 
     def __init__(self, value):
@@ -217,8 +219,8 @@ def _array_vspace(x):
 VSpace.register(_np.ndarray, _array_vspace)
 for _t in (float, _np.float64, _np.float32, _np.float16, _np.longdouble):
     ArrayVSpace.register(_t)
-for _t in (complex, _np.complex128, _np.complex64, _np.clongdouble):
-    ComplexArrayVSpace.register(_t)
+for _c in (complex, _np.complex128, _np.complex64, _np.clongdouble):
+    ComplexArrayVSpace.register(_c)
 
 
 # =============================================================================
@@ -274,7 +276,7 @@ class ContainerVSpace(VSpace):
 
 
 class SequenceVSpace(ContainerVSpace):
-    seq_type = tuple
+    seq_type: type = tuple
 
     def _map_values(self, f, value):
         return self.seq_type([f(v) for v in value])

@@ -7,6 +7,9 @@
 
 argnum may be an int or a tuple/list of ints (then x is the tuple of those arguments).
 """
+from collections.abc import Callable
+from typing import Any
+
 import numpy as _np
 
 from .util import subvals
@@ -45,7 +48,7 @@ def wrap_nary_f(fun, op, argnum):
                  op=get_name(op), argnum=argnum)
 
 
-def unary_to_nary(unary_operator):
+def unary_to_nary(unary_operator: Callable[..., Any]) -> Callable[..., Any]:
     """Turn unary_operator(fun, x, *op_args, **op_kwargs) into
     nary_operator(fun, argnum=0, *op_args, **op_kwargs)(*args, **kwargs)."""
     @wraps(unary_operator)

@@ -9,11 +9,16 @@ Both inner fixed points are computed by this same function, so they are differen
 (gradients of any order, forward and reverse). `a` may be an array, a scalar, or a nested
 tuple/list/dict of them; x0 only chooses the starting point and gets no gradient.
 """
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from .._forward_mode import make_jvp
 from .._pytree import tree_flatten
 from .._reverse_mode import make_vjp
 from ..registry import defjvp_argnums, defvjp_argnums, primitive
 from ..vspace import vspace
+
+_X = TypeVar("_X")      # the iterate
 
 __all__ = ["fixed_point"]
 
@@ -41,7 +46,8 @@ def _ensure_saved(n):
         _fixed_point.set_saved(("ans",) + tuple(range(_FIRST_LEAF, _FIRST_LEAF + _saved_leaves)))
 
 
-def fixed_point(f, a, x0, distance, tol):
+def fixed_point(f: Callable[[Any], Callable[[_X], _X]], a: Any, x0: _X,
+                distance: Callable[[_X, _X], Any], tol: float) -> _X:
     """The fixed point of ``f(a)``, differentiable with respect to ``a``.
 
     Iterates ``x <- f(a)(x)`` from ``x0`` until ``distance(x, x_previous) <= tol``. The

@@ -6,12 +6,18 @@ Both directions are differentiable: flatten on traced leaves gives a traced vect
 a traced vector gives traced leaves. Dict entries are taken in sorted key order (as autograd
 does), so two dicts with the same keys flatten alike whatever their insertion order.
 """
+from collections.abc import Callable
+from typing import Any
+
+import numpy as _np
+
 from .._pytree import flatten
 
 __all__ = ["flatten", "flatten_func"]
 
 
-def flatten_func(func, example):
+def flatten_func(func: Callable[..., Any], example: Any
+                 ) -> tuple[Callable[..., Any], Callable[[Any], Any], _np.ndarray[Any, Any]]:
     """A function of nested containers as a function of one flat vector.
 
     Parameters

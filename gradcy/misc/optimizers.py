@@ -6,6 +6,8 @@ callback(x, i, g) called before each update, and the optimizer's hyperparameters
 the final parameters in the structure of x0. The updates are written with gradcy.numpy, so an
 optimizer run can itself be differentiated (meta-optimization).
 """
+from collections.abc import Callable
+from typing import Any
 
 from .. import numpy as np
 from .._docstrings import fill
@@ -15,7 +17,7 @@ from .flatten import flatten
 __all__ = ["unflatten_optimizer", "sgd", "rmsprop", "adam"]
 
 
-def unflatten_optimizer(optimize):
+def unflatten_optimizer(optimize: Callable[..., Any]) -> Callable[..., Any]:
     """Lift an optimizer over flat 1-D vectors to parameters in nested containers.
 
     Parameters

@@ -24,8 +24,10 @@ replayed and raise.
 """
 import operator
 import sys
+from collections.abc import Callable
 from functools import partial
 from itertools import repeat
+from typing import Any, TypeVar
 
 import numpy as _np
 
@@ -36,6 +38,8 @@ from .._tracing import _call_traced, pack_outputs
 from ..tracer import Node, trace
 from ..util import subvals, toposort
 from ..wrap_util import wraps
+
+_R = TypeVar("_R")      # what the function returns
 
 __all__ = ["const_graph", "const_graph_unary", "full_graph", "ConstGraphNode", "FullGraphNode",
            "Node", "trace", "toposort", "subvals", "wraps"]
@@ -64,7 +68,7 @@ _VALUE_SHAPED_NAMES = (
     "unique_inverse", "unique_values", "compress", "extract", "trim_zeros", "setdiff1d",
     "intersect1d", "union1d", "setxor1d")
 
-_known = []
+_known: list[frozenset[Any]] = []
 
 
 def _known_sets():
@@ -156,7 +160,7 @@ class _Recorder:
 # (which buffer a value is, its type and shape), not to read its values
 _BOOKKEEPING = ("_register", "_adopt", "_functional_write", "_refuse_order_dependent_write",
                 "_box_setitem", "_write_view", "_inplace_result", "_box_iop", "_owned_copy")
-_bookkeeping_codes = []
+_bookkeeping_codes: list[Any] = []     # [the constructors' code, frozenset of codes]
 
 
 def _not_a_value_read(frame):
@@ -582,7 +586,7 @@ def const_graph_unary(fun):
     return maybe_cached_fun
 
 
-def const_graph(fun, *args, **kwargs):
+def const_graph(fun: Callable[..., _R], *args: Any, **kwargs: Any) -> Callable[..., _R]:
     """Record ``fun``'s operations at the first call and replay them on later calls.
 
     The first call runs ``fun`` on a recording tape and keeps the straight-line program of its
