@@ -19,8 +19,9 @@ from gradcy._tape cimport Tape, Primitive, ParentRef
 
 cdef bint _fusion_on               # whether records fuse (set_fusion)
 
-# (fused primitive, saved args) when prim's call with traced operands refs/uargs and output
-# ans is the last operation of an idiom; refs[0] is then the fused node's one parent (argnum
-# 0). None (refs untouched) otherwise.
+# (fused primitive, saved output, saved args) when prim's call with traced operands refs/uargs
+# and output ans is the last operation of an idiom (the saved output: ans, or its ArrayMeta if
+# the fused rule does not read it); refs[0] is then the fused node's one parent (argnum 0).
+# None (refs untouched) otherwise.
 cdef object fuse_record(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs, tuple uargs,
                         object kwargs, object ans)

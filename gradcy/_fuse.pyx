@@ -14,7 +14,7 @@ gradient saves and whose parent is the idiom's input:
     log_softmax   x - logsumexp(x) as above (recorded fused), or
                   z - log(sum(exp(z), a, keepdims=True))              saves the output
     sigmoid       1 / (1 + exp(-x))                                   saves the output
-    softplus      log(1 + exp(x)), log1p(exp(x))                      saves the output
+    softplus      log(1 + exp(x)), log1p(exp(x))                      saves exp(x)
     tanh          (exp(x) - exp(-x)) / (exp(x) + exp(-x)),
                   (1 - exp(-2 * x)) / (1 + exp(-2 * x))               saves the output
 
@@ -314,14 +314,16 @@ cdef bint _like(object v, object ans) noexcept:
             and cnp.PyArray_SAMESHAPE(<cnp.ndarray>v, <cnp.ndarray>ans))
 
 
-cdef object _fused(ParentRef* refs, Py_ssize_t parent, Primitive prim, tuple sargs):
+cdef object _fused(ParentRef* refs, Py_ssize_t parent, Primitive prim, object ans_s,
+                   tuple sargs):
     refs[0].node = parent
     refs[0].argnum = 0
-    return (prim, sargs)
+    return (prim, ans_s, sargs)
 
 
 # =============================================================================
-# The matchers: (prim, top, refs, nrefs, uargs, ans) -> (fused primitive, saved args) or None
+# The matchers: (prim, top, refs, nrefs, uargs, ans) -> (fused primitive, saved output,
+# saved args) or None
 # =============================================================================
 cdef object _match_softmax(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
                            tuple uargs, object ans):
@@ -338,7 +340,7 @@ cdef object _match_softmax(Primitive prim, Tape top, ParentRef* refs, int32_t nr
         return None
     if not (_stock_rules(_exp) and _stock_rules(_sum) and _stock_rules(_divide)):
         return None
-    return _fused(refs, _unshift(top, z, axis), _softmax, (_meta_of(ans), axis))
+    return _fused(refs, _unshift(top, z, axis), _softmax, ans, (_meta_of(ans), axis))
 
 
 cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
@@ -380,7 +382,7 @@ cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t 
     if not (_stock_rules(_add) and _stock_rules(_log) and _stock_rules(_sum)
             and _stock_rules(_exp) and _stock_rules(_subtract) and _stock_rules(_max)):
         return None
-    return _fused(refs, x, _logsumexp, (_meta_of(ev), axis, ev, sv))
+    return _fused(refs, x, _logsumexp, _meta_of(ans), (_meta_of(ev), axis, ev, sv))
 
 
 cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
@@ -400,7 +402,7 @@ cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_
         axis = _saved_arg(top, lg, 1)
         if not (_stock_rules(_subtract) and _stock_rules(_logsumexp)):
             return None
-        return _fused(refs, z, _log_softmax, (_meta_of(ans), axis))
+        return _fused(refs, z, _log_softmax, ans, (_meta_of(ans), axis))
     s = _unary(top, lg, _log)
     if s < 0:
         return None
@@ -414,7 +416,7 @@ cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_
             and _stock_rules(_exp)):
         return None
     parent = _unshift(top, z, axis)
-    return _fused(refs, parent, _log_softmax, (_meta_of(ans), axis))
+    return _fused(refs, parent, _log_softmax, ans, (_meta_of(ans), axis))
 
 
 cdef object _match_sigmoid(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
@@ -437,7 +439,7 @@ cdef object _match_sigmoid(Primitive prim, Tape top, ParentRef* refs, int32_t nr
     if not (_stock_rules(_divide) and _stock_rules(_add) and _stock_rules(_exp)
             and _stock_rules(_negative)):
         return None
-    return _fused(refs, x, _sigmoid, (_meta_of(ans),))
+    return _fused(refs, x, _sigmoid, ans, (_meta_of(ans),))
 
 
 cdef object _match_softplus(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
@@ -452,12 +454,15 @@ cdef object _match_softplus(Primitive prim, Tape top, ParentRef* refs, int32_t n
         if e < 0:
             return None
     x = _exp_of(top, e, ans)
-    if x < 0 or not _like(<object>top.nodes[e].saved_ans, ans):
+    if x < 0:
+        return None
+    ev = <object>top.nodes[e].saved_ans         # exp's output (its rule's record)
+    if not _like(ev, ans):
         return None
     if not (_stock_rules(prim) and _stock_rules(_exp)
             and (prim is _log1p or _stock_rules(_add))):
         return None
-    return _fused(refs, x, _softplus, (_meta_of(ans),))
+    return _fused(refs, x, _softplus, _meta_of(ans), (_meta_of(ans), ev))
 
 
 cdef Py_ssize_t _exp_pair(Tape top, Py_ssize_t a, Py_ssize_t b, object ans) noexcept:
@@ -514,4 +519,4 @@ cdef object _match_tanh(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs
             and _stock_rules(_exp)
             and (_stock_rules(_multiply) if by_two else _stock_rules(_negative))):
         return None
-    return _fused(refs, x, _tanh, (_meta_of(ans),))
+    return _fused(refs, x, _tanh, ans, (_meta_of(ans),))

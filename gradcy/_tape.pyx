@@ -493,9 +493,8 @@ cdef class Primitive:
             if self.fuses and not mixed and not top.keep_args:
                 fused = fuse_record(self, top, refs, nrefs, uargs, kwargs, ans)
             if fused is not None:       # recorded as one node with its operands (_fuse.pxd)
-                prim, sargs = fused
+                prim, ans_s, sargs = fused
                 nrefs = 1
-                ans_s = ans
             elif top.keep_args:         # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
             elif self.save_fn is not None:     # the rules read a compact record of their own

@@ -111,8 +111,10 @@ defjvp(log_softmax, log_softmax_jvp, None)
 
 
 # =============================================================================
-# sigmoid(x) = 1 / (1 + exp(-x)), softplus(x) = log(1 + exp(x)), tanh(x) via exp: elementwise,
-# each saves its output (the derivative is a function of it)
+# sigmoid(x) = 1 / (1 + exp(-x)), softplus(x) = log(1 + exp(x)), tanh(x) via exp: elementwise.
+# sigmoid and tanh save their output (the derivative is a function of it); softplus saves
+# exp(x), whose function sigmoid(x) = e / (1 + e) costs no transcendental call (from the
+# output it would: -expm1(-ans), about as long as the forward pass)
 # =============================================================================
 def sigmoid_lin(t, ans, x):
     """t * sigmoid'(x) = t * ans * (1 - ans)."""
@@ -124,30 +126,33 @@ def sigmoid_lin(t, ans, x):
     return t * (ans * (1.0 - ans))
 
 
-def softplus_lin(t, ans, x):
-    """t * softplus'(x) = t * sigmoid(x) = t * (1 - exp(-ans)), as -expm1(-ans): exact for
-    ans near 0 (x very negative), never overflowing (ans >= 0)."""
-    if _plain(t, ans) and t.dtype == ans.dtype and t.shape == ans.shape:
-        d = _onp.negative(ans)
-        _onp.expm1(d, out=d)
+def softplus_lin(t, ans, x, e=None):
+    """t * softplus'(x) = t * sigmoid(x), as t * e / (1 + e) from e = exp(x) (a fused
+    record's, the value the program computed) or else t / (1 + exp(-x))."""
+    if e is None:
+        return t / (1.0 + anp.exp(-x))
+    if _plain(t, e) and t.dtype == e.dtype and t.shape == e.shape:
+        d = e + 1.0
+        _onp.divide(e, d, out=d)
         d *= t
-        _onp.negative(d, out=d)
         return d
-    return -(t * anp.expm1(-ans))
+    return t * (e / (1.0 + e))
 
 
 def _sigmoid(x):
     return 1.0 / (1.0 + _onp.exp(-x))
 
 
-def _softplus(x):
+def _softplus(x, e=None):
+    """log1p(exp(x)); e (a fused record's exp(x)): see softplus_lin."""
     return _onp.log1p(_onp.exp(x))
 
 
 sigmoid = primitive(_sigmoid, "gradcy.numpy.sigmoid (fused negative, exp, add, divide)")
 _holomorphic(sigmoid, sigmoid_lin, save=("ans",))
 softplus = primitive(_softplus, "gradcy.numpy.softplus (fused exp, add, log)")
-_holomorphic(softplus, softplus_lin, save=("ans",))
+defvjp_direct(softplus, softplus_lin, None, save=(0, 1))
+defjvp(softplus, softplus_lin, None)
 tanh = primitive(_onp.tanh, "gradcy.numpy.tanh (fused exp, subtract, add, divide)")
 _holomorphic(tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh")
 
@@ -165,8 +170,7 @@ IDIOMS = {
                      "z - log(sum(exp(z), a, keepdims=True))  (z = x - max(...): parent x)"),
                     log_softmax, "the output"),
     "sigmoid": (("1 / (1 + exp(-x))  (or exp(-x) + 1)",), sigmoid, "the output"),
-    "softplus": (("log(1 + exp(x))  (or exp(x) + 1)", "log1p(exp(x))"), softplus,
-                 "the output"),
+    "softplus": (("log(1 + exp(x))  (or exp(x) + 1)", "log1p(exp(x))"), softplus, "exp(x)"),
     "tanh": (("(exp(x) - exp(-x)) / (exp(x) + exp(-x))", "(1 - exp(-2 * x)) / (1 + exp(-2 * x))"),
              tanh, "the output"),
 }

@@ -1,0 +1,190 @@
+"""The idiom table's targets (gradcy/_fuse.pyx, gradcy.numpy.fusion.IDIOMS), side by side in one
+process (one BLAS thread): for each idiom written out with NumPy operations, the bytes the tape
+holds after the forward pass and the time of one gradient, fused (the default), unfused
+(gradcy._core.set_fusion(False)) and by hand (the NumPy forward pass and its hand-written
+gradient); and the matcher's cost on a program that never matches (the sin chain, fused vs
+unfused: the matcher runs on each of its 1000 adds).
+
+    python benchmarks/idiom_targets.py [--shape 128,256] [--repeats 31] [--rounds 5]
+
+The loss is sum(idiom(x) * C) for each idiom (C fixed), so the gradient of the idiom's output
+is C. Hand-written bytes: what the hand-written gradient keeps between its forward and backward
+passes (the output, or for logsumexp exp(x - m) and its sum), plus C, which both keep. Times:
+per round, the implementations alternate (hand, fused, unfused, ...) `--repeats` times and the
+median of each is taken; the table gives the medians over rounds of the ratios to hand-written.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as onp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reference_gradients as ref
+
+import gradcy.memory
+import gradcy.numpy as gnp
+from gradcy import _core, grad, make_vjp
+
+
+# =============================================================================
+# The idioms as a user writes them (m: a NumPy-like module) and their gradients by hand
+# =============================================================================
+def _lse(m, x):
+    mx = m.max(x, axis=1, keepdims=True)
+    return m.log(m.sum(m.exp(x - mx), axis=1, keepdims=True)) + mx
+
+
+IDIOMS = {
+    "softmax": lambda m, x: (lambda e: e / m.sum(e, axis=1, keepdims=True))(
+        m.exp(x - m.max(x, axis=1, keepdims=True))),
+    "logsumexp": _lse,
+    "log_softmax": lambda m, x: x - _lse(m, x),
+    "sigmoid": lambda m, x: 1 / (1 + m.exp(-x)),
+    "softplus": lambda m, x: m.log(1 + m.exp(x)),
+    "softplus (log1p)": lambda m, x: m.log1p(m.exp(x)),
+    "tanh (exp(x), exp(-x))": lambda m, x: (m.exp(x) - m.exp(-x)) / (m.exp(x) + m.exp(-x)),
+    "tanh (exp(-2x))": lambda m, x: (1 - m.exp(-2 * x)) / (1 + m.exp(-2 * x)),
+}
+
+
+def hand(name, x, C):
+    """The forward pass of sum(idiom(x) * C) and its hand-written gradient: (gradient, bytes
+    kept for the backward pass besides C)."""
+    if name == "softmax":
+        e = onp.exp(x - x.max(axis=1, keepdims=True))
+        w = e / e.sum(axis=1, keepdims=True)
+        (w * C).sum()
+        return w * (C - (C * w).sum(axis=1, keepdims=True)), w.nbytes
+    if name == "logsumexp":
+        mx = x.max(axis=1, keepdims=True)
+        e = onp.exp(x - mx)
+        s = e.sum(axis=1, keepdims=True)
+        ((onp.log(s) + mx) * C).sum()
+        return e * (C / s), e.nbytes + s.nbytes
+    if name == "log_softmax":
+        mx = x.max(axis=1, keepdims=True)
+        out = x - (onp.log(onp.exp(x - mx).sum(axis=1, keepdims=True)) + mx)
+        (out * C).sum()
+        return C - onp.exp(out) * C.sum(axis=1, keepdims=True), out.nbytes
+    if name == "sigmoid":
+        s = 1 / (1 + onp.exp(-x))
+        (s * C).sum()
+        return C * s * (1 - s), s.nbytes
+    if name.startswith("softplus"):
+        e = onp.exp(x)
+        (onp.log1p(e) * C).sum()
+        return C * (e / (1 + e)), e.nbytes
+    t = (onp.exp(x) - onp.exp(-x)) / (onp.exp(x) + onp.exp(-x))
+    (t * C).sum()
+    return C * (1 - t * t), t.nbytes
+
+
+def inputs(name, shape, seed=ref.SEED):
+    rng = onp.random.RandomState(seed)
+    x = rng.standard_normal(shape)
+    C = rng.standard_normal((shape[0], 1) if name == "logsumexp" else shape)
+    return x, C
+
+
+def loss(name, C):
+    return lambda x: gnp.sum(IDIOMS[name](gnp, x) * C)
+
+
+def saved_after_forward(f, x, fused):
+    old = _core.set_fusion(fused)
+    try:
+        vjp, _ = make_vjp(f)(x)
+        try:
+            return gradcy.memory.stats()["saved_bytes"]
+        finally:
+            vjp.release()
+    finally:
+        _core.set_fusion(old)
+
+
+def timed(fn, fused=True):
+    old = _core.set_fusion(fused)
+    try:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    finally:
+        _core.set_fusion(old)
+
+
+def measure(name, shape, repeats, rounds):
+    x, C = inputs(name, shape)
+    f = loss(name, C)
+    g = grad(f)
+    want, hand_bytes = hand(name, x, C)
+    for fused in (True, False):
+        old = _core.set_fusion(fused)
+        try:
+            if not onp.allclose(g(x), want, rtol=1e-10, atol=1e-12):
+                raise SystemExit(f"{name}: the gradient (fused={fused}) differs from the "
+                                 f"hand-written one")
+        finally:
+            _core.set_fusion(old)
+    saved = {k: saved_after_forward(f, x, k == "fused") - C.nbytes for k in ("fused", "unfused")}
+    ratios = {"fused": [], "unfused": []}
+    for _ in range(rounds):
+        ts = {"hand": [], "fused": [], "unfused": []}
+        for _ in range(repeats):
+            ts["hand"].append(timed(lambda: hand(name, x, C)))
+            ts["fused"].append(timed(lambda: g(x), True))
+            ts["unfused"].append(timed(lambda: g(x), False))
+        h = statistics.median(ts["hand"])
+        for k in ratios:
+            ratios[k].append(statistics.median(ts[k]) / h)
+    return hand_bytes, saved, {k: statistics.median(v) for k, v in ratios.items()}
+
+
+def matcher_overhead(repeats, rounds):
+    """The sin chain's gradient (1000 adds: the logsumexp matcher runs on each) with the table
+    on and off, as ratios to the hand-written gradient."""
+    x = onp.array([0.1, 0.5, 0.9])
+    g = grad(ref.sinchain(gnp))
+    ratios = {"on": [], "off": []}
+    for _ in range(rounds):
+        ts = {"hand": [], "on": [], "off": []}
+        for _ in range(repeats):
+            ts["hand"].append(timed(lambda: ref.hand_sinchain(x)))
+            ts["on"].append(timed(lambda: g(x), True))
+            ts["off"].append(timed(lambda: g(x), False))
+        h = statistics.median(ts["hand"])
+        for k in ratios:
+            ratios[k].append(statistics.median(ts[k]) / h)
+    return {k: statistics.median(v) for k, v in ratios.items()}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="128,256", help="rows,columns of x")
+    ap.add_argument("--repeats", type=int, default=31, help="timed runs per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-overhead", action="store_true", help="skip the sin chain")
+    args = ap.parse_args(argv)
+    shape = tuple(int(s) for s in args.shape.split(","))
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}, x {shape} "
+          f"float64, loss sum(idiom(x) * C), {args.rounds} rounds of {args.repeats}\n")
+    print("| idiom | saved bytes: hand / unfused / fused | time vs hand: unfused | fused |")
+    print("|---|---|---:|---:|")
+    for name in IDIOMS:
+        hb, saved, r = measure(name, shape, args.repeats, args.rounds)
+        print(f"| {name} | {hb:,} / {saved['unfused']:,} / {saved['fused']:,} | "
+              f"{r['unfused']:.2f}x | {r['fused']:.2f}x |", flush=True)
+    if not args.no_overhead:
+        r = matcher_overhead(max(3, args.repeats // 3), args.rounds)
+        print(f"\nsin chain (1000 steps, 3 elements), time vs hand-written: table on "
+              f"{r['on']:.3f}x, off {r['off']:.3f}x")
+
+
+if __name__ == "__main__":
+    main()
