@@ -9,7 +9,9 @@ unfused: the matcher runs on each of its 1000 adds).
 
 The loss is sum(idiom(x) * C) for each idiom (C fixed), so the gradient of the idiom's output
 is C. Hand-written bytes: what the hand-written gradient keeps between its forward and backward
-passes (the output, or for logsumexp exp(x - m) and its sum), plus C, which both keep. Times:
+passes (the output; for logsumexp exp(x - m) and its sum; for softplus exp(x)), without C,
+which both keep. The bytes are also given for sum(idiom(x) ** 2), whose square keeps the
+output too (time: the first loss only). Times:
 per round, the implementations alternate (hand, fused, unfused, ...) `--repeats` times and the
 median of each is taken; the table gives the medians over rounds of the ratios to hand-written.
 """
@@ -97,6 +99,18 @@ def loss(name, C):
     return lambda x: gnp.sum(IDIOMS[name](gnp, x) * C)
 
 
+def square_loss(name):
+    return lambda x: gnp.sum(IDIOMS[name](gnp, x) ** 2)
+
+
+def hand_square_bytes(name, x, hand_bytes):
+    """What the hand-written gradient of sum(idiom(x) ** 2) keeps: the output (the square's
+    input), and what the idiom's gradient keeps besides it."""
+    if name == "logsumexp":
+        return hand_bytes + x.shape[0] * x.itemsize
+    return hand_bytes + (x.nbytes if name.startswith("softplus") else 0)
+
+
 def saved_after_forward(f, x, fused):
     old = _core.set_fusion(fused)
     try:
@@ -133,6 +147,9 @@ def measure(name, shape, repeats, rounds):
         finally:
             _core.set_fusion(old)
     saved = {k: saved_after_forward(f, x, k == "fused") - C.nbytes for k in ("fused", "unfused")}
+    sq = square_loss(name)
+    saved.update({k + " sq": saved_after_forward(sq, x, k == "fused") for k in ("fused",
+                                                                              "unfused")})
     ratios = {"fused": [], "unfused": []}
     for _ in range(rounds):
         ts = {"hand": [], "fused": [], "unfused": []}
@@ -143,7 +160,8 @@ def measure(name, shape, repeats, rounds):
         h = statistics.median(ts["hand"])
         for k in ratios:
             ratios[k].append(statistics.median(ts[k]) / h)
-    return hand_bytes, saved, {k: statistics.median(v) for k, v in ratios.items()}
+    return ((hand_bytes, hand_square_bytes(name, x, hand_bytes)), saved,
+            {k: statistics.median(v) for k, v in ratios.items()})
 
 
 def matcher_overhead(repeats, rounds):
@@ -174,11 +192,13 @@ def main(argv=None):
     shape = tuple(int(s) for s in args.shape.split(","))
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}, x {shape} "
           f"float64, loss sum(idiom(x) * C), {args.rounds} rounds of {args.repeats}\n")
-    print("| idiom | saved bytes: hand / unfused / fused | time vs hand: unfused | fused |")
-    print("|---|---|---:|---:|")
+    print("| idiom | saved bytes, sum(y * C): hand / unfused / fused | sum(y ** 2): hand / "
+          "unfused / fused | time vs hand: unfused | fused |")
+    print("|---|---|---|---:|---:|")
     for name in IDIOMS:
-        hb, saved, r = measure(name, shape, args.repeats, args.rounds)
+        (hb, hsq), saved, r = measure(name, shape, args.repeats, args.rounds)
         print(f"| {name} | {hb:,} / {saved['unfused']:,} / {saved['fused']:,} | "
+              f"{hsq:,} / {saved['unfused sq']:,} / {saved['fused sq']:,} | "
               f"{r['unfused']:.2f}x | {r['fused']:.2f}x |", flush=True)
     if not args.no_overhead:
         r = matcher_overhead(max(3, args.repeats // 3), args.rounds)
