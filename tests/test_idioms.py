@@ -144,6 +144,31 @@ def _tanh_written(x):
     return num / (e + f)
 
 
+def _lse_parts_used_elsewhere(x):
+    m = np.max(x, axis=1, keepdims=True)
+    e = np.exp(x - m)
+    s = np.sum(e, axis=1, keepdims=True)
+    return np.log(s) + m + 0.1 * m ** 2 + 0.01 * s * e
+
+
+def _sigmoid_parts_used_elsewhere(x):
+    n = -x
+    d = 1 + np.exp(n)
+    return 1 / d + 0.1 * d + n ** 2
+
+
+def _tanh_parts_used_elsewhere(x):
+    e, f = np.exp(x), np.exp(-x)
+    return (e - f) / (e + f) + 0.1 * e * f
+
+
+def _softplus_exp_written(x):
+    e = np.exp(x)
+    d = 1 + e
+    e[0, 0] = 3.0                       # after the add: log's operand is the record's
+    return np.log(d) + e
+
+
 def _output_written_into(program):
     def f(x):
         buf = np.zeros(x.shape)
@@ -183,7 +208,7 @@ IDIOM_TESTS = {
                                                                   keepdims=True)),
         },
         fused_writes=[lambda x: _lse_written(x, "e"), lambda x: _lse_written(x, "z after"),
-                      _output_written_into(lse)],
+                      _output_written_into(lse), _lse_parts_used_elsewhere],
         rules=[(np.add, 0), (np.log, 0), (np.sum, 0), (np.exp, 0), (np.subtract, 0),
                (np.max, 0)],
         program=lse),
@@ -223,7 +248,8 @@ IDIOM_TESTS = {
         },
         # (e += 1 on a Box of an array the program does not own is e = e + 1, autograd's way)
         fused_writes=[lambda x: _sigmoid_written(x, "after"),
-                      lambda x: _sigmoid_written(x, "before"), _output_written_into(sigmoid)],
+                      lambda x: _sigmoid_written(x, "before"), _output_written_into(sigmoid),
+                      _sigmoid_parts_used_elsewhere],
         rules=[(np.divide, 1), (np.add, 1), (np.exp, 0), (np.negative, 0)],
         program=sigmoid),
     "softplus": dict(
@@ -239,7 +265,8 @@ IDIOM_TESTS = {
             "log10": lambda x: np.log10(1 + np.exp(x)),
             "log1p of exp2": lambda x: np.log1p(np.exp2(x)),
         },
-        fused_writes=[_output_written_into(softplus), lambda x: softplus(-x)],
+        fused_writes=[_output_written_into(softplus), lambda x: softplus(-x),
+                      _softplus_exp_written],
         rules=[(np.log, 0), (np.add, 1), (np.exp, 0), (np.log1p, 0)],
         program=softplus),
     "tanh": dict(
@@ -254,7 +281,7 @@ IDIOM_TESTS = {
             "2 - exp": lambda x: (2 - np.exp(-2 * x)) / (1 + np.exp(-2 * x)),
             "written between": _tanh_written,
         },
-        fused_writes=[_output_written_into(tanh_exp)],
+        fused_writes=[_output_written_into(tanh_exp), _tanh_parts_used_elsewhere],
         rules=[(np.divide, 0), (np.subtract, 0), (np.add, 0), (np.exp, 0), (np.negative, 0)],
         program=tanh_exp),
 }
@@ -479,6 +506,29 @@ def test_sigmoid_overflow_gives_the_limit():
     want = onp.exp(-onp.abs(x)) / (1 + onp.exp(-onp.abs(x))) ** 2
     onp.testing.assert_allclose(g, want, rtol=1e-12, atol=2e-16)
     assert onp.isnan(g0[0, 0]) and onp.allclose(g0[0, 1:4], want[0, 1:4], rtol=1e-12)
+
+
+def test_threads_recording_on_one_tape():
+    # NumPy lets other threads run during each call: they append to the same arena while a
+    # matcher reads it
+    import threading
+    x = _x(17, (16, 64))
+
+    def f(z):
+        parts = [0.0] * 3
+
+        def work(k):
+            for _ in range(10):
+                y = z * (1.0 + k)
+                parts[k] = parts[k] + np.sum(lse(y) ** 2) + np.sum(sigmoid(y) * tanh_exp2(y))
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        return parts[0] + parts[1] + parts[2]
+    g1, g0 = _fused_and_unfused(grad(f), x)
+    onp.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
 
 
 def test_idiom_table_lists_every_fused_primitive():
