@@ -411,6 +411,17 @@ def test_forward_mode_and_const_graph(name):
     assert y1 == y0
     onp.testing.assert_allclose(t1, t0, rtol=1e-12, atol=1e-13)
     onp.testing.assert_allclose(t1, onp.sum(grad(f)(x) * v), rtol=1e-10)
+    # forward over reverse (the inner tape's values are the outer's: recorded as written) and
+    # reverse over forward (the outer reverse tape records the primal calls: fused there)
+    fwd_rev = lambda z: make_jvp(grad(f))(z)(v)[1]
+    rev_fwd = grad(lambda z: make_jvp(f)(z)(v)[1])
+    for h in (fwd_rev, rev_fwd):
+        h1, h0 = _fused_and_unfused(h, x)
+        onp.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-11)
+    assert t["fused"] in recorded(lambda z: make_jvp(f)(z)(v)[1], x)
+    hv = (grad(f)(x + 1e-5 * v) - grad(f)(x - 1e-5 * v)) / 2e-5
+    onp.testing.assert_allclose(fwd_rev(x), hv, rtol=1e-5, atol=1e-6)
+    onp.testing.assert_allclose(rev_fwd(x), hv, rtol=1e-5, atol=1e-6)
     fast = const_graph(grad(f))
     fast(x)
     for seed in (9, 10):                        # replays at fresh inputs
