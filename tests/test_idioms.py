@@ -483,6 +483,44 @@ def test_a_rule_of_the_users_own_is_not_bypassed(name, i):
     assert t["fused"] in recorded(f, x)                 # and fusion is back with the stock rule
 
 
+_EXTEND_SCRIPT = """
+import numpy as onp
+import gradcy.numpy as np
+from gradcy import grad
+from gradcy._core import active_tape
+from gradcy.extend import defvjp
+x = onp.random.RandomState(0).randn(3, 4)
+f = lambda z: np.sum(np.log1p(np.exp(z)) + 1 / (1 + np.exp(-z)))
+before = grad(f)(x)
+defvjp(np.exp, lambda ans, z: lambda g: 3.0 * g * ans, save=("ans",))   # the user's own
+names = []
+def g(z):
+    out = f(z)
+    names.extend(active_tape().node_info(i)["primitive"] for i in range(len(active_tape())))
+    return out
+after = grad(g)(x)
+e = onp.exp(x)
+want = 3.0 * e / (1 + e) + 3.0 * e / (1 + e) ** 2       # the chain rule with exp's rule x3
+assert not any("fused" in str(n) for n in names), names
+onp.testing.assert_allclose(after, want, rtol=1e-12)
+onp.testing.assert_allclose(before, want / 3.0, rtol=1e-12)
+print("ok")
+"""
+
+
+def test_a_rule_registered_with_gradcy_extend_turns_the_idioms_of_its_primitive_off():
+    # (in a child process: a rule registered with defvjp stays for the life of the process)
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(F.__file__))))]
+        + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    r = subprocess.run([sys.executable, "-c", _EXTEND_SCRIPT], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 @pytest.mark.parametrize("prim, args", [
     (F.logsumexp, (1,)), (F.logsumexp, (None,)), (F.log_softmax, (1,)), (F.log_softmax, (0,)),
     (F.sigmoid, ()), (F.softplus, ()), (F.tanh, ()), (F.softmax, (1,))])
