@@ -16,8 +16,9 @@ per round, the implementations alternate (hand, fused, unfused, ...) `--repeats`
 median of each is taken (CPU time of the process: what the other processes of a loaded machine
 take is not counted); the table gives the medians over rounds of the ratios to hand-written.
 
-The matcher's cost across builds (before/after a change to the table), CPU time, one process per
-build in turn: benchmarks/overhead_targets.py, or the sin chain's ratio printed here.
+The matcher's cost across builds (before/after a change to the table): run
+`PYTHONPATH=<build> python benchmarks/idiom_targets.py --only-overhead` for each build in turn,
+several times, and compare the medians of the "table on" ratios.
 """
 import os
 
@@ -62,9 +63,10 @@ IDIOMS = {
 
 def hand(name, x, C):
     """The forward pass of sum(idiom(x) * C) and its hand-written gradient: (gradient, bytes
-    kept for the backward pass besides C). The argument of each exp is a named array: NumPy
-    2.4 computes exp(temporary) (exp(x - m), exp(-x) written inline) in place, 10-15x slower
-    than into a new array on this machine (its SIMD loop does not take overlapping memory)."""
+    kept for the backward pass besides C). Each operand of an exp and a division is a named
+    array: NumPy 2.4 reuses a temporary operand as the output (exp(x - m), 1 / (1 + e) written
+    inline), and its in-place exp and division are 10-30x slower than into a new array on this
+    machine."""
     if name == "softmax":
         z = x - x.max(axis=1, keepdims=True)
         e = onp.exp(z)
@@ -89,16 +91,20 @@ def hand(name, x, C):
     if name == "sigmoid":
         n = -x
         e = onp.exp(n)
-        s = 1 / (1 + e)
+        d = 1 + e
+        s = 1 / d
         (s * C).sum()
         return C * s * (1 - s), s.nbytes
     if name.startswith("softplus"):
         e = onp.exp(x)
         (onp.log1p(e) * C).sum()
-        return C * (e / (1 + e)), e.nbytes
+        d = 1 + e
+        q = e / d
+        return C * q, e.nbytes
     n = -x
     ep, en = onp.exp(x), onp.exp(n)
-    t = (ep - en) / (ep + en)
+    num, den = ep - en, ep + en
+    t = num / den
     (t * C).sum()
     return C * (1 - t * t), t.nbytes
 
@@ -203,6 +209,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=31, help="timed runs per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-overhead", action="store_true", help="skip the sin chain")
+    ap.add_argument("--only-overhead", action="store_true",
+                    help="the sin chain only (run it once per build to compare builds)")
     args = ap.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split(","))
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}, x {shape} "
@@ -210,7 +218,7 @@ def main(argv=None):
     print("| idiom | saved bytes, sum(y * C): hand / unfused / fused | sum(y ** 2): hand / "
           "unfused / fused | time vs hand: unfused | fused |")
     print("|---|---|---|---:|---:|")
-    for name in IDIOMS:
+    for name in [] if args.only_overhead else IDIOMS:
         (hb, hsq), saved, r = measure(name, shape, args.repeats, args.rounds)
         print(f"| {name} | {hb:,} / {saved['unfused']:,} / {saved['fused']:,} | "
               f"{hsq:,} / {saved['unfused sq']:,} / {saved['fused sq']:,} | "
