@@ -191,6 +191,12 @@ cdef bint _is(Tape top, Py_ssize_t i, Primitive prim, int32_t nparents, Py_ssize
     return not plain or n.saved_kwargs is NULL or <object>n.saved_kwargs is None
 
 
+cdef inline bint _intact(Tape top, Py_ssize_t i) noexcept:
+    """Node i's saved record is still there (read right before taking a value from it)."""
+    return (top.nodes[i].saved_ans is not NULL and top.nodes[i].saved_args is not NULL
+            and not (top.nodes[i].flags & NODE_RELEASED))
+
+
 cdef Py_ssize_t _unary(Tape top, Py_ssize_t i, Primitive prim) noexcept:
     """Node i is prim(p) (one argument, no keywords): p's index; -1 otherwise."""
     if _is(top, i, prim, 1, 1, True):
@@ -374,6 +380,9 @@ cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t 
         return None
     if _parent(top, m, 0) != x:
         return None
+    # (the axes' comparison may have run a collection: the records are checked again)
+    if not (_intact(top, e) and _intact(top, lg)):
+        return None
     ev = <object>top.nodes[e].saved_ans         # exp's output (its rule's record)
     sv = _saved_arg(top, lg, 0)                 # the sum (log's record)
     if not (cnp.PyArray_CheckExact(ev) and _like(sv, ans)
@@ -454,7 +463,7 @@ cdef object _match_softplus(Primitive prim, Tape top, ParentRef* refs, int32_t n
         if e < 0:
             return None
     x = _exp_of(top, e, ans)
-    if x < 0:
+    if x < 0 or not _intact(top, e):
         return None
     ev = <object>top.nodes[e].saved_ans         # exp's output (its rule's record)
     if not _like(ev, ans):
