@@ -179,6 +179,16 @@ def _output_written_into(program):
     return f
 
 
+def _output_written_in_place(program):
+    def f(x):
+        y = program(x)                  # the fused node's saved output, when it saves it
+        w = y * 2.0
+        y[0, 0] = 5.0
+        y += 1.0
+        return w * y
+    return f
+
+
 IDIOM_TESTS = {
     "logsumexp": dict(
         fused=F.logsumexp.name,
@@ -208,7 +218,8 @@ IDIOM_TESTS = {
                                                                   keepdims=True)),
         },
         fused_writes=[lambda x: _lse_written(x, "e"), lambda x: _lse_written(x, "z after"),
-                      _output_written_into(lse), _lse_parts_used_elsewhere],
+                      _output_written_into(lse), _output_written_in_place(lse),
+                      _lse_parts_used_elsewhere],
         rules=[(np.add, 0), (np.log, 0), (np.sum, 0), (np.exp, 0), (np.subtract, 0),
                (np.max, 0)],
         program=lse),
@@ -229,7 +240,8 @@ IDIOM_TESTS = {
             "a constant subtracted": lambda x: x - np.log(np.sum(np.exp(x), axis=1,
                                                                   keepdims=True) + 1.0),
         },
-        fused_writes=[_output_written_into(log_softmax_shifted)],
+        fused_writes=[_output_written_into(log_softmax_shifted),
+                      _output_written_in_place(log_softmax_shifted)],
         rules=[(np.subtract, 0), (np.log, 0), (np.sum, 0), (np.exp, 0)],
         program=log_softmax_shifted),
     "sigmoid": dict(
@@ -249,7 +261,7 @@ IDIOM_TESTS = {
         # (e += 1 on a Box of an array the program does not own is e = e + 1, autograd's way)
         fused_writes=[lambda x: _sigmoid_written(x, "after"),
                       lambda x: _sigmoid_written(x, "before"), _output_written_into(sigmoid),
-                      _sigmoid_parts_used_elsewhere],
+                      _output_written_in_place(sigmoid), _sigmoid_parts_used_elsewhere],
         rules=[(np.divide, 1), (np.add, 1), (np.exp, 0), (np.negative, 0)],
         program=sigmoid),
     "softplus": dict(
@@ -265,8 +277,8 @@ IDIOM_TESTS = {
             "log10": lambda x: np.log10(1 + np.exp(x)),
             "log1p of exp2": lambda x: np.log1p(np.exp2(x)),
         },
-        fused_writes=[_output_written_into(softplus), lambda x: softplus(-x),
-                      _softplus_exp_written],
+        fused_writes=[_output_written_into(softplus), _output_written_in_place(softplus),
+                      lambda x: softplus(-x), _softplus_exp_written],
         rules=[(np.log, 0), (np.add, 1), (np.exp, 0), (np.log1p, 0)],
         program=softplus),
     "tanh": dict(
@@ -281,7 +293,8 @@ IDIOM_TESTS = {
             "2 - exp": lambda x: (2 - np.exp(-2 * x)) / (1 + np.exp(-2 * x)),
             "written between": _tanh_written,
         },
-        fused_writes=[_output_written_into(tanh_exp), _tanh_parts_used_elsewhere],
+        fused_writes=[_output_written_into(tanh_exp), _output_written_in_place(tanh_exp),
+                      _tanh_parts_used_elsewhere],
         rules=[(np.divide, 0), (np.subtract, 0), (np.add, 0), (np.exp, 0), (np.negative, 0)],
         program=tanh_exp),
 }
