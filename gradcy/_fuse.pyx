@@ -335,7 +335,8 @@ cdef object _match_softmax(Primitive prim, Tape top, ParentRef* refs, int32_t nr
                            tuple uargs, object ans):
     """divide(e, s): e = exp(z), s = sum(e, axis, keepdims=True) -> softmax(z or x, axis)."""
     cdef Py_ssize_t e, s, z
-    if nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1:
+    if (nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1
+            or PyTuple_GET_SIZE(uargs) != 2):
         return None
     e, s = refs[0].node, refs[1].node
     z = _exp_of(top, e, ans)
@@ -355,7 +356,7 @@ cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t 
     m = max(x, axis, keepdims=True) -> logsumexp(x, axis) saving exp(x - m) and s."""
     cdef Py_ssize_t lg, m, s, e, z, x, m2 = -1
     cdef int k
-    if nrefs != 2:
+    if nrefs != 2 or PyTuple_GET_SIZE(uargs) != 2:
         return None
     if top.nodes[refs[0].node].prim is <PyObject*>_log:
         k = 0
@@ -400,7 +401,8 @@ cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_
     l = log(sum(exp(z), axis, keepdims=True)) with z the first operand -> log_softmax(z or
     x, axis)."""
     cdef Py_ssize_t z, lg, s, e, parent
-    if nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1:
+    if (nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1
+            or PyTuple_GET_SIZE(uargs) != 2):
         return None
     z, lg = refs[0].node, refs[1].node
     if not _like(<object>PyTuple_GET_ITEM(uargs, 0), ans):
@@ -432,7 +434,7 @@ cdef object _match_sigmoid(Primitive prim, Tape top, ParentRef* refs, int32_t nr
                            tuple uargs, object ans):
     """divide(1, d): d = 1 + exp(-x) (either order) -> sigmoid(x)."""
     cdef Py_ssize_t e, n, x
-    if nrefs != 1 or refs[0].argnum != 1:
+    if nrefs != 1 or refs[0].argnum != 1 or PyTuple_GET_SIZE(uargs) != 2:
         return None
     if not _is_number(<object>PyTuple_GET_ITEM(uargs, 0), 1.0):
         return None
@@ -497,7 +499,8 @@ cdef object _match_tanh(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs
     divide(1 - exp(-2 * x), 1 + exp(-2 * x)) -> tanh(x)."""
     cdef Py_ssize_t num, den, a, b = -1, c, d = -1, x, x2
     cdef bint by_two = False
-    if nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1:
+    if (nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1
+            or PyTuple_GET_SIZE(uargs) != 2):
         return None
     num, den = refs[0].node, refs[1].node
     if not (_like(<object>PyTuple_GET_ITEM(uargs, 0), ans)
