@@ -2,12 +2,14 @@
 ends, per primitive and per call site, beside what a hand-written gradient of the same program
 must keep (the arrays its backward pass reads that its forward pass made).
 
-    python benchmarks/saved_bytes_audit.py [--S 64,256] [--D 100] [--recompute]
+    python benchmarks/saved_bytes_audit.py [--S 64,256] [--D 100] [--recompute] [--no-fusion]
 
 A regression in what a rule saves shows up here as a number (tests/test_saved_sets.py asserts
 exact counts on small programs). Bytes are of root buffers, each counted once, for the first
 node that holds it (gradcy.memory.saved_audit); the inputs a program reads (W, q, ...) are the
-caller's arrays and are listed apart: both gradients read them.
+caller's arrays and are listed apart: both gradients read them. The idioms of the fusion table
+(gradcy.numpy.fusion.IDIOMS, written out as in benchmarks/idiom_targets.py) are audited too;
+--no-fusion shows them recorded as written.
 """
 import argparse
 import os
@@ -18,6 +20,7 @@ import numpy as onp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference_gradients as ref
+from idiom_targets import IDIOMS, hand, inputs, loss
 
 import gradcy.memory
 import gradcy.numpy as np
@@ -46,6 +49,10 @@ def programs(Ss, D):
         reads = S * B * Dm * 8
         out.append((f"attention in place (B={B}, D={Dm}, S={S})", ref.attention_inplace(np),
                     (W, h0, q, b, S), 0, mem + ws + reads, _nbytes(W, q)))
+    for name in IDIOMS:
+        x, C = inputs(name, (64, 128))
+        out.append((f"{name} written out, sum(y * C), x (64, 128)", loss(name, C), (x,), 0,
+                    hand(name, x, C)[1], C.nbytes))
     return out
 
 
@@ -73,7 +80,12 @@ def main(argv=None):
     ap.add_argument("--D", type=int, default=100, help="tanh chain size")
     ap.add_argument("--recompute", action="store_true",
                     help="with recompute='elementwise' (gradcy._core.set_recompute_default)")
+    ap.add_argument("--no-fusion", action="store_true",
+                    help="idioms recorded as written (gradcy._core.set_fusion(False))")
     args = ap.parse_args(argv)
+    if args.no_fusion:
+        from gradcy import _core
+        _core.set_fusion(False)
     if args.recompute:
         from gradcy import _core
         _core.set_recompute_default(True)

@@ -5,7 +5,7 @@ engine's parts, each a .pyx (implementation) with a .pxd (contract, lifetimes):
   recording), the active differentiation of each thread;
 - gradcy._rules: a primitive's reverse-mode rule in the one form the sweep calls (VJP);
 - gradcy._recompute: recomputed outputs (Recomputed, set_recompute_default);
-- gradcy._fuse: record-time fusion of a written-out softmax (register_softmax, set_fusion);
+- gradcy._fuse: record-time rewrites of written-out idioms (register_idioms, set_fusion);
 - gradcy._saved: the compact form of a saved record (meta_of);
 - gradcy._box: Box (the traced value) and the front end's helpers on Boxes;
 - gradcy._hooks: the tables and hooks the operator layer fills (Box methods, NumPy overrides,
@@ -35,7 +35,7 @@ from gradcy._tape import (
     unbroadcast)  # no-cython-lint
 from gradcy._saved import meta_of  # no-cython-lint
 from gradcy._recompute import set_recompute_default, Recomputed  # no-cython-lint
-from gradcy._fuse import register_softmax, set_fusion  # no-cython-lint
+from gradcy._fuse import register_idioms, set_fusion  # no-cython-lint
 from gradcy._box import Box, transfer_box, is_box, box_value  # no-cython-lint
 from gradcy._hooks import (register_box_method, register_numpy_override,  # no-cython-lint
                            install_hooks, register_array_type, is_array_value)  # no-cython-lint

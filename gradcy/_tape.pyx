@@ -53,7 +53,7 @@ from gradcy._errors import EscapedValueError, TracerArrayConversionError, Missin
 from gradcy._rules cimport ArgnumVJP, JointVJP
 from gradcy._recompute cimport _recompute_default, _recompute_args, _materialize
 from gradcy._saved cimport _meta_of, _shared_kwargs
-from gradcy._fuse cimport softmax_record
+from gradcy._fuse cimport fuse_record
 from gradcy._box cimport Box, _box_type_of, _box_factories, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
@@ -491,11 +491,10 @@ cdef class Primitive:
                 return _output_box(self, top, node, ans, args)
             fused = None
             if self.fuses and not mixed and not top.keep_args:
-                fused = softmax_record(top, refs, nrefs, uargs, kwargs, ans)
+                fused = fuse_record(self, top, refs, nrefs, uargs, kwargs, ans)
             if fused is not None:       # recorded as one node with its operands (_fuse.pxd)
-                prim, sargs = fused
+                prim, ans_s, sargs = fused
                 nrefs = 1
-                ans_s = ans
             elif top.keep_args:         # a graph recording (gradcy.tracer): keep everything
                 ans_s, sargs = ans, uargs
             elif self.save_fn is not None:     # the rules read a compact record of their own

@@ -1,4 +1,5 @@
-"""Record-time fusion of a written-out softmax (gradcy/_fuse.pyx, gradcy/numpy/fusion.py).
+"""Record-time fusion of a written-out softmax (gradcy/_fuse.pyx, gradcy/numpy/fusion.py): the
+softmax entry of the idiom table (the other entries: tests/test_idioms.py).
 
 Each program runs fused and unfused (gradcy._core.set_fusion): same values, gradients equal to
 1e-12 and to central differences; the record is checked for what was fused (and what must not

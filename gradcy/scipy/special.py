@@ -30,7 +30,7 @@ from ..backends import is_array_value
 from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like, shape_dtype, unbroadcast
-from ..numpy.fusion import softmax_lin
+from ..numpy.fusion import log_softmax_jvp, log_softmax_vjp, softmax_lin
 
 _PREFIX = "gradcy.scipy.special"
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -279,19 +279,12 @@ defjvp(logsumexp, _lse_jvp_a, None, _lse_jvp_b)
 # =============================================================================
 # softmax(x, axis=None), log_softmax(x, axis=None): both save only their output.
 # The softmax Jacobian diag(y) - y y^T is symmetric: the VJP and the JVP are one formula.
+# The rules are gradcy.numpy.fusion's (the fused idioms' records use them too).
 # =============================================================================
-def _log_softmax_vjp(g, ans, x, axis=None):
-    return g - anp.exp(ans) * anp.sum(g, axis=axis, keepdims=True)
-
-
-def _log_softmax_jvp(t, ans, x, axis=None):
-    return t - anp.sum(t * anp.exp(ans), axis=axis, keepdims=True)
-
-
 defvjp_direct(softmax, softmax_lin, save=("ans",))
 defjvp(softmax, softmax_lin)
-defvjp_direct(log_softmax, _log_softmax_vjp, save=("ans",))
-defjvp(log_softmax, _log_softmax_jvp)
+defvjp_direct(log_softmax, log_softmax_vjp, save=("ans",))
+defjvp(log_softmax, log_softmax_jvp)
 
 # =============================================================================
 # Bessel functions
