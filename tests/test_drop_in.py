@@ -403,3 +403,30 @@ def test_traced_container_as_an_array_operand(spec):
     c = 0.5
     assert grad(f)(c) == pytest.approx(onp.sum(onp.array([1.0, 2 * c, 2.0]) @ jac.reshape(3, -1)),
                                        rel=1e-15)
+
+
+# ---- the gradient of a registered ndarray subclass is what autograd's backward pass makes ------
+@pytest.mark.parametrize("f, shape, expected", [
+    # (measured under autograd 1.8.0 and 1.9.1 with the subclass registered as here)
+    (lambda x: 2.0 * x, (), onp.float64),       # the seed is a plain 0-d array: arithmetic on
+    (lambda x: np.sin(x), (), Registered),      # it gives a NumPy scalar; rules that compute
+    (lambda x: x * x, (), Registered),          # with the argument keep its class
+    (lambda x: np.sum(x), (), onp.ndarray),
+    (lambda x: np.sum(2.0 * x), (2,), onp.ndarray),
+    (lambda x: np.sum(np.sin(x)), (2,), Registered),
+])
+def test_registered_subclass_gradient_type_is_autograds(f, shape, expected):
+    # PennyLane's tests: qml.grad of a 0-d tensor is a float under parameter-shift (its VJP
+    # returns NumPy scalars) and a tensor under backprop; gradcy made every such gradient a
+    # plain ndarray
+    x = onp.full(shape, 0.3).view(Registered)
+    g = grad(f)(x)
+    assert type(g) is expected and g.dtype == onp.float64 and onp.shape(g) == shape
+    assert onp.allclose(g, grad(f)(onp.full(shape, 0.3)))
+
+
+def test_plain_arrays_keep_the_type_of_their_input():
+    # (autograd gives numpy.float64 here: for plain arrays gradcy keeps its rule, the
+    # gradient has the type, dtype and shape of the input)
+    g = grad(lambda x: 2.0 * x)(onp.array(0.3))
+    assert type(g) is onp.ndarray and g.shape == () and g == 2.0
