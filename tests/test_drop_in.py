@@ -430,3 +430,35 @@ def test_plain_arrays_keep_the_type_of_their_input():
     # gradient has the type, dtype and shape of the input)
     g = grad(lambda x: 2.0 * x)(onp.array(0.3))
     assert type(g) is onp.ndarray and g.shape == () and g == 2.0
+
+
+def test_alias_numpy_makes_object_arrays_of_traced_values():
+    # PennyLane's Operator stores onp.array(params) of a tuple of traced values (a QNode's
+    # outputs fed to the next QNode's template): under autograd NumPy makes an object array of
+    # ArrayBoxes (they have no __array__), whose elements keep tracing; a float array of them
+    # still raises, as it would drop the gradient
+    out = run_python("""
+        import gradcy.autograd_alias
+        import numpy as onp, autograd, autograd.numpy as np
+        from autograd.numpy.numpy_boxes import ArrayBox
+        def f(x):
+            a = onp.array((x[0], x[1] * x[1]))
+            b = onp.asarray(x)
+            assert a.dtype == object and a.shape == (2,) and type(a[0]) is ArrayBox
+            assert b.dtype == object and b.shape == (2,) and type(b[1]) is ArrayBox
+            y = x[0]
+            assert onp.array(y).shape == () and onp.array(y)[()] is y
+            try:
+                onp.array((x[0], x[1]), dtype=float)
+            except autograd.TracerArrayConversionError:
+                pass
+            else:
+                raise AssertionError("a float array of traced values")
+            # a gradcy function given a list of traced values still makes it one traced
+            # array, as NumPy makes one array of it (autograd's wrappers do the same)
+            c = np.append([x[0], x[1]], 4.0)
+            assert type(c) is ArrayBox and c.dtype == onp.float64 and c.shape == (3,)
+            return a[0] * 2.0 + np.sin(a[1]) + b[1] + 3.0 * c[1]
+        print(autograd.grad(f)(onp.array([0.5, 0.3])).tolist())
+    """)
+    assert out.strip() == str([2.0, float(2 * 0.3 * onp.cos(0.09) + 1.0 + 3.0)])
