@@ -407,10 +407,11 @@ def maker_rule(maker, bint dense_containers=False):
     maker written for autograd's API): the cotangent of a container output reaches it as
     autograd's VJPs get it (gradcy.vspace.container_cotangent), not with None for zeros."""
     if dense_containers:
-        from gradcy.vspace import container_cotangent
+        from gradcy.vspace import SparseObject, container_cotangent
 
         def dense_rule(g, ans, *args, **kwargs):
-            if type(g) is list or type(g) is tuple or type(g) is dict:
+            if (type(g) is list or type(g) is tuple or type(g) is dict
+                    or type(g) is SparseObject):
                 g = container_cotangent(g, ans)
             return maker(ans, *args, **kwargs)(g)
         return dense_rule

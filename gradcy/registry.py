@@ -289,10 +289,10 @@ def defvjp_argnums(prim, vjpmaker, save=None):
 
 def _defvjp_argnums(prim, vjpmaker, save, dense_containers):
     if dense_containers:
-        from .vspace import container_cotangent
+        from .vspace import SparseObject, container_cotangent
 
         def rule(argnums, g, g_owned, ans, args, kwargs):
-            if type(g) in (list, tuple, dict):
+            if type(g) in (list, tuple, dict, SparseObject):
                 g = container_cotangent(g, ans)
             return vjpmaker(argnums, ans, args, kwargs)(g)
     else:

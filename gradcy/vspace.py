@@ -442,7 +442,10 @@ def container_cotangent(g, ans):
     differentiation that is recording (a higher-order derivative), one traced container (a
     SequenceBox / DictBox, as autograd's container_untake and sparse_add leave it), which
     libraries tell apart from a plain container (PennyLane's VJPs convert a plain container of
-    traced values to plain values)."""
+    traced values to plain values). A SparseObject (one element's cotangent) is made dense
+    first, as autograd adds it into zeros before a VJP reads it."""
+    if type(g) is SparseObject:
+        g = g.densify()
     a = _getval(ans)
     if isinstance(a, dict) and type(g) is dict:
         keys = list(a)
@@ -464,6 +467,4 @@ def container_cotangent(g, ans):
         return seq_type(values)
     if g is None:
         return _zeros_of(ans)
-    if type(g) is SparseObject:
-        return g.densify()
     return g

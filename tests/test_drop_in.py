@@ -308,6 +308,20 @@ def test_container_output_cotangent_is_dense_and_of_the_output_type():
     assert type(seen[0]) is tuple and onp.asarray(seen[0][1]).tolist() == 0.0
 
 
+def test_dict_output_cotangent_is_dense_and_traced_as_a_dict_box():
+    # a read of a dict output gives a sparse cotangent (one element): autograd adds it into
+    # zeros before the VJP reads it; at second order it is one traced dict (a DictBox)
+    seen = []
+    p = primitive(lambda x: {"a": onp.sin(x), "b": onp.cos(x)})
+    defvjp(p, lambda ans, x: lambda g: (seen.append(g),
+                                        g["a"] * onp.cos(x) - g["b"] * onp.sin(x))[1])
+    assert grad(lambda x: p(x)["a"] * 2.0)(0.3) == pytest.approx(2 * onp.cos(0.3), rel=1e-15)
+    assert type(seen[0]) is dict and onp.asarray(seen[0]["b"]).tolist() == 0.0
+    mixed = grad(lambda c: grad(lambda x: p(x)["a"] * c)(0.3))(2.0)
+    assert mixed == pytest.approx(onp.cos(0.3), rel=1e-15)
+    assert isinstance(seen[-1], DictBox)
+
+
 def test_container_cotangent_traced_by_an_outer_differentiation_is_one_traced_container():
     # d/dc d/dx of sin(x) c + cos(x) c^2: the inner VJP's cotangent depends on c (traced by the
     # outer differentiation): it arrives as one traced container, as under autograd, so a VJP
