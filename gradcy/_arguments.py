@@ -185,6 +185,18 @@ def _match_input(g, x):
     if backends.is_array_value(g) or backends.is_array_value(x):
         return backends.match_gradient(g, x)
     if isinstance(x, _np.ndarray):
+        if type(x) is not _np.ndarray and isinstance(g, (_np.ndarray, _np.generic)) and (
+                _np.shape(g) == x.shape):
+            # an ndarray subclass registered as autograd's users do (PennyLane's tensor): as
+            # under autograd, the gradient is what the backward pass made (a NumPy scalar
+            # where arithmetic on a 0-d value made one, the subclass where the rules kept it),
+            # of the gradient's dtype
+            if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
+                g = g.real
+            dtype = _gradient_dtype(x.dtype)
+            if g.dtype != dtype:
+                g = g.astype(dtype)
+            return g if not isinstance(g, _np.ndarray) or g.flags.writeable else g.copy()
         g = _np.asarray(g)
         if _np.iscomplexobj(g) and not _np.iscomplexobj(x):
             g = g.real
@@ -233,8 +245,12 @@ def _ones_like(ans):
         return _np.ones_like(ans)
     if type(ans) is Box:
         return _np.ones_like(ans) if ans.ndim else _np.ones_like(ans)[()]
-    if isinstance(ans, _np.ndarray):
+    if type(ans) is _np.ndarray:
         return _np.ones_like(ans)
+    if isinstance(ans, _np.ndarray):
+        # an ndarray subclass: the ones of its vector space, as autograd seeds it (a plain
+        # array unless a VSpace registered for the subclass makes its own)
+        return vspace(ans).ones()
     if isinstance(ans, _np.generic):
         return ans.dtype.type(1)
     return type(ans)(1) if isinstance(ans, (float, complex)) else 1.0

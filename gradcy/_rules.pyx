@@ -401,9 +401,21 @@ cdef class ArgnumVJP(VJP):
         return tuple(out)
 
 
-def maker_rule(maker):
+def maker_rule(maker, bint dense_containers=False):
     """A VJP maker(ans, *args, **kwargs) -> vjp(g) as a rule(g, ans, *args, **kwargs) of an
-    ArgnumVJP (compiled: cheaper to call than the same closure in Python)."""
+    ArgnumVJP (compiled: cheaper to call than the same closure in Python). dense_containers (a
+    maker written for autograd's API): the cotangent of a container output reaches it as
+    autograd's VJPs get it (gradcy.vspace.container_cotangent), not with None for zeros."""
+    if dense_containers:
+        from gradcy.vspace import SparseObject, container_cotangent
+
+        def dense_rule(g, ans, *args, **kwargs):
+            if (type(g) is list or type(g) is tuple or type(g) is dict
+                    or type(g) is SparseObject):
+                g = container_cotangent(g, ans)
+            return maker(ans, *args, **kwargs)(g)
+        return dense_rule
+
     def rule(g, ans, *args, **kwargs):
         return maker(ans, *args, **kwargs)(g)
     return rule

@@ -96,9 +96,17 @@ cdef extern from *:
     static __thread Py_ssize_t gradcy_running_bodies = 0;
     #endif
     static Py_ssize_t *gradcy_running_bodies_ptr(void) { return &gradcy_running_bodies; }
+    #if defined(_MSC_VER)
+    static __declspec(thread) long long gradcy_sweep_floor = -1;
+    #else
+    static __thread long long gradcy_sweep_floor = -1;
+    #endif
+    static long long *gradcy_sweep_floor_ptr(void) { return &gradcy_sweep_floor; }
     """
     Py_ssize_t gradcy_running_bodies
     Py_ssize_t* gradcy_running_bodies_ptr() noexcept
+    # the trace id of the outermost backward pass running in this thread, or -1
+    long long* gradcy_sweep_floor_ptr() noexcept
 
 _active = _threading.local()
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
@@ -147,15 +155,27 @@ cdef object _swept_value(object r):
     cdef Box b
     if type(r) is Box and (<Box>r)._tape is _SWEPT:
         return r            # (already one level deeper: a call that mixed both kinds)
-    if not (type(r) is Box or type(r) is float or type(r) is complex
-            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
-            or isinstance(r, (_np.floating, _np.complexfloating))):
+    if not _differentiable(r):
         return r
     b = Box.__new__(Box)
     b._value = r
     b._tape = _SWEPT
     b._node = -1
     return b
+
+
+cdef bint _differentiable(object r) except -1:
+    """r is what _swept_value wraps: a traced value, an inexact array or scalar, or a tuple,
+    list or dict holding one (a traced container, as autograd's SequenceBox / DictBox)."""
+    if (type(r) is Box or type(r) is float or type(r) is complex
+            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
+            or isinstance(r, (_np.floating, _np.complexfloating))):
+        return True
+    if type(r) is tuple or type(r) is list:
+        return any([_differentiable(e) for e in r])
+    if type(r) is dict:
+        return any([_differentiable(e) for e in (<dict>r).values()])
+    return False
 
 
 cdef tuple _values_of(tuple args, Tape tape):
@@ -220,8 +240,12 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
-                    if t is _SWEPT:
-                        return _swept_value(self._dispatch(_values_of(args, _SWEPT),
+                    if t is _SWEPT or 0 <= gradcy_sweep_floor_ptr()[0] < t.trace_id:
+                        # (or a value of a differentiation that began after the backward pass
+                        # running in this thread, and has finished: PennyLane's VJPs run tapes
+                        # that hold the values of an inner derivative's finished trace; as in
+                        # autograd the call runs on their values, one level deeper)
+                        return _swept_value(self._dispatch(_values_of(args, t),
                                                            kwargs if kwargs is not None
                                                            else _EMPTY))
                     _raise_escaped(self.name, i)
@@ -1398,6 +1422,10 @@ cdef class Tape:
         # while the sweep runs nothing is recorded onto this tape and release() waits for it,
         # so the arena stays where it is whatever Python code the VJPs (and __del__s) run
         self.sweeping = True
+        cdef long long* floor = gradcy_sweep_floor_ptr()
+        cdef long long outer_floor = floor[0]
+        if outer_floor < 0:
+            floor[0] = self.trace_id
         try:
             self._mark_reachable(out)
             # nodes recorded after the output (aux values) cannot reach it either
@@ -1439,6 +1467,7 @@ cdef class Tape:
                 if self.nodes[i].cotangent is not NULL:
                     self._take_cotangent(i)
             self.sweeping = False
+            floor[0] = outer_floor
             if self.release_pending:
                 self._free_all()
         return result

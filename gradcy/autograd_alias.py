@@ -13,10 +13,12 @@ After it, ``import autograd`` and every ``import autograd.X`` in any library res
 libraries check about autograd's objects holds: the traced value's class reports itself as
 ``autograd.numpy.numpy_boxes.ArrayBox`` (libraries that tell autograd's values by their
 class's package, such as PennyLane's ``math.get_interface`` and autoray, see "autograd"), and
-``autograd.builtins.SequenceBox`` / ``DictBox`` are autograd's names too. When the installed
-autograd distribution (the one the program's libraries require) is older than 1.9, traced values
-have no ``__array_ufunc__``, as that autograd's ArrayBox (NumPy's operators between an ndarray
-subclass such as PennyLane's tensor and a traced value then reach the traced value's).
+``autograd.builtins.SequenceBox`` / ``DictBox`` are autograd's names too, and NumPy makes an
+object array of traced values in the program's own code, as of autograd's ArrayBox. When the
+installed autograd distribution (the one the program's libraries require) is older than 1.9,
+traced values have no ``__array_ufunc__``, as that autograd's ArrayBox (NumPy's operators
+between an ndarray subclass such as PennyLane's tensor and a traced value then reach the traced
+value's).
 
 This is the one place gradcy changes the interpreter's import system, and only when asked:
 ``import gradcy`` alone adds nothing to ``sys.meta_path``. Install the switch before the real
@@ -83,6 +85,32 @@ def _installed_autograd_below_1_9():
         return False
 
 
+def _object_array(self, dtype=None, copy=None):
+    """Box.__array__ under the alias: NumPy's array of a traced value as NumPy makes it of
+    autograd's ArrayBox (a sequence without __array__): an object array of the traced value's
+    shape holding its traced elements (the traced value itself when 0-d), through which the
+    elements' operators keep tracing. Only in the program's own code while its differentiation
+    records: any other dtype, and any conversion inside a gradcy primitive's function (where
+    gradcy makes a list of traced values one traced array, as NumPy would make one array of
+    it), or of a value whose differentiation is not recording, still raises."""
+    import numpy
+
+    from gradcy._tape import active_tape
+    tape = self._tape
+    if (tape.recorder is not None or tape.released or tape.sweeping or active_tape() is None
+            or (dtype is not None and numpy.dtype(dtype) != numpy.dtype(object))):
+        return _BOX_ARRAY(self, dtype, copy)
+    value = self._value
+    shape = (len(value),) if isinstance(value, (tuple, list)) else numpy.shape(value)
+    out = numpy.empty(shape, dtype=object)
+    if shape == ():
+        out[()] = self
+    else:
+        for idx in numpy.ndindex(*shape):
+            out[idx] = self[idx if len(idx) > 1 else idx[0]]
+    return out
+
+
 def installed():
     """The alias is on sys.meta_path."""
     return any(isinstance(f, AliasFinder) for f in sys.meta_path)
@@ -100,10 +128,15 @@ def install():
                            f"with python -m gradcy.autograd_alias)")
     if installed():
         return
+    global _BOX_ARRAY
     from gradcy._box import set_type_attribute, set_type_name
     from gradcy._core import Box
+    _BOX_ARRAY = Box.__dict__["__array__"]
     for (module, name), autograd_name in _CLASS_NAMES.items():
         set_type_name(getattr(importlib.import_module(module), name), autograd_name)
+    # NumPy makes an object array of traced values (onp.array((x, y)) in PennyLane's
+    # Operator), as it does of autograd's ArrayBox, which has no __array__
+    set_type_attribute(Box, "__array__", _object_array)
     if _installed_autograd_below_1_9():
         # autograd < 1.9's ArrayBox has no __array_ufunc__ (1.9 added it): NumPy's operators
         # between an ndarray (or an ndarray subclass with an __array_ufunc__ of its own, such

@@ -262,9 +262,15 @@ def _set_argnum_rules(prim, argnums, rules):
         prim.vjp.rules[argnum] = rule
 
 
+def _written_for_autograd(maker):
+    """maker is not one of gradcy's own rules (which take None for a zero element of a
+    container cotangent): its container cotangents reach it dense, as under autograd."""
+    return not getattr(maker, "__module__", None) or not maker.__module__.startswith("gradcy.")
+
+
 def _as_direct(maker):
     """maker(ans, *args, **kwargs) -> vjp(g), as rule(g, ans, *args, **kwargs)."""
-    return None if maker is None else maker_rule(maker)
+    return None if maker is None else maker_rule(maker, _written_for_autograd(maker))
 
 
 @_shared_parameters
@@ -293,8 +299,21 @@ def defvjp_argnums(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
     (5.0, 2.0)
     """
     _check_prim(prim, "defvjp_argnums")
-    defvjp_argnums_direct(prim, lambda argnums, g, g_owned, ans, args, kwargs:
-                          vjpmaker(argnums, ans, args, kwargs)(g), vjpmaker, save)
+    _defvjp_argnums(prim, vjpmaker, save, _written_for_autograd(vjpmaker))
+
+
+def _defvjp_argnums(prim, vjpmaker, save, dense_containers):
+    if dense_containers:
+        from .vspace import SparseObject, container_cotangent
+
+        def rule(argnums, g, g_owned, ans, args, kwargs):
+            if type(g) in (list, tuple, dict, SparseObject):
+                g = container_cotangent(g, ans)
+            return vjpmaker(argnums, ans, args, kwargs)(g)
+    else:
+        def rule(argnums, g, g_owned, ans, args, kwargs):
+            return vjpmaker(argnums, ans, args, kwargs)(g)
+    defvjp_argnums_direct(prim, rule, vjpmaker, save)
 
 
 def defvjp_argnums_direct(prim, rule, vjpmaker=None, save=None):
@@ -343,7 +362,8 @@ def defvjp_argnum(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
     def vjp_argnums(argnums, ans, args, kwargs):
         vjps = [vjpmaker(argnum, ans, args, kwargs) for argnum in argnums]
         return lambda g: tuple(vjp(g) for vjp in vjps)
-    defvjp_argnums(prim, vjp_argnums, save=save)
+    _check_prim(prim, "defvjp_argnum")
+    _defvjp_argnums(prim, vjp_argnums, save, _written_for_autograd(vjpmaker))
 
 
 @_shared_parameters

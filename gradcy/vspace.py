@@ -19,7 +19,7 @@ from ._pytree import flatten
 
 __all__ = ["vspace", "VSpace", "ArrayVSpace", "ComplexArrayVSpace", "ContainerVSpace",
            "SequenceVSpace", "ListVSpace", "TupleVSpace", "DictVSpace", "NamedTupleVSpace",
-           "SparseObject"]
+           "SparseObject", "container_cotangent"]
 
 
 def _getval(x):
@@ -417,3 +417,56 @@ class SparseObject:
 
 
 VSpace.register(SparseObject, lambda x: x.vs)
+
+
+# =============================================================================
+# The cotangent of a container value, as a VJP written for autograd receives it
+# =============================================================================
+def _zeros_of(value):
+    """Zeros of the space of `value` (an ArrayMeta where a record kept only shape and dtype)."""
+    value = _getval(value)
+    if type(value).__name__ == "ArrayMeta":
+        return _np.zeros(value.shape, value.dtype)
+    return vspace(value).zeros()
+
+
+def _recording(x):
+    """x is traced by a differentiation that is recording (not released, not in its backward
+    pass): an outer differentiation of a higher-order one."""
+    return isinstance(x, Box) and not (x._tape.released or x._tape.sweeping)
+
+
+def container_cotangent(g, ans):
+    """The cotangent g of the container value `ans` as a VJP written for autograd's API receives
+    it. gradcy's own rules take a container cotangent as a list or tuple with None for each
+    element no cotangent reached; autograd's VJPs get an element of vspace(ans): the container
+    type of `ans`, dense (zeros for those elements), and, when an element is traced by an outer
+    differentiation that is recording (a higher-order derivative), one traced container (a
+    SequenceBox / DictBox, as autograd's container_untake and sparse_add leave it), which
+    libraries tell apart from a plain container (PennyLane's VJPs convert a plain container of
+    traced values to plain values). A SparseObject (one element's cotangent) is made dense
+    first, as autograd adds it into zeros before a VJP reads it."""
+    if type(g) is SparseObject:
+        g = g.densify()
+    a = _getval(ans)
+    if isinstance(a, dict) and type(g) is dict:
+        keys = list(a)
+        values = [container_cotangent(g.get(k), a[k]) for k in keys]
+        if any(_recording(v) for v in values):
+            from .builtins import make_dict
+            return make_dict(tuple(keys), *values)
+        return dict(zip(keys, values))
+    if isinstance(a, (tuple, list)) and type(g) in (tuple, list) and len(g) == len(a):
+        values = [container_cotangent(gi, ai) for gi, ai in zip(g, a)]
+        seq_type = type(a)
+        if hasattr(seq_type, "_fields"):            # a named tuple (EighResult, ...)
+            return seq_type(*values)
+        if seq_type is not tuple and seq_type is not list:
+            seq_type = tuple if isinstance(a, tuple) else list
+        if any(_recording(v) for v in values):
+            from .builtins import make_sequence
+            return make_sequence(seq_type, *values)
+        return seq_type(values)
+    if g is None:
+        return _zeros_of(ans)
+    return g

@@ -277,3 +277,202 @@ def test_traced_containers_gradients_match_central_differences():
     check_grads(g, modes=["rev"], order=1)(x, y)
     g32 = grad(f)(x.astype(onp.float32), y.astype(onp.float32))
     assert g32.dtype == onp.float32
+
+
+# ---- the cotangent of a container output, as autograd's VJPs receive it -----------------------
+@primitive
+def _sin_cos(x):
+    return (onp.sin(x), onp.cos(x))
+
+
+def _sin_cos_vjp(ans, x):
+    def vjp(g):
+        # as PennyLane's VJPs: a plain container of cotangents is data (its plain values,
+        # qml.math.to_numpy); a traced container (SequenceBox) keeps its trace; the VJP reads
+        # every element (autograd gives zeros for an unused one)
+        if not isinstance(g, SequenceBox):
+            g = [getval(e) for e in g]
+        return np.einsum("i,i", g, np.stack([np.cos(x), -np.sin(x)]))
+    return vjp
+
+
+defvjp(_sin_cos, _sin_cos_vjp)
+
+
+def test_container_output_cotangent_is_dense_and_of_the_output_type():
+    seen = []
+    p = primitive(lambda x: (onp.sin(x), onp.cos(x)))
+    defvjp(p, lambda ans, x: lambda g: (seen.append(g), g[0] * onp.cos(x) - g[1] * onp.sin(x))[1])
+    assert grad(lambda x: p(x)[0] * 2.0)(0.3) == pytest.approx(2.0 * onp.cos(0.3), rel=1e-15)
+    # autograd: a tuple of both cotangents, zeros for the element the function did not use
+    assert type(seen[0]) is tuple and onp.asarray(seen[0][1]).tolist() == 0.0
+
+
+def test_dict_output_cotangent_is_dense_and_traced_as_a_dict_box():
+    # a read of a dict output gives a sparse cotangent (one element): autograd adds it into
+    # zeros before the VJP reads it; at second order it is one traced dict (a DictBox)
+    seen = []
+    p = primitive(lambda x: {"a": onp.sin(x), "b": onp.cos(x)})
+    defvjp(p, lambda ans, x: lambda g: (seen.append(g),
+                                        g["a"] * onp.cos(x) - g["b"] * onp.sin(x))[1])
+    assert grad(lambda x: p(x)["a"] * 2.0)(0.3) == pytest.approx(2 * onp.cos(0.3), rel=1e-15)
+    assert type(seen[0]) is dict and onp.asarray(seen[0]["b"]).tolist() == 0.0
+    mixed = grad(lambda c: grad(lambda x: p(x)["a"] * c)(0.3))(2.0)
+    assert mixed == pytest.approx(onp.cos(0.3), rel=1e-15)
+    assert isinstance(seen[-1], DictBox)
+
+
+def test_container_cotangent_traced_by_an_outer_differentiation_is_one_traced_container():
+    # d/dc d/dx of sin(x) c + cos(x) c^2: the inner VJP's cotangent depends on c (traced by the
+    # outer differentiation): it arrives as one traced container, as under autograd, so a VJP
+    # that makes a plain container plain keeps the dependence (PennyLane's Hamiltonian
+    # gradients: zeros and "Output seems independent of input" otherwise)
+    def f(x, c):
+        s = _sin_cos(x)
+        return s[0] * c + s[1] * c ** 2
+    x, c = 0.3, 0.7
+    assert grad(f)(x, c) == pytest.approx(onp.cos(x) * c - onp.sin(x) * c ** 2, rel=1e-14)
+    mixed = grad(lambda c: grad(f)(x, c))(c)
+    assert mixed == pytest.approx(onp.cos(x) - 2 * c * onp.sin(x), rel=1e-14)
+
+
+# ---- values of a finished inner differentiation used in an outer backward pass ---------------
+class _Holder:
+    """A non-differentiated argument holding traced values (PennyLane's tapes)."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+@primitive
+def _shifted(a, b, holder):
+    return onp.sin(a) * b
+
+
+def _strip(v):
+    return v._value if isinstance(v, Box) else v
+
+
+def _shifted_vjp_a(ans, a, b, h):
+    # parameter shift, as PennyLane's: the rule runs the primitive again on copies of the
+    # held parameters, the unshifted one (h.b) kept as it is, traced value included
+    def vjp(g):
+        up = _shifted(h.a + onp.pi / 2, h.b, _Holder(h.a + onp.pi / 2, h.b))
+        down = _shifted(h.a - onp.pi / 2, h.b, _Holder(h.a - onp.pi / 2, h.b))
+        return _strip(g * (up - down) / 2)
+    return vjp
+
+
+defvjp(_shifted, _shifted_vjp_a, lambda ans, a, b, h: lambda g: _strip(g * np.sin(h.a)))
+
+
+def test_outer_backward_pass_runs_on_values_of_a_finished_inner_differentiation():
+    # hessian = jacobian(jacobian): the inner backward pass records, on the outer trace, calls
+    # whose holders keep values of the inner trace; the outer backward pass runs their rules
+    # after the inner differentiation has finished: as under autograd, they compute on those
+    # values (EscapedValueError before)
+    def f(v):
+        return _shifted(v[0], v[1], _Holder(v[0], v[1]))
+    v = onp.array([0.4, 1.3])
+    a, b = v
+    assert hessian(f)(v) == pytest.approx(onp.array([[-onp.sin(a) * b, onp.cos(a)],
+                                                      [onp.cos(a), 0.0]]), abs=1e-14)
+
+
+def test_a_value_escaped_before_the_backward_pass_still_raises_in_a_rule():
+    escaped = []
+    grad(lambda x: (escaped.append(x * 2.0), x * 3.0)[1])(1.0)
+    p = primitive(lambda x: 2.0 * x)
+    defvjp(p, lambda ans, x: lambda g: g * escaped[0])
+    with pytest.raises(gradcy.EscapedValueError, match="already finished"):
+        grad(p)(1.0)
+
+
+def test_a_container_computed_in_a_rule_stays_one_level_deeper():
+    # a rule computing with the traced values of its own differentiation gets results one
+    # tracing level deeper, and strips one level from what it returns (PennyLane's VJPs:
+    # qml.math.to_numpy(v, max_depth=1)); a primitive returning a tuple there (PennyLane's VJPs
+    # execute tapes: a tuple of results) gives a traced container, one level deeper as
+    # autograd's SequenceBox, so that the strip leaves the outer trace of the cotangent g
+    held = {}
+    opaque = primitive(lambda x: onp.sin(x))
+    defvjp(opaque, lambda ans, x: lambda g: _strip(g * _sin_cos(held["x"])[1]))
+
+    def f(x, c):
+        held["x"] = x
+        return opaque(x) * c
+    x, c = 0.4, 1.7
+    assert grad(f)(x, c) == pytest.approx(onp.cos(x) * c, rel=1e-15)
+    assert grad(lambda c: grad(f)(x, c))(c) == pytest.approx(onp.cos(x), rel=1e-15)
+
+
+@pytest.mark.parametrize("spec", ["i,i", "i,i..."])
+def test_traced_container_as_an_array_operand(spec):
+    # autograd's SequenceBox passed where an array is taken (PennyLane's
+    # einsum("i,i...", dy, jac) on a traced container cotangent): NumPy's array of it
+    jac = onp.arange(1.0, 4.0) if spec == "i,i" else onp.arange(1.0, 7.0).reshape(3, 2)
+
+    def f(c):
+        return np.sum(np.einsum(spec, gtuple([c, c * c, 2.0 * c]), jac))
+    c = 0.5
+    assert grad(f)(c) == pytest.approx(onp.sum(onp.array([1.0, 2 * c, 2.0]) @ jac.reshape(3, -1)),
+                                       rel=1e-15)
+
+
+# ---- the gradient of a registered ndarray subclass is what autograd's backward pass makes ------
+@pytest.mark.parametrize("f, shape, expected", [
+    # (measured under autograd 1.8.0 and 1.9.1 with the subclass registered as here)
+    (lambda x: 2.0 * x, (), onp.float64),       # the seed is a plain 0-d array: arithmetic on
+    (lambda x: np.sin(x), (), Registered),      # it gives a NumPy scalar; rules that compute
+    (lambda x: x * x, (), Registered),          # with the argument keep its class
+    (lambda x: np.sum(x), (), onp.ndarray),
+    (lambda x: np.sum(2.0 * x), (2,), onp.ndarray),
+    (lambda x: np.sum(np.sin(x)), (2,), Registered),
+])
+def test_registered_subclass_gradient_type_is_autograds(f, shape, expected):
+    # PennyLane's tests: qml.grad of a 0-d tensor is a float under parameter-shift (its VJP
+    # returns NumPy scalars) and a tensor under backprop; gradcy made every such gradient a
+    # plain ndarray
+    x = onp.full(shape, 0.3).view(Registered)
+    g = grad(f)(x)
+    assert type(g) is expected and g.dtype == onp.float64 and onp.shape(g) == shape
+    assert onp.allclose(g, grad(f)(onp.full(shape, 0.3)))
+
+
+def test_plain_arrays_keep_the_type_of_their_input():
+    # (autograd gives numpy.float64 here: for plain arrays gradcy keeps its rule, the
+    # gradient has the type, dtype and shape of the input)
+    g = grad(lambda x: 2.0 * x)(onp.array(0.3))
+    assert type(g) is onp.ndarray and g.shape == () and g == 2.0
+
+
+def test_alias_numpy_makes_object_arrays_of_traced_values():
+    # PennyLane's Operator stores onp.array(params) of a tuple of traced values (a QNode's
+    # outputs fed to the next QNode's template): under autograd NumPy makes an object array of
+    # ArrayBoxes (they have no __array__), whose elements keep tracing; a float array of them
+    # still raises, as it would drop the gradient
+    out = run_python("""
+        import gradcy.autograd_alias
+        import numpy as onp, autograd, autograd.numpy as np
+        from autograd.numpy.numpy_boxes import ArrayBox
+        def f(x):
+            a = onp.array((x[0], x[1] * x[1]))
+            b = onp.asarray(x)
+            assert a.dtype == object and a.shape == (2,) and type(a[0]) is ArrayBox
+            assert b.dtype == object and b.shape == (2,) and type(b[1]) is ArrayBox
+            y = x[0]
+            assert onp.array(y).shape == () and onp.array(y)[()] is y
+            try:
+                onp.array((x[0], x[1]), dtype=float)
+            except autograd.TracerArrayConversionError:
+                pass
+            else:
+                raise AssertionError("a float array of traced values")
+            # a gradcy function given a list of traced values still makes it one traced
+            # array, as NumPy makes one array of it (autograd's wrappers do the same)
+            c = np.append([x[0], x[1]], 4.0)
+            assert type(c) is ArrayBox and c.dtype == onp.float64 and c.shape == (3,)
+            return a[0] * 2.0 + np.sin(a[1]) + b[1] + 3.0 * c[1]
+        print(autograd.grad(f)(onp.array([0.5, 0.3])).tolist())
+    """)
+    assert out.strip() == str([2.0, float(2 * 0.3 * onp.cos(0.09) + 1.0 + 3.0)])

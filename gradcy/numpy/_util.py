@@ -23,6 +23,10 @@ def shape_dtype(x):
         return (), _onp.dtype(_onp.complex128)
     if t is int or t is bool:
         return (), _onp.dtype(_onp.float64)
+    if t is tuple or t is list:
+        # a traced container passed where an array is taken (autograd's SequenceBox as an
+        # operand): the array NumPy made of it
+        x = _onp.asarray(x)
     return _onp.shape(x) if not hasattr(x, "shape") else x.shape, _onp.result_type(
         x.dtype if hasattr(x, "dtype") else x)
 
