@@ -31,30 +31,17 @@ macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
 if TRACE:
     macros.append(("CYTHON_TRACE", "1"))
 
+# Every gradcy/_*.pyx is compiled: the engine's parts (docs/architecture.md, Engine, says what
+# each holds), gradcy._core (which re-exports their Python API) and gradcy._core_tests (C-level
+# test helpers). The files are the one list of the parts: adding a part is adding its .pyx and
+# .pxd. (The parts cimport one another; cythonize orders their builds by those cimports.)
+HERE = os.path.dirname(os.path.abspath(__file__))
+PARTS = sorted(name[:-4] for name in os.listdir(os.path.join(HERE, "gradcy"))
+               if name.startswith("_") and name.endswith(".pyx"))
 extensions = [
-    Extension(name, [path], include_dirs=[numpy.get_include()], define_macros=macros)
-    for name, path in [
-        # the engine's parts (each a .pyx with its .pxd contract), in cimport order (_tape,
-        # _rules, _recompute, _fuse, _saved, _box, _hooks and _write cimport one another)
-        ("gradcy._errors", "gradcy/_errors.pyx"),
-        ("gradcy._counters", "gradcy/_counters.pyx"),
-        ("gradcy._meta", "gradcy/_meta.pyx"),
-        ("gradcy._cotangents", "gradcy/_cotangents.pyx"),
-        ("gradcy._regions", "gradcy/_regions.pyx"),
-        ("gradcy._hold", "gradcy/_hold.pyx"),
-        ("gradcy._tape", "gradcy/_tape.pyx"),
-        ("gradcy._rules", "gradcy/_rules.pyx"),
-        ("gradcy._recompute", "gradcy/_recompute.pyx"),
-        ("gradcy._fuse", "gradcy/_fuse.pyx"),
-        ("gradcy._saved", "gradcy/_saved.pyx"),
-        ("gradcy._box", "gradcy/_box.pyx"),
-        ("gradcy._hooks", "gradcy/_hooks.pyx"),
-        ("gradcy._fast", "gradcy/_fast.pyx"),
-        ("gradcy._write", "gradcy/_write.pyx"),
-        # the module the Python layer imports (re-exports the parts' Python API)
-        ("gradcy._core", "gradcy/_core.pyx"),
-        ("gradcy._core_tests", "gradcy/_core_tests.pyx"),
-    ]
+    Extension(f"gradcy.{part}", [f"gradcy/{part}.pyx"], include_dirs=[numpy.get_include()],
+              define_macros=macros)
+    for part in PARTS
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,

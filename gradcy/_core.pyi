@@ -1,8 +1,9 @@
 # Typed stubs of gradcy._core, the module the Python layer imports: the Python-visible API of
-# the compiled engine (gradcy/_tape.pyx, _box, _hooks, _write, _rules, _recompute, _fuse,
-# _saved, _errors, _counters, _meta, _cotangents, _regions, _fast; _core.pyx re-exports them).
+# the compiled engine's parts (gradcy/_*.pyx; docs/architecture.md lists them) and its errors
+# (gradcy/_errors.py), which _core.pyx re-exports. Each section names the part it comes from.
 # Names with a leading underscore are private to the engine.
 # Checked against the built module: python -m mypy.stubtest gradcy._core
+import enum
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, Literal, ParamSpec, TypeAlias, TypeVar, final
@@ -26,7 +27,7 @@ class MissingJVPError(NotImplementedError): ...
 def stats() -> dict[str, int]: ...
 def reset_peak() -> None: ...
 
-# ---- metadata, cotangents, regions (_meta, _cotangents, _regions) -----------------------------
+# ---- metadata, cotangents, regions (_saved, _cotangents, _regions) ----------------------------
 @final
 class ArrayMeta:
     @property
@@ -345,7 +346,13 @@ def grad_fast(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 
 # the write path's questions (_write)
 def write_into(buf: Any, idx: Any, value: Any) -> Any: ...
-def untracked_sharers(box: Box, caller_refs: int) -> Literal[0, 1, 2, 3]: ...
+class Sharers(enum.IntEnum):
+    UNSHARED = 0
+    ARRAY_SHARED = 1
+    BASE_SHARED = 2
+    READ_ONLY = 3
+    INPUT_SHARED = 4
+def untracked_sharers(box: Box, caller_refs: int) -> Sharers: ...
 def view_index(view: Box, buf: Box) -> Any: ...
 
 # arrays of other libraries (_hooks; gradcy.backends)
@@ -356,9 +363,8 @@ def is_array_value(x: object) -> bool: ...
 def meta_of(v: object) -> Any: ...
 def set_recompute_default(on: bool) -> bool: ...
 
-# record-time fusion (_fuse)
-def register_softmax(exp: Primitive, sum: Primitive, max: Primitive, subtract: Primitive,
-                     divide: Primitive, softmax: Primitive) -> None: ...
+# record-time rewrites of written-out idioms (_fuse)
+def register_idioms(prims: dict[str, Primitive]) -> None: ...
 def set_fusion(on: bool) -> bool: ...
 
 @final

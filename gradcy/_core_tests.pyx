@@ -151,7 +151,7 @@ def consumer_counts(Tape t not None):
 # =============================================================================
 def record_chain(Primitive prim not None, Py_ssize_t n, Py_ssize_t fan=2, seed=12345):
     """On a fresh tape with one leaf, append n nodes of `prim` through Tape._append, node i
-    reading up to `fan` earlier nodes (pseudo-random, deterministic). Each node's saved record
+    reading up to `fan` earlier nodes (pseudo-random, deterministic). Each node's saved
     record is (None, (i,), None): ans None, args (i,), kwargs None, checked after growth. Returns
     (tape, capacity history: list of (n_nodes_after_append, cap_nodes, cap_parents) recorded
     whenever a capacity changed, expected parent lists)."""

@@ -12,5 +12,9 @@ cdef class SparseCotangent:
     cpdef dense(self)
 
 
-cdef object _densify(object c)                    # a SparseCotangent made dense; others as given
 cdef object _add_cotangents(object a, object b)   # a + b; containers elementwise; None is zero
+
+
+# a SparseCotangent made dense; any other cotangent as given (inline: the sweep's results)
+cdef inline object _densify(object c):
+    return (<SparseCotangent>c).dense() if type(c) is SparseCotangent else c

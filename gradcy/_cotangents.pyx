@@ -47,10 +47,6 @@ cdef class SparseCotangent:
         return self.__add__(other)
 
 
-cdef object _densify(object c):
-    return (<SparseCotangent>c).dense() if type(c) is SparseCotangent else c
-
-
 cdef object _add_cotangents(object a, object b):
     """a + b for cotangents; containers add elementwise, None meaning zero."""
     if a is None:

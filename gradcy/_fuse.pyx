@@ -35,8 +35,7 @@ from libc.stdint cimport int32_t
 cimport numpy as cnp
 
 from gradcy._tape cimport Tape, Node, ParentRef, Primitive, NODE_RELEASED, NODE_STALE
-from gradcy._saved cimport _meta_of
-from gradcy._meta cimport ArrayMeta
+from gradcy._saved cimport ArrayMeta, _meta_of
 from gradcy._rules cimport ArgnumVJP
 
 cnp.import_array()

@@ -9,7 +9,7 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 
 cimport numpy as cnp
 
-from gradcy._meta cimport _nbytes
+from gradcy._regions cimport _nbytes
 
 cnp.import_array()
 
@@ -17,7 +17,7 @@ cnp.import_array()
 cdef void* _DELETED = <void*>1       # a hold-table slot whose buffer was let go
 
 
-cdef inline size_t _hash_ptr(void* p) noexcept:
+cdef inline size_t _hash_ptr(void* p) noexcept nogil:
     cdef size_t h = <size_t>p
     h ^= h >> 17
     h *= <size_t>0x9E3779B97F4A7C15ULL

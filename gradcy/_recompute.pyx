@@ -12,10 +12,9 @@ from libc.stdint cimport int32_t
 
 cimport numpy as cnp
 
-from gradcy._meta cimport ArrayMeta
 from gradcy._tape cimport (Tape, Node, ParentRef, Primitive, NODE_RELEASED, NODE_RECOMPUTE,
                            NODE_STALE)
-from gradcy._saved cimport _meta_of
+from gradcy._saved cimport ArrayMeta, _meta_of
 from gradcy._box cimport Box
 
 cnp.import_array()

@@ -1,37 +1,22 @@
 """Regions of buffers and the record of a buffer a tape owns (OwnedBuffer).
 
-Contract: _regions.pxd. The root buffer of an array, the region ((lo, hi) per axis) of a
-view in its root's memory, hulls and overlaps of regions, basic indices, and OwnedBuffer (the
-record of a buffer a tape writes in place: saved arrays and traced views in it). No state of
+Contract: _regions.pxd, which also holds the small hot helpers inline (_root_buffer,
+_root_key, _is_basic_index, _nbytes). The root buffer of an array and its bytes, the region
+((lo, hi) per axis) of a view in its root's memory, hulls and overlaps of regions, basic
+indices, and OwnedBuffer (the record of a buffer a tape writes in place: saved arrays and
+traced views in it). No state of
 its own: OwnedBuffer objects belong to the Tape.owned dict of their tape (_tape.pyx), which
 drops them in release().
 """
 cimport cython
-from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
-from cpython.long cimport PyLong_FromVoidPtr
 
 from array import array as _array
 
 cimport numpy as cnp
 
 cnp.import_array()
-
-
-cdef object _root_key(object a):
-    """The key of ndarray a's root buffer in a tape's `owned` dict (its address)."""
-    cdef object root = _root_buffer(a)
-    return PyLong_FromVoidPtr(<void*>root)
-
-
-cdef object _root_buffer(object a):
-    """The ndarray that owns the memory of ndarray `a` (`a` itself when it owns its data)."""
-    cdef PyObject* base = cnp.PyArray_BASE(<cnp.ndarray>a)
-    while base is not NULL and cnp.PyArray_Check(<object>base):
-        a = <object>base
-        base = cnp.PyArray_BASE(<cnp.ndarray>a)
-    return a
 
 
 def root_buffer(a):
@@ -41,21 +26,18 @@ def root_buffer(a):
     return _root_buffer(a)
 
 
-cdef bint _is_basic_index(object idx):
-    """idx selects a view (ints, slices, None, Ellipsis; no arrays, lists or bools)."""
-    cdef Py_ssize_t k
-    if type(idx) is tuple:
-        for k in range(PyTuple_GET_SIZE(idx)):
-            e = <object>PyTuple_GET_ITEM(idx, k)
-            if not (type(e) is int or type(e) is slice or e is None or e is Ellipsis):
-                return False
-        return True
-    return type(idx) is int or type(idx) is slice or idx is Ellipsis or idx is None
-
-
 def is_basic_index(idx):
     """Whether idx selects a view (ints, slices, None, Ellipsis only)."""
     return _is_basic_index(idx)
+
+
+cdef Py_ssize_t _nbytes_other(object a) except -1:
+    """Bytes of array a other than an ndarray: the nbytes its type declares (0 when it cannot
+    say, e.g. dask arrays of unknown shape)."""
+    try:
+        return int(a.nbytes)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return 0
 
 
 def layout_region(view, root):

@@ -19,7 +19,7 @@ import numpy as _np
 
 from gradcy._errors import MissingVJPError
 from gradcy._tape cimport Tape, Primitive, ParentRef, NODE_CONSTANT, MAX_INLINE_PARENTS
-from gradcy._meta cimport ArrayMeta, _same_shape_dtype
+from gradcy._saved cimport ArrayMeta, _same_shape_dtype
 from gradcy._box cimport Box
 from gradcy._cotangents cimport SparseCotangent
 from gradcy._hooks cimport _unbroadcast_slow

@@ -1,11 +1,13 @@
-"""The compact form of a saved record: what it keeps for a value its rules do not read
-(_meta_of: an ArrayMeta for a buffer, the value itself for a small Python object) and the one
-keyword dict that the records of calls with equal small keyword arguments share
-(_shared_kwargs).
+"""The compact form of a saved record: ArrayMeta (what it keeps for a buffer its rules do not
+read: shape, dtype and type), _meta_of (an ArrayMeta for a buffer, the value itself for a small
+Python object), the one keyword dict that the records of calls with equal small keyword
+arguments share (_shared_kwargs), and the shape-and-dtype test of a cotangent against an array
+or an ArrayMeta (_same_shape_dtype, inline in _saved.pxd).
 
 Contract: _saved.pxd. Its caches hold recent ArrayMetas and keyword dicts (immutable, shared
 by the records that use them) for the life of the process, at most 64 of each.
 """
+cimport cython
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -15,13 +17,41 @@ from cpython.long cimport PyLong_FromSsize_t, PyLong_AsSsize_t
 import numpy as _np
 cimport numpy as cnp
 
-from gradcy._meta cimport ArrayMeta
 from gradcy._box cimport Box
 from gradcy._hooks cimport _any_array_types, _is_array_type
 
 cnp.import_array()
 
 
+# =============================================================================
+# Metadata standing in for unsaved buffers
+# =============================================================================
+@cython.final
+@cython.no_gc
+@cython.freelist(64)
+@cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
+cdef class ArrayMeta:
+    """Shape, dtype and type of a value whose buffer a VJP does not need (what the tape keeps
+    instead of the buffer). Has `.shape .dtype .ndim .size .type`."""
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        cdef Py_ssize_t n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"ArrayMeta(shape={self.shape}, dtype={self.dtype}, type={self.type.__name__})"
+
+
+# =============================================================================
+# What a saved record keeps
+# =============================================================================
 cdef ArrayMeta _last_meta = None
 cdef dict _recent_metas = {}       # (shape, dtype, type) -> ArrayMeta, at most 64 (then cleared)
 cdef dict _recent_kwargs = {}      # items -> an equal keyword dict that records share

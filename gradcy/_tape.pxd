@@ -5,8 +5,8 @@
 # compact saved record (_saved.pxd), the traced value (Box, _box.pxd), the tables and hooks the
 # operator layer installs (_hooks.pxd) and the owned-buffer writes (_write.pxd); the module body
 # of each calls nothing of the others, so Python may import any of them first. The parts they
-# use and that use nothing of them are modules below it (_errors, _counters, _hold, _meta,
-# _regions, _cotangents); grad's fast path is above it (_fast).
+# use and that use nothing of them are below it, grad's fast path (_fast) above it
+# (docs/architecture.md lists every part and who imports whom).
 #
 # What this part owns, and where each owned reference is released:
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after

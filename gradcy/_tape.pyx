@@ -45,8 +45,8 @@ cdef extern from "Python.h":
 
 from gradcy._counters cimport (_next_trace_id, _live_tapes, _live_nodes, _saved_bytes,
                                _peak_saved_bytes, _cotangent_bytes, _peak_bytes)
-from gradcy._meta cimport ArrayMeta, _same_shape_dtype, _nbytes
-from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index
+from gradcy._saved cimport ArrayMeta, _same_shape_dtype
+from gradcy._regions cimport OwnedBuffer, _root_key, _root_buffer, _is_basic_index, _nbytes
 from gradcy._cotangents cimport SparseCotangent, _densify, _add_cotangents
 from gradcy._hold cimport hold_update, hold_free, hold_count, hold_roots
 from gradcy._errors import EscapedValueError, TracerArrayConversionError, MissingJVPError
@@ -104,9 +104,9 @@ cdef extern from *:
     static long long *gradcy_sweep_floor_ptr(void) { return &gradcy_sweep_floor; }
     """
     Py_ssize_t gradcy_running_bodies
-    Py_ssize_t* gradcy_running_bodies_ptr() noexcept
+    Py_ssize_t* gradcy_running_bodies_ptr() noexcept nogil
     # the trace id of the outermost backward pass running in this thread, or -1
-    long long* gradcy_sweep_floor_ptr() noexcept
+    long long* gradcy_sweep_floor_ptr() noexcept nogil
 
 _active = _threading.local()
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
@@ -762,7 +762,7 @@ cdef void _raise_escaped(str name, Py_ssize_t argpos) except *:
 # =============================================================================
 # The tape
 # =============================================================================
-cdef Py_ssize_t _grow_to(Py_ssize_t cap, Py_ssize_t need) noexcept:
+cdef Py_ssize_t _grow_to(Py_ssize_t cap, Py_ssize_t need) noexcept nogil:
     if cap < 16:
         cap = 16
     while cap < need:

@@ -198,17 +198,27 @@ cdef bint _shared_input(Tape tape, object value):
     return n > 1
 
 
+# what untracked_sharers answers (a Python IntEnum: gradcy._core.Sharers)
+cpdef enum Sharers:
+    UNSHARED = 0        # nothing NumPy would show the write through (or not an ndarray)
+    ARRAY_SHARED = 1    # something other than the saved records references the array
+    BASE_SHARED = 2     # it is a view of an array something other than the records references
+    READ_ONLY = 3       # NumPy made it read-only
+    INPUT_SHARED = 4    # an input whose memory another input of its trace is in
+
+
 def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
     """For a write into box's value, an ndarray the tape does not own (gradcy moves the Box to
-    a new array instead): 1 when something other than the tape's saved records references
-    that array (a traced view of it, another traced value of the same array), 2 when it is a
-    view of an array something other than the saved records references, 3 when NumPy made it
-    read-only, 4 for an input (a leaf of any of the nested traces) whose memory another
-    input of its trace is in, else 0. NumPy would show the write through those; saved
-    records keep their values. 0 for another input and a non-array. Under nested
-    differentiation the same, with the saved records of every nested trace counted (they hold
-    outer Boxes of the array and of its views; a user's name is an innermost Box), and an
-    input's memory (the input itself returned by real, or a view of it) always refused.
+    a new array instead), a Sharers: ARRAY_SHARED when something other than the tape's saved
+    records references that array (a traced view of it, another traced value of the same
+    array), BASE_SHARED when it is a view of an array something other than the saved records
+    references, READ_ONLY when NumPy made it read-only, INPUT_SHARED for an input (a leaf of
+    any of the nested traces) whose memory another input of its trace is in, else UNSHARED.
+    NumPy would show the write through those; saved records keep their values. UNSHARED for
+    another input and a non-array. Under nested differentiation the same, with the saved
+    records of every nested trace counted (they hold outer Boxes of the array and of its
+    views; a user's name is an innermost Box), and an input's memory (the input itself
+    returned by real, or a view of it) always refused.
     `caller_refs`: the references the caller's frames hold."""
     cdef Tape tape = box._tape
     cdef Py_ssize_t start
@@ -219,10 +229,11 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
         # nested differentiation: box's value is an outer trace's Box; the outermost one holds
         # the array (an inner Box holds only the Box inside it)
         if tape.released or box._node < 0 or box._node >= tape.n_nodes:
-            return 0
+            return UNSHARED
         if tape.nodes[box._node].flags & NODE_LEAF:
-            # an input: 4 when another differentiated input of its trace shares its memory
-            return 4 if _shared_input(tape, box._value) else 0
+            # an input: INPUT_SHARED when another differentiated input of its trace shares its
+            # memory
+            return INPUT_SHARED if _shared_input(tape, box._value) else UNSHARED
         if type(box._value) is not Box:
             break
         if tapes is None:
@@ -233,37 +244,37 @@ def untracked_sharers(Box box not None, Py_ssize_t caller_refs):
         chain.add(id(box))
         tape = box._tape
     if not cnp.PyArray_CheckExact(box._value):
-        return 0
+        return UNSHARED
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>box._value):
-        return 3
+        return READ_ONLY
     start = _start(tape, box._node)
     v = box._value                       # holders expected: box, this local, the caller's
     if tapes is not None:
         entry = tape.inputs.get(_root_key(v)) if tape.inputs is not None else None
         if entry is not None:            # an input's memory: gradcy never writes it
-            return 1 if (<OwnedBuffer>entry).root is v else 2
+            return ARRAY_SHARED if (<OwnedBuffer>entry).root is v else BASE_SHARED
         tapes.append(tape)
         starts.append(start)
         if Py_REFCNT(<PyObject*>v) > 2 + caller_refs and _unexplained_nested(
                 tapes, starts, len(tapes), v, Py_REFCNT(<PyObject*>v) - 2 - caller_refs, None,
                 chain):
-            return 1
+            return ARRAY_SHARED
     elif Py_REFCNT(<PyObject*>v) > 2 + caller_refs and _unexplained(
             tape, start, v, Py_REFCNT(<PyObject*>v) - 2 - caller_refs, None):
-        return 1
+        return ARRAY_SHARED
     b = cnp.PyArray_BASE(<cnp.ndarray>v)
     if b is NULL:
-        return 0
+        return UNSHARED
     base = <object>b                     # holders expected: v's base pointer, this local
     if not cnp.PyArray_Check(base):
-        return 2
+        return BASE_SHARED
     if tapes is not None:
         if Py_REFCNT(b) > 2 and _unexplained_nested(tapes, starts, len(tapes), base,
                                                     Py_REFCNT(b) - 2, v, chain):
-            return 2
+            return BASE_SHARED
     elif Py_REFCNT(b) > 2 and _unexplained(tape, start, base, Py_REFCNT(b) - 2, v):
-        return 2
-    return 0
+        return BASE_SHARED
+    return UNSHARED
 
 
 def view_index(Box view not None, Box buf not None):

@@ -31,7 +31,7 @@ from gradcy._rules import VJP, ArgnumVJP, ElementwiseRule, JointVJP
 GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", "others",
           "rules")
 # the classes each group constructs and calls; tests/test_core_safety.py checks that every class
-# a compiled part (gradcy/_*.pyx) defines, but its exceptions, is here
+# a compiled part (gradcy/_*.pyx) defines, but its exceptions and enums, is here
 CLASSES = {"Tape": (Tape,), "Box": (Box,), "Primitive": (Primitive,),
            "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed, _TypeMappings),
            "rules": (VJP, ArgnumVJP, JointVJP, ElementwiseRule)}

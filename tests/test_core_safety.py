@@ -6,6 +6,7 @@ checkpoint bodies; forward mode and second order through checkpoint.
 
 Anything that crashed the interpreter before it was fixed runs in a subprocess: the test
 checks the subprocess's exit code and what it printed."""
+import enum
 import json
 import os
 import subprocess
@@ -342,9 +343,36 @@ def test_hostile_calls_cover_every_engine_class():
         if mod.__file__.endswith(".py"):
             continue
         found.update(v for v in vars(mod).values() if isinstance(v, type)
-                     and v.__module__ == mod.__name__ and not issubclass(v, BaseException))
+                     and v.__module__ == mod.__name__
+                     and not issubclass(v, (BaseException, enum.Enum)))
     assert found and found <= covered, sorted(c.__name__ for c in found - covered)
     assert gradcy.__file__.startswith(ROOT)
+
+
+def test_engine_parts_listed_once():
+    # the engine's parts are the files gradcy/_*.pyx (setup.py compiles each; gradcy._core
+    # re-exports them and gradcy._core_tests is C-level test code), and the table of
+    # docs/architecture.md is the one list saying what each holds: it names every part and
+    # nothing else. Every compiled module of the package has its .pyx: one left behind by a
+    # part since removed or made plain Python (gradcy/_errors.*.so beside _errors.py) would
+    # be imported in its place; delete it.
+    import importlib.machinery
+    import re
+
+    package = os.path.dirname(os.path.abspath(_core.__file__))
+    names = os.listdir(package)
+    sources = {n[:-len(".pyx")] for n in names if n.startswith("_") and n.endswith(".pyx")}
+    compiled = {n.split(".")[0] for n in names
+                if n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))}
+    assert compiled == sources, (f"compiled without a .pyx: {sorted(compiled - sources)}; "
+                                 f".pyx not compiled: {sorted(sources - compiled)}")
+    with open(os.path.join(HERE, os.pardir, "docs", "architecture.md")) as f:
+        doc = f.read()
+    table = doc.split("| Part | What it holds |", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `(_\w+)` \|", table, re.M)
+    assert len(listed) == len(set(listed)), listed
+    assert set(listed) == sources - {"_core", "_core_tests"}, sorted(
+        set(listed) ^ (sources - {"_core", "_core_tests"}))
 
 
 def test_hostile_strides_in_layout_region():

@@ -1,7 +1,9 @@
-"""The engine's errors (Python exception classes; gradcy._core re-exports them).
+"""The engine's errors: plain Python exception classes (no C in them, so not compiled), which
+gradcy._core re-exports and gradcy exports (gradcy.EscapedValueError, ...).
 
-Contract: _errors.pxd. A part of its own so that every other part can import them when it is
-itself imported, whichever part Python loads first.
+The compiled parts import them when they are themselves imported; this module imports nothing,
+so it is complete whichever part Python loads first. Their module path stays gradcy._errors
+(what a pickled error names).
 """
 
 
