@@ -5,8 +5,12 @@ from functools import wraps
 
 import numpy as _np
 
-from ._arguments import checked_operator
+from . import backends
+from ._arguments import _differentiated_leaves, checked_operator
+from ._core import Box
 from ._docstrings import operator_doc
+from ._forward_mode import _forward_batched
+from ._pytree import tree_flatten
 from ._reverse_mode import grad, jacobian, make_vjp
 from .wrap_util import _check_argnum, unary_to_nary
 
@@ -33,12 +37,61 @@ def hessian(fun, argnum=0):
      [2. 0.]]
     """
     hess = jacobian(jacobian(fun, argnum), argnum)
+    fun_grad = grad(fun, argnum)
 
     @wraps(fun)
     def hessian_fun(*args, **kwargs):
         _check_argnum(args, argnum, "hessian")
+        if _batchable(args, kwargs, argnum):
+            try:
+                return _hessian_batched(fun_grad, args, kwargs, argnum)
+            except Exception:       # a rule that cannot take a batch: one row at a time
+                pass
         return hess(*args, **kwargs)
     return hessian_fun
+
+
+_BATCH_ELEMENTS = 1 << 22   # tangents x elements of the NumPy arguments in one forward pass
+
+
+def _batchable(args, kwargs, argnum):
+    """hessian's forward-over-reverse pass applies: a real floating ndarray parameter and no
+    traced values among the arguments (a Hessian inside another differentiation takes the
+    reverse-over-reverse path)."""
+    if type(argnum) is not int:
+        return False
+    x = args[argnum]
+    if type(x) is not _np.ndarray or x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:
+        return False
+    leaves = tree_flatten((args, kwargs))[0]
+    return not any(type(leaf) is Box for leaf in leaves)
+
+
+def _hessian_batched(fun_grad, args, kwargs, argnum):
+    """The Hessian as the Jacobian of the gradient by forward mode over the gradient's
+    reverse pass, its x.size tangents (the unit vectors) carried together as one batch:
+    one pass, whose products with a matrix operand are one matrix product (on Dask data one
+    graph, one blockwise layer per step). The NumPy arguments bound the batch's size (about
+    32 MB per intermediate value of their size); the rows of all batches are computed in one
+    dask.compute when they are lazy."""
+    x = args[argnum]
+    n = x.size
+    leaves, unflatten = _differentiated_leaves(args, argnum, "hessian")
+    elements = sum(leaf.size for leaf in tree_flatten((args, kwargs))[0]
+                   if type(leaf) is _np.ndarray)
+    step = max(1, min(n, _BATCH_ELEMENTS // max(elements, 1)))
+    eye = _np.eye(n, dtype=x.dtype)
+    parts = []
+    for start in range(0, n, step):
+        batch = eye[start:start + step].reshape((-1,) + x.shape)
+        parts.append(_forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten,
+                                      [batch], "hessian")[1][0])
+    if any(backends.is_lazy(p) for p in parts):
+        parts = backends.compute_pending(parts, [x] * len(parts))
+    rows = parts[0] if len(parts) == 1 else _np.concatenate(parts)
+    # rows[j] is the derivative of the gradient along x's j-th unit vector: H[..., j]
+    h = _np.moveaxis(_np.asarray(rows).reshape((n,) + x.shape), 0, -1)
+    return _np.ascontiguousarray(h.reshape(x.shape + x.shape), dtype=x.dtype)
 
 
 @checked_operator
