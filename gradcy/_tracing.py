@@ -179,7 +179,7 @@ def _grad_of(vjp, ans, fname, with_value):
     # arrays of other libraries: Dask gradients of NumPy inputs (and with them the value) are
     # computed together, so the graph they share runs once
     unflatten, inputs = vjp._unflatten, vjp._inputs
-    cots = vjp._cotangents(_ones_like(ans))
+    cots = vjp._cotangents(backends.seed_like(ans))
     if with_value and not any(backends.is_lazy(x) for x in inputs):
         *cots, ans = backends.compute_pending(cots + [ans], inputs + [None])
         return ans, unflatten(cots)

@@ -165,3 +165,16 @@ def test_hessian_graph_does_not_grow_with_the_parameter():
         sizes.append((graphs[0], ref[0]))
     assert sizes[0][0] == sizes[1][0], sizes
     assert all(mine <= 2 * ref for mine, ref in sizes), sizes
+
+
+def test_the_seed_of_a_lazy_scalar_output_adds_no_layer():
+    """The backward pass of a 0-d Dask output starts from a NumPy one (its value is known):
+    no layer of ones, one layer fewer for each first step on it (the negation of
+    `- np.dot(y, z)`, the broadcast of the sum)."""
+    from gradcy.backends import recording_computes
+    w, X, y, Xn, yn = _data(4)
+    with recording_computes() as computes:
+        g = grad(loss)(w, X, y)
+    names = [name.split("-")[0] for name in computes[0][0].__dask_graph__().layers]
+    assert "ones_like" not in names, names
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
