@@ -174,7 +174,9 @@ def _grad_of(vjp, ans, fname, with_value):
         vjp.release()
         raise
     if not backends.is_array_value(ans):
-        g = vjp(_ones_like(ans))
+        # a traced output (a gradient inside forward mode or another gradient): a constant
+        # seed, NumPy's one when the value is a 0-d Dask array
+        g = vjp(backends.seed_like(ans) if type(ans) is Box else _ones_like(ans))
         return (ans, g) if with_value else g
     # arrays of other libraries: Dask gradients of NumPy inputs (and with them the value) are
     # computed together, so the graph they share runs once
