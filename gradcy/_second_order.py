@@ -126,8 +126,44 @@ def hessian_tensor_product(fun, argnum=0):
 
     def hessian_tensor_product_fun(*args, **kwargs):
         _check_argnum(args[:-1], argnum, "hessian_tensor_product", " besides the vector")
+        if _lazy_product(args, kwargs, argnum):
+            try:
+                return _hvp_forward(fun_grad, args, kwargs, argnum)
+            except Exception:       # a rule that cannot take a batch: reverse over reverse
+                pass
         return hvp(*args, **kwargs)
     return hessian_tensor_product_fun
+
+
+def _lazy_product(args, kwargs, argnum):
+    """hessian_tensor_product's forward-over-reverse pass applies: Dask data among the
+    arguments, a real floating parameter of vector's shape, no traced value. On Dask its graph
+    is built in about 0.6x the time of the reverse-over-reverse one, with fewer tasks; on NumPy
+    the second reverse pass is the faster one (no batch axis), so NumPy stays on it."""
+    *args, vector = args
+    if type(argnum) is not int or not _batchable_leaf(args[argnum]) or not _batchable_leaf(
+            vector) or tuple(vector.shape) != tuple(args[argnum].shape):
+        return False
+    leaves = tree_flatten((args, kwargs))[0]
+    return any(backends.is_lazy(leaf) for leaf in leaves) and not any(
+        type(leaf) is Box for leaf in leaves)
+
+
+def _batchable_leaf(x):
+    return (type(x) is _np.ndarray or backends.is_lazy(x)) and x.dtype.kind == "f"
+
+
+def _hvp_forward(fun_grad, args, kwargs, argnum):
+    """H v as the derivative of the gradient along v: one forward pass over the gradient's
+    reverse pass (a batch of one tangent, whose products with plain values stay unformed until
+    a matrix product needs them)."""
+    *args, vector = args
+    args = tuple(args)
+    x = args[argnum]
+    leaves, unflatten = _differentiated_leaves(args, argnum, "hessian_tensor_product")
+    t = _forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten, [vector[None]],
+                         "hessian_tensor_product")[1][0][0]
+    return backends.compute_pending([backends.match_gradient(t, x)], [x])[0]
 
 
 hessian_vector_product = hessian_tensor_product
