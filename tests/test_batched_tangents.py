@@ -11,10 +11,9 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as np
-from gradcy import hessian, jacobian
+from gradcy import grad, hessian, jacobian
 from gradcy._batched import BatchedTangent, BatchingError
 from gradcy._second_order import _batchable, _hessian_batched
-from gradcy import grad
 
 RTOL = 1e-12
 rng = onp.random.default_rng(0)
@@ -144,7 +143,6 @@ _UNBATCHED = {"indexing, reshape", "division, power"}
 @pytest.mark.parametrize("name", list(_functions()))
 def test_batched_hessian_equals_reverse_over_reverse(name):
     f, x = _functions()[name]
-    assert _batchable((x,), {}, 0)
     ref = jacobian(jacobian(f))(x)
     if name in _UNBATCHED:
         with pytest.raises(BatchingError):
@@ -155,16 +153,42 @@ def test_batched_hessian_equals_reverse_over_reverse(name):
     assert type(H) is onp.ndarray and H.shape == x.shape + x.shape and H.dtype == x.dtype
     onp.testing.assert_allclose(H, ref, rtol=1e-5 if x.dtype == onp.float32 else RTOL,
                                 atol=1e-5 if x.dtype == onp.float32 else 1e-12)
-    onp.testing.assert_allclose(hessian(f)(x), H, rtol=0, atol=0)
+
+
+def test_hessian_takes_the_batched_pass_on_large_numpy_data():
+    """NumPy: the batched pass for data of at least _NUMPY_MIN elements whose whole batch fits
+    _NUMPY_BUDGET (there it is about 2x faster than a reverse pass per row); hessian's result
+    is the batched pass's, equal to reverse over reverse."""
+    import gradcy._second_order as so
+    X = rng.standard_normal((so._NUMPY_MIN // 4, 4))
+    w = rng.standard_normal(4)
+
+    def f(w, X):
+        return np.sum(np.log1p(np.exp(X @ w)))
+    assert so._batchable((w, X), {}, 0)
+    assert not so._batchable((w, X[:100]), {}, 0)                      # small: reverse
+    assert not so._batchable((rng.standard_normal(2000), X), {}, 0)    # over the budget
+    H = hessian(f)(w, X)
+    onp.testing.assert_array_equal(H, so._hessian_batched(grad(f), (w, X), {}, 0))
+    onp.testing.assert_allclose(H, jacobian(jacobian(f))(w, X), rtol=RTOL)
 
 
 def test_batched_hessian_in_pieces_equals_one_batch(monkeypatch):
-    """A batch larger than the memory bound is split; the pieces give the same Hessian."""
+    """Dask data: batches of at most _LAZY_STEP tangents, computed together; the pieces give
+    the Hessian of one batch."""
     import gradcy._second_order as so
+    da = pytest.importorskip("dask.array")
     f, x = _functions()["tanh layer"]
-    whole = so._hessian_batched(grad(f), (x,), {}, 0)
-    monkeypatch.setattr(so, "_BATCH_ELEMENTS", 1)
-    onp.testing.assert_allclose(so._hessian_batched(grad(f), (x,), {}, 0), whole, rtol=RTOL)
+    A = rng.standard_normal((6, 4))
+
+    def g(w, A):
+        return f(w) + np.sum(np.sin(A @ w))
+    Ad = da.from_array(A, chunks=3)
+    whole = so._hessian_batched(grad(g), (x, Ad), {}, 0)
+    monkeypatch.setattr(so, "_LAZY_STEP", 3)
+    onp.testing.assert_allclose(so._hessian_batched(grad(g), (x, Ad), {}, 0), whole,
+                                rtol=RTOL)
+    onp.testing.assert_allclose(whole, jacobian(jacobian(g))(x, A), rtol=RTOL)
 
 
 def test_hessian_falls_back_where_a_batch_cannot_go():
