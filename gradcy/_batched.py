@@ -173,10 +173,25 @@ def _moveaxis(d, src, dst):
     return _np.moveaxis(d, src, dst)
 
 
+def _basis(t, plain, axis):
+    """The product of the standard basis `t` (a batch of the unit vectors, unscaled) with a
+    plain array contracted over the plain array's `axis`: that axis moved to the front, a
+    view (for Dask no task), cast to the product's dtype. None when t is not such a batch."""
+    if not t._eye or t._scale is not None or _np.ndim(plain) < 1:
+        return None
+    out = _np.moveaxis(plain, axis, 0)
+    dtype = _np.result_type(_dtype_of(plain), t._base.dtype)
+    return BatchedTangent(out if out.dtype == dtype else out.astype(dtype))
+
+
 def _matmul(a, b):
     """a @ b with one of them a batch."""
     if type(a) is BatchedTangent and type(b) is BatchedTangent:
         return None
+    if type(b) is BatchedTangent and b._eye:
+        return _basis(b, a, -1)
+    if type(a) is BatchedTangent and a._eye:
+        return _basis(a, b, -2 if _np.ndim(b) >= 2 else -1)
     if type(b) is BatchedTangent:
         kb, na = b.data.ndim - 1, _np.ndim(a)
         if kb == 1 and na >= 1:
@@ -199,6 +214,10 @@ def _dot(a, b):
     """numpy.dot(a, b) with one of them a batch."""
     if type(a) is BatchedTangent and type(b) is BatchedTangent:
         return None
+    if type(b) is BatchedTangent and b._eye:
+        return _basis(b, a, -1)
+    if type(a) is BatchedTangent and a._eye:
+        return _basis(a, b, -2 if _np.ndim(b) >= 2 else -1)
     if type(a) is BatchedTangent:
         if a.data.ndim >= 2 and _np.ndim(b) >= 1:
             return BatchedTangent(_np.dot(a.data, b))
@@ -324,12 +343,15 @@ class BatchedTangent:
     the value's shape, and the batch is multiplied once, when an operation needs it (a matrix
     product, a reduction) -- as a hand-written Hessian scales X by the curvature once."""
 
-    __slots__ = ("_base", "_scale")
+    __slots__ = ("_base", "_scale", "_eye")
     __array_priority__ = 1000       # ndarray's operators defer to this type's
 
-    def __init__(self, data, scale=None):
+    def __init__(self, data, scale=None, eye=False):
         self._base = data
         self._scale = scale
+        # data is the standard basis of a 1-D value (data[b] the b-th unit vector): a matrix
+        # product with it selects, it does not multiply
+        self._eye = eye and scale is None and data.ndim == 2 and data.shape[0] == data.shape[1]
 
     @property
     def data(self):

@@ -86,18 +86,21 @@ def deriv(fun, argnum=0):
 def _forward_batched(fun, args, kwargs, argnum, leaves, unflatten, batches, fname):
     """(fun(*args), the output's tangents) for a batch of B tangents of each leaf of
     args[argnum] (`batches`: arrays of shape (B,) + the leaf's shape), in one forward-mode run
-    whose tangents carry the batch as their leading axis (`BatchedTangent`). The output's
+    whose tangents carry the batch as their leading axis (`BatchedTangent`; a batch may be
+    given as one, e.g. marked as the standard basis). The output's
     tangents come back as arrays of shape (B,) + each output leaf's shape. Raises
     BatchingError when a JVP rule cannot take a batch (the caller runs the tangents one by
     one)."""
     tape = Tape(True)
     try:
-        boxes = [tape.new_leaf(leaf, BatchedTangent(t)) for leaf, t in zip(leaves, batches)]
+        boxes = [tape.new_leaf(leaf, t if type(t) is BatchedTangent else BatchedTangent(t))
+                 for leaf, t in zip(leaves, batches)]
         out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
         del boxes
         if out is None:
             raise TypeError(f"{fname}: the function returned None")
-        n = _np.shape(batches[0])[0]
+        n = (batches[0].batch_size if type(batches[0]) is BatchedTangent
+             else _np.shape(batches[0])[0])
         out_leaves, out_unflatten = tree_flatten(out)
         values, out_tangents, independent = [], [], True
         for leaf in out_leaves:

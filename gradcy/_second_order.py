@@ -9,6 +9,7 @@ from . import backends
 from ._arguments import _differentiated_leaves, checked_operator
 from ._core import Box
 from ._docstrings import operator_doc
+from ._batched import BatchedTangent
 from ._forward_mode import _forward_batched
 from ._pytree import tree_flatten
 from ._reverse_mode import grad, jacobian, make_vjp
@@ -95,6 +96,8 @@ def _hessian_batched(fun_grad, args, kwargs, argnum):
     parts = []
     for start in range(0, n, step):
         batch = eye[start:start + step].reshape((-1,) + x.shape)
+        if step == n and x.ndim == 1:       # the whole standard basis: products select
+            batch = BatchedTangent(batch, eye=True)
         parts.append(_forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten,
                                       [batch], "hessian")[1][0])
     if any(backends.is_lazy(p) for p in parts):

@@ -97,6 +97,30 @@ def test_a_product_chain_stays_unformed_until_needed():
     onp.testing.assert_allclose(out.data, -(data * a * b) / c + data * c, rtol=RTOL)
 
 
+@pytest.mark.parametrize("case", ["A @ e", "e @ A", "e @ stack", "dot(A, e)", "dot(e, A)",
+                                  "dot(e, v)", "int A @ e"])
+def test_a_product_with_the_standard_basis_selects(case):
+    """The unit vectors as a batch (hessian's tangents): A @ e_b is A's column b, taken as a
+    view of A (no product), equal to the product tangent by tangent."""
+    A = rng.standard_normal((5, 3))
+    e = onp.eye(3)
+    fn, plain = {
+        "A @ e": (lambda t: A @ t, A),
+        "e @ A": (lambda t: t @ A.T, A.T),
+        "e @ stack": (lambda t: t @ onp.stack([A.T, 2 * A.T]), None),
+        "dot(A, e)": (lambda t: onp.dot(A, t), A),
+        "dot(e, A)": (lambda t: onp.dot(t, A.T), A.T),
+        "dot(e, v)": (lambda t: onp.dot(t, A[0]), None),
+        "int A @ e": (lambda t: onp.arange(6).reshape(2, 3) @ t, None),
+    }[case]
+    out = fn(BatchedTangent(e, eye=True))
+    expected = onp.stack([fn(e[b]) for b in range(3)])
+    assert out.data.dtype == expected.dtype
+    onp.testing.assert_array_equal(out.data, expected)
+    if plain is not None:
+        assert onp.shares_memory(out.data, plain)
+
+
 def test_metadata_is_answered_once_and_conversion_refuses():
     t = BatchedTangent(onp.ones((3, 2, 4)))
     assert onp.shape(t) == (2, 4) and onp.ndim(t) == 2 and t.dtype == onp.float64

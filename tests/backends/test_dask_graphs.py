@@ -155,8 +155,8 @@ def test_hessian_on_dask_data_equals_numpys(name):
 def test_hessian_graph_does_not_grow_with_the_parameter():
     """The Hessian's graph carries its d tangents as one batch: the same tasks for d = 3 and
     d = 12 (d separate products would have 4x the tasks), and the logistic Hessian's graph
-    no larger after optimisation than 1.5x the hand-written X.T @ (p (1 - p) X) (its seed,
-    a constant, adds no task)."""
+    no larger after optimisation than the hand-written X.T @ (p (1 - p) X): its seed, a
+    constant, adds no task, and X @ (the unit vectors) is X itself, not a product."""
     sizes = []
     for d in (3, 12):
         w, X, y, Xn, yn = _data(4, d=d)
@@ -165,7 +165,7 @@ def test_hessian_graph_does_not_grow_with_the_parameter():
         _, ref = _run(lambda: da.dot(X.T, (p * (1 - p))[:, None] * X).compute())
         sizes.append((graphs[0], ref[0]))
     assert sizes[0][0] == sizes[1][0], sizes
-    assert all(2 * mine <= 3 * ref for mine, ref in sizes), sizes
+    assert all(mine <= ref for mine, ref in sizes), sizes
 
 
 def test_the_seed_of_a_lazy_scalar_output_adds_no_layer():
