@@ -25,6 +25,16 @@ def hessian(fun, argnum=0):
         ``hessian_fun(*args, **kwargs)``: an array of shape ``x.shape + x.shape`` for
         ``x = args[argnum]``.
 
+    Notes
+    -----
+    With Dask data (a NumPy parameter ``x``), and with NumPy data of at least 65,536 elements
+    in all, the Hessian is forward mode over the gradient's reverse pass with the
+    ``x.size`` unit tangents carried together as one batch: one pass, one graph and one
+    ``dask.compute``; a matrix product with the unit vectors selects columns instead of
+    multiplying (for a logistic loss the graph is the hand-written ``X.T @ (s * X)``).
+    Otherwise, and where a rule cannot take a batch, it is one reverse pass per row of the
+    gradient's Jacobian.
+
     See Also
     --------
     hessian_tensor_product, make_hvp : Hessian-vector products without forming the Hessian.
