@@ -77,7 +77,7 @@ def _batchable(args, kwargs, argnum):
     """hessian's forward-over-reverse pass applies (see _NUMPY_MIN): a real floating ndarray
     parameter and no traced values among the arguments (a Hessian inside another
     differentiation takes the reverse-over-reverse path)."""
-    if type(argnum) is not int:
+    if type(argnum) is not int or argnum < 0:
         return False
     x = args[argnum]
     if type(x) is not _np.ndarray or x.dtype.kind != "f" or x.ndim == 0 or x.size == 0:
@@ -165,8 +165,10 @@ def _lazy_product(args, kwargs, argnum):
     is built in about 0.6x the time of the reverse-over-reverse one, with fewer tasks; on NumPy
     the second reverse pass is the faster one (no batch axis), so NumPy stays on it."""
     *args, vector = args
-    if type(argnum) is not int or not _batchable_leaf(args[argnum]) or not _batchable_leaf(
-            vector) or tuple(vector.shape) != tuple(args[argnum].shape):
+    if type(argnum) is not int or argnum < 0 or argnum >= len(args):
+        return False
+    x = args[argnum]
+    if not (_batchable_leaf(x) and _batchable_leaf(vector)) or vector.shape != x.shape:
         return False
     leaves = tree_flatten((args, kwargs))[0]
     return any(backends.is_lazy(leaf) for leaf in leaves) and not any(
