@@ -217,3 +217,22 @@ def test_hessian_vector_product_graph_smaller_than_reverse_over_reverse(monkeypa
     reverse = graph_size(hessian_vector_product(loss)(wd, X, y, vd), data=(X, y))
     assert forward["optimized_tasks"] < reverse["optimized_tasks"], (forward, reverse)
     assert forward["layers"] < reverse["layers"], (forward, reverse)
+
+
+def test_hessian_on_dask_data_where_a_rule_refuses_a_batch():
+    """A matrix parameter (no standard-basis shortcut) and a parameter read by index (its
+    rule writes the tangent into a plain array, which a batch refuses: reverse over reverse):
+    NumPy's Hessian of the same data, each from one compute."""
+    w, X, y, Xn, yn = _data(4)
+    W = onp.linspace(-0.5, 0.5, 10).reshape(5, 2)
+
+    def matrix(W, X):
+        return np.sum(np.tanh(X @ W) ** 2)
+
+    def indexed(w, X):
+        return np.sum(np.exp(X @ w) * w[0]) + w[1] * w[2]
+    for f, x in ((matrix, W), (indexed, w)):
+        H, graphs = _run(lambda: hessian(f)(x, X))
+        assert len(graphs) == 1, graphs
+        assert type(H) is onp.ndarray and H.shape == x.shape + x.shape
+        onp.testing.assert_allclose(H, hessian(f)(x, Xn), rtol=RTOL, atol=1e-12)
