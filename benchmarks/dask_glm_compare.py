@@ -21,7 +21,9 @@ out of core), same point w. Measured, alternating in one process, medians of --r
 - Hessian-vector product: gradcy ``hessian_vector_product(loss)`` at a Dask w and v (lazy,
   computed) against ``Logistic.hessian(X.dot(w), X).compute()`` (the d x d Hessian dask-glm's
   newton computes per step; times @ v is free);
-- with --hessian also gradcy's full ``hessian(loss)`` at the NumPy w (its d rows in one graph).
+- Hessian: gradcy's full ``hessian(loss)`` at the NumPy w (forward mode over the gradient with
+  the d unit tangents as one batch: one graph, one compute) against the same
+  ``Logistic.hessian``.
 
 For each, the graph's size (exact, independent of the load: gradcy.backends.graph_size, tasks
 after dask.optimize, not counting the persisted chunks of X and y) beside dask-glm's; and the
@@ -61,8 +63,8 @@ def main():
     ap.add_argument("--loss", default="loglike", choices=["loglike", "logaddexp"],
                     help="loglike: dask-glm's formula z + log1p(exp(-z)) - y z (default); "
                          "logaddexp: logaddexp(0, z) - y z")
-    ap.add_argument("--no-hessian", action="store_true", help="skip the Hessian comparisons")
-    ap.add_argument("--hessian", action="store_true", help="also gradcy's full hessian")
+    ap.add_argument("--no-hessian", action="store_true",
+                    help="skip the Hessian comparisons (Hessian-vector product, full Hessian)")
     ap.add_argument("--no-persist", action="store_true",
                     help="regenerate X on every evaluation at every size")
     args = ap.parse_args()
@@ -109,8 +111,9 @@ def main():
     cluster.close()
     print()
     print("| X | chunks | grad tasks gradcy / dask-glm | grad | value_and_grad tasks "
-          "| value_and_grad | hvp tasks / dask-glm hessian | hvp | hessian | load |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| value_and_grad | hvp tasks / dask-glm hessian | hvp | hessian tasks | hessian "
+          "| load |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows_out:
         print("| " + " | ".join(r) + " |")
 
@@ -164,7 +167,6 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
     if not args.no_hessian:
         runs["gradcy hvp"] = lambda: hessian_vector_product(loss)(wd, X, y, vd).compute()
         runs["dask-glm hessian"] = lambda: Logistic.hessian(X.dot(w), X).compute()
-    if args.hessian:
         runs["gradcy hessian"] = lambda: hessian(loss)(w, X, y)
 
     # graph sizes (exact): the graphs gradcy computes, captured once, beside dask-glm's
@@ -184,6 +186,9 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
                                   data=data)["optimized_tasks"]
         tasks["glm hessian"] = graph_size(Logistic.hessian(X.dot(w), X),
                                           data=data)["optimized_tasks"]
+        with recording_computes() as computes:
+            hessian(loss)(w, X, y)
+        tasks["hessian"] = graph_size(*computes[0], data=data)["optimized_tasks"]
 
     results, times = {}, {k: [] for k in runs}
     with warnings.catch_warnings():
@@ -208,8 +213,7 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
              ("value_and_grad", "dask-glm value_and_grad", "vag", "glm vag")]
     if not args.no_hessian:
         pairs.append(("hvp", "dask-glm hessian", "hvp", "glm hessian"))
-    if args.hessian:
-        pairs.append(("hessian", "dask-glm hessian", None, None))
+        pairs.append(("hessian", "dask-glm hessian", "hessian", "glm hessian"))
     ratio = {}
     for what, other, t_mine, t_other in pairs:
         ratio[what] = med["gradcy " + what] / med[other]
@@ -222,7 +226,7 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
     if not args.no_hessian:
         print(f"hvp max relative difference (vs dask-glm's hessian @ v) "
               f"{rel(results['gradcy hvp'], results['dask-glm hessian'] @ v):.1e}")
-    if args.hessian:
+    if not args.no_hessian:
         print(f"hessian max relative difference "
               f"{rel(results['gradcy hessian'], results['dask-glm hessian']):.1e}")
     print(f"largest worker RSS sampled: {peak[0] / 1e9:.2f} GB of {limit / 1e9:.2f} GB limit; "
@@ -235,6 +239,7 @@ def _one_size(gb, args, client, da, dask, wait, Logistic, loss, grad, value_and_
             f"{tasks['vag']} / {tasks['glm vag']}", f"{ratio['value_and_grad']:.2f}x",
             f"{tasks['hvp']} / {tasks['glm hessian']}" if "hvp" in tasks else na,
             f"{ratio['hvp']:.2f}x" if "hvp" in ratio else na,
+            f"{tasks['hessian']} / {tasks['glm hessian']}" if "hessian" in tasks else na,
             f"{ratio['hessian']:.2f}x" if "hessian" in ratio else na, load]
 
 

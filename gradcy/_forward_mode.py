@@ -5,11 +5,14 @@ from typing import Any
 
 import numpy as _np
 
-from ._arguments import _differentiated_leaves, _ones_like, checked_operator
-from ._core import Box
+from . import backends
+from ._arguments import (_differentiated_leaves, _ones_like, _warn_independent,
+                         checked_operator)
+from ._batched import BatchedTangent, BatchingError
+from ._core import Box, Tape
 from ._docstrings import operator_doc
 from ._pytree import tree_flatten
-from ._tracing import _forward
+from ._tracing import _call_traced, _forward
 from ._typing import ArgNum, P, R
 from .wrap_util import _check_argnum, wrap_nary_f
 
@@ -83,3 +86,59 @@ def deriv(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
             ones = _np.ones_like(x)
         return make_jvp(fun, argnum)(*args, **kwargs)(ones)[1]
     return deriv_fun
+
+
+def _forward_batched(fun, args, kwargs, argnum, leaves, unflatten, batches, fname):
+    """(fun(*args), the output's tangents) for a batch of B tangents of each leaf of
+    args[argnum] (`batches`: arrays of shape (B,) + the leaf's shape), in one forward-mode run
+    whose tangents carry the batch as their leading axis (`BatchedTangent`; a batch may be
+    given as one, e.g. marked as the standard basis). The output's
+    tangents come back as arrays of shape (B,) + each output leaf's shape. Raises
+    BatchingError when a JVP rule cannot take a batch (the caller runs the tangents one by
+    one)."""
+    tape = Tape(True)
+    try:
+        boxes = [tape.new_leaf(leaf, t if type(t) is BatchedTangent else BatchedTangent(t))
+                 for leaf, t in zip(leaves, batches)]
+        out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
+        del boxes
+        if out is None:
+            raise TypeError(f"{fname}: the function returned None")
+        n = (batches[0].batch_size if type(batches[0]) is BatchedTangent
+             else _np.shape(batches[0])[0])
+        out_leaves, out_unflatten = tree_flatten(out)
+        values, out_tangents, independent = [], [], True
+        for leaf in out_leaves:
+            traced = type(leaf) is Box and leaf._tape is tape
+            value = leaf._value if traced else leaf
+            t = tape.tangent(leaf) if traced else None
+            independent = independent and t is None
+            values.append(value)
+            out_tangents.append(_batch_of(t, value, n))
+        if independent:
+            _warn_independent(fname)
+        del out, out_leaves
+        return out_unflatten(values), out_tangents
+    finally:
+        tape.release()
+
+
+def _batch_of(t, value, n):
+    """An output's tangents as one array of shape (n,) + value's shape and value's dtype."""
+    shape = _np.shape(value)
+    if type(t) is BatchedTangent:
+        t = t.data
+        if tuple(_np.shape(t)) != (n,) + tuple(shape):
+            t = _np.broadcast_to(t, (n,) + tuple(shape))
+    elif t is None:
+        t = _np.zeros((n,) + tuple(shape), _np.result_type(value))
+        if backends.is_array_value(value):
+            t = backends.zeros((n,) + tuple(shape), t.dtype, like=value)
+    else:
+        raise BatchingError("a JVP rule returned a tangent that does not depend on the batch")
+    dtype = _np.result_type(value)
+    if _np.iscomplexobj(t) and dtype.kind != "c":
+        t = t.real
+    if t.dtype != dtype and dtype.kind in "fc":
+        t = t.astype(dtype)
+    return t

@@ -176,12 +176,14 @@ def _grad_of(vjp, ans, fname, with_value):
         vjp.release()
         raise
     if not backends.is_array_value(ans):
-        g = vjp(_ones_like(ans))
+        # a traced output (a gradient inside forward mode or another gradient): a constant
+        # seed, NumPy's one when the value is a 0-d Dask array
+        g = vjp(backends.seed_like(ans) if type(ans) is Box else _ones_like(ans))
         return (ans, g) if with_value else g
     # arrays of other libraries: Dask gradients of NumPy inputs (and with them the value) are
     # computed together, so the graph they share runs once
     unflatten, inputs = vjp._unflatten, vjp._inputs
-    cots = vjp._cotangents(_ones_like(ans))
+    cots = vjp._cotangents(backends.seed_like(ans))
     if with_value and not any(backends.is_lazy(x) for x in inputs):
         *cots, ans = backends.compute_pending(cots + [ans], inputs + [None])
         return ans, unflatten(cots)

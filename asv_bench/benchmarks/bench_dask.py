@@ -7,9 +7,10 @@ DaskLogistic   time_gradient: gradcy grad(loss)(w, X, y) (NumPy w, Dask X and y;
                computed; time_value_and_grad: value_and_grad against pointwise_loss and
                pointwise_gradient in one dask.compute; time_hessian_vector_product: gradcy's
                Hessian-vector product (Dask w and v) against Logistic.hessian (dask-glm's newton
-               step); time_hessian: gradcy's full d x d hessian (its rows in one graph) against
-               Logistic.hessian; track_gradient_tasks: the tasks of the gradient's graph after
-               dask.optimize (exact), each implementation's own.
+               step); time_hessian: gradcy's full d x d hessian (forward mode over the gradient,
+               the d unit tangents as one batch: one graph) against Logistic.hessian;
+               track_gradient_tasks, track_hessian_tasks: the tasks of the gradient's and the
+               Hessian's graphs after dask.optimize (exact), each implementation's own.
 
 loss is dask-glm's Logistic.pointwise_loss written in gradcy.numpy. Skipped (n/a) where dask,
 dask-glm or gradcy.backends is missing.
@@ -58,6 +59,7 @@ class DaskLogistic:
                                                        Logistic.pointwise_gradient(w, X, y))
             self.hvp = self.hessian = lambda: Logistic.hessian(X.dot(w), X).compute()
             self.gradient_graph = lambda: (Logistic.pointwise_gradient(w, X, y),)
+            self.hessian_graph = lambda: (Logistic.hessian(X.dot(w), X),)
         else:
             grad = gradcy.grad(loss)
             vag = gradcy.value_and_grad(loss)
@@ -68,11 +70,14 @@ class DaskLogistic:
             self.hvp = lambda: hvp(wd, X, y, vd).compute()
             self.hessian = lambda: hess(w, X, y)
 
-            def gradient_graph():
-                with backends.recording_computes() as computes:
-                    grad(w, X, y)
-                return computes[0]
-            self.gradient_graph = gradient_graph
+            def recorded(fn):
+                def graph():
+                    with backends.recording_computes() as computes:
+                        fn(w, X, y)
+                    return computes[0]
+                return graph
+            self.gradient_graph = recorded(grad)
+            self.hessian_graph = recorded(hess)
         self.graph_size = backends.graph_size
 
     def time_gradient(self, impl):
@@ -91,3 +96,8 @@ class DaskLogistic:
         return self.graph_size(*self.gradient_graph())["optimized_tasks"]
 
     track_gradient_tasks.unit = "tasks"
+
+    def track_hessian_tasks(self, impl):
+        return self.graph_size(*self.hessian_graph())["optimized_tasks"]
+
+    track_hessian_tasks.unit = "tasks"

@@ -126,3 +126,113 @@ def test_grad_graph_no_larger_than_dask_glm(blocks):
     ref, ref_graphs = _run(lambda: Logistic.pointwise_gradient(w, X, y).compute())
     assert len(graphs) == 1 and graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
     onp.testing.assert_allclose(g, ref, rtol=RTOL)
+
+
+def _hessian_cases(X, y):
+    """Scalar functions of a parameter w on data X (n x d) and y (n,), written once for NumPy
+    and Dask data."""
+    return {
+        "logistic": lambda w: loss(w, X, y),
+        "logaddexp": lambda w: np.sum(np.logaddexp(0.0, X @ w) - y * (X @ w)),
+        "tanh layer": lambda w: np.sum(np.tanh(X @ np.sin(w)) ** 2 * y),
+        "least squares, mean": lambda w: np.mean((X @ w - y) ** 2) + np.dot(w, w) ** 2,
+        "poisson": lambda w: np.sum(np.exp(X @ w) - y * (X @ w)) / 3.0,
+    }
+
+
+@pytest.mark.parametrize("name", list(_hessian_cases(None, None)))
+def test_hessian_on_dask_data_equals_numpys(name):
+    """hessian of a NumPy parameter on Dask data (forward mode over the gradient, the d unit
+    vectors as one batch): NumPy's Hessian of the same data, from one compute."""
+    w, X, y, Xn, yn = _data(4)
+    H, graphs = _run(lambda: hessian(_hessian_cases(X, y)[name])(w))
+    assert len(graphs) == 1, graphs
+    assert type(H) is onp.ndarray and H.shape == (w.size, w.size) and H.dtype == w.dtype
+    onp.testing.assert_allclose(H, hessian(_hessian_cases(Xn, yn)[name])(w), rtol=RTOL,
+                                atol=1e-12)
+
+
+def test_hessian_graph_does_not_grow_with_the_parameter():
+    """The Hessian's graph carries its d tangents as one batch: the same tasks for d = 3 and
+    d = 12 (d separate products would have 4x the tasks), and the logistic Hessian's graph
+    no larger after optimisation than the hand-written X.T @ (p (1 - p) X): its seed, a
+    constant, adds no task, and X @ (the unit vectors) is X itself, not a product."""
+    sizes = []
+    for d in (3, 12):
+        w, X, y, Xn, yn = _data(4, d=d)
+        _, graphs = _run(lambda: hessian(loss)(w, X, y))
+        p = 1 / (1 + da.exp(-X.dot(w)))
+        _, ref = _run(lambda: da.dot(X.T, (p * (1 - p))[:, None] * X).compute())
+        sizes.append((graphs[0], ref[0]))
+    assert sizes[0][0] == sizes[1][0], sizes
+    assert all(mine <= ref for mine, ref in sizes), sizes
+
+
+def test_the_seed_of_a_lazy_scalar_output_adds_no_layer():
+    """The backward pass of a 0-d Dask output starts from a NumPy one (its value is known):
+    no layer of ones, one layer fewer for each first step on it (the negation of
+    `- np.dot(y, z)`, the broadcast of the sum)."""
+    from gradcy.backends import recording_computes
+    w, X, y, Xn, yn = _data(4)
+    with recording_computes() as computes:
+        g = grad(loss)(w, X, y)
+    names = [name.split("-")[0] for name in computes[0][0].__dask_graph__().layers]
+    assert "ones_like" not in names, names
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+
+
+@pytest.mark.parametrize("name", list(_hessian_cases(None, None)))
+@pytest.mark.parametrize("lazy_w", [False, True])
+def test_hessian_vector_product_on_dask_data_equals_numpys(name, lazy_w):
+    """hessian_vector_product with Dask data (forward mode over the gradient): NumPy's
+    product of the same data; NumPy in, NumPy out (one compute), Dask in, lazy Dask out with
+    the parameter's chunks."""
+    from gradcy import hessian_vector_product
+    w, X, y, Xn, yn = _data(4)
+    v = onp.cos(onp.arange(w.size))
+    ref = hessian_vector_product(lambda w, v: _hessian_cases(Xn, yn)[name](w))(w, v, v)
+    if lazy_w:
+        wd, vd = da.from_array(w, chunks=2), da.from_array(v, chunks=2)
+        out = hessian_vector_product(lambda w: _hessian_cases(X, y)[name](w))(wd, vd)
+        assert type(out) is type(wd) and out.chunks == wd.chunks
+        out = out.compute()
+    else:
+        out, graphs = _run(lambda: hessian_vector_product(
+            lambda w: _hessian_cases(X, y)[name](w))(w, v))
+        assert len(graphs) == 1 and type(out) is onp.ndarray
+    assert out.dtype == w.dtype
+    onp.testing.assert_allclose(out, ref, rtol=RTOL, atol=1e-12)
+
+
+def test_hessian_vector_product_graph_smaller_than_reverse_over_reverse(monkeypatch):
+    """The forward-over-reverse product's graph (Dask w and v, the logistic loss) has fewer
+    tasks after optimisation than the second reverse pass's."""
+    import gradcy._second_order as so
+    from gradcy import hessian_vector_product
+    from gradcy.backends import graph_size
+    w, X, y, Xn, yn = _data(4)
+    wd, vd = da.from_array(w), da.from_array(onp.cos(onp.arange(w.size)))
+    forward = graph_size(hessian_vector_product(loss)(wd, X, y, vd), data=(X, y))
+    monkeypatch.setattr(so, "_lazy_product", lambda *a: False)
+    reverse = graph_size(hessian_vector_product(loss)(wd, X, y, vd), data=(X, y))
+    assert forward["optimized_tasks"] < reverse["optimized_tasks"], (forward, reverse)
+    assert forward["layers"] < reverse["layers"], (forward, reverse)
+
+
+def test_hessian_on_dask_data_where_a_rule_refuses_a_batch():
+    """A matrix parameter (no standard-basis shortcut) and a parameter read by index (its
+    rule writes the tangent into a plain array, which a batch refuses: reverse over reverse):
+    NumPy's Hessian of the same data, each from one compute."""
+    w, X, y, Xn, yn = _data(4)
+    W = onp.linspace(-0.5, 0.5, 10).reshape(5, 2)
+
+    def matrix(W, X):
+        return np.sum(np.tanh(X @ W) ** 2)
+
+    def indexed(w, X):
+        return np.sum(np.exp(X @ w) * w[0]) + w[1] * w[2]
+    for f, x in ((matrix, W), (indexed, w)):
+        H, graphs = _run(lambda: hessian(f)(x, X))
+        assert len(graphs) == 1, graphs
+        assert type(H) is onp.ndarray and H.shape == x.shape + x.shape
+        onp.testing.assert_allclose(H, hessian(f)(x, Xn), rtol=RTOL, atol=1e-12)
