@@ -270,6 +270,41 @@ def _input_written(box, plain, info=None):
     return False
 
 
+def _own_computed(box, plain=None):
+    """box (a traced value whose ndarray is `plain`) is about to be written, and is, or is a
+    view of, an array t that an operation computed (neither a buffer the tape owns nor an
+    input's memory). NumPy writes into t's memory, which t and its views show. When t's traced
+    views were noted (Tape.computed), or when `plain` is t itself and nothing but the tape's
+    saved records references it (direct: the caller checked that), t becomes a buffer the
+    tape owns, written in place: its views are tracked as any buffer's, and a record that
+    holds t's memory gets its own copy of what it holds just before a write overlaps it
+    (_before_write): copy on write for the records, so that t itself is never copied. Under
+    nested differentiation t is functional (writes make new versions). Returns t's
+    OwnedBuffer, or None (nothing done)."""
+    found = _write_module.computed_owner(box)
+    if found is None:
+        if plain is None:
+            return None
+        root, owner = plain, box              # t itself, no views of it noted
+    else:
+        root, owner = found
+    info = OwnedBuffer(root, _site())
+    if owner is not None:
+        info.box = _weakref.ref(owner)
+    else:
+        # t's own traced value is gone (or t never had one: reshape of a scalar, an
+        # operation's internal array), but box, one of its views, holds every element of t
+        # once: t's Box is made from it (whole_of), and held by the buffer's record, as
+        # nothing else holds it (the weak references of other buffers are called the same way)
+        pos = _whole_positions(_plain(box._value), root)
+        if pos is None:
+            return None
+        owner = whole_of(box, pos)
+        info.box = lambda owner=owner: owner
+    info.functional = type(owner._value) is Box or _nested(box._tape)
+    return _write_module.adopt(box, root, info)
+
+
 def _site():
     pkg = __name__.rsplit(".", 2)[0]
     frame = sys._getframe(2)
@@ -523,9 +558,12 @@ def _box_setitem(box, idx, value):
         transfer_box(box, at_set(box, idx, value))
         return
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
-    if info is None and type(plain) is _np.ndarray and tape.input_entry(plain) is not None:
-        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
-        plain = _plain(box._value)
+    if info is None and type(plain) is _np.ndarray:
+        if tape.input_entry(plain) is not None:
+            info = _own_input(box, plain)    # a view of an input: the write reaches its copy
+            plain = _plain(box._value)
+        else:                                # an array an operation computed, or a view of
+            info = _own_computed(box)        # one: written in place from now on
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
@@ -539,10 +577,17 @@ def _box_setitem(box, idx, value):
             if _input_written(box, plain, info):
                 _after_write(tape, info, region(idx, plain.shape))
             return
-        copied = anp.copy(box)                    # copy on the first write: inputs never change
-        transfer_box(box, copied)
-        info = _register(tape, box)
-        _input_written(box, plain, info)
+        if type(plain) is _np.ndarray and plain.base is None and \
+                tape.input_entry(plain) is None:
+            # an array an operation computed that nothing but the tape's saved records holds
+            # (checked above): owned and written in place, the records holding it copying what
+            # the write overlaps (measured against copying it whole: docs/tutorial.md)
+            info = _own_computed(box, plain)
+        else:
+            copied = anp.copy(box)                # copy on the first write: inputs never change
+            transfer_box(box, copied)
+            info = _register(tape, box)
+            _input_written(box, plain, info)
     elif nested or info.functional:
         _functional_write(tape, info, box, idx, value)
         return
@@ -627,6 +672,45 @@ defjvp(strided_view,
        lambda g, ans, buf, off, shape, strides: anp.getitem(
            g, _positions(off, shape, strides, buf.itemsize, buf.shape)),
        None, None, None)
+
+
+def _whole_positions(view, root):
+    """The flat index into C-contiguous ndarray `root` of each element of `view`, an array in
+    its memory, when view holds every element of root once (so root is a function of view);
+    else None."""
+    off = _offset(view, root)
+    if off is None or view.size != root.size or not root.flags.c_contiguous \
+            or any(st % root.itemsize for st in view.strides):
+        return None
+    pos = _np.full(view.shape, off, _np.intp)
+    for k, (n, st) in enumerate(zip(view.shape, view.strides)):
+        pos += (_np.arange(n) * (st // root.itemsize)).reshape((n,) + (1,) * (view.ndim - k - 1))
+    if pos.size and (pos.min() < 0 or pos.max() >= root.size or
+                     _np.unique(pos).size != root.size):
+        return None
+    return pos
+
+
+def _whole_of(view, pos):
+    """The ndarray whose memory `view` is in and all of whose elements it holds (flat
+    positions `pos`, _whole_positions): that array itself."""
+    return _core.root_buffer(view)
+
+
+def _whole_of_vjp(g, ans, view, pos):
+    if type(g) is Box:
+        return anp.getitem(anp.reshape(g, (-1,)), pos)
+    return _np.asarray(g).reshape(-1)[pos]
+
+
+def _whole_of_jvp(g, ans, view, pos):
+    flat = at_set(anp.zeros(ans.size, _dtype(g)), pos, g)
+    return anp.reshape(flat, ans.shape)
+
+
+whole_of = primitive(_whole_of, "gradcy.numpy.whole_of")
+defvjp_direct(whole_of, _whole_of_vjp, None, save=(1,))
+defjvp(whole_of, _whole_of_jvp, None)
 
 
 def _block_index(view, root):
@@ -912,6 +996,14 @@ def _box_iop(box, op, other):
         info = _own_input(box, plain)        # a view of an input: the write reaches its copy
         if info is not None:
             _write_view(box, info, _plain(box._value), Ellipsis, result)
+            return box
+    else:
+        info = _own_computed(box)            # an array an operation computed whose views
+        if info is not None:                 # were taken, or one of those views
+            if info.root is plain and _is_buffer_box(info, box):
+                _box_setitem(box, Ellipsis, result)
+            else:
+                _write_view(box, info, plain, Ellipsis, result)
             return box
     _check_unshared(box, plain, entry[1])
     _input_written(box, plain)
