@@ -422,7 +422,15 @@ cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object 
         tape.computed[key] = entry
     if ans is root and _entry_box(entry, root) is None:
         entry.box = _weakref(box)
-    return _add_view(tape, entry, node, None if ans is root else _layout_region(ans, root))
+    # the views only: their hull is made when a write adopts root (adopt), dead ones pruned
+    # as the table doubles
+    entry.views[node] = None if ans is root else _layout_region(ans, root)
+    if len(entry.views) > entry.view_limit:
+        for k in [k for k in entry.views if not tape.nodes[<Py_ssize_t>k].flags
+                  & NODE_BOX_ALIVE]:
+            del entry.views[k]
+        entry.view_limit = 2 * len(entry.views) + 64
+    return 0
 
 
 def computed_owner(Box box not None):

@@ -144,9 +144,11 @@ _hull = _core.region_hull        # _hull((), r) is r: the hull of nothing grows 
 
 def _before_write(tape, info, r):
     """Values saved for the backward pass keep their values through a write to region r: an
-    overlapped one is replaced by a copy of itself (before the write changes the memory)."""
+    overlapped one is replaced by a copy of itself (before the write changes the memory), one
+    copy for all the records that hold the same array."""
     if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
         keep, hull, saved = _array("q"), (), info.saved
+        copies = {}                    # id -> (array, its copy): one for all its records
         for k in range(0, len(saved), 2):
             node, position = saved[k], saved[k + 1]
             released, _, _, _ = tape.node_flags(node)
@@ -157,8 +159,11 @@ def _before_write(tape, info, r):
                 continue               # already replaced by a copy of its own
             sr = info.region_of(value)
             if _overlap(sr, r):
-                tape.replace_saved(node, position, _np.array(value, copy=True))
-                continue               # the copy is the node's own: no longer in the buffer
+                pair = copies.get(id(value))
+                if pair is None:
+                    pair = copies[id(value)] = (value, _np.array(value, copy=True))
+                tape.replace_saved(node, position, pair[1])
+                continue               # the copy is the records' own: no longer in the buffer
             keep.append(node)
             keep.append(position)
             hull = _hull(hull, sr)
