@@ -1560,7 +1560,8 @@ cdef inline Box _output_box(Primitive prim, Tape top, Py_ssize_t node, object an
     write checks (a view in a buffer the tape owns, in an input's memory, or in an array an
     operation computed: _write._note_view)."""
     box = make_box(ans, top, node)
-    if cnp.PyArray_Check(ans) or type(ans) is Box:
+    if (cnp.PyArray_Check(ans) or type(ans) is Box or type(ans) is list
+            or type(ans) is tuple):
         _note_view(top, box, node, ans, args, prim is _write_primitive)
     return box
 

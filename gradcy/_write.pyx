@@ -310,10 +310,19 @@ cdef int _note_view(Tape tape, Box box, Py_ssize_t node, object ans, tuple args,
     input, or an array an operation computed. A primitive that returns an argument's array
     itself (real or squeeze of it) makes a view of all of it; only the write primitive's output
     is the buffer's own new version. `box`: the output's Box. Costs a pointer test for a new
-    array."""
+    array. A list or tuple of arrays (split, broadcast_arrays, ...): each of its views is
+    noted with the container's node (a write over it makes the container stale: using it
+    raises, as its elements' values changed)."""
     cdef PyObject* e
     while type(ans) is Box:
         ans = (<Box>ans)._value
+    if type(ans) is list or type(ans) is tuple:
+        for a in ans:
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if cnp.PyArray_Check(a):
+                _note_view(tape, None, node, a, args, is_write)
+        return 0
     if not cnp.PyArray_Check(ans):
         return 0
     if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL and (is_write or not _is_argument(ans, args)):
@@ -350,19 +359,22 @@ cdef int _note_input_view(Tape tape, OwnedBuffer entry, Py_ssize_t node, object 
 # written in place (adopt), and the records that hold t's memory get a copy of what they hold
 # before a write overlaps it (the owned buffers' copy on write, _before_write)
 # =============================================================================
-cdef inline Box _entry_box(OwnedBuffer entry, object root):
-    """The computed array's own Box noted in `entry`, or None when it is gone, unknown, or no
-    longer that array (it moved to a new value)."""
-    ref = entry.box
-    if ref is None:
+cdef Box _entry_box(OwnedBuffer entry, object root):
+    """A traced value that is the computed array `root` itself (its own Box, or real, squeeze
+    of it, ...) noted in `entry` and alive, or None when every one is gone or no longer that
+    array (it moved to a new value)."""
+    if entry.owners is None:
         return None
-    b = ref()
-    if b is None:
-        return None
-    v = (<Box>b)._value
-    while type(v) is Box:
-        v = (<Box>v)._value
-    return <Box>b if v is root else None
+    for ref in reversed(entry.owners):
+        b = ref()
+        if b is None:
+            continue
+        v = (<Box>b)._value
+        while type(v) is Box:
+            v = (<Box>v)._value
+        if v is root:
+            return <Box>b
+    return None
 
 
 cdef bint _entry_live(Tape tape, OwnedBuffer entry, object root) except -1:
@@ -385,7 +397,8 @@ cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object 
     note it in Tape.computed, with root's own Box when the call has it among its arguments
     (the first view of root is taken from root itself, unless root never had a Box: an
     operation's internal array, reshape of a scalar); an output that is root itself (`box`,
-    of real(t), squeeze(t), ...) becomes root's Box when root's own is gone. Every traced view
+    of real(t), squeeze(t), ...) is noted as one of root's own traced values too (a write
+    needs one of them alive). Every traced view
     of root is noted from the first on (an entry lives while root's Box or one of its views
     does), so a write into root's memory knows every traced value that shows it. Entries hold
     no reference to root (a weak one to its Box); dead ones are pruned as the table doubles."""
@@ -404,6 +417,17 @@ cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object 
         entry.views = {}
         entry.view_hull = ()
         entry.view_limit = 64
+        entry.owners = []
+        n = len(tape.computed)
+        if n >= 64 and n & (n - 1) == 0:
+            for k in [k for k, v in tape.computed.items()
+                      if not _entry_live(tape, <OwnedBuffer>v, None)]:
+                del tape.computed[k]
+        tape.computed[key] = entry
+    if _entry_box(entry, root) is None:
+        # root's own Box, among the arguments (the first view of root is taken from it, unless
+        # it is gone or there never was one); a view of all of it, too: when a write goes in
+        # through another of root's own values, it is taken again when used
         for i in range(PyTuple_GET_SIZE(args)):
             a = <object>PyTuple_GET_ITEM(args, i)
             if type(a) is not Box or (<Box>a)._tape is not tape:
@@ -412,19 +436,18 @@ cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object 
             while type(v) is Box:
                 v = (<Box>v)._value
             if v is root:
-                entry.box = _weakref(a)
+                entry.owners.append(_weakref(a))
+                entry.views[(<Box>a)._node] = None
                 break
-        n = len(tape.computed)
-        if n >= 64 and n & (n - 1) == 0:
-            for k in [k for k, v in tape.computed.items()
-                      if not _entry_live(tape, <OwnedBuffer>v, None)]:
-                del tape.computed[k]
-        tape.computed[key] = entry
-    if ans is root and _entry_box(entry, root) is None:
-        entry.box = _weakref(box)
+    if ans is root and box is not None:   # real(t), squeeze(t), ...: t itself, another one
+        if len(entry.owners) > 8:
+            entry.owners = [r for r in entry.owners if r() is not None]
+        entry.owners.append(_weakref(box))
     # the views only: their hull is made when a write adopts root (adopt), dead ones pruned
     # as the table doubles
-    entry.views[node] = None if ans is root else _layout_region(ans, root)
+    r = None if ans is root else _layout_region(ans, root)
+    e = PyDict_GetItem(entry.views, node)
+    entry.views[node] = r if e is NULL else _region_hull(<object>e, r)
     if len(entry.views) > entry.view_limit:
         for k in [k for k in entry.views if not tape.nodes[<Py_ssize_t>k].flags
                   & NODE_BOX_ALIVE]:
@@ -531,6 +554,9 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
 cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -1:
     """Record traced view `node` over region r of buffer b (pruning dead ones as it grows)."""
     cdef Py_ssize_t n
+    cdef PyObject* old = PyDict_GetItem(b.views, node)
+    if old is not NULL:         # another element of a container output (split's parts)
+        r = _region_hull(<object>old, r)
     b.views[node] = r
     b.view_hull = _region_hull(b.view_hull, r)
     if len(b.views) > b.view_limit:

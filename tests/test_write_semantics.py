@@ -1049,3 +1049,107 @@ def test_arguments_sharing_a_block_without_overlapping_are_written():
     onp.testing.assert_array_equal(a, X4)        # the caller's block never changes
     with pytest.raises(ValueError, match="whose memory another argument shares"):
         grad(f, (0, 1))(a[:2], a[1:])            # these overlap: NumPy would change both
+
+
+# =============================================================================
+# Writes into arrays an operation computed (issue #23): in place, as NumPy; the records that
+# hold the array get their own copy of what a write overlaps
+# =============================================================================
+def test_a_write_into_a_computed_array_is_in_place_and_copies_only_what_records_hold():
+    seen = {}
+
+    def prog(x, m):
+        t = m.tanh(x)                            # tanh's record holds t (its output)
+        u = m.outer(x, x)                        # outer's record holds x, not u
+        if m is np:                              # (ids: a reference would be a sharer)
+            seen["t"], seen["u"] = id(t._value), id(u._value)
+        t[0] = 0.5 * x[1]
+        u[1] = x
+        if m is np:
+            tape = t._tape
+            seen["in place"] = id(t._value) == seen["t"] and id(u._value) == seen["u"]
+            held = [tape.saved_value(i, -1) for i in range(len(tape))]
+            seen["tanh's copy"] = not any(h is t._value for h in held)
+        return m.sum(t * t) + m.sum(u * u) + m.sum(t[:, None] * u)
+
+    check_program(prog, X2, order=1)
+    assert seen["in place"] and seen["tanh's copy"]
+
+
+def test_records_holding_one_array_share_one_copy_of_it():
+    arrays = []
+
+    def f(x):
+        t = np.tanh(x)                           # held by tanh's record and sin's
+        s = np.sin(t)
+        t[1] = 2.0 * x[0]
+        tape = t._tape
+        held = [tape.saved_value(i, p) for i in range(len(tape)) for p in (-1, 0)]
+        arrays.extend(h for h in held if type(h) is onp.ndarray and h.shape == (2,)
+                      and h is not t._value and not onp.shares_memory(h, x))
+        return np.sum(s) + np.sum(t * t)
+
+    g = grad(f)(X2)
+    ref = lambda x: onp.sum(onp.sin(onp.tanh(x))) + onp.sum(
+        onp.array([onp.tanh(x[0]), 2.0 * x[0]]) ** 2)
+    onp.testing.assert_allclose(g, central_gradient(ref, X2), rtol=1e-6, atol=1e-8)
+    assert len(arrays) == 2 and arrays[0] is arrays[1]   # tanh's output, sin's argument: one
+
+
+def _whole_view_of_a_gone_array(x, m):
+    t = m.reshape(m.sum(x * x), (1, 1))          # a view of an array no traced value holds
+    c = t[0:]
+    c -= x[0]                                    # NumPy changes t too
+    return m.sum(t * x[1]) + m.sum(c * c)
+
+
+def _part_view_after_identity(x, m):
+    t = m.real(m.outer(x[:2], x[2:]))            # outer's own value is gone: t is it
+    c = t[1]
+    c *= x[0]
+    c2 = t[:, ::-1]
+    c2[0] = m.sin(x[1:3])
+    return m.sum(t * t) + m.sum(c)
+
+
+def _split_parts_see_a_write(x, m):
+    t = m.sin(m.outer(x, x))
+    a, b = m.split(t, 2)                         # views of t, from a list output
+    r = t[1:3]
+    r += 1.0                                     # NumPy changes a and b too
+    return m.sum(a * b) + m.sum(t)
+
+
+@pytest.mark.parametrize("prog", [_whole_view_of_a_gone_array, _part_view_after_identity,
+                                  _split_parts_see_a_write])
+def test_writes_into_views_of_computed_arrays_whose_own_value_is_gone(prog):
+    check_program(prog, X4)
+
+
+def test_a_list_of_views_taken_before_a_write_is_refused_when_used():
+    # split's parts are views of b: NumPy shows them the write; gradcy used to differentiate
+    # them as they were before it (a silently wrong gradient for the owned buffer)
+    def owned(x):
+        b = np.zeros(4)
+        b[:] = x
+        parts = np.split(b, 2)
+        b[0] = 3.0 * x[1]
+        return np.sum(parts[0] * parts[0])
+
+    def computed(x):
+        t = np.sin(x)
+        parts = np.split(t, 2)
+        t[0] = 3.0 * x[1]
+        return np.sum(parts[0] * parts[0])
+
+    for f in (owned, computed):
+        with pytest.raises(ValueError, match="written to after the view was taken"):
+            grad(f)(X4)
+
+    def unpacked(x, m):                          # parts taken out before the write: right
+        t = m.sin(x)
+        a, b = m.split(t, 2)
+        t[0] = 3.0 * x[1]
+        return m.sum(a * a) + m.sum(b)
+
+    check_program(unpacked, X4)

@@ -293,6 +293,8 @@ def _own_computed(box, plain=None):
         root, owner = plain, box              # t itself, no views of it noted
     else:
         root, owner = found
+        if _plain(box._value) is root:
+            owner = box                       # t itself written (or real(t), ...): its Box
     info = OwnedBuffer(root, _site())
     if owner is not None:
         info.box = _weakref.ref(owner)
