@@ -1153,3 +1153,36 @@ def test_a_list_of_views_taken_before_a_write_is_refused_when_used():
         return m.sum(a * a) + m.sum(b)
 
     check_program(unpacked, X4)
+
+
+class _Registered(onp.ndarray):
+    """An ndarray subclass registered for differentiation (as PennyLane's tensor)."""
+
+
+def test_writes_into_a_registered_subclass_are_refused_and_its_like_buffers_are_plain():
+    from gradcy.extend import Box
+    Box.register(_Registered)
+    x = onp.array([0.1, 0.2, 0.3]).view(_Registered)
+
+    def through_view(x):                         # gave a silently wrong gradient
+        v = x[::2]
+        v += 1.0 * x[0]
+        return np.sum(np.sin(x))
+
+    def item(x):
+        x[0] = 2.0 * x[1]
+        return np.sum(np.sin(x))
+
+    for f in (through_view, item):
+        with pytest.raises(TypeError, match="an ndarray subclass registered for "
+                                            "differentiation.*numpy.array\(x\)"):
+            grad(f)(x)
+
+    def like(x):                                 # zeros_like(x): a plain buffer gradcy owns
+        b = np.zeros_like(x)
+        b[1:] = x[:2] * x[1:]
+        return np.sum(b * b) + np.sum(np.sin(x))
+
+    ref = lambda z: onp.sum((z[:2] * z[1:]) ** 2) + onp.sum(onp.sin(z))
+    onp.testing.assert_allclose(grad(like)(x), central_gradient(ref, onp.asarray(x)),
+                                rtol=1e-6, atol=1e-8)

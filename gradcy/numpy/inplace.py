@@ -552,12 +552,24 @@ def _is_buffer_box(info, box):
     return buf is box
 
 
+def _subclass_write(plain, what):
+    return TypeError(
+        f"gradcy: {what} on a traced {type(plain).__module__}.{type(plain).__name__} "
+        f"{plain.shape} (an ndarray subclass registered for differentiation): writes into "
+        f"arrays of a subclass are not traced (NumPy would change the array and its views), "
+        f"so they would give a wrong gradient. Convert it to a plain array first "
+        f"(x = gradcy.numpy.array(x), a buffer gradcy owns), or write the result to a new "
+        f"name (v = v * 2).")
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
     plain = _plain(box._value)
+    if isinstance(plain, _np.ndarray) and type(plain) is not _np.ndarray:
+        raise _subclass_write(plain, "item assignment")
     value = constant_if_cast(plain, value)   # (a write into an integer or boolean buffer)
     if is_array_value(plain):
         # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
@@ -970,6 +982,8 @@ def _box_iop(box, op, other):
     if type(plain) is not _np.ndarray:
         plain = _plain(plain)
         if type(plain) is not _np.ndarray:
+            if isinstance(plain, _np.ndarray):
+                raise _subclass_write(plain, entry[1])
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
@@ -1242,6 +1256,9 @@ def _owning(name, make, traced=None):
         if tape is None or tape.released:
             return make(*plain, **kwargs)
         out = make(*plain, **kwargs)
+        if isinstance(out, _np.ndarray) and type(out) is not _np.ndarray:
+            out = _np.array(out)   # zeros_like of a registered subclass: a plain buffer,
+                                   # which writes reach (writes into a subclass are refused)
         if type(out) is not _np.ndarray:
             # a Dask / CuPy array (zeros_like of one): a constant traced value, so traced
             # values can be written into it (by its own item assignment, see _box_setitem)
