@@ -1175,7 +1175,7 @@ def test_writes_into_a_registered_subclass_are_refused_and_its_like_buffers_are_
 
     for f in (through_view, item):
         with pytest.raises(TypeError, match="an ndarray subclass registered for "
-                                            "differentiation.*numpy.array\(x\)"):
+                                            r"differentiation.*numpy.array\(x\)"):
             grad(f)(x)
 
     def like(x):                                 # zeros_like(x): a plain buffer gradcy owns
