@@ -7,9 +7,13 @@ buffer's current version (view_index); the write primitive's function (write_int
 what happens when a stale view is used (_resolve_stale: it is taken again from the buffer's
 current version by the resolver gradcy/numpy/inplace.py installs, or the use raises).
 
-Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned
-and Tape.inputs; owns the installed resolver (a module global, for the life of the process)
-and nothing else.
+Arrays an operation computed: their traced views are noted as recorded (Tape.computed), and
+the first write into one makes it an owned buffer written in place (adopt), the records that
+hold it found through the tape's hold count (copy on write for the records).
+
+Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned,
+Tape.inputs and Tape.computed; owns the installed resolver (a module global, for the life of
+the process) and nothing else.
 """
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE

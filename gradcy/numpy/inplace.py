@@ -50,11 +50,23 @@ What follows NumPy, and what raises
   NumPy, with NumPy's shape and same_kind casting rules: every name bound to it sees the new
   value (the Box moves to it). Python and NumPy scalars are immutable and are rebound, and so
   is a value whose result is traced by an inner differentiation.
-- An array the tape does not own is never written: a += b and a[i] = v move its Box to a new
-  array. When something NumPy would show the change through still references its memory (a
-  traced view of it, the same array returned by real or squeeze, or, when it is a view, the
-  array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt: gradcy works on a copy, which the tape owns (made
+- An array an operation computed (t = sin(x)) is written in place, as NumPy writes it, once
+  a write reaches its memory (t[i] = v with nothing but the tape's records holding it, or a
+  write through a view of it, or into it while views of it are around): it becomes a buffer
+  the tape owns (_own_computed). Every traced view of such an array is noted as it is
+  recorded (Tape.computed, with the traced values that are the array itself), so the write
+  stales them as any buffer's; the records holding its memory get their own copy of what a
+  write overlaps (copy on write for the records, measured against copying the array whole in
+  benchmarks/write_copy_targets.py). When the array's own traced values are gone, a view
+  holding all of it makes one (whole_of); otherwise the write raises. a += b with no view of
+  a around rebinds a to the new array (nothing else sees its memory). A list of views
+  (split) is stale as a whole once a write overlaps one of them. An array of a registered
+  ndarray subclass is never written: a write raises.
+- An array the tape does not own otherwise is never written: a += b and a[i] = v move its Box
+  to a new array. When something NumPy would show the change through still references its
+  memory (an untracked view of it, or, when it is a view, the array it views) that raises;
+  references held by the tape's saved records do not count (they keep their values). An
+  input is exempt: gradcy works on a copy, which the tape owns (made
   by the input's first write, x[i] = v, x += v or a write through a view of x, which then
   writes into the copy; x's Box moves to it). Under nested differentiation the same holds,
   counting the saved records of every nested trace (they hold outer Boxes of the array and
