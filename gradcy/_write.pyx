@@ -395,6 +395,15 @@ cdef bint _entry_live(Tape tape, OwnedBuffer entry, object root) except -1:
     return False
 
 
+cdef bint _entry_dead(Tape tape, OwnedBuffer entry) except -1:
+    """Whether every traced value `entry` noted (the array's own values and its views) is gone,
+    so that it can be dropped (a new one is made at the array's next view)."""
+    for ref in entry.owners:
+        if ref() is not None:
+            return False
+    return not _entry_live(tape, entry, None)
+
+
 cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object root,
                         object key, tuple args) except -1:
     """ans is a traced view of `root`, an array that neither the tape owns nor an input holds:
@@ -424,8 +433,7 @@ cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object 
         entry.owners = []
         n = len(tape.computed)
         if n >= 64 and n & (n - 1) == 0:
-            for k in [k for k, v in tape.computed.items()
-                      if not _entry_live(tape, <OwnedBuffer>v, None)]:
+            for k in [k for k, v in tape.computed.items() if _entry_dead(tape, <OwnedBuffer>v)]:
                 del tape.computed[k]
         tape.computed[key] = entry
     if _entry_box(entry, root) is None:
