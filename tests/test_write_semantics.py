@@ -1178,6 +1178,18 @@ def test_writes_into_a_registered_subclass_are_refused_and_its_like_buffers_are_
                                             r"differentiation.*numpy.array\(x\)"):
             grad(f)(x)
 
+    def rebound(x, m):                           # a += b with no view of a: a new value,
+        a = x                                    # which every name of a sees
+        a += 1.0 * x[0]
+        t = m.sin(x)
+        t *= 2.0
+        return m.sum(t)
+
+    ref_rebound = lambda z: rebound(onp.array(z, copy=True), onp)
+    onp.testing.assert_allclose(grad(lambda z: rebound(z, np))(x),
+                                central_gradient(ref_rebound, onp.asarray(x)),
+                                rtol=1e-6, atol=1e-8)
+
     def like(x):                                 # zeros_like(x): a plain buffer gradcy owns
         b = np.zeros_like(x)
         b[1:] = x[:2] * x[1:]

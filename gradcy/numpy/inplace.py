@@ -574,6 +574,29 @@ def _subclass_write(plain, what):
         f"name (v = v * 2).")
 
 
+def _seen_elsewhere(box, plain):
+    """Whether NumPy would show a write into `plain` (box's array, of an ndarray subclass) through
+    another traced value: it is a view (of an input or of another array), or a traced view of
+    it is alive."""
+    tape = box._tape
+    entry = tape.input_entry(plain)
+    if entry is not None:
+        if entry.root is not plain:
+            return True
+    else:
+        base = plain.base
+        # (a subclass's ufunc result is often a view of an array only it holds: its base's
+        # holders are base's own reference and getrefcount's argument)
+        if base is not None and (not isinstance(base, _np.ndarray)
+                                 or sys.getrefcount(base) > 3):
+            return True
+        del base
+        if tape.computed is not None:
+            entry = tape.computed.get(id(_core.root_buffer(plain)))
+    return entry is not None and _builtins.any(
+        tape.node_flags(n)[1] for n in entry.views if n != box._node)
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
@@ -995,7 +1018,15 @@ def _box_iop(box, op, other):
         plain = _plain(plain)
         if type(plain) is not _np.ndarray:
             if isinstance(plain, _np.ndarray):
-                raise _subclass_write(plain, entry[1])
+                # an array of a registered ndarray subclass: a new value that every name of
+                # box sees (box moves to it), unless NumPy would show the write through
+                # another traced value (a view), which gradcy does not trace for a subclass
+                if _seen_elsewhere(box, plain):
+                    raise _subclass_write(plain, entry[1])
+                if _np.shape(_plain(result)) != plain.shape:
+                    _inplace_result(result, plain, op)       # (raises NumPy's error)
+                transfer_box(box, result)
+                return box
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
