@@ -399,7 +399,40 @@ cdef class Box:
     def item(self, *a): return _method("item")(self, *a)
     def trace(self, *a, **k): return _method("trace")(self, *a, **k)
     def diagonal(self, *a, **k): return _method("diagonal")(self, *a, **k)
-    def tolist(self): return _read(self, "tolist", self._value.tolist())
+
+    def tolist(self):
+        if self._tape.released or self._tape.nodes[self._node].flags & NODE_CONSTANT:
+            return self._value.tolist()
+        if self._tape.recorder is not None:     # a const_graph recording: a checked read
+            return _read(self, "tolist", self._value.tolist())
+        # (autograd's ArrayBox has no tolist: an AttributeError there)
+        raise TracerArrayConversionError(
+            "gradcy: x.tolist() of a traced value x returns plain Python numbers, which drop "
+            "its gradient (anything computed from them has derivative 0). Keep it an array: "
+            "index it (x[i]), iterate over it (for v in x), or use gradcy.numpy functions on "
+            "x; call tolist() on the result of the differentiation instead.")
+
+    def view(self, *a, **k):
+        # x.view() (same dtype and type): a traced view; a reinterpreting view has no
+        # derivative (autograd's ArrayBox has no view: an AttributeError there)
+        dtype = k.get("dtype", a[0] if a else None)
+        if len(a) + len(k) <= 1 and (dtype is None or (
+                not isinstance(dtype, type) or not issubclass(dtype, _np.ndarray))
+                and _np.dtype(dtype) == _np.result_type(self._value)):
+            return _method("reshape")(self, _np.shape(self._value))
+        given = ", ".join([repr(v) for v in a] + [f"{n}={v!r}" for n, v in k.items()])
+        raise TypeError(
+            f"gradcy: x.view({given}) of a traced value x reinterprets its memory as another "
+            f"dtype or type, which has no derivative. Use x.astype(dtype) for a cast (an "
+            f"integer cast has derivative 0), or call view() on the result of the "
+            f"differentiation instead.")
+
+    def __round__(self, ndigits=None):
+        # as for a numpy array (NumPy defines no round() of one); autograd raises too
+        raise TypeError(
+            f"gradcy: round(x) of a traced value x (Python's round()) is not defined for arrays; "
+            f"use np.round(x{'' if ndigits is None else f', {ndigits}'}) (gradcy.numpy.round, "
+            f"whose derivative is 0) or x.round().")
 
     def fill(self, value):
         """x.fill(value): value written into every element (a traced write)."""

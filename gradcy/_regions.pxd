@@ -31,6 +31,9 @@ cdef class OwnedBuffer:
                                    # first write made (views go there)
     cdef public list arrays        # an input's, when arguments share its memory: the
                                    # differentiated ones (None: one argument)
+    cdef public list owners        # of an array an operation computed (Tape.computed): weak
+                                   # references to its traced values that are the array
+                                   # itself (its own Box, real or squeeze of it, ...)
 
 
 cdef object _layout_region(object view, object root)   # the region of root that view covers

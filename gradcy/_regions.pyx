@@ -188,6 +188,7 @@ cdef class OwnedBuffer:
         self.functional = False
         self.target = None
         self.arrays = None
+        self.owners = None
 
     def region_of(self, array):
         """The region of the buffer that `array` (a view into it, or into an earlier version

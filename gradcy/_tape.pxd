@@ -15,8 +15,8 @@
 # - Node.cotangent (a tangent on a forward-mode tape): Tape._take_cotangent() when the node's
 #   VJP consumes it, the end of backward(), or Tape._free_all().
 # - Tape.nodes, Tape.parents (C arrays), Tape.holds (_hold.pxd): Tape._free_all().
-# - Tape.owned (dict of OwnedBuffer, _regions.pxd), Tape.observer: Tape._free_all() drops
-#   `owned`; the rest with the Tape object.
+# - Tape.owned, Tape.computed (dicts of OwnedBuffer, _regions.pxd), Tape.observer:
+#   Tape._free_all() drops `owned` and `computed`; the rest with the Tape object.
 # - Tape.frozen (the arrays freeze_saved made read-only, per held root buffer): an entry when
 #   the root's last holding record releases it (Tape._hold -> _thaw, flags restored), the
 #   rest (flags restored) by Tape._free_all().
@@ -148,6 +148,9 @@ cdef class Tape:
                                    # this tape owns and writes in place
     cdef readonly dict inputs      # id(root) -> OwnedBuffer of an array
                                    # input: its traced views, or None
+    cdef readonly dict computed    # id(root) -> OwnedBuffer (box, views only) of an array an
+                                   # operation computed whose traced views were taken, until
+                                   # a write through one makes it owned (_write.pxd), or None
     cdef dict frozen               # id(root) -> [arrays freeze_saved made read-only in that held
                                    # root buffer], or None: writable again when the root's
                                    # last holding record releases it (_hold) or at _free_all

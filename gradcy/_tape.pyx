@@ -57,7 +57,7 @@ from gradcy._fuse cimport fuse_record
 from gradcy._box cimport Box, _box_type_of, _box_factories, _n_box_subtypes
 from gradcy._hooks cimport (_EMPTY, _any_array_types, _is_array_type, _out_hook,
                             _list_arg_hook, _tangent_fixer, _unbroadcast_slow, _write_primitive)
-from gradcy._write cimport _note_if_view, _note_input_view, _owned_note, _resolve_stale
+from gradcy._write cimport _note_view, _owned_note, _resolve_stale
 
 
 # =============================================================================
@@ -828,6 +828,7 @@ cdef class Tape:
         self.recorder = None
         self.recompute = _recompute_default
         self.owned = {}
+        self.computed = None
         self.frozen = None
         _live_tapes += 1
 
@@ -1530,6 +1531,7 @@ cdef class Tape:
         # owned buffers (and the hook's bookkeeping about them) go with the tape, even while
         # a Box of this tape is still referenced somewhere
         self.owned = None
+        self.computed = None
         self.inputs = None
         return 0
 
@@ -1583,12 +1585,12 @@ cdef int _check_box(Tape t, Box box, str caller) except -1:
 
 cdef inline Box _output_box(Primitive prim, Tape top, Py_ssize_t node, object ans, tuple args):
     """The traced output of a recorded call (either mode): its Box, and the view notes a later
-    write checks (a view in a buffer the tape owns, a view of an input's memory)."""
+    write checks (a view in a buffer the tape owns, in an input's memory, or in an array an
+    operation computed: _write._note_view)."""
     box = make_box(ans, top, node)
-    if top.owned and (cnp.PyArray_Check(ans) or type(ans) is Box):
-        _note_if_view(top, node, ans, args, prim is _write_primitive)
-    if top.inputs is not None:
-        _note_input_view(top, node, ans, args)
+    if (cnp.PyArray_Check(ans) or type(ans) is Box or type(ans) is list
+            or type(ans) is tuple):
+        _note_view(top, box, node, ans, args, prim is _write_primitive)
     return box
 
 

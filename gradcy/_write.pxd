@@ -12,14 +12,14 @@ from gradcy._regions cimport OwnedBuffer
 cdef bint _unexplained(Tape tape, Py_ssize_t start, object arr, Py_ssize_t extra,
                        object own_view) except -1
 
-# what _tape's recording tells: node `node`'s value `ans` (args: the call's arguments) is a
-# traced view in a buffer the tape owns (_note_if_view; is_write: the write primitive's own
-# output, the buffer's new version) or in an input's memory (_note_input_view); a saved array
-# (view=False, position: its argument position, -1 the output) or a traced view (view=True) in
-# the owned buffer `info` (_owned_note)
-cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
-                       bint is_write) except -1
-cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1
+# what _tape's recording tells: node `node`'s value `ans` (its Box `box`; args: the call's
+# arguments) is a traced view (_note_view) in a buffer the tape owns (is_write: the write
+# primitive's own output, the buffer's new version, is none), in an input's memory, or in an
+# array an operation computed (noted in Tape.computed with that array's own Box, until a write
+# makes it owned: adopt); a saved array (view=False, position: its argument position, -1 the
+# output) or a traced view (view=True) in the owned buffer `info` (_owned_note)
+cdef int _note_view(Tape tape, Box box, Py_ssize_t node, object ans, tuple args,
+                    bint is_write) except -1
 cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object array,
                      Py_ssize_t position) except -1
 

@@ -7,9 +7,13 @@ buffer's current version (view_index); the write primitive's function (write_int
 what happens when a stale view is used (_resolve_stale: it is taken again from the buffer's
 current version by the resolver gradcy/numpy/inplace.py installs, or the use raises).
 
-Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned
-and Tape.inputs; owns the installed resolver (a module global, for the life of the process)
-and nothing else.
+Arrays an operation computed: their traced views are noted as recorded (Tape.computed), and
+the first write into one makes it an owned buffer written in place (adopt), the records that
+hold it found through the tape's hold count (copy on write for the records).
+
+Contract: _write.pxd. Reads the tape's arena and fills the OwnedBuffer entries of Tape.owned,
+Tape.inputs and Tape.computed; owns the installed resolver (a module global, for the life of
+the process) and nothing else.
 """
 from cpython.object cimport PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -20,6 +24,7 @@ cimport numpy as cnp
 
 from gradcy._tape cimport (Tape, Node, Primitive, NODE_LEAF, NODE_STALE, NODE_BOX_ALIVE)
 from gradcy._box cimport Box, _transfer_box
+from gradcy._hold cimport hold_count
 from gradcy._hooks cimport _EMPTY, _write_primitive, _before_write, _after_write
 from gradcy._regions cimport (_is_basic_index, _root_key, _root_buffer, _layout_region,
                               _region_hull, OwnedBuffer)
@@ -312,47 +317,225 @@ cdef inline bint _is_argument(object ans, tuple args) except -1:
     return False
 
 
-cdef int _note_if_view(Tape tape, Py_ssize_t node, object ans, tuple args,
-                       bint is_write) except -1:
-    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): note it as a
-    traced view when its memory belongs to a buffer the tape owns (a later write over it makes
-    it stale). A primitive that returns an argument's array itself (real or squeeze of a float
-    buffer) makes a view of all of it; only the write primitive's output is the buffer's own
-    new version."""
-    while type(ans) is Box:
-        ans = (<Box>ans)._value
-    if not cnp.PyArray_Check(ans):
-        return 0
-    root = _root_buffer(ans)
-    if root is ans and (is_write or not _is_argument(ans, args)):
-        return 0                # a new array, or the buffer's new version
-    info = tape.owned.get(PyLong_FromVoidPtr(<void*>root))
-    if info is not None:
-        _owned_note(tape, info, True, node, ans, -1)
-    return 0
-
-
-cdef int _note_input_view(Tape tape, Py_ssize_t node, object ans, tuple args) except -1:
-    """Node `node`'s value `ans` (an outer trace's value when nested): note it as a traced view
-    of an input when it is an ndarray in an input's memory (a view of it, or the input itself
-    returned by real, squeeze, ...). Costs a pointer test for a new array."""
+cdef int _note_view(Tape tape, Box box, Py_ssize_t node, object ans, tuple args,
+                    bint is_write) except -1:
+    """Node `node`'s value `ans` (an ndarray, or an outer trace's value of one): when it is a
+    traced view, note it with the array whose memory it is in, so that a later write over that
+    memory makes it stale (it is taken again when next used): a buffer the tape owns, an
+    input, or an array an operation computed. A primitive that returns an argument's array
+    itself (real or squeeze of it) makes a view of all of it; only the write primitive's output
+    is the buffer's own new version. `box`: the output's Box. Costs a pointer test for a new
+    array. A list or tuple of arrays (split, broadcast_arrays, ...): each of its views is
+    noted with the container's node (a write over it makes the container stale: using it
+    raises, as its elements' values changed)."""
     cdef PyObject* e
     while type(ans) is Box:
         ans = (<Box>ans)._value
+    if type(ans) is list or type(ans) is tuple:
+        for a in ans:
+            while type(a) is Box:
+                a = (<Box>a)._value
+            if cnp.PyArray_Check(a):
+                _note_view(tape, None, node, a, args, is_write)
+        return 0
     if not cnp.PyArray_Check(ans):
         return 0
-    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL and not _is_argument(ans, args):
-        return 0                # a new array
-    e = PyDict_GetItem(tape.inputs, _root_key(ans))
-    if e is NULL:
-        return 0
-    entry = <OwnedBuffer>e
+    if cnp.PyArray_BASE(<cnp.ndarray>ans) is NULL and (is_write or not _is_argument(ans, args)):
+        return 0                # a new array, or the buffer's new version
+    root = _root_buffer(ans)
+    key = PyLong_FromVoidPtr(<void*>root)
+    if tape.owned:
+        e = PyDict_GetItem(tape.owned, key)
+        if e is not NULL:
+            return _owned_note(tape, <object>e, True, node, ans, -1)
+    if tape.inputs is not None:
+        e = PyDict_GetItem(tape.inputs, key)
+        if e is not NULL:
+            return _note_input_view(tape, <OwnedBuffer>e, node, ans, args)
+    return _note_computed(tape, box, node, ans, root, key, args)
+
+
+cdef int _note_input_view(Tape tape, OwnedBuffer entry, Py_ssize_t node, object ans,
+                          tuple args) except -1:
+    """ans is in the memory of the input of `entry` (a view of it, or the input itself
+    returned by real, squeeze, ...)."""
     root = entry.root
     r = None if root is None or ans is root else _layout_region(ans, root)
     _add_view(tape, entry.target if entry.target is not None else entry, node, r)
     if entry.box is None and root is not None:
         _note_input_box(tape, entry, args)
     return 0
+
+
+# =============================================================================
+# Views of arrays an operation computed: t = f(x); v = t[0] (t.T, reshape, real, ...). NumPy
+# shows a write through v in t and in t's other views, so their nodes are noted here (with t's
+# own Box) as they are recorded; the first write into t's memory makes t a buffer the tape owns,
+# written in place (adopt), and the records that hold t's memory get a copy of what they hold
+# before a write overlaps it (the owned buffers' copy on write, _before_write)
+# =============================================================================
+cdef Box _entry_box(OwnedBuffer entry, object root):
+    """A traced value that is the computed array `root` itself (its own Box, or real, squeeze
+    of it, ...) noted in `entry` and alive, or None when every one is gone or no longer that
+    array (it moved to a new value)."""
+    if entry.owners is None:
+        return None
+    for ref in reversed(entry.owners):
+        b = ref()
+        if b is None:
+            continue
+        v = (<Box>b)._value
+        while type(v) is Box:
+            v = (<Box>v)._value
+        if v is root:
+            return <Box>b
+    return None
+
+
+cdef bint _entry_live(Tape tape, OwnedBuffer entry, object root) except -1:
+    """Whether `entry` is of `root` as it is now: its own Box is alive, or one of the traced
+    views it noted is (a view holds the array it is in, so an entry of an earlier array at the
+    same address has neither). The newest views are looked at first."""
+    cdef Py_ssize_t n
+    if _entry_box(entry, root) is not None:
+        return True
+    for k in reversed(entry.views):
+        n = k
+        if n < tape.n_nodes and tape.nodes[n].flags & NODE_BOX_ALIVE:
+            return True
+    return False
+
+
+cdef bint _entry_dead(Tape tape, OwnedBuffer entry) except -1:
+    """Whether every traced value `entry` noted (the array's own values and its views) is gone,
+    so that it can be dropped (a new one is made at the array's next view)."""
+    for ref in entry.owners:
+        if ref() is not None:
+            return False
+    return not _entry_live(tape, entry, None)
+
+
+cdef int _note_computed(Tape tape, Box box, Py_ssize_t node, object ans, object root,
+                        object key, tuple args) except -1:
+    """ans is a traced view of `root`, an array that neither the tape owns nor an input holds:
+    note it in Tape.computed, with root's own Box when the call has it among its arguments
+    (the first view of root is taken from root itself, unless root never had a Box: an
+    operation's internal array, reshape of a scalar); an output that is root itself (`box`,
+    of real(t), squeeze(t), ...) is noted as one of root's own traced values too (a write
+    needs one of them alive). Every traced view
+    of root is noted from the first on (an entry lives while root's Box or one of its views
+    does), so a write into root's memory knows every traced value that shows it. Entries hold
+    no reference to root (a weak one to its Box); dead ones are pruned as the table doubles."""
+    cdef PyObject* e
+    cdef OwnedBuffer entry = None
+    cdef Py_ssize_t i, n
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>root):
+        return 0                # a write into it raises, as in NumPy
+    if tape.computed is None:
+        tape.computed = {}
+    e = PyDict_GetItem(tape.computed, key)
+    if e is not NULL and _entry_live(tape, <OwnedBuffer>e, root):
+        entry = <OwnedBuffer>e
+    else:
+        entry = OwnedBuffer.__new__(OwnedBuffer)
+        entry.views = {}
+        entry.view_hull = ()
+        entry.view_limit = 64
+        entry.owners = []
+        n = len(tape.computed)
+        if n >= 64 and n & (n - 1) == 0:
+            for k in [k for k, v in tape.computed.items() if _entry_dead(tape, <OwnedBuffer>v)]:
+                del tape.computed[k]
+        tape.computed[key] = entry
+    if _entry_box(entry, root) is None:
+        # root's own Box, among the arguments (the first view of root is taken from it, unless
+        # it is gone or there never was one); a view of all of it, too: when a write goes in
+        # through another of root's own values, it is taken again when used
+        for i in range(PyTuple_GET_SIZE(args)):
+            a = <object>PyTuple_GET_ITEM(args, i)
+            if type(a) is not Box or (<Box>a)._tape is not tape:
+                continue
+            v = (<Box>a)._value
+            while type(v) is Box:
+                v = (<Box>v)._value
+            if v is root:
+                entry.owners.append(_weakref(a))
+                entry.views[(<Box>a)._node] = None
+                break
+    if ans is root and box is not None:   # real(t), squeeze(t), ...: t itself, another one
+        if len(entry.owners) > 8:
+            entry.owners = [r for r in entry.owners if r() is not None]
+        entry.owners.append(_weakref(box))
+    # the views only: their hull is made when a write adopts root (adopt), dead ones pruned
+    # as the table doubles
+    r = None if ans is root else _layout_region(ans, root)
+    e = PyDict_GetItem(entry.views, node)
+    entry.views[node] = r if e is NULL else _region_hull(<object>e, r)
+    if len(entry.views) > entry.view_limit:
+        for k in [k for k in entry.views if not tape.nodes[<Py_ssize_t>k].flags
+                  & NODE_BOX_ALIVE]:
+            del entry.views[k]
+        entry.view_limit = 2 * len(entry.views) + 64
+    return 0
+
+
+def computed_owner(Box box not None):
+    """(root, Box or None) when box's value is in the memory of an array an operation computed
+    whose traced views were noted (root: that array; Box: its own traced value, None when it
+    is gone or it never had one); else None."""
+    cdef Tape tape = box._tape
+    v = box._value
+    while type(v) is Box:
+        v = (<Box>v)._value
+    if tape.released or tape.computed is None or not cnp.PyArray_Check(v):
+        return None
+    root = _root_buffer(v)
+    e = tape.computed.get(PyLong_FromVoidPtr(<void*>root))
+    if e is None or not _entry_live(tape, <OwnedBuffer>e, root):
+        return None
+    return root, _entry_box(<OwnedBuffer>e, root)
+
+
+def adopt(Box box not None, object root, OwnedBuffer info not None):
+    """Make `root` (an ndarray that box, a value of its tape, is or is in; not owned yet) a
+    buffer the tape owns, described by `info` (its root, site, Box and whether it is
+    functional set by the caller): the traced views of it noted in Tape.computed become its
+    views, and, unless functional (writes make new versions), the records that hold its memory
+    now are found (the tape's hold count of root says how many, so the search walks back from
+    the newest record only as far as the oldest holder) and noted as its saved arrays: a write
+    that overlaps one gives that record its own copy first (_before_write)."""
+    cdef Tape tape = box._tape
+    cdef Py_ssize_t need, i, k
+    cdef Node* node
+    if tape.released or info.root is not root:
+        raise ValueError("adopt: a released tape, or info is not root's")
+    key = PyLong_FromVoidPtr(<void*>root)
+    if tape.computed is not None:
+        e = tape.computed.pop(key, None)
+        if e is not None and _entry_live(tape, <OwnedBuffer>e, root):
+            for n, r in (<OwnedBuffer>e).views.items():
+                _add_view(tape, info, n, r)
+    if not info.functional:
+        need = hold_count(&tape.holds, root)
+        i = tape.n_nodes - 1
+        while need > 0 and i >= 0:
+            node = &tape.nodes[i]
+            if node.saved_args is not NULL:
+                a = <object>node.saved_ans
+                if cnp.PyArray_Check(a) and _root_buffer(a) is root:
+                    _owned_note(tape, info, False, i, a, -1)
+                    need -= 1
+                args = <tuple>node.saved_args
+                for k in range(PyTuple_GET_SIZE(args)):
+                    a = <object>PyTuple_GET_ITEM(args, k)
+                    if cnp.PyArray_Check(a) and _root_buffer(a) is root:
+                        _owned_note(tape, info, False, i, a, k)
+                        need -= 1
+            i -= 1
+        if need != 0:
+            raise RuntimeError(f"adopt: the tape's hold count of the array is off by {need}")
+    tape.owned[key] = info
+    return info
 
 
 cdef int _note_input_box(Tape tape, OwnedBuffer entry, tuple args) except -1:
@@ -394,6 +577,9 @@ cdef int _owned_note(Tape tape, object info, bint view, Py_ssize_t node, object 
 cdef int _add_view(Tape tape, OwnedBuffer b, Py_ssize_t node, object r) except -1:
     """Record traced view `node` over region r of buffer b (pruning dead ones as it grows)."""
     cdef Py_ssize_t n
+    cdef PyObject* old = PyDict_GetItem(b.views, node)
+    if old is not NULL:         # another element of a container output (split's parts)
+        r = _region_hull(<object>old, r)
     b.views[node] = r
     b.view_hull = _region_hull(b.view_hull, r)
     if len(b.views) > b.view_limit:

@@ -47,6 +47,20 @@ FEATURES switch statement classes (all on by default; each failed on the code of
   computed_view    v = t[...] (t.T, reshape, real, ...) of an array t gradcy computed, then
                    v op= e or v[idx] = e, t maybe used later (issue #10: nested modes must
                    raise where first order does, never return a NumPy-different result)
+  int_cast         i = (3 e).astype(int) (np.asarray(.., dtype=int), floor or rint then astype),
+                   no value within TIE_GAP of a rounding boundary, used in the loss: a
+                   constant (derivative 0) whose values count
+  held_output      (mode "held") make_vjp of the program returning an array (the first loss
+                   term before its sum, maybe through a user primitive whose rule reads its
+                   output), then a write into that output (ans *= 0, ans[...] = 1, through a
+                   view of it) before the VJP: the VJP must equal the one of a fresh make_vjp
+                   (itself against central differences), or the write raise NumPy's
+                   read-only error (the output is held: the documented protection)
+  subclass_arg     (mode "subclass") x as np.matrix (2-d x) and as a masked array: refused with
+                   the error naming the type; as an ndarray subclass registered through
+                   autograd's API (Box.register): the gradient of the plain program
+The refusals of held and subclass are the documented answer there: they count as passes, and
+the report says how many checks each answered so ("expected errors").
 Switched off, a feature is not generated, except those in MODE_SKIPS (too common to leave
 out), which are generated with their failing modes skipped.
 
@@ -66,11 +80,15 @@ import traceback
 import numpy as onp
 
 FEATURES = ("dup_adv", "view_iop", "zerod_write", "input_view", "stale_view", "view_setitem",
-            "alias_iop", "identity_ops", "overwrite_saved", "computed_view")
+            "alias_iop", "identity_ops", "overwrite_saved", "computed_view", "int_cast",
+            "held_output", "subclass_arg")
 # switched off, these are still generated but the listed modes are skipped for programs that
 # use them (they are too common to leave out); every other feature switched off is not generated
 MODE_SKIPS = {"stale_view": ("fwd",), "overwrite_saved": ("hvp",)}
 MODES = ("rev", "fwd", "hvp", "vjp_of_jvp", "jvp_of_grad")
+# checks run only for the programs of their feature class (tagged by the generator)
+CLASS_MODES = {"held_output": "held", "subclass_arg": "subclass"}
+EXTRA_MODES = tuple(CLASS_MODES.values())
 
 FD_STEP = 1e-6          # central differences of the NumPy program (first order)
 FD_STEP2 = 1e-5         # central differences of gradcy's gradient (second order)
@@ -93,6 +111,8 @@ def _documented():
         (ValueError, "whose memory another traced value shares"),
         (ValueError, "that is a view of another array"),
         (ValueError, "assignment destination is read-only"),
+        # a write into an array of a registered ndarray subclass (subclass_arg)
+        (TypeError, "an ndarray subclass registered for differentiation"),
         (_core.MissingVJPError, ""),
         (_core.MissingJVPError, ""),
     )
@@ -108,6 +128,7 @@ REFUSALS = (
     ("writing a value traced by an inner differentiation", "inner_value"),
     ("so the result depends on its write order", "write_order"),
     ("assignment destination is read-only", "read_only"),
+    ("an ndarray subclass registered for differentiation", "subclass_write"),
 )
 
 
@@ -149,11 +170,28 @@ class Program:
         return self._fn
 
     def tags(self):
-        return frozenset().union(*[s.tags for s in self.stmts + self.terms])
+        return frozenset().union(*[s.tags for s in self.stmts + self.terms]) | self.extra
+
+    extra = frozenset()      # feature classes of checks beyond the statements (held, subclass)
+    held = None              # the held_output check's choices: (through a user primitive,
+                             # the write), or None
+
+    def out_fn(self):
+        """The program returning the first loss term's array (before its sum)."""
+        term = self.terms[0].text
+        assert term.startswith("np.sum(") and term.endswith(")")
+        body = [line for st in self.stmts for line in st.text.split("\n")]
+        body.append("return " + term[len("np.sum("):-1])
+        ns = {"onp": onp}
+        exec(compile("def prog(np, x, y):\n" + "".join("    " + ln + "\n" for ln in body),
+                     f"<fuzz output {self.seed}>", "exec"), ns)
+        return ns["prog"]
 
     def replace(self, stmts=None, terms=None):
-        return Program(self.seed, self.x, self.y, self.stmts if stmts is None else stmts,
-                       self.terms if terms is None else terms)
+        p = Program(self.seed, self.x, self.y, self.stmts if stmts is None else stmts,
+                    self.terms if terms is None else terms)
+        p.extra, p.held = self.extra, self.held
+        return p
 
     def reproducer(self):
         return (f"import numpy as onp\n{self.source()}"
@@ -914,7 +952,55 @@ class Generator:
                 del self.stmts[n_stmts:]
                 self.vars, self.counter, self.read_pos = saved, counter, read_pos
                 self._replay()
-        return Program(self.seed, self.x, self.y, self.stmts, self.loss_terms())
+        terms = self.loss_terms()
+        # the later classes draw from a generator of their own, so that the programs of the
+        # classes before them stay as they were
+        self.rng = onp.random.RandomState((self.seed * 7919 + 13) % 2**32)
+        extra = set()
+        if "int_cast" in self.features and self.rng.rand() < 0.25:
+            for _ in range(10):
+                n_stmts = len(self.stmts)
+                try:
+                    term = self._int_cast()
+                except _INVALID + (AttributeError,):     # (a float has no astype)
+                    del self.stmts[n_stmts:]
+                    self._replay()
+                    continue
+                terms.append(term)
+                break
+        prog = Program(self.seed, self.x, self.y, self.stmts, terms)
+        if "held_output" in self.features and self.rng.rand() < 0.2:
+            extra.add("held_output")
+            prog.held = (bool(self.rng.rand() < 0.4),
+                         self._pick(("ans *= 0.0", "ans[...] = 1.0", "ans += 2.0",
+                                     "v = ans.reshape(-1)\nv[0] = 7.0")))
+        if "subclass_arg" in self.features and self.rng.rand() < 0.15 and \
+                isinstance(self.x, onp.ndarray) and self.x.ndim:
+            extra.add("subclass_arg")
+        prog.extra = frozenset(extra)
+        return prog
+
+    def _int_cast(self):
+        """A statement i = <cast of 3 e to an integer dtype>, away from every rounding
+        boundary, and a loss term that reads i's values: sum(i * w) * sum(sin(x))."""
+        text, v = self.expr(int(self.rng.randint(1, 3)))
+        v = 3.0 * onp.asarray(v, dtype=float)
+        how = self._pick(("({e}).astype(int)", "np.asarray({e}, dtype=int)",
+                          "np.floor({e}).astype(np.int64)", "np.rint({e}).astype(int)"))
+        edge = v - onp.floor(v) - 0.5 if "rint" in how else v - onp.round(v)
+        if onp.min(onp.abs(edge)) <= TIE_GAP:
+            raise _Reject("near a rounding boundary")
+        name = self._name("i")
+        stmt = f"{name} = " + how.format(e=f"3.0 * {_paren(text)}")
+        self._reads = []
+        self._commit([(stmt, {"int_cast"}, ("temp", name, None))])
+        self.vars[name]["kind"] = "int"          # not written, viewed or read by later code
+        shape = onp.shape(self.env[name])
+        n = int(onp.prod(shape))
+        w = f"onp.linspace({self._const(-1.5, -0.2)}, {self._const(0.2, 1.5)}, {n})"
+        if shape:
+            w = f"{w}.reshape({shape!r})"
+        return Stmt(f"np.sum({name} * {w}) * np.sum(np.sin(x))", {"int_cast"})
 
     def loss_terms(self):
         r = self.rng
@@ -1003,6 +1089,33 @@ class Failure(Exception):
 
 def _array(v):
     return onp.asarray(v, dtype=onp.float64)
+
+
+class RegisteredArray(onp.ndarray):
+    """An ndarray subclass registered through autograd's API (the subclass_arg class)."""
+
+
+def _user_prims():
+    """exp as a user's primitive whose rule reads its output (the held_output class)."""
+    from gradcy.extend import Box, defvjp, primitive
+    Box.register(RegisteredArray)
+    user_exp = primitive(lambda a: onp.exp(a))
+    defvjp(user_exp, lambda ans, a: lambda g: g * ans)
+    return user_exp
+
+
+def _user_exp(a):
+    return _prims()(a)
+
+
+def _prims():
+    global _USER_EXP
+    if _USER_EXP is None:
+        _USER_EXP = _user_prims()
+    return _USER_EXP
+
+
+_USER_EXP = None
 
 
 def _close(got, want, tol):
@@ -1175,6 +1288,92 @@ class Checker:
         self._types(hv, (self.x, self.y), strict=False)
         self._derivs(hv, self.fd_hvp(), "JVP of the gradient")
 
+    # ---- the checks of the later classes (CLASS_MODES): their documented errors are passes,
+    # noted in self.expected
+    expected = None
+
+    def _expect(self, what):
+        self.expected = (self.expected or ()) + (what,)
+
+    def mode_held(self):
+        """make_vjp of the program's output array, a write into that output, then the VJP."""
+        from gradcy import make_vjp
+        through_user, write = self.prog.held
+        out = self.prog.out_fn()
+
+        def f(x, y):
+            a = out(self.gnp, x, y)
+            return _user_exp(a) if through_user else a
+
+        def numpy_out(x, y):
+            a = _array(out(onp, _copy(x), _copy(y)))
+            return onp.exp(a) if through_user else a
+        vjp, ans = make_vjp(f, (0, 1))(_copy(self.x), _copy(self.y))
+        try:
+            g = onp.random.RandomState(self.prog.seed + 11).uniform(-1, 1, onp.shape(ans))
+            g = g if onp.ndim(ans) else float(g)
+            fresh, _ = make_vjp(f, (0, 1))(_copy(self.x), _copy(self.y))
+            try:
+                want = fresh(g)
+            finally:
+                fresh.release()
+            fd = self._central_grad(lambda x, y: float(onp.sum(numpy_out(x, y) * g)))
+            self._derivs(want, fd, "VJP of the output")
+            try:
+                exec(write, {"ans": ans})
+            except ValueError as e:
+                if "read-only" not in str(e):
+                    raise
+                self._expect("held output read-only")
+            except TypeError:           # a NumPy scalar output: nothing to write into
+                pass
+            got = vjp(g)
+        finally:
+            vjp.release()
+        self._types(got, (self.x, self.y))
+        self._derivs(got, want, "VJP after a write into its output")
+
+    def _central_grad(self, f):
+        zx, zy = onp.zeros(onp.shape(self.x)), onp.zeros(onp.shape(self.y))
+        out = []
+        for which, z in ((0, zx), (1, zy)):
+            g = onp.zeros(z.shape)
+            for i in range(g.size):
+                e = onp.zeros(g.size)
+                e[i] = 1.0
+                e = e.reshape(g.shape)
+                g.flat[i] = self._central(f, FD_STEP, *((e, zy) if which == 0 else (zx, e)))
+            out.append(g)
+        return tuple(out)
+
+    def mode_subclass(self):
+        """x as np.matrix and as a masked array: refused naming the type; as a subclass
+        registered through autograd's API: the plain program's gradient."""
+        from gradcy import grad
+        _prims()                        # (registers RegisteredArray)
+        refused = [("numpy.ma.MaskedArray", onp.ma.array(self.x, mask=False))]
+        if self.x.ndim == 2:
+            refused.append(("numpy.matrix", onp.asmatrix(self.x)))
+        for name, arg in refused:
+            try:
+                grad(self.gradcy_f, (0, 1))(arg, _copy(self.y))
+            except TypeError as e:
+                # (NumPy 1.x names MaskedArray's module numpy.ma.core)
+                if f"argument 0 is a {name}" not in str(e).replace("numpy.ma.core.", "numpy.ma."):
+                    raise
+                self._expect(f"{name} refused")
+            else:
+                raise Failure("subclass", f"a {name} argument was differentiated")
+        try:
+            got = grad(self.gradcy_f, (0, 1))(_copy(self.x).view(RegisteredArray),
+                                             _copy(self.y))
+        except TypeError as e:          # a write into an array of the subclass: refused
+            if "an ndarray subclass registered for differentiation" not in str(e):
+                raise
+            self._expect("write into a registered subclass refused")
+            return
+        self._derivs(got, self.fd_grad(), "gradient of a registered subclass argument")
+
     def run(self, mode):
         """('pass' | 'raised' | 'fail', kind, detail) of one mode, counters included."""
         before = _counters()
@@ -1246,7 +1445,9 @@ def feature_class(prog):
 class Summary:
     def __init__(self):
         self.programs = 0
-        self.counts = {m: {"pass": 0, "fail": 0, "raised": 0, "skipped": 0} for m in MODES}
+        self.counts = {m: {"pass": 0, "fail": 0, "raised": 0, "skipped": 0}
+                       for m in MODES + EXTRA_MODES}
+        self.expected = {}          # documented errors that answered a later class's check
         self.raised = {}            # (mode, message head) -> count
         self.failures = []          # (seed, mode, kind, detail, program)
         self.skipped = 0            # programs not smooth at their inputs (none expected)
@@ -1259,9 +1460,11 @@ class Summary:
     def add(self, other):
         self.programs += other.programs
         self.skipped += other.skipped
-        for m in MODES:
+        for m in MODES + EXTRA_MODES:
             for k in self.counts[m]:
                 self.counts[m][k] += other.counts[m][k]
+        for k, v in other.expected.items():
+            self.expected[k] = self.expected.get(k, 0) + v
         for k, v in other.raised.items():
             self.raised[k] = self.raised.get(k, 0) + v
         self.failures += other.failures
@@ -1272,6 +1475,11 @@ class Summary:
         for k, v in other.reasons.items():
             self.reasons[k] = self.reasons.get(k, 0) + v
         self.refused += other.refused
+
+    def count_expected(self, prog, checker):
+        for what in checker.expected or ():
+            self.expected[what] = self.expected.get(what, 0) + 1
+        checker.expected = None
 
     def add_program(self, prog, raised, failed):
         """Count one program run in every mode: by its feature classes, refused when some mode
@@ -1295,7 +1503,7 @@ class Summary:
     def counts_table(self):
         lines = [f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",
                  f"  {'mode':<12} {'pass':>6} {'fail':>6} {'raised':>7} {'skipped':>8}"]
-        for m in MODES:
+        for m in MODES + EXTRA_MODES:
             c = self.counts[m]
             if sum(c.values()):
                 lines.append(f"  {m:<12} {c['pass']:>6} {c['fail']:>6} {c['raised']:>7} "
@@ -1309,6 +1517,9 @@ class Summary:
             lines.append(f"  {'class':<16} {'run':>6} {'refused':>8} {'wrong':>6}")
             for cls, (n, r, w) in sorted(self.classes.items()):
                 lines.append(f"  {cls:<16} {n:>6} {r:>8} {w:>6}")
+        if self.expected:
+            lines.append("  expected errors (passes of held / subclass): " + ", ".join(
+                f"{k} {v}" for k, v in sorted(self.expected.items())))
         if self.reasons:
             lines.append("  refused by reason: " + ", ".join(
                 f"{k} {v}" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1])))
@@ -1357,6 +1568,20 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
                 continue
             status, kind, detail = checker.run(mode)
             summary.counts[mode][status] += 1
+            summary.count_expected(prog, checker)
+            if status == "raised":
+                key = (mode, detail)
+                summary.raised[key] = summary.raised.get(key, 0) + 1
+                raised = detail if raised is None else raised
+            elif status == "fail":
+                summary.failures.append((seed, mode, kind, detail, prog))
+                failed = True
+        for cls, mode in CLASS_MODES.items():
+            if cls not in prog.tags():
+                continue
+            status, kind, detail = checker.run(mode)
+            summary.counts[mode][status] += 1
+            summary.count_expected(prog, checker)
             if status == "raised":
                 key = (mode, detail)
                 summary.raised[key] = summary.raised.get(key, 0) + 1

@@ -315,6 +315,8 @@ add("at_set", lambda x, K: inplace.at_set(x, [0, 2], K((2,))), shape=(4,), scala
 add("at_set", lambda x, K: inplace.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
 add("strided_view", lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
     shape=(4,), scalar=False)
+add("whole_of", lambda x, K: inplace.whole_of(x[::-1], onp.arange(3, -1, -1)), shape=(4,),
+    scalar=False)
 add("gradcy.differential_operators.pack_outputs",
     lambda x, K: pack_outputs(x, K((2,)))[0], label="")
 

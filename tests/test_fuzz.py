@@ -13,8 +13,10 @@ import fuzz_programs as fp
 KNOWN_FAILING = set()
 FEATURES = tuple(f for f in fp.FEATURES if f not in KNOWN_FAILING)
 # Feature classes whose programs may be refused (a documented error instead of a result): a
-# write into a view of an array an operation computed (issue #23; docs/tutorial.md lists the
-# programs gradcy still refuses). Any other refused program fails the test.
+# write into a view of an array an operation computed whose own traced value is gone, through
+# a view that does not hold all of it (issue #23; docs/tutorial.md lists the programs gradcy
+# still refuses). Any other refused program fails the test, and so do more than 1% refused.
+# (The documented errors of the held_output and subclass_arg checks are their passes.)
 MAY_REFUSE = {"computed_view"}
 # and, on NumPy 1.x, a write by an advanced index whose value reads the elements it writes:
 # NumPy 1.x gives no order for such a write, so the result depends on it (docs/tutorial.md)
@@ -32,5 +34,7 @@ def test_random_programs_match_numpy_and_differences(first):
     assert summary.programs == CHUNK and summary.skipped == 0
     assert summary.refused_outside(MAY_REFUSE, MAY_REFUSE_REASONS) == [], \
         summary.report(shrink_failures=False)
+    # issue #23's goal: under 1% of the programs refused (NumPy 2; NumPy 1.x may refuse more)
+    assert NUMPY_1 or len(summary.refused) <= CHUNK // 100, summary.report(shrink_failures=False)
     for mode in fp.MODES:      # most programs run to a checked result in every mode
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)

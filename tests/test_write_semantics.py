@@ -446,64 +446,54 @@ def test_augmented_op_on_an_input_leaves_the_callers_array_alone():
     check_program(prog, X2)
 
 
-def test_augmented_op_on_a_view_of_an_array_gradcy_does_not_own_raises():
+def test_augmented_op_on_a_view_of_an_array_gradcy_does_not_own_writes_it_as_numpy():
     def through_input(x, m):
         v = x[:1]
         v *= x[1]                                # NumPy changes x: gradcy changes its copy
         return m.sum(x * x) + m.sum(v)
 
-    check_program(through_input, X2)
-
-    def through_output(x):
-        y = np.sin(x)
+    def through_output(x, m):
+        y = m.sin(x)
         v = y[1:]
-        v += 1.0                                 # NumPy would change y
-        return np.sum(y)
+        v += 1.0                                 # NumPy changes y: so does gradcy (issue #23)
+        return m.sum(y * y)
 
-    def row_of_output(x):
-        y = np.outer(x, x)
+    def row_of_output(x, m):
+        y = m.outer(x, x)
         for row in y:
-            row[0] = 1.0                         # NumPy would change y
-        return np.sum(y)
-
-    for f in (through_output, row_of_output):
-        with pytest.raises(ValueError, match="view of another array"):
-            grad(f)(X2)
-        with pytest.raises(ValueError, match="view of another array"):
-            make_jvp(f)(X2)(onp.ones(2))
+            row[0] = 1.0                         # NumPy changes y
+        return m.sum(y * y)
 
     def unobserved(x, m):
         v = m.sin(x)[1:]                         # nothing else holds sin's output
         v += 1.0
         return m.sum(v * v)
 
-    check_program(unobserved, X2)
+    for prog in (through_input, through_output, row_of_output, unobserved):
+        check_program(prog, X2)
 
 
-def test_write_into_an_array_whose_views_exist_raises():
-    def view_taken_before(x):
-        a = np.sin(x)
+def test_write_into_an_array_whose_views_exist_shows_in_them():
+    def view_taken_before(x, m):
+        a = m.sin(x)
         c = a[:1]                                # NumPy: c sees the write below
         a += 1.0
-        return np.sum(c)
+        return m.sum(c * c) + m.sum(a * x)
 
-    def item_write(x):
-        a = np.sin(x)
+    def item_write(x, m):
+        a = m.sin(x)
         c = a[1:]
-        a[1] = 2.0
-        return np.sum(c)
+        a[1] = 2.0 * x[0]
+        return m.sum(c * c)
 
-    def same_array(x):
-        a = np.sin(x)
-        r = np.real(a)                           # NumPy returns a itself
+    def same_array(x, m):
+        a = m.sin(x)
+        r = m.real(a)                            # NumPy returns a itself
         a *= 2.0
-        return np.sum(r)
+        return m.sum(r * r)
 
-    for f in (view_taken_before, item_write, same_array):
-        with pytest.raises(ValueError, match="memory another traced value shares"):
-            grad(f)(X2)
-        with pytest.raises(ValueError, match="memory another traced value shares"):
-            make_jvp(f)(X2)(onp.ones(2))
+    for prog in (view_taken_before, item_write, same_array):
+        check_program(prog, X2)
 
     def read_then_write(x, m):
         h = m.tanh(x)                            # tanh saves h; the slice read is saved too
@@ -833,12 +823,18 @@ def _y_0d_live(x, m):
 
 @pytest.mark.parametrize("prog", [_y_view_live, _y_reshape_live, _y_transpose_live,
                                   _y_real_live, _y_0d_live])
-def test_a_write_through_a_view_of_a_computed_array_raises_in_every_order(prog):
-    # first order raises; nested differentiation used to return results NumPy does not give
-    for _mode, run in _every_order(lambda x: prog(x, np), X4).items():
-        with pytest.raises(ValueError, match="that is a view of another array|memory another "
-                                             "traced value shares"):
-            run()
+def test_a_write_through_a_view_of_a_computed_array_matches_numpy_in_every_order(prog):
+    # NumPy's semantics (issue #23): the write lands in y, whose later uses see it; first
+    # order, and every nested mode against the Hessian (itself against central differences)
+    check_program(prog, X4)
+    f = lambda x: prog(x, np)
+    want = hessian(f)(X4)
+    modes = _every_order(f, X4)
+    for mode in ("jacobian(grad)",):
+        onp.testing.assert_allclose(modes[mode](), want, rtol=1e-12)
+    g = modes["third order"]()
+    numeric = central_gradient(lambda z: onp.sum(hessian(f)(z)), X4)
+    onp.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6)
 
 
 def test_a_write_into_a_computed_array_nothing_else_sees_works_in_every_order():
@@ -1053,3 +1049,152 @@ def test_arguments_sharing_a_block_without_overlapping_are_written():
     onp.testing.assert_array_equal(a, X4)        # the caller's block never changes
     with pytest.raises(ValueError, match="whose memory another argument shares"):
         grad(f, (0, 1))(a[:2], a[1:])            # these overlap: NumPy would change both
+
+
+# =============================================================================
+# Writes into arrays an operation computed (issue #23): in place, as NumPy; the records that
+# hold the array get their own copy of what a write overlaps
+# =============================================================================
+def test_a_write_into_a_computed_array_is_in_place_and_copies_only_what_records_hold():
+    seen = {}
+
+    def prog(x, m):
+        t = m.tanh(x)                            # tanh's record holds t (its output)
+        u = m.outer(x, x)                        # outer's record holds x, not u
+        if m is np:                              # (ids: a reference would be a sharer)
+            seen["t"], seen["u"] = id(t._value), id(u._value)
+        t[0] = 0.5 * x[1]
+        u[1] = x
+        if m is np:
+            tape = t._tape
+            seen["in place"] = id(t._value) == seen["t"] and id(u._value) == seen["u"]
+            held = [tape.saved_value(i, -1) for i in range(len(tape))]
+            seen["tanh's copy"] = not any(h is t._value for h in held)
+        return m.sum(t * t) + m.sum(u * u) + m.sum(t[:, None] * u)
+
+    check_program(prog, X2, order=1)
+    assert seen["in place"] and seen["tanh's copy"]
+
+
+def test_records_holding_one_array_share_one_copy_of_it():
+    arrays = []
+
+    def f(x):
+        t = np.tanh(x)                           # held by tanh's record and sin's
+        s = np.sin(t)
+        t[1] = 2.0 * x[0]
+        tape = t._tape
+        held = [tape.saved_value(i, p) for i in range(len(tape)) for p in (-1, 0)]
+        arrays.extend(h for h in held if type(h) is onp.ndarray and h.shape == (2,)
+                      and h is not t._value and not onp.shares_memory(h, x))
+        return np.sum(s) + np.sum(t * t)
+
+    g = grad(f)(X2)
+    ref = lambda x: onp.sum(onp.sin(onp.tanh(x))) + onp.sum(
+        onp.array([onp.tanh(x[0]), 2.0 * x[0]]) ** 2)
+    onp.testing.assert_allclose(g, central_gradient(ref, X2), rtol=1e-6, atol=1e-8)
+    assert len(arrays) == 2 and arrays[0] is arrays[1]   # tanh's output, sin's argument: one
+
+
+def _whole_view_of_a_gone_array(x, m):
+    t = m.reshape(m.sum(x * x), (1, 1))          # a view of an array no traced value holds
+    c = t[0:]
+    c -= x[0]                                    # NumPy changes t too
+    return m.sum(t * x[1]) + m.sum(c * c)
+
+
+def _part_view_after_identity(x, m):
+    t = m.real(m.outer(x[:2], x[2:]))            # outer's own value is gone: t is it
+    c = t[1]
+    c *= x[0]
+    c2 = t[:, ::-1]
+    c2[0] = m.sin(x[1:3])
+    return m.sum(t * t) + m.sum(c)
+
+
+def _split_parts_see_a_write(x, m):
+    t = m.sin(m.outer(x, x))
+    a, b = m.split(t, 2)                         # views of t, from a list output
+    r = t[1:3]
+    r += 1.0                                     # NumPy changes a and b too
+    return m.sum(a * b) + m.sum(t)
+
+
+@pytest.mark.parametrize("prog", [_whole_view_of_a_gone_array, _part_view_after_identity,
+                                  _split_parts_see_a_write])
+def test_writes_into_views_of_computed_arrays_whose_own_value_is_gone(prog):
+    check_program(prog, X4)
+
+
+def test_a_list_of_views_taken_before_a_write_is_refused_when_used():
+    # split's parts are views of b: NumPy shows them the write; gradcy used to differentiate
+    # them as they were before it (a silently wrong gradient for the owned buffer)
+    def owned(x):
+        b = np.zeros(4)
+        b[:] = x
+        parts = np.split(b, 2)
+        b[0] = 3.0 * x[1]
+        return np.sum(parts[0] * parts[0])
+
+    def computed(x):
+        t = np.sin(x)
+        parts = np.split(t, 2)
+        t[0] = 3.0 * x[1]
+        return np.sum(parts[0] * parts[0])
+
+    for f in (owned, computed):
+        with pytest.raises(ValueError, match="written to after the view was taken"):
+            grad(f)(X4)
+
+    def unpacked(x, m):                          # parts taken out before the write: right
+        t = m.sin(x)
+        a, b = m.split(t, 2)
+        t[0] = 3.0 * x[1]
+        return m.sum(a * a) + m.sum(b)
+
+    check_program(unpacked, X4)
+
+
+class _Registered(onp.ndarray):
+    """An ndarray subclass registered for differentiation (as PennyLane's tensor)."""
+
+
+def test_writes_into_a_registered_subclass_are_refused_and_its_like_buffers_are_plain():
+    from gradcy.extend import Box
+    Box.register(_Registered)
+    x = onp.array([0.1, 0.2, 0.3]).view(_Registered)
+
+    def through_view(x):                         # gave a silently wrong gradient
+        v = x[::2]
+        v += 1.0 * x[0]
+        return np.sum(np.sin(x))
+
+    def item(x):
+        x[0] = 2.0 * x[1]
+        return np.sum(np.sin(x))
+
+    for f in (through_view, item):
+        with pytest.raises(TypeError, match="an ndarray subclass registered for "
+                                            r"differentiation.*numpy.array\(x\)"):
+            grad(f)(x)
+
+    def rebound(x, m):                           # a += b with no view of a: a new value,
+        a = x                                    # which every name of a sees
+        a += 1.0 * x[0]
+        t = m.sin(x)
+        t *= 2.0
+        return m.sum(t)
+
+    ref_rebound = lambda z: rebound(onp.array(z, copy=True), onp)
+    onp.testing.assert_allclose(grad(lambda z: rebound(z, np))(x),
+                                central_gradient(ref_rebound, onp.asarray(x)),
+                                rtol=1e-6, atol=1e-8)
+
+    def like(x):                                 # zeros_like(x): a plain buffer gradcy owns
+        b = np.zeros_like(x)
+        b[1:] = x[:2] * x[1:]
+        return np.sum(b * b) + np.sum(np.sin(x))
+
+    ref = lambda z: onp.sum((z[:2] * z[1:]) ** 2) + onp.sum(onp.sin(z))
+    onp.testing.assert_allclose(grad(like)(x), central_gradient(ref, onp.asarray(x)),
+                                rtol=1e-6, atol=1e-8)

@@ -50,11 +50,23 @@ What follows NumPy, and what raises
   NumPy, with NumPy's shape and same_kind casting rules: every name bound to it sees the new
   value (the Box moves to it). Python and NumPy scalars are immutable and are rebound, and so
   is a value whose result is traced by an inner differentiation.
-- An array the tape does not own is never written: a += b and a[i] = v move its Box to a new
-  array. When something NumPy would show the change through still references its memory (a
-  traced view of it, the same array returned by real or squeeze, or, when it is a view, the
-  array it views) that raises; references held by the tape's saved records do not count (they
-  keep their values). An input is exempt: gradcy works on a copy, which the tape owns (made
+- An array an operation computed (t = sin(x)) is written in place, as NumPy writes it, once
+  a write reaches its memory (t[i] = v with nothing but the tape's records holding it, or a
+  write through a view of it, or into it while views of it are around): it becomes a buffer
+  the tape owns (_own_computed). Every traced view of such an array is noted as it is
+  recorded (Tape.computed, with the traced values that are the array itself), so the write
+  stales them as any buffer's; the records holding its memory get their own copy of what a
+  write overlaps (copy on write for the records, measured against copying the array whole in
+  benchmarks/write_copy_targets.py). When the array's own traced values are gone, a view
+  holding all of it makes one (whole_of); otherwise the write raises. a += b with no view of
+  a around rebinds a to the new array (nothing else sees its memory). A list of views
+  (split) is stale as a whole once a write overlaps one of them. An array of a registered
+  ndarray subclass is never written: a write raises.
+- An array the tape does not own otherwise is never written: a += b and a[i] = v move its Box
+  to a new array. When something NumPy would show the change through still references its
+  memory (an untracked view of it, or, when it is a view, the array it views) that raises;
+  references held by the tape's saved records do not count (they keep their values). An
+  input is exempt: gradcy works on a copy, which the tape owns (made
   by the input's first write, x[i] = v, x += v or a write through a view of x, which then
   writes into the copy; x's Box moves to it). Under nested differentiation the same holds,
   counting the saved records of every nested trace (they hold outer Boxes of the array and
@@ -144,9 +156,11 @@ _hull = _core.region_hull        # _hull((), r) is r: the hull of nothing grows 
 
 def _before_write(tape, info, r):
     """Values saved for the backward pass keep their values through a write to region r: an
-    overlapped one is replaced by a copy of itself (before the write changes the memory)."""
+    overlapped one is replaced by a copy of itself (before the write changes the memory), one
+    copy for all the records that hold the same array."""
     if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
         keep, hull, saved = _array("q"), (), info.saved
+        copies = {}                    # id -> (array, its copy): one for all its records
         for k in range(0, len(saved), 2):
             node, position = saved[k], saved[k + 1]
             released, _, _, _ = tape.node_flags(node)
@@ -157,8 +171,11 @@ def _before_write(tape, info, r):
                 continue               # already replaced by a copy of its own
             sr = info.region_of(value)
             if _overlap(sr, r):
-                tape.replace_saved(node, position, _np.array(value, copy=True))
-                continue               # the copy is the node's own: no longer in the buffer
+                pair = copies.get(id(value))
+                if pair is None:
+                    pair = copies[id(value)] = (value, _np.array(value, copy=True))
+                tape.replace_saved(node, position, pair[1])
+                continue               # the copy is the records' own: no longer in the buffer
             keep.append(node)
             keep.append(position)
             hull = _hull(hull, sr)
@@ -268,6 +285,43 @@ def _input_written(box, plain, info=None):
         return True
     _after_write(box._tape, entry, None)
     return False
+
+
+def _own_computed(box, plain=None):
+    """box (a traced value whose ndarray is `plain`) is about to be written, and is, or is a
+    view of, an array t that an operation computed (neither a buffer the tape owns nor an
+    input's memory). NumPy writes into t's memory, which t and its views show. When t's traced
+    views were noted (Tape.computed), or when `plain` is t itself and nothing but the tape's
+    saved records references it (direct: the caller checked that), t becomes a buffer the
+    tape owns, written in place: its views are tracked as any buffer's, and a record that
+    holds t's memory gets its own copy of what it holds just before a write overlaps it
+    (_before_write): copy on write for the records, so that t itself is never copied. Under
+    nested differentiation t is functional (writes make new versions). Returns t's
+    OwnedBuffer, or None (nothing done)."""
+    found = _write_module.computed_owner(box)
+    if found is None:
+        if plain is None:
+            return None
+        root, owner = plain, box              # t itself, no views of it noted
+    else:
+        root, owner = found
+        if _plain(box._value) is root:
+            owner = box                       # t itself written (or real(t), ...): its Box
+    info = OwnedBuffer(root, _site())
+    if owner is not None:
+        info.box = _weakref.ref(owner)
+    else:
+        # t's own traced value is gone (or t never had one: reshape of a scalar, an
+        # operation's internal array), but box, one of its views, holds every element of t
+        # once: t's Box is made from it (whole_of), and held by the buffer's record, as
+        # nothing else holds it (the weak references of other buffers are called the same way)
+        pos = _whole_positions(_plain(box._value), root)
+        if pos is None:
+            return None
+        owner = whole_of(box, pos)
+        info.box = lambda owner=owner: owner
+    info.functional = type(owner._value) is Box or _nested(box._tape)
+    return _write_module.adopt(box, root, info)
 
 
 def _site():
@@ -510,12 +564,47 @@ def _is_buffer_box(info, box):
     return buf is box
 
 
+def _subclass_write(plain, what):
+    return TypeError(
+        f"gradcy: {what} on a traced {type(plain).__module__}.{type(plain).__name__} "
+        f"{plain.shape} (an ndarray subclass registered for differentiation): writes into "
+        f"arrays of a subclass are not traced (NumPy would change the array and its views), "
+        f"so they would give a wrong gradient. Convert it to a plain array first "
+        f"(x = gradcy.numpy.array(x), a buffer gradcy owns), or write the result to a new "
+        f"name (v = v * 2).")
+
+
+def _seen_elsewhere(box, plain):
+    """Whether NumPy would show a write into `plain` (box's array, of an ndarray subclass) through
+    another traced value: it is a view (of an input or of another array), or a traced view of
+    it is alive."""
+    tape = box._tape
+    entry = tape.input_entry(plain)
+    if entry is not None:
+        if entry.root is not plain:
+            return True
+    else:
+        base = plain.base
+        # (a subclass's ufunc result is often a view of an array only it holds: its base's
+        # holders are base's own reference and getrefcount's argument)
+        if base is not None and (not isinstance(base, _np.ndarray)
+                                 or sys.getrefcount(base) > 3):
+            return True
+        del base
+        if tape.computed is not None:
+            entry = tape.computed.get(id(_core.root_buffer(plain)))
+    return entry is not None and _builtins.any(
+        tape.node_flags(n)[1] for n in entry.views if n != box._node)
+
+
 def _box_setitem(box, idx, value):
     tape = box._tape
     _nested_check(tape, value)
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
     plain = _plain(box._value)
+    if isinstance(plain, _np.ndarray) and type(plain) is not _np.ndarray:
+        raise _subclass_write(plain, "item assignment")
     value = constant_if_cast(plain, value)   # (a write into an integer or boolean buffer)
     if is_array_value(plain):
         # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
@@ -523,9 +612,12 @@ def _box_setitem(box, idx, value):
         transfer_box(box, at_set(box, idx, value))
         return
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
-    if info is None and type(plain) is _np.ndarray and tape.input_entry(plain) is not None:
-        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
-        plain = _plain(box._value)
+    if info is None and type(plain) is _np.ndarray:
+        if tape.input_entry(plain) is not None:
+            info = _own_input(box, plain)    # a view of an input: the write reaches its copy
+            plain = _plain(box._value)
+        else:                                # an array an operation computed, or a view of
+            info = _own_computed(box)        # one: written in place from now on
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
@@ -539,10 +631,17 @@ def _box_setitem(box, idx, value):
             if _input_written(box, plain, info):
                 _after_write(tape, info, region(idx, plain.shape))
             return
-        copied = anp.copy(box)                    # copy on the first write: inputs never change
-        transfer_box(box, copied)
-        info = _register(tape, box)
-        _input_written(box, plain, info)
+        if type(plain) is _np.ndarray and plain.base is None and \
+                tape.input_entry(plain) is None:
+            # an array an operation computed that nothing but the tape's saved records holds
+            # (checked above): owned and written in place, the records holding it copying what
+            # the write overlaps (measured against copying it whole: docs/tutorial.md)
+            info = _own_computed(box, plain)
+        else:
+            copied = anp.copy(box)                # copy on the first write: inputs never change
+            transfer_box(box, copied)
+            info = _register(tape, box)
+            _input_written(box, plain, info)
     elif nested or info.functional:
         _functional_write(tape, info, box, idx, value)
         return
@@ -627,6 +726,45 @@ defjvp(strided_view,
        lambda g, ans, buf, off, shape, strides: anp.getitem(
            g, _positions(off, shape, strides, buf.itemsize, buf.shape)),
        None, None, None)
+
+
+def _whole_positions(view, root):
+    """The flat index into C-contiguous ndarray `root` of each element of `view`, an array in
+    its memory, when view holds every element of root once (so root is a function of view);
+    else None."""
+    off = _offset(view, root)
+    if off is None or view.size != root.size or not root.flags.c_contiguous \
+            or any(st % root.itemsize for st in view.strides):
+        return None
+    pos = _np.full(view.shape, off, _np.intp)
+    for k, (n, st) in enumerate(zip(view.shape, view.strides)):
+        pos += (_np.arange(n) * (st // root.itemsize)).reshape((n,) + (1,) * (view.ndim - k - 1))
+    if pos.size and (pos.min() < 0 or pos.max() >= root.size or
+                     _np.unique(pos).size != root.size):
+        return None
+    return pos
+
+
+def _whole_of(view, pos):
+    """The ndarray whose memory `view` is in and all of whose elements it holds (flat
+    positions `pos`, _whole_positions): that array itself."""
+    return _core.root_buffer(view)
+
+
+def _whole_of_vjp(g, ans, view, pos):
+    if type(g) is Box:
+        return anp.getitem(anp.reshape(g, (-1,)), pos)
+    return _np.asarray(g).reshape(-1)[pos]
+
+
+def _whole_of_jvp(g, ans, view, pos):
+    flat = at_set(anp.zeros(ans.size, _dtype(g)), pos, g)
+    return anp.reshape(flat, ans.shape)
+
+
+whole_of = primitive(_whole_of, "gradcy.numpy.whole_of")
+defvjp_direct(whole_of, _whole_of_vjp, None, save=(1,))
+defjvp(whole_of, _whole_of_jvp, None)
 
 
 def _block_index(view, root):
@@ -879,6 +1017,16 @@ def _box_iop(box, op, other):
     if type(plain) is not _np.ndarray:
         plain = _plain(plain)
         if type(plain) is not _np.ndarray:
+            if isinstance(plain, _np.ndarray):
+                # an array of a registered ndarray subclass: a new value that every name of
+                # box sees (box moves to it), unless NumPy would show the write through
+                # another traced value (a view), which gradcy does not trace for a subclass
+                if _seen_elsewhere(box, plain):
+                    raise _subclass_write(plain, entry[1])
+                if _np.shape(_plain(result)) != plain.shape:
+                    _inplace_result(result, plain, op)       # (raises NumPy's error)
+                transfer_box(box, result)
+                return box
             return result        # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
@@ -912,6 +1060,14 @@ def _box_iop(box, op, other):
         info = _own_input(box, plain)        # a view of an input: the write reaches its copy
         if info is not None:
             _write_view(box, info, _plain(box._value), Ellipsis, result)
+            return box
+    else:
+        info = _own_computed(box)            # an array an operation computed whose views
+        if info is not None:                 # were taken, or one of those views
+            if info.root is plain and _is_buffer_box(info, box):
+                _box_setitem(box, Ellipsis, result)
+            else:
+                _write_view(box, info, plain, Ellipsis, result)
             return box
     _check_unshared(box, plain, entry[1])
     _input_written(box, plain)
@@ -1143,6 +1299,9 @@ def _owning(name, make, traced=None):
         if tape is None or tape.released:
             return make(*plain, **kwargs)
         out = make(*plain, **kwargs)
+        if isinstance(out, _np.ndarray) and type(out) is not _np.ndarray:
+            out = _np.array(out)   # zeros_like of a registered subclass: a plain buffer,
+                                   # which writes reach (writes into a subclass are refused)
         if type(out) is not _np.ndarray:
             # a Dask / CuPy array (zeros_like of one): a constant traced value, so traced
             # values can be written into it (by its own item assignment, see _box_setitem)
