@@ -16,7 +16,7 @@ from gradcy.test_util import check_grads
 
 from vjp_harness import central_gradient
 
-COVERED = {"gradcy.numpy.strided_view"}
+COVERED = {"gradcy.numpy.strided_view", "gradcy.numpy.whole_of"}
 
 def check_program(prog, x, order=2):
     """prog(x, m) against NumPy: value, reverse gradient, forward JVPs along every axis, and
@@ -1198,3 +1198,16 @@ def test_writes_into_a_registered_subclass_are_refused_and_its_like_buffers_are_
     ref = lambda z: onp.sum((z[:2] * z[1:]) ** 2) + onp.sum(onp.sin(z))
     onp.testing.assert_allclose(grad(like)(x), central_gradient(ref, onp.asarray(x)),
                                 rtol=1e-6, atol=1e-8)
+
+
+def test_whole_of_gradients():
+    """whole_of (the array a view holds every element of, made again when its own Box is gone):
+    both modes to second order, the view reversed and transposed."""
+    from gradcy.numpy.inplace import whole_of
+    from gradcy.test_util import check_grads
+    x = onp.array([0.3, -1.2, 0.7, 2.0])
+    check_grads(lambda v: np.sin(whole_of(v[::-1], onp.arange(3, -1, -1))) * v,
+                modes=["fwd", "rev"], order=2)(x)
+    m = onp.arange(6.0).reshape(2, 3) / 7
+    pos = onp.array([[0, 3], [1, 4], [2, 5]])
+    check_grads(lambda v: np.tanh(whole_of(v.T, pos)), modes=["fwd", "rev"], order=2)(m)
