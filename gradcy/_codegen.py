@@ -64,8 +64,16 @@ _CAST = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32",
 
 # fused runs shorter than this stay NumPy calls (a kernel call costs about as much as two)
 MIN_FUSED_STEPS = 2
+# longer runs are cut into kernels of this many steps (LLVM's time grows faster than the size
+# of a function: one 8,000-statement kernel compiles in over a minute)
+MAX_KERNEL_STEPS = 20_000
 
 _numba = []
+
+# compiled kernels by source (identical steps of a loop in the user's program, or of two
+# recordings, compile once); the oldest are dropped beyond _MAX_KERNELS
+_kernels = {}
+_MAX_KERNELS = 1024
 
 
 def numba_module():
@@ -195,38 +203,51 @@ def _loop_dtype(fun, result_dtype, operand_values):
 
 
 class _Kernel:
-    """One fused run of steps: its source, inputs (slots, then constant arrays) and outputs."""
+    """One fused run of steps: its source, inputs (slots, then constant arrays) and outputs.
 
-    def __init__(self, shape, steps, fused, meta, live_after):
+    The run becomes a list of scalar statements (expression text with {k} where statement k's
+    value goes); repeated stretches of them (a loop of the user's program, forward or
+    backward) are rolled back into loops by _roll, so the source stays small."""
+
+    def __init__(self, shape, steps, fused, meta, read_after):
         self.shape = shape
         produced = {step[4] for step in steps}
         self.inputs = []                  # slots read, defined before the run
         self.arrays = []                  # constant array arguments
-        names = {}
-        body = []
+        index = {}                        # slot -> its statement
+        arrays = {}                       # (dtype, shape, bytes) -> position in self.arrays
+        stmts = []                        # (expression, refs, dtype)
+        # the loads of the inputs come first (a repeated stretch then has no load in it)
+        for _template, operands in fused:
+            for kind, v in operands:
+                if kind == "slot" and v not in produced and v not in index:
+                    om = meta[v]
+                    k = len(self.inputs)
+                    self.inputs.append(v)
+                    text = (self._index(f"a{k}", om.shape, len(om.shape))
+                            if om.type is np.ndarray and om.shape else f"a{k}")
+                    index[v] = len(stmts)
+                    stmts.append((text, (), om.dtype))
 
-        def operand(kind, v, loop_dt, count):
+        def operand(kind, v, loop_dt, refs):
             if kind == "const":
                 return _literal(v, loop_dt)
             if kind == "array":
-                idx = len(self.arrays)
-                self.arrays.append(v)
-                text = self._index(f"c{idx}", v.shape, v.ndim)
                 om_dtype = v.dtype
+                first = v.flat[0] if v.size else None
+                if v.size and v.dtype in _CAST and (v == first).all():
+                    text = _literal(first, None)      # a broadcast constant: its element
+                else:
+                    key = (v.dtype, v.shape, v.tobytes())
+                    idx = arrays.get(key)
+                    if idx is None:
+                        idx = arrays[key] = len(self.arrays)
+                        self.arrays.append(v)
+                    text = self._index(f"c{idx}", v.shape, v.ndim)
             else:
-                text = names.get(v)
-                om = meta[v]
-                om_dtype = om.dtype if om.dtype is not None else None
-                if text is None:            # an input of the kernel
-                    idx = len(self.inputs)
-                    self.inputs.append(v)
-                    if om.type is np.ndarray and om.shape:
-                        name = f"a{idx}"
-                        text = f"v{len(names)}"
-                        body.append(f"{text} = {self._index(name, om.shape, len(om.shape))}")
-                    else:
-                        text = f"a{idx}"
-                    names[v] = text
+                text = "{" + str(len(refs)) + "}"
+                refs.append(index[v])
+                om_dtype = meta[v].dtype
             if loop_dt is not None and om_dtype != loop_dt and loop_dt in _CAST:
                 return f"{_CAST[loop_dt]}({text})"
             return text
@@ -234,50 +255,39 @@ class _Kernel:
         for step, (template, operands) in zip(steps, fused):
             fun, slot = step[0], step[4]
             m = meta[slot]
-            values = []
-            for kind, v in operands:
-                if kind == "slot":
-                    om = meta[v]
-                    values.append(np.empty((), om.dtype) if om.dtype is not None
-                                  else om.value)
-                elif kind == "array":
-                    values.append(np.empty((), v.dtype))
-                else:
-                    values.append(v)
+            refs = []
             if fun is _WHERE:
                 loop_dt = m.dtype
-                c = operand(*operands[0], _BOOL, 0)
-                x = operand(*operands[1], loop_dt, 1)
-                y = operand(*operands[2], loop_dt, 2)
+                c = operand(*operands[0], _BOOL, refs)
+                x = operand(*operands[1], loop_dt, refs)
+                y = operand(*operands[2], loop_dt, refs)
                 expr = f"({x} if {c} else {y})"
             else:
+                values = [np.empty((), meta[v].dtype) if kind == "slot"
+                          and meta[v].dtype is not None else meta[v].value if kind == "slot"
+                          else np.empty((), v.dtype) if kind == "array" else v
+                          for kind, v in operands]
                 loop_dt = _loop_dtype(fun, m.dtype, values)
                 if loop_dt not in _CAST:
                     loop_dt = None
-                texts = [operand(kind, v, loop_dt, k) for k, (kind, v) in enumerate(operands)]
+                texts = [operand(kind, v, loop_dt, refs) for kind, v in operands]
                 if fun is np.power and operands[1] == ("const", 2):
                     template = "({0} * {0})"          # NumPy's own fast path of x**2
                 expr = template.format(*texts)
             if m.dtype != loop_dt:
                 expr = f"{_CAST[m.dtype]}({expr})"
-            name = names[slot] = f"t{slot}"
-            body.append(f"{name} = {expr}")
+            index[slot] = len(stmts)
+            stmts.append((expr, tuple(refs), m.dtype))
         self.input_meta = [meta[s] for s in self.inputs]
-        self.outputs = [s for s in sorted(produced) if s in live_after]
+        self.outputs = [s for s in sorted(produced) if read_after(s)]
         self.out_meta = [meta[s] for s in self.outputs]
-        for k, s in enumerate(self.outputs):
-            body.append(f"{self._index(f'o{k}', meta[s].shape, len(meta[s].shape))} = "
-                        f"{names[s]}")
+        outputs = [(self._index(f"o{k}", meta[s].shape, len(meta[s].shape)), index[s])
+                   for k, s in enumerate(self.outputs)]
         args = ([f"a{k}" for k in range(len(self.inputs))]
                 + [f"c{k}" for k in range(len(self.arrays))]
                 + [f"o{k}" for k in range(len(self.outputs))])
-        lines = [f"def kernel({', '.join(args)}):"]
-        indent = " "
-        for d, n in enumerate(shape):
-            lines.append(f"{indent}for i{d} in range({n}):")
-            indent += " "
-        lines.extend(indent + b for b in body)
-        self.source = "\n".join(lines)
+        self.n_statements = len(stmts)
+        self.source = _emit(stmts, outputs, shape, args)
 
     def _index(self, name, shape, ndim):
         """name[i...] for an operand of `shape` broadcast to the kernel's shape."""
@@ -287,6 +297,198 @@ class _Kernel:
             fd = full - ndim + d
             idx.append("0" if shape[d] == 1 and self.shape[fd] != 1 else f"i{fd}")
         return f"{name}[{', '.join(idx)}]" if idx else name
+
+
+# repeated stretches are looked for with periods up to this many statements, and rolled when
+# they repeat at least _MIN_REPEATS times
+_MAX_PERIOD = 64
+_MIN_REPEATS = 3
+
+
+def _roll(stmts):
+    """The repeated stretches of stmts: [(start, period, repeats)], in order, disjoint. In a
+    stretch, the statement at repeat r and offset q has repeat 0's expression, and each of its
+    references points either the same distance back within one period (a value of this repeat
+    or of the previous one), or at a fixed statement before the stretch, or moves by a fixed
+    stride per repeat (a value saved by an earlier stretch, read forward or backward)."""
+    n = len(stmts)
+    out = []
+    s = 0
+    while s < n:
+        best = None
+        for p in range(1, min(_MAX_PERIOD, (n - s) // _MIN_REPEATS) + 1):
+            r = _repeats(stmts, s, p)
+            if r >= _MIN_REPEATS and (best is None or r * p > best[1] * best[0]):
+                best = (p, r)
+        if best is None:
+            s += 1
+            continue
+        out.append((s, best[0], best[1]))
+        s += best[0] * best[1]
+    return out
+
+
+def _ref_kind(i, j, s, p):
+    """How statement i (in a stretch starting at s, period p) refers to statement j: near
+    (this repeat or the previous one; before the first repeat, the value carried in), far."""
+    d = i - j
+    if d <= (i - s) % p + p:
+        return ("near", d)
+    return ("far",)
+
+
+def _repeats(stmts, s, p):
+    """How many times stmts[s:s + p] repeats from s (its first copy included)."""
+    n = len(stmts)
+    strides = {}
+    r = 1
+    while s + p * (r + 1) <= n:
+        base = s + p * r
+        for q in range(p):
+            i, i0 = base + q, s + q
+            e, refs, dt = stmts[i]
+            e0, refs0, dt0 = stmts[i0]
+            if e != e0 or dt != dt0 or len(refs) != len(refs0) or not refs0:
+                return r
+            for k, (j, j0) in enumerate(zip(refs, refs0)):
+                kind, kind0 = _ref_kind(i, j, s, p), _ref_kind(i0, j0, s, p)
+                if kind != kind0:
+                    return r
+                if kind[0] == "far":
+                    stride = strides.setdefault((q, k), j - j0 if r == 1 else None)
+                    if stride is None or j - j0 != stride * r:
+                        return r
+        r += 1
+    return r
+
+
+def _emit(stmts, outputs, shape, args):
+    """The kernel's source: loops over the elements of `shape`; in them the statements, with the
+    stretches _roll finds as loops (values read outside their stretch kept in small arrays)."""
+    stretches = _roll(stmts)
+    while True:
+        try:
+            return _emit_rolled(stmts, outputs, shape, args, stretches)
+        except _NoRoll as e:            # that stretch, one repeat shorter (or unrolled)
+            s, p, n = stretches[e.args[0]]
+            if n - 1 >= _MIN_REPEATS:
+                stretches[e.args[0]] = (s, p, n - 1)
+            else:
+                del stretches[e.args[0]]
+
+
+def _emit_rolled(stmts, outputs, shape, args, stretches):
+    where = {}                          # statement -> (stretch number, repeat, offset)
+    for k, (s, p, n) in enumerate(stretches):
+        for i in range(s, s + p * n):
+            where[i] = (k, (i - s) // p, (i - s) % p)
+    saved = set()                       # (stretch, offset) kept in an array
+
+    def outside_ref(j):
+        """The text of statement j's value, read from outside its stretch's loop."""
+        w = where.get(j)
+        if w is None:
+            return f"t{j}"
+        k, r, q = w
+        saved.add((k, q))
+        return f"s{k}_{q}[{r}]"
+
+    body, pos, k = [], 0, 0
+    order = sorted(stretches)
+    for k, (s, p, n) in enumerate(order):
+        for i in range(pos, s):
+            e, refs, _ = stmts[i]
+            body.append((0, f"t{i} = {e.format(*map(outside_ref, refs))}"))
+        loop, carried = [], {}
+        for q in range(p):
+            i = s + q
+            e, refs, _ = stmts[i]
+            texts = []
+            for j in refs:
+                kind = _ref_kind(i, j, s, p)
+                if kind[0] == "near":
+                    q2 = q - kind[1]
+                    if q2 >= 0:
+                        texts.append(f"u{k}_{q2}")
+                    else:               # the previous repeat's value of offset q2 + p
+                        q2 += p
+                        carried[q2] = j
+                        texts.append(f"c{k}_{q2}")
+                else:
+                    # a fixed statement before the stretch, or a stride through a saved one
+                    texts.append(_far_text(j, i, s, p, stmts, where, saved, order))
+            loop.append(f"u{k}_{q} = {e.format(*texts)}")
+        for q2, j in sorted(carried.items()):
+            body.append((0, f"c{k}_{q2} = {outside_ref(j)}"))
+        body.append((0, f"for r{k} in range({n}):"))
+        body.extend((1, line) for line in loop)
+        for q2 in sorted(carried):
+            body.append((1, f"c{k}_{q2} = u{k}_{q2}"))
+        body.append((1, f"SAVE{k}"))
+        pos = s + p * n
+    for i in range(pos, len(stmts)):
+        e, refs, _ = stmts[i]
+        body.append((0, f"t{i} = {e.format(*map(outside_ref, refs))}"))
+    for target, j in outputs:
+        body.append((0, f"{target} = {outside_ref(j)}"))
+    # the arrays of saved values: allocated once per call, outside the loops over elements
+    lines = [f"def kernel({', '.join(args)}):"]
+    for k, q in sorted(saved):
+        s, p, n = order[k]
+        lines.append(f" s{k}_{q} = np.empty({n}, {_NP_DTYPE[stmts[s + q][2]]})")
+    indent = " "
+    for d, m in enumerate(shape):
+        lines.append(f"{indent}for i{d} in range({m}):")
+        indent += " "
+    for depth, line in body:
+        if line.startswith("SAVE"):
+            k = int(line[4:])
+            for (k2, q) in sorted(saved):
+                if k2 == k:
+                    lines.append(f"{indent} s{k}_{q}[r{k}] = u{k}_{q}")
+            continue
+        lines.append(indent + " " * depth + line)
+    return "\n".join(lines)
+
+
+_NP_DTYPE = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32",
+             _BOOL: "np.bool_"}
+
+
+def _far_text(j, i, s, p, stmts, where, saved, order):
+    """A far reference of statement i (repeat 0 of a stretch at s, period p) to statement j,
+    as the loop's text: j itself when every repeat reads it, else the saved array of the
+    earlier stretch it moves through, indexed by a multiple of the loop's counter."""
+    k = where[i][0]
+    # the stride: compare with repeat 1's reference at the same position
+    refs0, refs1 = stmts[i][1], stmts[i + p][1]
+    pos = [t for t, jj in enumerate(refs0) if jj == j][0]
+    stride = refs1[pos] - j
+    w = where.get(j)
+    if stride == 0:
+        if w is None:
+            return f"t{j}"
+        k2, r2, q2 = w
+        saved.add((k2, q2))
+        return f"s{k2}_{q2}[{r2}]"
+    if w is None or w[0] >= k:
+        raise _NoRoll(k)
+    k2, r2, q2 = w
+    p2 = order[k2][1]
+    if stride % p2:
+        raise _NoRoll(k)
+    step = stride // p2
+    n2 = order[k2][2]
+    n = order[k][2]
+    if not (0 <= r2 + step * (n - 1) < n2):
+        raise _NoRoll(k)
+    saved.add((k2, q2))
+    sign = "+" if step >= 0 else "-"
+    return f"s{k2}_{q2}[{r2} {sign} {abs(step)} * r{k}]"
+
+
+class _NoRoll(Exception):
+    """A stretch reads values that move through statements no loop saves."""
 
 
 def _wrapper(kernel, jitted):
@@ -329,30 +531,35 @@ def compile_program(prog, leaves):
             continue
         shape = meta[steps[k][4]].shape
         j = k
-        while j < len(steps) and fused[j] is not None and meta[steps[j][4]].shape == shape:
+        while (j < len(steps) and j - k < MAX_KERNEL_STEPS and fused[j] is not None
+               and meta[steps[j][4]].shape == shape):
             j += 1
         if j - k >= MIN_FUSED_STEPS:
             runs.append((k, j))
         k = j
     if not runs:
         return prog
-    # the slots each position's later steps read (and the output)
-    read_after = [set() for _ in range(len(steps) + 1)]
-    read_after[len(steps)] = {prog.out}
-    for k in range(len(steps) - 1, -1, -1):
-        step = steps[k]
-        r = set(read_after[k + 1])
-        r.update(s for _, s in step[2])
+    # the last step that reads each slot (the output: read after the end)
+    last_read = {prog.out: len(steps)}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            last_read[s] = k
         for pos in step[7]:
-            r.update(_slots_in(step[1][pos]))
-        read_after[k] = r
+            for s in _slots_in(step[1][pos]):
+                last_read[s] = k
     new_steps, n_slots, pos = [], prog.n_slots, 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
-        kern = _Kernel(meta[steps[k][4]].shape, steps[k:j], fused[k:j], meta, read_after[j])
-        ns = {"np": np}
-        exec(compile(kern.source, "<gradcy.jit kernel>", "exec"), ns)
-        jitted = numba.njit(ns["kernel"], error_model="numpy", nogil=True)
+        kern = _Kernel(meta[steps[k][4]].shape, steps[k:j], fused[k:j], meta,
+                       lambda s, j=j: last_read.get(s, -1) >= j)
+        jitted = _kernels.get(kern.source)
+        if jitted is None:
+            ns = {"np": np}
+            exec(compile(kern.source, "<gradcy.jit kernel>", "exec"), ns)
+            jitted = numba.njit(ns["kernel"], error_model="numpy", nogil=True)
+            _kernels[kern.source] = jitted
+            while len(_kernels) > _MAX_KERNELS:
+                del _kernels[next(iter(_kernels))]
         call = _wrapper(kern, jitted)
         links = tuple((p, s) for p, s in enumerate(kern.inputs))
         if len(kern.outputs) == 1:

@@ -283,6 +283,10 @@ class _Program:
         prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
         return prog
 
+    def _first_run(self, *leaves):
+        self.run = self._compile()
+        return self.run(*leaves)
+
     def _compile(self):
         """The program as one Python function of the inputs. Functions and constants are its
         globals (never written into the source); values live in local registers, each freed
@@ -584,7 +588,8 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
     prog.structure = None
     prog.input_guards = tuple((s, read, value) for s in range(n_inputs)
                               for read, value in _dedup(guards.get(s, ())))
-    prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
+    # (compiled at the first replay: gradcy.jit replaces most programs before any)
+    prog.run = prog._first_run if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
     return prog
 
 
