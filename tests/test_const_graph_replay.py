@@ -300,3 +300,17 @@ def test_integer_casts_replay_as_constants_of_the_new_inputs():
         expected = onp.trunc(x * 3) + (x > 0)
         assert onp.array_equal(g(x), expected)
         assert onp.array_equal(fast(x), expected)
+
+
+def test_matmul_gradients_replay_without_recording_again(recordings):
+    """The transposes of matmul's rules ask whether a value is an array, which reads no value:
+    no guard on it, so a new input replays."""
+    def f(W, x):
+        return gnp.sum(gnp.tanh(x @ W) @ W)
+    fast = const_graph(gradcy.grad(f, (0, 1)))
+    rs = onp.random.RandomState(5)
+    for _ in range(3):
+        W, x = rs.randn(3, 3), rs.randn(2, 3)
+        got, want = fast(W, x), gradcy.grad(f, (0, 1))(W, x)
+        assert all(onp.array_equal(g, w) for g, w in zip(got, want))
+    assert len(recordings) == 1
