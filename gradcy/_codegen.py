@@ -513,7 +513,9 @@ def _wrapper(kernel, jitted):
     lines.append(f" return {outs[0] if len(outs) == 1 else '(' + ', '.join(outs) + ',)'}")
     src = f"def run_kernel({', '.join(params)}):\n" + "\n".join(lines)
     exec(compile(src, "<gradcy.jit kernel call>", "exec"), ns)
-    return ns["run_kernel"]
+    run = ns["run_kernel"]
+    run.source = kernel.source
+    return run
 
 
 def compile_program(prog, leaves):

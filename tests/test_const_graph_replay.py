@@ -314,3 +314,15 @@ def test_matmul_gradients_replay_without_recording_again(recordings):
         got, want = fast(W, x), gradcy.grad(f, (0, 1))(W, x)
         assert all(onp.array_equal(g, w) for g, w in zip(got, want))
     assert len(recordings) == 1
+
+
+def test_shape_reads_of_a_list_of_pieces_of_different_shapes():
+    """array_split's pieces (2, 2) and (1, 2): the shape guard of the list is the shapes of its
+    pieces (NumPy's shape of it raises)."""
+    def loss(x):
+        a, b = gnp.array_split(x, 2)
+        return gnp.sum(gnp.tanh(a)) + gnp.sum(b * b)
+    fast = const_graph(gradcy.grad(loss))
+    x = onp.arange(6.0).reshape(3, 2) / 6.0
+    for v in (x, -x, x * 2):
+        assert onp.array_equal(fast(v), gradcy.grad(loss)(v))

@@ -83,7 +83,11 @@ class _GuardMiss(Exception):
 
 def _shape_of(v):
     shape = getattr(v, "shape", None)
-    return shape if type(shape) is tuple else _np.shape(v)
+    if type(shape) is tuple:
+        return shape
+    if isinstance(v, (list, tuple)):    # (array_split's pieces: shapes that differ)
+        return type(v), tuple(map(_shape_of, v))
+    return _np.shape(v)
 
 
 def _tolist(v):
