@@ -448,8 +448,10 @@ def _emit_rolled(stmts, outputs, shape, args, stretches):
         s, p, n = order[k]
         lines.append(f" s{k}_{q} = np.empty({n}, {_NP_DTYPE[stmts[s + q][2]]})")
     indent = " "
-    for d, m in enumerate(shape):
-        lines.append(f"{indent}for i{d} in range({m}):")
+    # (the bounds are the first output's shape, not numbers: steps of one loop of the user's
+    # program on growing arrays, as a memory network's prefix, share one compiled kernel)
+    for d in range(len(shape)):
+        lines.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
         indent += " "
     for depth, line in body:
         if line.startswith("SAVE"):
@@ -648,8 +650,8 @@ def _reuse_buffers(steps, meta, prog):
             for s in _slots_in(args[pos]):
                 last[s] = k
                 readers_ok[s] = False
-        if (isinstance(fun, np.ufunc) and fun.nout == 1 or fun is np.matmul
-                or getattr(fun, "source", None) is not None and not kwargs):
+        if not kwargs and (isinstance(fun, np.ufunc) and fun.nout == 1
+                           or getattr(fun, "source", None) is not None):
             m = meta[slot] if slot < len(meta) else None
             if m is not None and m.type is np.ndarray:
                 fresh.add(slot)
