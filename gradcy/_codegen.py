@@ -181,6 +181,8 @@ def _fusable(step, meta):
 
 
 def _broadcasts(shape, to):
+    if shape == to:
+        return True
     if len(shape) > len(to):
         return False
     return all(s == t or s == 1 for s, t in zip(shape[::-1], to[::-1]))
@@ -323,14 +325,24 @@ def _roll(stmts):
     or of the previous one), or at a fixed statement before the stretch, or moves by a fixed
     stride per repeat (a value saved by an earlier stretch, read forward or backward)."""
     n = len(stmts)
+    ids = {}
+    # each statement's expression and dtype as a number, and the distances back to its refs
+    ekey = [ids.setdefault((e, dt), len(ids)) if refs else -1 - i
+            for i, (e, refs, dt) in enumerate(stmts)]
+    dists = [tuple(i - j for j in refs) for i, (_, refs, _) in enumerate(stmts)]
     out = []
     s = 0
     while s < n:
         best = None
+        found = []
         for p in range(1, min(_MAX_PERIOD, (n - s) // _MIN_REPEATS) + 1):
-            r = _repeats(stmts, s, p)
-            if r >= _MIN_REPEATS and (best is None or r * p > best[1] * best[0]):
-                best = (p, r)
+            if ekey[s + p] != ekey[s] or any(p % f == 0 for f in found):
+                continue                # (a multiple of a period found covers no more)
+            r = _repeats(ekey, dists, s, p, n)
+            if r >= _MIN_REPEATS:
+                found.append(p)
+                if best is None or r * p > best[1] * best[0]:
+                    best = (p, r)
         if best is None:
             s += 1
             continue
@@ -348,27 +360,29 @@ def _ref_kind(i, j, s, p):
     return ("far",)
 
 
-def _repeats(stmts, s, p):
-    """How many times stmts[s:s + p] repeats from s (its first copy included)."""
-    n = len(stmts)
+def _repeats(ekey, dists, s, p, n):
+    """How many times the statements s..s + p - 1 repeat from s (the first copy included)."""
     strides = {}
     r = 1
     while s + p * (r + 1) <= n:
         base = s + p * r
         for q in range(p):
             i, i0 = base + q, s + q
-            e, refs, dt = stmts[i]
-            e0, refs0, dt0 = stmts[i0]
-            if e != e0 or dt != dt0 or len(refs) != len(refs0) or not refs0:
+            if ekey[i] != ekey[i0]:
                 return r
-            for k, (j, j0) in enumerate(zip(refs, refs0)):
-                kind, kind0 = _ref_kind(i, j, s, p), _ref_kind(i0, j0, s, p)
-                if kind != kind0:
-                    return r
-                if kind[0] == "far":
-                    stride = strides.setdefault((q, k), j - j0 if r == 1 else None)
-                    if stride is None or j - j0 != stride * r:
+            ds, ds0 = dists[i], dists[i0]
+            if ds == ds0 and max(ds, default=0) <= q + p:
+                continue                # every reference near, at the same distance
+            for k, (d, d0) in enumerate(zip(ds, ds0)):
+                near, near0 = d <= q + p, d0 <= q + p
+                if near or near0:
+                    if d != d0 or not (near and near0):
                         return r
+                    continue
+                step = (i - d) - (i0 - d0)      # far: where the reference moved to
+                stride = strides.setdefault((q, k), step if r == 1 else None)
+                if stride is None or step != stride * r:
+                    return r
         r += 1
     return r
 
