@@ -137,9 +137,13 @@ def jit(fun, *args, **kwargs):
             return partial_fun(*xs)
         try:
             return cached(xs)
-        except NotImplementedError as e:
-            if "writes into an array" not in str(e):
+        except (NotImplementedError, ValueError) as e:
+            msg = str(e)
+            if not msg.startswith("const_graph: "):
                 raise
+            if "writes into an array" not in msg:
+                # the recording's errors, under the name the user called
+                raise type(e)("gradcy.jit: " + msg[len("const_graph: "):]) from e
             warnings.warn(f"gradcy.jit: {name} writes into arrays, which a recorded program "
                           f"cannot replay; running it eagerly", RuntimeWarning, stacklevel=2)
             eager.append(True)

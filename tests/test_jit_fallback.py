@@ -44,3 +44,10 @@ def test_without_numba_guards_still_record_again(no_numba):
         fast = jit(lambda x: gnp.sum(x * 2.0) if gnp.sum(x) > 0 else gnp.sum(x * 3.0))
     assert fast(onp.ones(2)) == 4.0 and fast(-onp.ones(2)) == -6.0
     assert fast(onp.ones(2) * 2) == 8.0 and len(fast.programs) == 2
+
+
+def test_recording_errors_name_jit():
+    fast = jit(lambda x: 3.0)
+    with pytest.raises(ValueError, match=r"^gradcy.jit: the output is independent of the "
+                                         r"input"):
+        fast(onp.ones(2))
