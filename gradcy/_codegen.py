@@ -21,6 +21,7 @@ in the last place.
 """
 import math
 import operator
+import weakref
 
 import numpy as np
 
@@ -108,11 +109,23 @@ class _Meta:
 
 
 def _probe(prog, leaves):
-    """The _Meta of every slot of prog, from one interpreted run at `leaves`."""
+    """(the _Meta of every slot of prog, the steps whose write can be made in place), from one
+    interpreted run at `leaves`.
+
+    A recorded write buf[idx] = v is the step at_set(buf, idx, v), which copies buf (const_graph
+    keeps every version: the backward pass reads views of old ones). The copy is left out (the
+    write goes into buf's buffer) where nothing can see the difference: buf is a copy the
+    program made (a chain of such writes, started by a copy), no step reads buf after this one,
+    and every value still to be read that lies in the chain's buffer (a view of an older
+    version, as a memory network's saved prefix) shares no element with buf[idx]."""
+    from .numpy.inplace import _at_set
     vals = list(leaves) + [None] * (prog.n_slots - prog.n_inputs)
     meta = [_Meta(v) for v in vals[:prog.n_inputs]] + [None] * (prog.n_slots - prog.n_inputs)
+    chain = {}                          # id(version array) -> chain number
+    in_place = set()
     with np.errstate(all="ignore"):
-        for fun, args, links, kwargs, slot, drops, _guards, nested in prog.steps:
+        for k, (fun, args, links, kwargs, slot, drops, _guards, nested) in enumerate(
+                prog.steps):
             a = list(args)
             for pos, s in links:
                 a[pos] = vals[s]
@@ -120,10 +133,64 @@ def _probe(prog, leaves):
                 a[pos] = _fill(a[pos], vals)
             for s in drops:
                 vals[s] = None
+            if fun is _at_set and not kwargs:
+                c = _write_chain(a[0], links, chain)
+                if c is not None and _unseen(c, a[0], a[1], vals, chain):
+                    in_place.add(k)
             vals[slot] = v = fun(*a, **kwargs) if kwargs else fun(*a)
+            if fun is _at_set and type(v) is np.ndarray:
+                c = chain.get(id(a[0])) if type(a[0]) is np.ndarray else None
+                if c is not None and c[1]() is not a[0]:
+                    c = None
+                chain[id(v)] = (len(chain) if c is None else c[0], weakref.ref(v))
             meta[slot] = _Meta(v)
             del v
-    return meta
+    return meta, in_place
+
+
+def _write_chain(buf, links, chain):
+    """The chain of copies the buffer `buf` (at_set's first argument, linked to a slot) is the
+    latest version of, or None."""
+    if type(buf) is not np.ndarray or not any(pos == 0 for pos, _ in links):
+        return None
+    c = chain.get(id(buf))
+    return None if c is None or c[1]() is not buf else c[0]
+
+
+def _arrays_in(v):
+    t = type(v)
+    if t is tuple or t is list:
+        return [a for e in v for a in _arrays_in(e)]
+    return [v] if isinstance(v, np.ndarray) else []
+
+
+def _unseen(c, buf, idx, vals, chain):
+    """No live value in chain c's buffer shares an element with buf[idx] (every version of a
+    chain has buf's layout: a region of one is the same region of the others)."""
+    try:
+        region_of = {}
+        for v in vals:
+            for arr in _arrays_in(v):
+                root = arr
+                while root.base is not None and id(root) not in chain:
+                    root = root.base
+                entry = chain.get(id(root))
+                if entry is None or entry[0] != c or entry[1]() is not root:
+                    continue
+                region = region_of.get(id(root))
+                if region is None:
+                    region = region_of[id(root)] = root[idx]
+                if np.shares_memory(arr, region):
+                    return False
+        return True
+    except Exception:                  # (an index at_set takes that a view does not)
+        return False
+
+
+def _set_into(x, idx, v):
+    """at_set into x's own buffer (x is dead after it: _probe's in-place writes)."""
+    x[idx] = v
+    return x
 
 
 def _constant_ok(v):
@@ -549,8 +616,9 @@ def compile_program(prog, leaves):
     """prog with its fusable runs as Numba kernels (a new tracers._Program; prog itself if
     nothing fuses). Raises what Numba raises when a kernel does not compile."""
     numba = numba_module()
-    meta = _probe(prog, leaves)
-    steps = list(prog.steps)
+    meta, in_place = _probe(prog, leaves)
+    steps = [(_set_into,) + step[1:] if k in in_place else step
+             for k, step in enumerate(prog.steps)]
     fused = [_fusable(step, meta) for step in steps]
     # runs of consecutive fusable steps with one result shape
     runs, k = [], 0
