@@ -671,7 +671,8 @@ def compile_program(prog, leaves):
                                   (), ()))
         pos = j
     new_steps.extend(steps[pos:])
-    planned = _reuse_buffers(_transposes(new_steps, meta), meta, prog)
+    planned = _reuse_buffers(_accumulations(_transposes(new_steps, meta), meta, prog), meta,
+                             prog)
     return prog.rebuilt(planned, n_slots)
 
 
@@ -714,15 +715,17 @@ def _into(ufunc, pos):
 _REUSABLE = (np.add, np.subtract, np.multiply, np.true_divide)
 
 
-def _reuse_buffers(steps, meta, prog):
-    """The buffer plan: a binary NumPy call whose operand is a fresh array (made by a ufunc,
-    matmul or a kernel of the program) of the result's shape and dtype, read by ufuncs and
-    kernels only and for the last time here, writes its result into that operand's buffer
-    (out=) instead of a new one: gradient accumulations (dW = dW + h.T @ g) become the
-    in-place updates a hand-written gradient makes."""
-    fresh = set()
-    readers_ok = {}
-    last = {}
+def _add_at(a, g, idx):
+    """a + untake(g, idx): g added into a's own buffer at idx (a is dead after it)."""
+    a[idx] += g
+    return a
+
+
+def _fresh_slots(steps, meta):
+    """(slots holding an array a step of the program made (a ufunc's, a kernel's, at_set's
+    copy), whether each slot is read by ufuncs and kernels only, the last step reading it)."""
+    from .numpy.inplace import _at_set       # (a copy with the write made)
+    fresh, readers_ok, last = set(), {}, {}
     for k, (fun, args, links, kwargs, slot, _d, _g, nested) in enumerate(steps):
         elementwise = isinstance(fun, np.ufunc) or getattr(fun, "source", None) is not None
         for _, s in links:
@@ -732,11 +735,67 @@ def _reuse_buffers(steps, meta, prog):
             for s in _slots_in(args[pos]):
                 last[s] = k
                 readers_ok[s] = False
-        if not kwargs and (isinstance(fun, np.ufunc) and fun.nout == 1
+        if not kwargs and (isinstance(fun, np.ufunc) and fun.nout == 1 or fun is _at_set
                            or getattr(fun, "source", None) is not None):
             m = meta[slot] if slot < len(meta) else None
             if m is not None and m.type is np.ndarray:
                 fresh.add(slot)
+    return fresh, readers_ok, last
+
+
+def _accumulations(steps, meta, prog):
+    """add(a, untake(g, idx, shape, dtype)), the gradient of a read x[idx] accumulated into a
+    cotangent, as a[idx] += g where a is a dead fresh array of the result's shape and dtype
+    and idx repeats no position: no zero array of the whole shape per read (a memory
+    network's backward pass reads a prefix of its buffer at each step)."""
+    from .numpy import indexing
+    untake = getattr(indexing.untake, "fun", None)
+    if untake is None:
+        return steps
+    fresh, readers_ok, last = _fresh_slots(steps, meta)
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+    drop, replace = set(), {}
+    for k, (fun, args, links, kwargs, u, _d, _g, nested) in enumerate(steps):
+        if (fun is not untake or kwargs or nested or len(args) != 4 or len(links) != 1
+                or links[0][0] != 0 or u == prog.out or u >= len(meta)):
+            continue
+        g_slot, idx = links[0][1], args[1]
+        mu, mg = meta[u], meta[g_slot]
+        if (mu.type is not np.ndarray or mu.dtype not in _FLOATS or mg.dtype != mu.dtype
+                or not indexing._no_repeats(idx) or len(readers.get(u, ())) != 1):
+            continue
+        k2 = readers[u][0]
+        f2, args2, links2, kw2, out2 = steps[k2][:5]
+        if (f2 is not np.add or kw2 or len(args2) != 2 or len(links2) != 2 or steps[k2][7]
+                or out2 >= len(meta) or k2 in replace):
+            continue
+        (p0, s0), (p1, s1) = sorted(links2)
+        a = s1 if s0 == u else s0 if s1 == u else None
+        if a is None or a == u:
+            continue
+        ma, mo = meta[a], meta[out2]
+        if (a in fresh and a != prog.out and last.get(a) == k2 and readers_ok.get(a)
+                and ma.type is np.ndarray and ma.shape == mu.shape == mo.shape
+                and ma.dtype == mu.dtype == mo.dtype
+                and not any(steps[j][0] is _set_into for j in range(k, k2))):
+            drop.add(k)
+            replace[k2] = (_add_at, (None, None, idx), ((0, a), (1, g_slot)), None, out2,
+                           (), steps[k2][6], ())
+    if not replace:
+        return steps
+    return [replace.get(k, step) for k, step in enumerate(steps) if k not in drop]
+
+
+def _reuse_buffers(steps, meta, prog):
+    """The buffer plan: a binary NumPy call whose operand is a fresh array (made by a ufunc,
+    matmul or a kernel of the program) of the result's shape and dtype, read by ufuncs and
+    kernels only and for the last time here, writes its result into that operand's buffer
+    (out=) instead of a new one: gradient accumulations (dW = dW + h.T @ g) become the
+    in-place updates a hand-written gradient makes."""
+    fresh, readers_ok, last = _fresh_slots(steps, meta)
     out = []
     for k, step in enumerate(steps):
         fun, args, links, kwargs, slot = step[:5]

@@ -263,6 +263,9 @@ def test_slot_writes_go_into_the_buffer_when_no_live_value_sees_them():
     # every write but the first (a copy of the zeros constant) is made in place (the
     # backward's at_set of a cotangent read later stays a copy)
     assert names.count("_set_into") == 12 and names[0] == "_at_set"
+    # the prefixes' gradients are added into the cotangent buffer, not each into a zero array
+    # of the buffer's shape first (but the loss's read, added to a constant)
+    assert names.count("untake") == 1 and names.count("_add_at") == 11, names
     for _ in range(3):
         W2, x2 = rs.randn(8, 8) * 0.3, rs.randn(3, 8)
         _close(fast(W2, x2), g(W2, x2), 1e-12)
