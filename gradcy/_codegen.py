@@ -133,19 +133,33 @@ def _probe(prog, leaves):
                 a[pos] = _fill(a[pos], vals)
             for s in drops:
                 vals[s] = None
-            if fun is _at_set and not kwargs:
+            if (fun is _at_set and not kwargs and not nested and len(args) == 3
+                    and all(pos != 1 for pos, _ in links) and _basic(args[1])
+                    and any(pos == 0 and s in drops for pos, s in links)):
+                # (a constant basic index; buf is dead after this step)
                 c = _write_chain(a[0], links, chain)
                 if c is not None and _unseen(c, a[0], a[1], vals, chain):
                     in_place.add(k)
             vals[slot] = v = fun(*a, **kwargs) if kwargs else fun(*a)
             if fun is _at_set and type(v) is np.ndarray:
-                c = chain.get(id(a[0])) if type(a[0]) is np.ndarray else None
-                if c is not None and c[1]() is not a[0]:
-                    c = None
+                c = chain.get(id(a[0])) if _is_version_arg(a[0], chain) else None
                 chain[id(v)] = (len(chain) if c is None else c[0], weakref.ref(v))
             meta[slot] = _Meta(v)
             del v
     return meta, in_place
+
+
+def _basic(idx):
+    """idx is a basic index (ints, slices, Ellipsis, None): buf[idx] is a view of buf, whose
+    memory says where the write goes (an advanced index's buf[idx] is a copy)."""
+    if type(idx) is tuple:
+        return all(map(_basic, idx))
+    return idx is None or idx is Ellipsis or type(idx) is slice or (
+        isinstance(idx, (int, np.integer)) and not isinstance(idx, (bool, np.bool_)))
+
+
+def _is_version_arg(v, chain):
+    return type(v) is np.ndarray and _is_version(v, chain)
 
 
 def _write_chain(buf, links, chain):
@@ -164,6 +178,12 @@ def _arrays_in(v):
     return [v] if isinstance(v, np.ndarray) else []
 
 
+def _is_version(arr, chain):
+    """arr is a version of a chain (not an array that reuses a dead version's id)."""
+    entry = chain.get(id(arr))
+    return entry is not None and entry[1]() is arr
+
+
 def _unseen(c, buf, idx, vals, chain):
     """No live value in chain c's buffer shares an element with buf[idx] (every version of a
     chain has buf's layout: a region of one is the same region of the others)."""
@@ -172,7 +192,7 @@ def _unseen(c, buf, idx, vals, chain):
         for v in vals:
             for arr in _arrays_in(v):
                 root = arr
-                while root.base is not None and id(root) not in chain:
+                while root.base is not None and not _is_version(root, chain):
                     root = root.base
                 entry = chain.get(id(root))
                 if entry is None or entry[0] != c or entry[1]() is not root:

@@ -48,9 +48,14 @@ def _exact(sources):
 
 
 def _call(fun, x, y):
-    with onp.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return fun((fp._copy(x), fp._copy(y)))
+    """fun at copies of (x, y); a program left to the NumPy replay because its compiled form
+    disagreed with the recording, or did not compile, fails."""
+    with onp.errstate(all="ignore"), warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        out = fun((fp._copy(x), fp._copy(y)))
+    fallbacks = [str(w.message) for w in seen if "runs as NumPy calls" in str(w.message)]
+    assert not fallbacks, fallbacks
+    return out
 
 
 def _numpy_replay(slow, x, y):
