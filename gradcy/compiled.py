@@ -76,8 +76,11 @@ def jit(fun, *args, **kwargs):
     first call's.
 
     Numba is an optional dependency (``pip install gradcy[jit]``); without it ``jit`` runs the
-    NumPy replay of :func:`~gradcy.misc.const_graph` and warns once. A function that writes
-    into arrays (``buf[i] = v``) cannot be replayed: ``jit`` warns once and runs it eagerly.
+    NumPy replay of :func:`~gradcy.misc.const_graph` and warns once. A recorded write into a
+    buffer (``memory[:, i] = h`` in a function differentiated by ``grad``) is made in the
+    buffer where no value still to be read sees the written elements (else on a copy, as
+    const_graph does); a function whose own value depends on a write cannot be replayed:
+    ``jit`` warns once and runs it eagerly.
     The results equal eager gradcy's within rounding: ``+ - * /`` and comparisons give NumPy's
     bits, while ``sin``, ``tanh``, ``exp`` and the like call the C library's functions, which
     may differ from NumPy's in the last place.
