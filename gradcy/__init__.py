@@ -35,6 +35,7 @@ from .vspace import vspace
 # primitive (with autograd's deprecated prim.defvjp/defgrad methods)
 from . import core, scipy, test_util, tracer, util, wrap_util
 from .core import primitive
+from .compiled import jit
 
 __version__ = "0.1.0"
 
@@ -44,7 +45,7 @@ __all__ = ["make_jvp", "deriv", "make_hvp", "make_ggnvp", "grad", "value_and_gra
            "tensor_jacobian_product", "vector_jacobian_product", "make_vjp",
            "holomorphic_grad", "multigrad_dict", "checkpoint", "memory", "builtins", "misc",
            "vspace", "EscapedValueError", "MissingVJPError", "MissingJVPError",
-           "TracerArrayConversionError"]
+           "TracerArrayConversionError", "jit"]
 
 # autograd has its container builtins at the top level (gradcy.tuple, gradcy.list, ...); so
 # does gradcy, out of __all__, so that `from gradcy import *` does not shadow Python's tuple,

@@ -55,7 +55,9 @@ def test_program_runs_compiled_up_to_the_limit_only(monkeypatch):
         return x
     x = onp.array([0.3, 0.7])
     prog = _program(chain, x)
-    assert len(prog.steps) == 10 and prog.run.__name__ == "run"
+    # compiled at the first replay (gradcy.jit replaces a program before it replays)
+    assert len(prog.steps) == 10 and prog.run == prog._first_run
+    assert onp.array_equal(prog(x), chain(x)) and prog.run.__name__ == "run"
     monkeypatch.setattr(tracers, "_MAX_COMPILED_STEPS", 9)
     prog = _program(chain, x)
     assert prog.run == prog._interpret
@@ -298,3 +300,29 @@ def test_integer_casts_replay_as_constants_of_the_new_inputs():
         expected = onp.trunc(x * 3) + (x > 0)
         assert onp.array_equal(g(x), expected)
         assert onp.array_equal(fast(x), expected)
+
+
+def test_matmul_gradients_replay_without_recording_again(recordings):
+    """The transposes of matmul's rules ask whether a value is an array, which reads no value:
+    no guard on it, so a new input replays."""
+    def f(W, x):
+        return gnp.sum(gnp.tanh(x @ W) @ W)
+    fast = const_graph(gradcy.grad(f, (0, 1)))
+    rs = onp.random.RandomState(5)
+    for _ in range(3):
+        W, x = rs.randn(3, 3), rs.randn(2, 3)
+        got, want = fast(W, x), gradcy.grad(f, (0, 1))(W, x)
+        assert all(onp.array_equal(g, w) for g, w in zip(got, want))
+    assert len(recordings) == 1
+
+
+def test_shape_reads_of_a_list_of_pieces_of_different_shapes():
+    """array_split's pieces (2, 2) and (1, 2): the shape guard of the list is the shapes of its
+    pieces (NumPy's shape of it raises)."""
+    def loss(x):
+        a, b = gnp.array_split(x, 2)
+        return gnp.sum(gnp.tanh(a)) + gnp.sum(b * b)
+    fast = const_graph(gradcy.grad(loss))
+    x = onp.arange(6.0).reshape(3, 2) / 6.0
+    for v in (x, -x, x * 2):
+        assert onp.array_equal(fast(v), gradcy.grad(loss)(v))

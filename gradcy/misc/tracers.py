@@ -87,7 +87,11 @@ class _GuardMiss(Exception):
 
 def _shape_of(v):
     shape = getattr(v, "shape", None)
-    return shape if type(shape) is tuple else _np.shape(v)
+    if type(shape) is tuple:
+        return shape
+    if isinstance(v, (list, tuple)):    # (array_split's pieces: shapes that differ)
+        return type(v), tuple(map(_shape_of, v))
+    return _np.shape(v)
 
 
 def _tolist(v):
@@ -157,7 +161,8 @@ class _Recorder:
 
 
 # functions of gradcy.numpy.inplace that unwrap traced values with _plain to keep their books
-# (which buffer a value is, its type and shape), not to read its values
+# (which buffer a value is, its type and shape), not to read its values (and _wrap._mT, the
+# transpose of the matmul rules, which asks whether its argument is an array)
 _BOOKKEEPING = ("_register", "_adopt", "_functional_write", "_refuse_order_dependent_write",
                 "_box_setitem", "_write_view", "_inplace_result", "_box_iop", "_owned_copy")
 _bookkeeping_codes: list[Any] = []     # [the constructors' code, frozenset of codes]
@@ -168,10 +173,11 @@ def _not_a_value_read(frame):
     inplace's bookkeeping functions, or its zeros_like, ones_like or empty_like constructor
     (which read the shape and dtype of their argument)."""
     if not _bookkeeping_codes:
-        from ..numpy import inplace
+        from ..numpy import _wrap, inplace
         _bookkeeping_codes.append(inplace._owning("", None).__code__)
-        _bookkeeping_codes.append(frozenset(getattr(inplace, n).__code__ for n in _BOOKKEEPING
-                                            if hasattr(inplace, n)))
+        _bookkeeping_codes.append(frozenset(
+            [getattr(inplace, n).__code__ for n in _BOOKKEEPING if hasattr(inplace, n)]
+            + [_wrap._mT.__code__]))        # (reads whether its argument is an array)
     constructor, books = _bookkeeping_codes
     for _ in range(2):                  # (a list comprehension's frame in between)
         if frame is None:
@@ -260,6 +266,34 @@ class _Program:
                     raise _GuardMiss
             del v
         return vals[self.out]
+
+    def rebuilt(self, steps, n_slots):
+        """A program of the same inputs, guards and output that runs `steps` (whose drops are
+        recomputed: each slot is freed at the step that reads it last) in n_slots slots."""
+        last_use = {}
+        for k, (_, args, links, _, _, _, _, nested) in enumerate(steps):
+            for _, s in links:
+                last_use[s] = k
+            for pos in nested:
+                for s in _slots_in(args[pos]):
+                    last_use[s] = k
+        drops = [[] for _ in steps]
+        for s, k in last_use.items():
+            if s != self.out:
+                drops[k].append(s)
+        prog = _Program()
+        prog.steps = [step[:5] + (tuple(drops[k]),) + step[6:] for k, step in enumerate(steps)]
+        prog.n_inputs = self.n_inputs
+        prog.n_slots = n_slots
+        prog.out = self.out
+        prog.structure = self.structure
+        prog.input_guards = self.input_guards
+        prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
+        return prog
+
+    def _first_run(self, *leaves):
+        self.run = self._compile()
+        return self.run(*leaves)
 
     def _compile(self):
         """The program as one Python function of the inputs. Functions and constants are its
@@ -455,6 +489,20 @@ def _detach(v, tape, slot_of):
     return v
 
 
+def _slots_in(v):
+    """The slots of the _Slots inside a _detach'ed container."""
+    t = type(v)
+    if t is _Slot:
+        return [v.slot]
+    if t is tuple or t is list:
+        return [s for e in v for s in _slots_in(e)]
+    if t is dict:
+        return [s for e in v.values() for s in _slots_in(e)]
+    if t is slice:
+        return [s for e in (v.start, v.stop, v.step) for s in _slots_in(e)]
+    return []
+
+
 def _fill(v, vals):
     """A _detach'ed container with the values of its slots (the interpreter's)."""
     t = type(v)
@@ -548,7 +596,8 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
     prog.structure = None
     prog.input_guards = tuple((s, read, value) for s in range(n_inputs)
                               for read, value in _dedup(guards.get(s, ())))
-    prog.run = prog._compile() if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
+    # (compiled at the first replay: gradcy.jit replaces most programs before any)
+    prog.run = prog._first_run if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
     return prog
 
 
@@ -561,10 +610,12 @@ def _dedup(guards):
     return out
 
 
-def const_graph_unary(fun):
+def const_graph_unary(fun, compile=None):
     """fun(x) that records its primitive calls at the first call and replays them later; a
     call whose signature or Python-level reads differ from every kept recording's records
-    again."""
+    again. compile(program, leaves), if given, is called on each new recording (with the
+    input leaves it was recorded at) and returns the program to keep in its place (gradcy.jit's
+    native code generator); the guards and the cache are the same either way."""
     programs = []                       # [signature, program], most recently used first
 
     def maybe_cached_fun(x):
@@ -579,6 +630,8 @@ def const_graph_unary(fun):
                     programs.insert(0, programs.pop(k))
                 return out
         value, prog = _record(fun, x)
+        if compile is not None:
+            prog = compile(prog, leaves, value)
         programs.insert(0, [key, prog])
         del programs[_MAX_PROGRAMS:]
         return value

@@ -1,0 +1,300 @@
+"""gradcy.jit with Numba: what it compiles (kernels, rolled loops, NumPy calls for the rest),
+that a replay equals eager gradcy at fresh inputs, and that its guards record again where
+const_graph's do (never a stale replay)."""
+import warnings
+
+import numpy as onp
+import pytest
+
+pytest.importorskip("numba")
+
+import gradcy
+import gradcy.extend
+import gradcy.numpy as gnp
+from gradcy import _codegen, grad, jit, value_and_grad
+from gradcy.misc import tracers
+
+
+@pytest.fixture
+def recordings(monkeypatch):
+    """The list of recordings made while the test runs (one entry per _record call)."""
+    made = []
+    record = tracers._record
+
+    def counting(fun, x):
+        made.append(x)
+        return record(fun, x)
+    monkeypatch.setattr(tracers, "_record", counting)
+    return made
+
+
+def _kernels(fast):
+    """The kernel calls of the most recent program of a jit function."""
+    return [s for s in fast.programs[0][1].steps if s[0].__name__ == "run_kernel"]
+
+
+def _close(got, want, rtol=1e-13):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and onp.shape(g) == onp.shape(w)
+        assert onp.result_type(g) == onp.result_type(w)
+        assert onp.allclose(g, w, rtol=rtol, atol=1e-300, equal_nan=True), (g, w)
+
+
+def sin_chain(x, steps=40):
+    for _ in range(steps):
+        x = gnp.sin(x) * 1.0001 + 0.01 * x
+    return gnp.sum(x)
+
+
+def test_sin_chain_is_one_kernel_with_its_steps_rolled_into_loops(recordings):
+    fast = jit(grad(sin_chain))
+    rs = onp.random.RandomState(0)
+    x = rs.randn(3)
+    _close(fast(x), grad(sin_chain)(x))
+    kernels = _kernels(fast)
+    assert len(kernels) == 1 and len(fast.programs[0][1].steps) == 1
+    source = next(iter(_codegen._kernels))
+    for src in _codegen._kernels:
+        if "np.cos" in src and "np.sin" in src:
+            source = src
+    # the forward and the backward repeats are loops (the backward reads the forward's
+    # values, saved in an array, in reverse order)
+    assert source.count("for r") == 2 and "- 1 * r" in source, source
+    assert source.count("np.sin") == 1, source
+    for _ in range(4):
+        x = rs.randn(3) * 2
+        _close(fast(x), grad(sin_chain)(x))
+    assert len(recordings) == 1
+
+
+def rnn(Wh, Wx, b, xs):
+    h = gnp.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = gnp.tanh(xs[t] @ Wx + h @ Wh + b)
+    return gnp.sum(h ** 2)
+
+
+def test_rnn_gradient_keeps_products_as_numpy_calls(recordings):
+    rs = onp.random.RandomState(1)
+    args = (rs.randn(5, 5) * 0.4, rs.randn(3, 5), rs.randn(5), rs.randn(6, 4, 3))
+    fast = jit(value_and_grad(rnn, (0, 1, 2)))
+    want = value_and_grad(rnn, (0, 1, 2))(*args)
+    got = fast(*args)
+    assert type(got) is tuple and type(got[1]) is tuple
+    _close(got[0], want[0])
+    _close(got[1], want[1])
+    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    assert "matmul" in names and "run_kernel" in names
+    assert "tanh" not in names            # every tanh is in a kernel (20 elements)
+    # the gradient accumulations write into the dead sum's buffer
+    assert any(n.startswith("add_into_") for n in names)
+    for _ in range(3):
+        new = tuple(a * rs.uniform(0.5, 1.5, a.shape) for a in args)
+        got, want = fast(*new), value_and_grad(rnn, (0, 1, 2))(*new)
+        _close(got[0], want[0], 1e-12)
+        _close(got[1], want[1], 1e-12)
+    assert len(recordings) == 1
+
+
+def test_a_branch_on_a_value_records_each_branch_never_stale(recordings):
+    def f(x):
+        y = gnp.exp(x) * 2.0
+        if gnp.sum(y) > 10.0:
+            return gnp.sum(gnp.sin(y) * y)
+        return gnp.sum(gnp.cos(y) - y)
+    fast = jit(grad(f))
+    small, big = onp.array([0.1, 0.2]), onp.array([1.5, 2.0])
+    for x in (small, big, small * 0.5, big * 1.1, small):
+        _close(fast(x), grad(f)(x))
+    assert len(recordings) == 2
+
+
+def test_shapes_and_dtypes_record_again():
+    fast = jit(grad(lambda x: gnp.sum(gnp.tanh(x) * x * 3.0)))
+    for x in (onp.ones(3), onp.ones((2, 3)), onp.ones(3, onp.float32), onp.ones(4)):
+        got = fast(x * 0.3)
+        assert got.dtype == x.dtype and got.shape == x.shape
+        _close(got, grad(lambda x: gnp.sum(gnp.tanh(x) * x * 3.0))(x * 0.3), 1e-6)
+    assert len(fast.programs) == 4
+
+
+def test_float32_stays_float32_and_operands_broadcast():
+    def f(x, y):
+        z = gnp.sin(x) * y + 0.5 * x - y / 3.0      # (4, 3) from (4, 1) and (3,)
+        return gnp.sum(gnp.maximum(z, 0.1) * z)
+    g = grad(f, (0, 1))
+    fast = jit(g)
+    rs = onp.random.RandomState(2)
+    for dtype, rtol in ((onp.float64, 1e-13), (onp.float32, 1e-5)):
+        for _ in range(3):
+            x, y = rs.randn(4, 1).astype(dtype), rs.randn(3).astype(dtype)
+            got = fast(x, y)
+            assert [a.dtype for a in got] == [onp.dtype(dtype)] * 2
+            _close(got, g(x, y), rtol)
+    assert _kernels(fast)
+
+
+def test_masks_nan_inf_and_division_by_zero_as_numpy():
+    def f(x):
+        y = gnp.where(x > 0, x / (x - 1.0), -x)     # x == 1: inf, as NumPy
+        return gnp.sum(gnp.maximum(y, gnp.sqrt(x)))  # sqrt(-1): nan
+    fast = jit(f)
+    x = onp.array([0.5, 2.0, -1.0, 3.0])
+    with onp.errstate(all="ignore"):
+        fast(x)
+        for x in (onp.array([1.0, 2.0, 0.25, 3.0]), onp.array([-1.0, 0.5, 2.0, 4.0]),
+                  onp.array([0.3, 0.5, 2.0, 4.0])):
+            _close(fast(x), f(x))
+
+
+def test_a_primitive_the_generator_does_not_know_runs_as_its_numpy_call():
+    @gradcy.extend.primitive
+    def cube(x):
+        return x ** 3
+    gradcy.extend.defvjp(cube, lambda ans, x: lambda g: g * 3 * x ** 2)
+
+    def f(x):
+        y = gnp.sin(x) * 2.0 + 1.0
+        return gnp.sum(gnp.tanh(cube(y)) * y)
+    fast = jit(grad(f))
+    rs = onp.random.RandomState(3)
+    for _ in range(3):
+        x = rs.randn(5)
+        _close(fast(x), grad(f)(x))
+    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    assert "cube" in names and names.count("run_kernel") >= 2
+
+
+def test_plain_function_and_containers():
+    def f(x, y):
+        return {"a": gnp.tanh(x) * y, "b": (gnp.exp(y) - 1.0,)}
+    fast = jit(f)
+    rs = onp.random.RandomState(4)
+    for _ in range(3):
+        x, y = rs.randn(2, 3), rs.randn(2, 3)
+        got, want = fast(x, y), f(x, y)
+        assert set(got) == {"a", "b"} and type(got["b"]) is tuple
+        _close(got["a"], want["a"])
+        _close(got["b"][0], want["b"][0])
+
+
+def test_writes_run_eagerly_with_one_warning():
+    def f(x):
+        buf = gnp.zeros(3)
+        buf[1] = gnp.sum(x * x)
+        return gnp.sum(buf * 2.0)
+    fast = jit(f)          # (its gradient reads the written slot: no write to replay)
+    x = onp.array([1.0, 2.0, 3.0])
+    with pytest.warns(RuntimeWarning, match="writes into arrays"):
+        got = fast(x)
+    assert onp.array_equal(got, f(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert onp.array_equal(fast(x * 2), f(x * 2))
+    fast = jit(grad(f))
+    assert onp.array_equal(fast(x), grad(f)(x)) and fast.programs
+
+
+def test_keyword_arguments_raise_naming_jit():
+    fast = jit(lambda x: gnp.sum(gnp.sin(x)))
+    with pytest.raises(TypeError, match="gradcy.jit: the compiled function takes its "
+                                        "arguments by position only"):
+        fast(x=onp.ones(2))
+
+
+def test_a_kernel_numba_cannot_compile_leaves_the_numpy_replay(monkeypatch):
+    """A kernel that fails to compile (simulated: its source is broken) warns and runs the
+    program's NumPy calls."""
+    real = _codegen._emit
+    monkeypatch.setattr(_codegen, "_emit", lambda *a: real(*a) + "\n undefined_name()")
+    monkeypatch.setattr(_codegen, "_kernels", {})
+
+    def f(x):
+        return gnp.sum(gnp.sin(x) * 3.0 + x)
+    fast = jit(grad(f))
+    x = onp.array([0.3, 0.4])
+    with pytest.warns(RuntimeWarning, match="runs as NumPy calls: a kernel did not compile"):
+        fast(x)
+    assert not _kernels(fast)
+    assert onp.array_equal(fast(x * 2), grad(f)(x * 2))
+
+
+def test_numpys_simd_functions_stay_numpy_calls_on_large_arrays():
+    """tanh of 64 elements or more is NumPy's (SIMD) call, between kernels; the gradient's
+    bits are const_graph's where the kernels use exact operations."""
+    def f(x):
+        y = gnp.tanh(x * 2.0 + 1.0)
+        return gnp.sum(y * y - x)
+    fast = jit(grad(f))
+    slow = tracers.const_graph(grad(f))
+    rs = onp.random.RandomState(6)
+    for _ in range(3):
+        x = rs.randn(8, 16)
+        got = fast(x)
+        assert onp.array_equal(got, slow(x)) and onp.array_equal(got, grad(f)(x))
+    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    assert "tanh" in names and names.count("run_kernel") >= 2
+
+
+def memory_network(W, x, S=12):
+    """Slot writes into a preallocated buffer; each step reads the prefix written so far."""
+    memory = gnp.zeros((x.shape[0], S + 1, x.shape[1]))
+    memory[:, 0] = x
+    for i in range(S):
+        prefix = memory[:, :i + 1]
+        h = gnp.tanh(gnp.sum(prefix, axis=1) @ W)
+        memory[:, i + 1] = h * 0.5
+    return gnp.sum(memory[:, -1] ** 2) + gnp.sum(gnp.mean(memory, axis=1))
+
+
+def test_slot_writes_go_into_the_buffer_when_no_live_value_sees_them():
+    import tracemalloc
+    rs = onp.random.RandomState(8)
+    W, x = rs.randn(8, 8) * 0.3, rs.randn(3, 8)
+    g = grad(memory_network)
+    fast = jit(g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _close(fast(W, x), g(W, x))
+    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    # every write but the first (a copy of the zeros constant) is made in place (the
+    # backward's at_set of a cotangent read later stays a copy)
+    assert names.count("_set_into") == 12 and names[0] == "_at_set"
+    # the prefixes' gradients are added into the cotangent buffer, not each into a zero array
+    # of the buffer's shape first (but the loss's read, added to a constant)
+    assert names.count("untake") == 1 and names.count("_add_at") == 11, names
+    for _ in range(3):
+        W2, x2 = rs.randn(8, 8) * 0.3, rs.randn(3, 8)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+    # no copy of the buffer per write: the peak is a few buffers, not one per slot
+    buffer = 3 * 13 * 8 * 8 * 8          # bytes
+    tracemalloc.start()
+    try:
+        fast(W, x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * buffer, peak       # (12 copies without the in-place writes)
+
+
+def test_a_write_over_values_the_backward_pass_reads_stays_a_copy():
+    def f(x):
+        buf = gnp.zeros((2, 4))
+        buf[0] = x
+        p = buf[:, :2]                  # sin saves this view of the buffer for its gradient
+        h = gnp.sum(gnp.sin(p))
+        buf[:, 1] = h                   # ... and this write changes what it saw
+        return gnp.sum(buf * buf) + h
+    fast = jit(grad(f))
+    rs = onp.random.RandomState(9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # (compiled, not left to the NumPy replay)
+        for _ in range(3):
+            x = rs.randn(4)
+            _close(fast(x), grad(f)(x))
+    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    # (the two forward writes and the backward's zeroing of the written slot's cotangent)
+    assert "_set_into" not in names and names.count("_at_set") == 3, names
