@@ -1,12 +1,15 @@
 """gradcy.jit: record a function once, then run it as native code (Numba kernels for its
 elementwise runs, NumPy calls for the rest) at each call, guarded as const_graph is."""
 import warnings
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from . import _codegen
 from .misc import tracers
+from ._typing import R
 from .wrap_util import wraps
 
 __all__ = ["jit"]
@@ -59,7 +62,7 @@ def _close(got, want):
         return bool(np.allclose(g, w, rtol=tol, atol=tol, equal_nan=True))
 
 
-def jit(fun, *args, **kwargs):
+def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     """Compile ``fun`` from its recording: record once, then run native code at each call.
 
     The first call at a signature records ``fun`` as :func:`gradcy.misc.const_graph` does (the
