@@ -164,17 +164,39 @@ cdef object _swept_value(object r):
     return b
 
 
+cdef inline bint _is_container(object r) noexcept:
+    return type(r) is tuple or type(r) is list or type(r) is dict
+
+
+cdef bint _differentiable_value(object r) except -1:
+    """r is a traced value or an inexact array or scalar."""
+    return (type(r) is Box or type(r) is float or type(r) is complex
+            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
+            or isinstance(r, (_np.floating, _np.complexfloating)))
+
+
 cdef bint _differentiable(object r) except -1:
     """r is what _swept_value wraps: a traced value, an inexact array or scalar, or a tuple,
-    list or dict holding one (a traced container, as autograd's SequenceBox / DictBox)."""
-    if (type(r) is Box or type(r) is float or type(r) is complex
-            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
-            or isinstance(r, (_np.floating, _np.complexfloating))):
+    list or dict holding one at any depth (a traced container, as autograd's SequenceBox /
+    DictBox). The containers are walked with a stack and each is visited once: a list that
+    holds itself, or one nested deeper than the C stack, is an answer, not a crash."""
+    cdef list todo
+    cdef set seen
+    if _differentiable_value(r):
         return True
-    if type(r) is tuple or type(r) is list:
-        return any([_differentiable(e) for e in r])
-    if type(r) is dict:
-        return any([_differentiable(e) for e in (<dict>r).values()])
+    if not _is_container(r):
+        return False
+    todo, seen = [r], set()
+    while todo:
+        c = todo.pop()
+        if id(c) in seen:           # (r holds every container walked: their ids stay theirs)
+            continue
+        seen.add(id(c))
+        for e in ((<dict>c).values() if type(c) is dict else c):
+            if _differentiable_value(e):
+                return True
+            if _is_container(e):
+                todo.append(e)
     return False
 
 

@@ -1,0 +1,58 @@
+"""Adversarial programs against the sweep (gradcy/_tape.pyx): a rule computing, during a backward
+pass, with the traced values of its own differentiation or of a finished inner one gets its
+results one level deeper (_swept_value); which results are wrapped is decided by walking the
+containers they are (_differentiable)."""
+import numpy as onp
+
+import gradcy.numpy as np
+from gradcy import grad
+from gradcy.extend import defvjp, primitive
+
+
+def _through_a_rule(make):
+    """grad of sum(2 x) whose VJP calls a primitive returning make() on the traced x (so during
+    the sweep); returns (gradient, what the rule's call returned)."""
+    held, seen = {}, []
+    made = primitive(lambda a: make())
+    twice = primitive(lambda a: 2.0 * a)
+
+    def vjp(g):
+        seen.append(made(held["x"]))
+        return g * 2.0
+    defvjp(twice, lambda ans, a: vjp)
+
+    def f(x):
+        held["x"] = x
+        return np.sum(twice(x))
+    return grad(f)(onp.array([1.0, 2.0])), seen[0]
+
+
+def test_a_list_holding_itself_returned_during_the_sweep():
+    # the walk over a container result recursed in C without end: a segmentation fault
+    def selfref():
+        lst = [1]
+        lst.append(lst)
+        return lst
+    g, r = _through_a_rule(selfref)
+    assert g.tolist() == [2.0, 2.0]
+    assert type(r) is list and r[1] is r            # (integers only: returned plain)
+
+    def selfref_float():
+        lst = [1, {"a": (2,)}]
+        lst.append(lst)
+        lst.append(0.5)
+        return lst
+    g, r = _through_a_rule(selfref_float)
+    assert g.tolist() == [2.0, 2.0]
+    assert r._value[2] is r._value and r._value[3] == 0.5  # (a float in it: one level deeper)
+
+
+def test_a_container_nested_deeper_than_the_c_stack_returned_during_the_sweep():
+    def deep():
+        v = [0.5]
+        for _ in range(300000):
+            v = [v]
+        return v
+    g, r = _through_a_rule(deep)
+    assert g.tolist() == [2.0, 2.0]
+    assert type(r._value) is list                   # (the float at the bottom is found)
