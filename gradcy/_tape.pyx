@@ -146,6 +146,20 @@ def active_tape():
     return tape if bodies >= gradcy_running_bodies else None
 
 
+cdef long long _began_within() except? -2:
+    """The trace id of the differentiation a tape created now begins inside: this thread's
+    innermost active one (also while a primitive's function runs) or its outermost backward pass
+    running, whichever began later; -1 for none."""
+    cdef long long r = gradcy_sweep_floor_ptr()[0]
+    if _n_active != 0:
+        stack = getattr(_active, "stack", None)
+        if stack:
+            t = stack[len(stack) - 1][0]
+            if (<Tape>t).trace_id > r:
+                r = (<Tape>t).trace_id
+    return r
+
+
 cdef object _swept_value(object r):
     """The result r of a call on values of a differentiation whose backward pass runs, one
     tracing level deeper, as autograd leaves it (a VJP that strips one level with x._value gets
@@ -262,11 +276,13 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
-                    if t is _SWEPT or 0 <= gradcy_sweep_floor_ptr()[0] < t.trace_id:
-                        # (or a value of a differentiation that began after the backward pass
-                        # running in this thread, and has finished: PennyLane's VJPs run tapes
-                        # that hold the values of an inner derivative's finished trace; as in
-                        # autograd the call runs on their values, one level deeper)
+                    if t is _SWEPT or 0 <= gradcy_sweep_floor_ptr()[0] <= t.began_within:
+                        # (or a value of a finished differentiation that began inside the one
+                        # whose backward pass runs in this thread, or during that pass:
+                        # PennyLane's VJPs run tapes that hold the values of an inner
+                        # derivative's finished trace; as in autograd the call runs on their
+                        # values, one level deeper. One that began outside it, before or after,
+                        # escaped: EscapedValueError)
                         return _swept_value(self._dispatch(_values_of(args, t),
                                                            kwargs if kwargs is not None
                                                            else _EMPTY))
@@ -842,6 +858,7 @@ cdef class Tape:
         self.holds.cap = self.holds.used = self.holds.live = 0
         self.trace_id = _next_trace_id
         _next_trace_id += 1
+        self.began_within = _began_within()
         self.released = False
         self.sweeping = False
         self.forward = forward

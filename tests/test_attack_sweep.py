@@ -60,14 +60,11 @@ def test_a_container_nested_deeper_than_the_c_stack_returned_during_the_sweep():
     assert type(r._value) is list                   # (the float at the bottom is found)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the sweep floor (_tape.pyx, Primitive._dispatch) admits any finished tape whose trace id "
-    "is above the sweeping tape's, so a value escaped from an unrelated grad run after "
-    "make_vjp's forward pass (not nested in it, not begun during its backward pass) is computed "
-    "on in the rule and vjp() returns a Box of a released tape as the gradient; the same escape "
-    "before make_vjp raises EscapedValueError. Telling them apart needs each tape to know the "
-    "differentiation it began inside (a Tape field set at creation)"))
 def test_a_value_escaped_between_forward_and_backward_pass_raises_in_a_rule():
+    # the sweep floor admitted any finished tape whose trace id was above the sweeping tape's:
+    # a value escaped from an unrelated grad run after make_vjp's forward pass was computed on
+    # in the rule, and vjp() returned a Box of a released tape as the gradient (the same escape
+    # before make_vjp raised). A tape now knows the differentiation it began inside
     leak = {}
     p = primitive(lambda a: a * 2.0)
     defvjp(p, lambda ans, a: lambda g: g * leak["b"])
@@ -79,3 +76,23 @@ def test_a_value_escaped_between_forward_and_backward_pass_raises_in_a_rule():
             vjp(1.0)
     finally:
         vjp.release()
+
+
+def _strip(v):
+    return v._value if isinstance(v, gradcy.core.Box) else v
+
+
+def test_values_of_a_differentiation_begun_during_the_backward_pass_are_computed_on():
+    # a rule that runs a grad (begun during the backward pass, so admitted) leaves one of its
+    # values to a rule that runs later in the same pass: computed on, one level deeper, as the
+    # values of a differentiation begun inside the forward pass are (test_drop_in)
+    leak = {}
+
+    def runs_a_grad(g):
+        grad(lambda z: (leak.__setitem__("b", z * 2.0), np.sum(z))[1])(onp.ones(2))
+        return g
+    q = primitive(lambda a: a * 1.0)
+    defvjp(q, lambda ans, a: runs_a_grad)
+    p = primitive(lambda a: a * 2.0)
+    defvjp(p, lambda ans, a: lambda g: _strip(g * leak["b"]))
+    assert grad(lambda x: np.sum(q(p(x))))(onp.array([0.5, 1.5])).tolist() == [2.0, 2.0]
