@@ -96,19 +96,27 @@ cdef extern from *:
     static __thread Py_ssize_t gradcy_running_bodies = 0;
     #endif
     static Py_ssize_t *gradcy_running_bodies_ptr(void) { return &gradcy_running_bodies; }
+    typedef struct { long long floor, forward_end, next; } gradcy_sweep_t;
     #if defined(_MSC_VER)
-    static __declspec(thread) long long gradcy_sweep_floor = -1;
+    static __declspec(thread) gradcy_sweep_t gradcy_sweep = {-1, -1, -1};
     #else
-    static __thread long long gradcy_sweep_floor = -1;
+    static __thread gradcy_sweep_t gradcy_sweep = {-1, -1, -1};
     #endif
-    static long long *gradcy_sweep_floor_ptr(void) { return &gradcy_sweep_floor; }
+    static gradcy_sweep_t *gradcy_sweep_ptr(void) { return &gradcy_sweep; }
     """
     Py_ssize_t gradcy_running_bodies
     Py_ssize_t* gradcy_running_bodies_ptr() noexcept nogil
-    # the trace id of the outermost backward pass running in this thread, or -1
-    long long* gradcy_sweep_floor_ptr() noexcept nogil
+    # the outermost backward pass running in this thread: its tape's trace id (-1: none) and
+    # forward_end, and the trace id of the first tape created after the pass began
+    ctypedef struct gradcy_sweep_t:
+        long long floor
+        long long forward_end
+        long long next
+    gradcy_sweep_t* gradcy_sweep_ptr() noexcept nogil
 
 _active = _threading.local()
+# Tape.forward_end of a tape whose forward pass has not left the active stack
+cdef long long _FORWARD_RUNNING = 1LL << 62
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
 
 
@@ -131,6 +139,7 @@ def pop_active(Tape tape not None):
         if stack[k][0] is tape:
             del stack[k]
             _n_active -= 1
+            tape.forward_end = _next_trace_id     # (its forward pass left the stack)
             return
         k -= 1
     raise ValueError("pop_active: the tape is not active in this thread")
@@ -146,18 +155,11 @@ def active_tape():
     return tape if bodies >= gradcy_running_bodies else None
 
 
-cdef long long _began_within() except? -2:
-    """The trace id of the differentiation a tape created now begins inside: this thread's
-    innermost active one (also while a primitive's function runs) or its outermost backward pass
-    running, whichever began later; -1 for none."""
-    cdef long long r = gradcy_sweep_floor_ptr()[0]
-    if _n_active != 0:
-        stack = getattr(_active, "stack", None)
-        if stack:
-            t = stack[len(stack) - 1][0]
-            if (<Tape>t).trace_id > r:
-                r = (<Tape>t).trace_id
-    return r
+cdef inline bint _began_in_sweep(Tape t) noexcept:
+    """t began during the forward pass of the tape whose backward pass runs outermost in this
+    thread (any thread's tape: trace ids are the process's), or during that pass."""
+    cdef gradcy_sweep_t* w = gradcy_sweep_ptr()
+    return w.floor >= 0 and ((w.floor < t.trace_id < w.forward_end) or t.trace_id >= w.next)
 
 
 cdef object _swept_value(object r):
@@ -276,13 +278,13 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
-                    if t is _SWEPT or 0 <= gradcy_sweep_floor_ptr()[0] <= t.began_within:
-                        # (or a value of a finished differentiation that began inside the one
-                        # whose backward pass runs in this thread, or during that pass:
-                        # PennyLane's VJPs run tapes that hold the values of an inner
-                        # derivative's finished trace; as in autograd the call runs on their
-                        # values, one level deeper. One that began outside it, before or after,
-                        # escaped: EscapedValueError)
+                    if t is _SWEPT or _began_in_sweep(t):
+                        # (or a value of a finished differentiation that began during the
+                        # forward pass of the one whose backward pass runs in this thread, or
+                        # during that pass: PennyLane's VJPs run tapes that hold the values of an
+                        # inner derivative's finished trace; as in autograd the call runs on
+                        # their values, one level deeper. One that began before or between the
+                        # two passes escaped: EscapedValueError)
                         return _swept_value(self._dispatch(_values_of(args, t),
                                                            kwargs if kwargs is not None
                                                            else _EMPTY))
@@ -858,7 +860,7 @@ cdef class Tape:
         self.holds.cap = self.holds.used = self.holds.live = 0
         self.trace_id = _next_trace_id
         _next_trace_id += 1
-        self.began_within = _began_within()
+        self.forward_end = _FORWARD_RUNNING
         self.released = False
         self.sweeping = False
         self.forward = forward
@@ -1461,10 +1463,12 @@ cdef class Tape:
         # while the sweep runs nothing is recorded onto this tape and release() waits for it,
         # so the arena stays where it is whatever Python code the VJPs (and __del__s) run
         self.sweeping = True
-        cdef long long* floor = gradcy_sweep_floor_ptr()
-        cdef long long outer_floor = floor[0]
-        if outer_floor < 0:
-            floor[0] = self.trace_id
+        cdef gradcy_sweep_t* sweep = gradcy_sweep_ptr()
+        cdef gradcy_sweep_t outer_sweep = sweep[0]
+        if outer_sweep.floor < 0:
+            sweep.floor = self.trace_id
+            sweep.forward_end = self.forward_end
+            sweep.next = _next_trace_id
         try:
             self._mark_reachable(out)
             # nodes recorded after the output (aux values) cannot reach it either
@@ -1506,7 +1510,7 @@ cdef class Tape:
                 if self.nodes[i].cotangent is not NULL:
                     self._take_cotangent(i)
             self.sweeping = False
-            floor[0] = outer_floor
+            sweep[0] = outer_sweep
             if self.release_pending:
                 self._free_all()
         return result

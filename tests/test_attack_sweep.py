@@ -96,3 +96,34 @@ def test_values_of_a_differentiation_begun_during_the_backward_pass_are_computed
     p = primitive(lambda a: a * 2.0)
     defvjp(p, lambda ans, a: lambda g: _strip(g * leak["b"]))
     assert grad(lambda x: np.sum(q(p(x))))(onp.array([0.5, 1.5])).tolist() == [2.0, 2.0]
+
+
+def test_values_of_a_differentiation_begun_in_another_thread_during_the_forward_pass():
+    # the inner differentiation of a second derivative runs in a worker thread during the outer
+    # forward pass; its rule records, on the outer trace, calls whose holders keep the inner
+    # trace's values (as PennyLane's parameter shift does, test_drop_in): the outer backward
+    # pass, in the main thread, computes on them as when the inner one ran in the main thread
+    import threading
+
+    from test_drop_in import _Holder, _shifted
+
+    def f(v):
+        return _shifted(v[0], v[1], _Holder(v[0], v[1]))
+
+    def outer(v, threaded):
+        out = {}
+
+        def inner():
+            out["g"] = grad(f)(v)
+        if threaded:
+            th = threading.Thread(target=inner)
+            th.start()
+            th.join()
+        else:
+            inner()
+        return np.sum(out["g"] * onp.array([1.0, 2.0]))
+    v = onp.array([0.4, 1.3])
+    a, b = v
+    want = onp.array([[-onp.sin(a) * b, onp.cos(a)], [onp.cos(a), 0.0]]) @ [1.0, 2.0]
+    assert grad(lambda w: outer(w, False))(v) == pytest.approx(want, abs=1e-14)
+    assert grad(lambda w: outer(w, True))(v) == pytest.approx(want, abs=1e-14)
