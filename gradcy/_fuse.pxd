@@ -7,11 +7,12 @@
 # idiom's input, so the inner nodes, left without consumers, die with their Boxes and release
 # what they saved during the forward pass. Reads the tape's arena under the GIL and runs no
 # Python code of the user's while it holds indices into it. Owns the registered Primitives and
-# a copy of the reverse-mode rules of each primitive an idiom is made of, as registered
-# (module globals, for the life of the process; register_idioms replaces them): a rule of the
-# user's own on one of them (which the fused node would bypass) turns off the idioms made of
-# it while it is registered. _tape cimports it and it cimports _tape (the arena): the module
-# body of each calls nothing of the other.
+# a copy of the reverse-mode rules of each primitive an idiom is made of and of each fused one,
+# as registered (module globals, for the life of the process; register_idioms replaces them): a
+# rule of the user's own on one of them (which the fused node would bypass, or which is for the
+# user's calls of the fused primitive) turns off the idioms made of it while it is registered.
+# _tape cimports it and it cimports _tape (the arena): the module body of each calls nothing of
+# the other.
 from libc.stdint cimport int32_t
 
 from gradcy._tape cimport Tape, Primitive, ParentRef

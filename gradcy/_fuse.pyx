@@ -127,7 +127,8 @@ def register_idioms(dict prims not None):
     _softmax, _logsumexp, _log_softmax = prims["softmax"], prims["logsumexp"], prims["log_softmax"]
     _sigmoid, _softplus, _tanh = prims["sigmoid"], prims["softplus"], prims["tanh"]
     _stock = {p: _rules_of(p) for p in (_exp, _sum, _max, _subtract, _divide, _add, _log, _log1p,
-                                        _negative, _multiply, _logsumexp)}
+                                        _negative, _multiply, _softmax, _logsumexp,
+                                        _log_softmax, _sigmoid, _softplus, _tanh)}
     # the table: last operation -> matcher (tried in this order)
     _add_entry(_divide, _match_softmax)
     _add_entry(_divide, _match_sigmoid)
@@ -321,6 +322,10 @@ cdef bint _like(object v, object ans) noexcept:
 
 cdef object _fused(ParentRef* refs, Py_ssize_t parent, Primitive prim, object ans_s,
                    tuple sargs):
+    if not _stock_rules(prim):
+        # a rule of the user's own on the fused primitive itself (fusion.sigmoid, ...) is for
+        # their calls of it: the written-out form keeps the rules of the operations written
+        return None
     refs[0].node = parent
     refs[0].argnum = 0
     return (prim, ans_s, sargs)

@@ -144,9 +144,11 @@ cdef object _meta_of(object v):
         if (<Box>v)._tape.recorder is not None:     # a const_graph recording: a shape read
             (<Box>v)._tape.recorder.read(v, "shape", None)
         inner = _meta_of((<Box>v)._value)
-        if type(inner) is ArrayMeta or type(inner) is tuple or (
+        if type(inner) is ArrayMeta or type(inner) is tuple or type(inner) is dict or (
                 _any_array_types and _is_array_type(type(inner))):
-            return inner        # (arrays of other types are saved as they are)
+            # (arrays of other types are saved as they are; so is a traced dict's value, as a
+            # plain dict is: NumPy would read a dict as a dtype's fields)
+            return inner
         m = ArrayMeta.__new__(ArrayMeta)
         m.shape = tuple(_np.shape(inner))
         m.dtype = _np.result_type(inner)

@@ -124,6 +124,8 @@ cdef class Tape:
     cdef Py_ssize_t cap_parents    # entries allocated
     cdef HoldTable holds           # root buffer -> saved records holding it (_hold.pxd)
     cdef readonly long long trace_id   # unique for the life of the process, never reused
+    cdef readonly long long forward_end   # the next trace id when its forward pass last left
+                                   # the active stack (pop_active); 2**62 until then
     cdef readonly bint released    # release() has run: every node and buffer is gone
     cdef readonly bint sweeping    # a backward pass is running on this tape
     cdef bint release_pending      # release() was called during the

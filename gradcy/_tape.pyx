@@ -96,19 +96,27 @@ cdef extern from *:
     static __thread Py_ssize_t gradcy_running_bodies = 0;
     #endif
     static Py_ssize_t *gradcy_running_bodies_ptr(void) { return &gradcy_running_bodies; }
+    typedef struct { long long floor, forward_end, next; } gradcy_sweep_t;
     #if defined(_MSC_VER)
-    static __declspec(thread) long long gradcy_sweep_floor = -1;
+    static __declspec(thread) gradcy_sweep_t gradcy_sweep = {-1, -1, -1};
     #else
-    static __thread long long gradcy_sweep_floor = -1;
+    static __thread gradcy_sweep_t gradcy_sweep = {-1, -1, -1};
     #endif
-    static long long *gradcy_sweep_floor_ptr(void) { return &gradcy_sweep_floor; }
+    static gradcy_sweep_t *gradcy_sweep_ptr(void) { return &gradcy_sweep; }
     """
     Py_ssize_t gradcy_running_bodies
     Py_ssize_t* gradcy_running_bodies_ptr() noexcept nogil
-    # the trace id of the outermost backward pass running in this thread, or -1
-    long long* gradcy_sweep_floor_ptr() noexcept nogil
+    # the outermost backward pass running in this thread: its tape's trace id (-1: none) and
+    # forward_end, and the trace id of the first tape created after the pass began
+    ctypedef struct gradcy_sweep_t:
+        long long floor
+        long long forward_end
+        long long next
+    gradcy_sweep_t* gradcy_sweep_ptr() noexcept nogil
 
 _active = _threading.local()
+# Tape.forward_end of a tape whose forward pass has not left the active stack
+cdef long long _FORWARD_RUNNING = 1LL << 62
 cdef Py_ssize_t _n_active = 0        # stack entries of all threads (under the GIL)
 
 
@@ -131,6 +139,7 @@ def pop_active(Tape tape not None):
         if stack[k][0] is tape:
             del stack[k]
             _n_active -= 1
+            tape.forward_end = _next_trace_id     # (its forward pass left the stack)
             return
         k -= 1
     raise ValueError("pop_active: the tape is not active in this thread")
@@ -144,6 +153,13 @@ def active_tape():
         return None
     tape, bodies = stack[len(stack) - 1]
     return tape if bodies >= gradcy_running_bodies else None
+
+
+cdef inline bint _began_in_sweep(Tape t) noexcept:
+    """t began during the forward pass of the tape whose backward pass runs outermost in this
+    thread (any thread's tape: trace ids are the process's), or during that pass."""
+    cdef gradcy_sweep_t* w = gradcy_sweep_ptr()
+    return w.floor >= 0 and ((w.floor < t.trace_id < w.forward_end) or t.trace_id >= w.next)
 
 
 cdef object _swept_value(object r):
@@ -164,17 +180,39 @@ cdef object _swept_value(object r):
     return b
 
 
+cdef inline bint _is_container(object r) noexcept:
+    return type(r) is tuple or type(r) is list or type(r) is dict
+
+
+cdef bint _differentiable_value(object r) except -1:
+    """r is a traced value or an inexact array or scalar."""
+    return (type(r) is Box or type(r) is float or type(r) is complex
+            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
+            or isinstance(r, (_np.floating, _np.complexfloating)))
+
+
 cdef bint _differentiable(object r) except -1:
     """r is what _swept_value wraps: a traced value, an inexact array or scalar, or a tuple,
-    list or dict holding one (a traced container, as autograd's SequenceBox / DictBox)."""
-    if (type(r) is Box or type(r) is float or type(r) is complex
-            or (cnp.PyArray_Check(r) and r.dtype.kind in "fc")
-            or isinstance(r, (_np.floating, _np.complexfloating))):
+    list or dict holding one at any depth (a traced container, as autograd's SequenceBox /
+    DictBox). The containers are walked with a stack and each is visited once: a list that
+    holds itself, or one nested deeper than the C stack, is an answer, not a crash."""
+    cdef list todo
+    cdef set seen
+    if _differentiable_value(r):
         return True
-    if type(r) is tuple or type(r) is list:
-        return any([_differentiable(e) for e in r])
-    if type(r) is dict:
-        return any([_differentiable(e) for e in (<dict>r).values()])
+    if not _is_container(r):
+        return False
+    todo, seen = [r], set()
+    while todo:
+        c = todo.pop()
+        if id(c) in seen:           # (r holds every container walked: their ids stay theirs)
+            continue
+        seen.add(id(c))
+        for e in ((<dict>c).values() if type(c) is dict else c):
+            if _differentiable_value(e):
+                return True
+            if _is_container(e):
+                todo.append(e)
     return False
 
 
@@ -240,11 +278,13 @@ cdef class Primitive:
             if _is_box(a):
                 t = (<Box>a)._tape
                 if t.released:
-                    if t is _SWEPT or 0 <= gradcy_sweep_floor_ptr()[0] < t.trace_id:
-                        # (or a value of a differentiation that began after the backward pass
-                        # running in this thread, and has finished: PennyLane's VJPs run tapes
-                        # that hold the values of an inner derivative's finished trace; as in
-                        # autograd the call runs on their values, one level deeper)
+                    if t is _SWEPT or _began_in_sweep(t):
+                        # (or a value of a finished differentiation that began during the
+                        # forward pass of the one whose backward pass runs in this thread, or
+                        # during that pass: PennyLane's VJPs run tapes that hold the values of an
+                        # inner derivative's finished trace; as in autograd the call runs on
+                        # their values, one level deeper. One that began before or between the
+                        # two passes escaped: EscapedValueError)
                         return _swept_value(self._dispatch(_values_of(args, t),
                                                            kwargs if kwargs is not None
                                                            else _EMPTY))
@@ -820,6 +860,7 @@ cdef class Tape:
         self.holds.cap = self.holds.used = self.holds.live = 0
         self.trace_id = _next_trace_id
         _next_trace_id += 1
+        self.forward_end = _FORWARD_RUNNING
         self.released = False
         self.sweeping = False
         self.forward = forward
@@ -1423,10 +1464,12 @@ cdef class Tape:
         # while the sweep runs nothing is recorded onto this tape and release() waits for it,
         # so the arena stays where it is whatever Python code the VJPs (and __del__s) run
         self.sweeping = True
-        cdef long long* floor = gradcy_sweep_floor_ptr()
-        cdef long long outer_floor = floor[0]
-        if outer_floor < 0:
-            floor[0] = self.trace_id
+        cdef gradcy_sweep_t* sweep = gradcy_sweep_ptr()
+        cdef gradcy_sweep_t outer_sweep = sweep[0]
+        if outer_sweep.floor < 0:
+            sweep.floor = self.trace_id
+            sweep.forward_end = self.forward_end
+            sweep.next = _next_trace_id
         try:
             self._mark_reachable(out)
             # nodes recorded after the output (aux values) cannot reach it either
@@ -1468,7 +1511,7 @@ cdef class Tape:
                 if self.nodes[i].cotangent is not NULL:
                     self._take_cotangent(i)
             self.sweeping = False
-            floor[0] = outer_floor
+            sweep[0] = outer_sweep
             if self.release_pending:
                 self._free_all()
         return result

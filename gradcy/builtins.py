@@ -263,11 +263,23 @@ def container_untake(x, idx, vs):
         A = _list(A) if not _isinstance(A, _dict) else _dict(A)
         if _isinstance(idx, slice):
             for k, v in zip(range(*idx.indices(len(A))), x):
-                A[k] = A[k] + v
+                A[k] = _add_element(vs.shape[k], A[k], v)
         else:
-            A[idx] = A[idx] + x
+            A[idx] = _add_element(vs.shape[idx], A[idx], x)
         return vs.seq_type(A) if hasattr(vs, "seq_type") and vs.seq_type is not _list else A
     return SparseObject(vs, mut_add)
+
+
+def _add_element(vs, a, x):
+    """a + x in the space vs of a container's element: x None (zero), a SparseObject, or
+    dense; a container element is added element by element (+ would concatenate tuples)."""
+    if x is None:
+        return a
+    if type(x) is SparseObject:
+        return x.mut_add(vs.mut_add(None, a))       # (into a copy of a)
+    if _isinstance(vs, ContainerVSpace):
+        return vs._map(_add_element, a, x)
+    return a + x
 
 
 def sequence_extend_right(seq, *elts):
@@ -299,6 +311,8 @@ def make_sequence(seq_type, *args):
 def _element_cotangent(g, key, x):
     """The cotangent of element `key` of a container cotangent g (None: zero) for element
     value x."""
+    if type(g) is SparseObject:         # (a single read of a traced dict: one element's)
+        g = g.densify()
     out = None if g is None else g[key]
     return vspace(x).zeros() if out is None else out
 
