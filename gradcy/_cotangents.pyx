@@ -8,6 +8,9 @@ cimport cython
 
 import numpy as _np
 
+cdef object _ndarray = _np.ndarray
+cdef object _add = _np.add
+
 
 @cython.final
 @cython.auto_pickle(False)   # (the generated __setstate__ reads its tuple unchecked)
@@ -58,4 +61,8 @@ cdef object _add_cotangents(object a, object b):
             else [_add_cotangents(x, y) for x, y in zip(a, b)]
     if type(a) is dict and type(b) is dict:
         return {k: _add_cotangents(a.get(k), b.get(k)) for k in a}
+    if type(a) is not _ndarray and type(a) is type(b) and hasattr(type(a), "__dask_graph__"):
+        # two Dask arrays: the ufunc, the same graph for about 60% of the client's time
+        # (Dask's operators inspect their function's signature on every call)
+        return _add(a, b)
     return a + b
