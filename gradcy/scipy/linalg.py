@@ -15,6 +15,7 @@ import types as _types
 import numpy as _onp
 
 from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct, primitive
+from ..registry import defvjp  # noqa: F401 (a name of autograd.scipy.linalg)
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like
 from . import _import_scipy
