@@ -20,7 +20,7 @@ from ._core import Box, Primitive
 from ._rules import ArgnumVJP
 from ._typing import P, R
 from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
-                       defvjp_argnum, defvjp_argnums, primitive as primitive_)
+                       defvjp_argnum, defvjp_argnums, defvjp_direct, primitive as primitive_)
 from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map
 from .util import func, subval
 from .vspace import SparseObject, VSpace, vspace
@@ -269,8 +269,8 @@ def identity_jvp(g, *args, **kwargs):
     return g
 
 
-defvjp(sparse_add, None, lambda ans, vs, x_prev, x_new: lambda g: g,
-       lambda ans, vs, x_prev, x_new: lambda g: g)
+defvjp_direct(sparse_add, None, lambda g, ans, vs, x_prev, x_new: g,
+              lambda g, ans, vs, x_prev, x_new: g)
 defjvp(sparse_add, None, identity_jvp, identity_jvp)
 
 

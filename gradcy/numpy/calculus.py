@@ -5,7 +5,7 @@ import operator
 
 import numpy as _onp
 
-from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
 from ._util import (_NoValue, _at, _binder, _dtype, _float_dtype, _norm_axis, _plain, _shape,
                     _size, cast_like, none_set, shape_dtype, unbroadcast, values_of)
@@ -15,25 +15,22 @@ from .reductions import _revcumsum
 # =============================================================================
 # cumsum, cumprod, nancumsum, nancumprod
 # =============================================================================
-def _cumsum_vjp(ans, x, axis=None, dtype=None, out=None):
+def _cumsum_vjp(g, ans, x, axis=None, dtype=None, out=None):
     shape, xdtype = shape_dtype(x)
     if axis is None or not shape:
-        return lambda g: anp.reshape(_revcumsum(cast_like(g, xdtype), 0), shape)
-    axis = operator.index(axis) % len(shape)
-    return lambda g: _revcumsum(cast_like(g, xdtype), axis)
+        return anp.reshape(_revcumsum(cast_like(g, xdtype), 0), shape)
+    return _revcumsum(cast_like(g, xdtype), operator.index(axis) % len(shape))
 
 
-defvjp(anp.cumsum, _cumsum_vjp, save=())
+defvjp_direct(anp.cumsum, _cumsum_vjp, save=())
 defjvp(anp.cumsum, lambda g, ans, x, axis=None, dtype=None, out=None: anp.cumsum(g, axis))
 
 
-def _nancumsum_vjp(ans, x, axis=None, dtype=None, out=None):
-    shape, xdtype = shape_dtype(x)
-    vjp_sum = _cumsum_vjp(ans, x, axis)
-    return lambda g: vjp_sum(g) * ~_onp.isnan(x)
+def _nancumsum_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    return _cumsum_vjp(g, ans, x, axis) * ~_onp.isnan(x)
 
 
-defvjp(anp.nancumsum, _nancumsum_vjp, save=(0,))
+defvjp_direct(anp.nancumsum, _nancumsum_vjp, save=(0,))
 defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
        anp.cumsum(g * ~_onp.isnan(x), axis))
 
@@ -69,19 +66,16 @@ def _cumprod_grad(g, ans, x, axis):
     return term
 
 
-def _cumprod_vjp(ans, x, axis=None, dtype=None, out=None):
+def _cumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
     shape, xdtype = shape_dtype(x)
-
-    def vjp(g):
-        g = cast_like(g, xdtype)
-        y = cast_like(ans, xdtype)
-        if axis is None or not shape:
-            return anp.reshape(_cumprod_grad(g, y, anp.reshape(x, (-1,)), 0), shape)
-        return _cumprod_grad(g, y, x, operator.index(axis) % len(shape))
-    return vjp
+    g = cast_like(g, xdtype)
+    y = cast_like(ans, xdtype)
+    if axis is None or not shape:
+        return anp.reshape(_cumprod_grad(g, y, anp.reshape(x, (-1,)), 0), shape)
+    return _cumprod_grad(g, y, x, operator.index(axis) % len(shape))
 
 
-defvjp(anp.cumprod, _cumprod_vjp, save=(0, "ans"))
+defvjp_direct(anp.cumprod, _cumprod_vjp, save=(0, "ans"))
 
 
 def _cumprod_tangent(g, ans, x, axis):
@@ -112,18 +106,14 @@ def _cumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
 defjvp(anp.cumprod, _cumprod_jvp)
 
 
-def _nancumprod_vjp(ans, x, axis=None, dtype=None, out=None):
-    shape, xdtype = shape_dtype(x)
-
-    def vjp(g):
-        nans = _onp.isnan(x)
-        if none_set(nans):
-            return _cumprod_vjp(ans, x, axis)(g)
-        return _cumprod_vjp(ans, anp.where(nans, 1, x), axis)(g) * ~nans
-    return vjp
+def _nancumprod_vjp(g, ans, x, axis=None, dtype=None, out=None):
+    nans = _onp.isnan(x)
+    if none_set(nans):
+        return _cumprod_vjp(g, ans, x, axis)
+    return _cumprod_vjp(g, ans, anp.where(nans, 1, x), axis) * ~nans
 
 
-defvjp(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
+defvjp_direct(anp.nancumprod, _nancumprod_vjp, save=(0, "ans"))
 
 
 def _nancumprod_jvp(g, ans, x, axis=None, dtype=None, out=None):
@@ -149,21 +139,17 @@ def _drop_initial(g, ax, include_initial):
 
 
 def _cumulative_vjp(grad):
-    """The VJP maker of cumulative_sum / cumulative_prod from grad(g, y, x, ax) for an x of
+    """The VJP of cumulative_sum / cumulative_prod from grad(g, y, x, ax) for an x of
     ndim >= 1: g (in x's dtype) and y() (the output, read only when called) without the
     initial entry."""
-    def maker(ans, x, axis=None, dtype=None, out=None, include_initial=False):
-        shape, xdtype = _shape(x), _dtype(x)
+    def rule(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
+        xdtype = _dtype(x)
         ax = _cum_axis(x, axis)
-
-        def vjp(g):
-            g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
-            if not shape:
-                return anp.reshape(g, ())
-            return grad(g, lambda: _drop_initial(cast_like(ans, xdtype), ax, include_initial), x,
-                        ax)
-        return vjp
-    return maker
+        g = _drop_initial(cast_like(g, xdtype), ax, include_initial)
+        if not _shape(x):
+            return anp.reshape(g, ())
+        return grad(g, lambda: _drop_initial(cast_like(ans, xdtype), ax, include_initial), x, ax)
+    return rule
 
 
 if hasattr(anp, "cumulative_sum"):
@@ -171,7 +157,8 @@ if hasattr(anp, "cumulative_sum"):
                             include_initial=False):
         return anp.cumulative_sum(g, axis=axis, include_initial=include_initial)
 
-    defvjp(anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)), save=())
+    defvjp_direct(anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)),
+                  save=())
     defjvp(anp.cumulative_sum, _cumulative_sum_jvp)
 
 if hasattr(anp, "cumulative_prod"):
@@ -189,8 +176,9 @@ if hasattr(anp, "cumulative_prod"):
             t = anp.concatenate([_onp.zeros(zshape, _dtype(t)), t], axis=ax)
         return t
 
-    defvjp(anp.cumulative_prod, _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
-           save=(0, "ans"))
+    defvjp_direct(anp.cumulative_prod,
+                  _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
+                  save=(0, "ans"))
     defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 
 
@@ -221,25 +209,21 @@ def _diff_transpose(g, n, ax):
 
 
 def _diff_vjp_for(which):
-    def maker(ans, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
+    def rule(g, ans, a, n=1, axis=-1, prepend=_NoValue, append=_NoValue):
         ax, ps, shape, qs = _diff_parts(a, axis, prepend, append)
         target = {0: a, 3: prepend, 4: append}[which]
         dtype = _dtype(target)
+        if n == 0:                      # diff(a, 0) is a itself (prepend, append unused)
+            return cast_like(g, dtype) if which == 0 else None
         start = 0 if which != 0 else (ps[ax] if ps is not None else 0)
         if which == 4:
             start = (ps[ax] if ps is not None else 0) + shape[ax]
         length = {0: shape[ax], 3: ps[ax] if ps else 0, 4: qs[ax] if qs else 0}[which]
-
-        if n == 0:                      # diff(a, 0) is a itself (prepend, append unused)
-            return lambda g: cast_like(g, dtype) if which == 0 else None
-
-        def vjp(g):
-            g = cast_like(g, dtype) if dtype.kind in "fc" else g
-            ge = _diff_transpose(g, n, ax)
-            part = anp.getitem(ge, _at(ax, slice(start, start + length)))
-            return cast_like(unbroadcast(part, target) if which else part, dtype)
-        return vjp
-    return maker
+        g = cast_like(g, dtype) if dtype.kind in "fc" else g
+        ge = _diff_transpose(g, n, ax)
+        part = anp.getitem(ge, _at(ax, slice(start, start + length)))
+        return cast_like(unbroadcast(part, target) if which else part, dtype)
+    return rule
 
 
 def _diff_jvp_for(which):
@@ -258,7 +242,7 @@ def _diff_jvp_for(which):
     return jvp
 
 
-defvjp(anp.diff, _diff_vjp_for(0), None, None, _diff_vjp_for(3), _diff_vjp_for(4), save=())
+defvjp_direct(anp.diff, _diff_vjp_for(0), None, None, _diff_vjp_for(3), _diff_vjp_for(4), save=())
 defjvp(anp.diff, _diff_jvp_for(0), None, None, _diff_jvp_for(3), _diff_jvp_for(4))
 
 
@@ -269,21 +253,17 @@ def _ediff1d_sizes(ary, to_end, to_begin):
 
 
 def _ediff1d_vjp(which):
-    def maker(ans, ary, to_end=None, to_begin=None):
+    def rule(g, ans, ary, to_end=None, to_begin=None):
         nb, nd, ne = _ediff1d_sizes(ary, to_end, to_begin)
         target = {0: ary, 1: to_end, 2: to_begin}[which]
         shape, dtype = _shape(target), _dtype(target)
-
-        def vjp(g):
-            if which == 2:
-                return cast_like(anp.reshape(anp.getitem(g, slice(0, nb)), shape), dtype)
-            if which == 1:
-                return cast_like(anp.reshape(anp.getitem(g, slice(nb + nd, None)), shape),
-                                 dtype)
-            gd = anp.getitem(g, slice(nb, nb + nd))
-            return cast_like(anp.reshape(_diff_transpose(gd, 1, 0), shape), dtype)
-        return vjp
-    return maker
+        if which == 2:
+            return cast_like(anp.reshape(anp.getitem(g, slice(0, nb)), shape), dtype)
+        if which == 1:
+            return cast_like(anp.reshape(anp.getitem(g, slice(nb + nd, None)), shape), dtype)
+        gd = anp.getitem(g, slice(nb, nb + nd))
+        return cast_like(anp.reshape(_diff_transpose(gd, 1, 0), shape), dtype)
+    return rule
 
 
 def _ediff1d_jvp(which):
@@ -303,7 +283,7 @@ def _ediff1d_jvp(which):
     return jvp
 
 
-defvjp(anp.ediff1d, _ediff1d_vjp(0), _ediff1d_vjp(1), _ediff1d_vjp(2), save=())
+defvjp_direct(anp.ediff1d, _ediff1d_vjp(0), _ediff1d_vjp(1), _ediff1d_vjp(2), save=())
 defjvp(anp.ediff1d, _ediff1d_jvp(0), _ediff1d_jvp(1), _ediff1d_jvp(2))
 
 
@@ -360,25 +340,21 @@ def _gradient_spacings(f, kw, axes):
     return [_onp.asarray(_plain(v)) if _onp.ndim(_plain(v)) else _plain(v) for v in varargs]
 
 
-def _gradient_vjp(ans, f, *args, **kwargs):
+def _gradient_vjp(g, ans, f, *args, **kwargs):
     kw = _gradient_bind((f,) + args, kwargs)
     shape, dtype = _shape(f), _dtype(f)
     axes = _gradient_axes(f, kw)
     edge = kw["edge_order"]
     spacings = _gradient_spacings(f, kw, axes)
-    single = len(axes) == 1
-
-    def vjp(g):
-        gs = (g,) if single else g
-        total = None
-        for ax, sp, gi in zip(axes, spacings, gs):
-            if gi is None:
-                continue
-            cols, C = _gradient_band(shape[ax], sp, edge)
-            part = _gradient_transpose(gi, ax, cols, C, _float_dtype(dtype))
-            total = part if total is None else total + part
-        return None if total is None else cast_like(total, dtype)
-    return vjp
+    gs = (g,) if len(axes) == 1 else g
+    total = None
+    for ax, sp, gi in zip(axes, spacings, gs):
+        if gi is None:
+            continue
+        cols, C = _gradient_band(shape[ax], sp, edge)
+        part = _gradient_transpose(gi, ax, cols, C, _float_dtype(dtype))
+        total = part if total is None else total + part
+    return None if total is None else cast_like(total, dtype)
 
 
 def _gradient_jvp(g, ans, f, *args, **kwargs):
@@ -386,7 +362,7 @@ def _gradient_jvp(g, ans, f, *args, **kwargs):
 
 
 # the spacings (positions 1...) are read; f itself is not
-defvjp(anp.gradient, _gradient_vjp, save=tuple(range(1, 64)))
+defvjp_direct(anp.gradient, _gradient_vjp, save=tuple(range(1, 64)))
 defjvp(anp.gradient, _gradient_jvp)
 
 

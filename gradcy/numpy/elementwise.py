@@ -16,7 +16,7 @@ import numpy as _onp
 
 from .._core import meta_of
 from .._rules import ElementwiseRule
-from ..registry import defjvp, defvjp, defvjp_direct
+from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
 from .saved_sets import Positions, extremum_masks
@@ -27,10 +27,6 @@ _PI = math.pi
 _DEG = 180.0 / math.pi
 _RAD = math.pi / 180.0
 _PYNUM = (int, float)
-
-
-def _identity(g):
-    return g
 
 
 def _replace_zero(x, val):
@@ -108,7 +104,7 @@ defvjp_direct(anp.divide,
        lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),   # (reduce first)
        save={0: (1,), 1: (0, 1)}, recomputable=True)
 _holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg", recomputable=True)
-defvjp(anp.positive, lambda ans, x: _identity, save=())
+defvjp_direct(anp.positive, lambda g, ans, x: g, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
 defjvp(anp.subtract, _jvp_first, _jvp_negated)
 defjvp(anp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g)
@@ -116,17 +112,17 @@ defjvp(anp.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y
 defjvp(anp.positive, _jvp_first)
 
 
-def _power_dx(ans, x, y):
+def _power_dx(g, ans, x, y):
     if type(y) in _PYNUM:          # constant Python exponent: the common x ** 2, x ** 0.5
         if y == 0:
-            return lambda g: g * 0.0
+            return g * 0.0
         if y == 1:
-            return _identity
+            return g
         if y == 2:
-            return lambda g: g * (2.0 * x)
-        return lambda g: g * (y * x ** (y - 1))
+            return g * (2.0 * x)
+        return g * (y * x ** (y - 1))
     # the where() keeps 0 ** -1 out of the y == 0 entries
-    return lambda g: unbroadcast(g * y * x ** anp.where(y, y - 1, 1.0), x)
+    return unbroadcast(g * y * x ** anp.where(y, y - 1, 1.0), x)
 
 
 def _log_base(x):
@@ -136,11 +132,11 @@ def _log_base(x):
     return anp.log(_replace_zero(x, 1.0))
 
 
-def _power_dy(ans, x, y):
-    return lambda g: unbroadcast(g * _log_base(x) * anp.power(x, y), y)
+def _power_dy(g, ans, x, y):
+    return unbroadcast(g * _log_base(x) * anp.power(x, y), y)
 
 
-defvjp(anp.power, _power_dx, _power_dy, save=(0, 1))
+defvjp_direct(anp.power, _power_dx, _power_dy, save=(0, 1))
 
 
 def _power_jvp_x(g, ans, x, y):
@@ -158,15 +154,15 @@ def _power_jvp_x(g, ans, x, y):
 defjvp(anp.power, _power_jvp_x, lambda g, ans, x, y: g * _log_base(x) * ans)
 
 
-def _float_power_dx(ans, x, y):
+def _float_power_dx(g, ans, x, y):
     if type(y) in _PYNUM and y == 0:
-        return lambda g: cast_like(g * 0.0, _dtype(x))
-    return lambda g: unbroadcast(g * y * anp.float_power(x, anp.where(y, y - 1, 1.0)), x)
+        return cast_like(g * 0.0, _dtype(x))
+    return unbroadcast(g * y * anp.float_power(x, anp.where(y, y - 1, 1.0)), x)
 
 
-defvjp(anp.float_power, _float_power_dx,
-       lambda ans, x, y: lambda g: unbroadcast(g * _log_base(x) * anp.float_power(x, y), y),
-       save=(0, 1))
+defvjp_direct(anp.float_power, _float_power_dx,
+              lambda g, ans, x, y: unbroadcast(g * _log_base(x) * anp.float_power(x, y), y),
+              save=(0, 1))
 
 
 def _float_power_jvp_x(g, ans, x, y):
@@ -254,11 +250,7 @@ def _sinc_jvp(g, ans, x):
     return g * anp.where(x, (anp.cos(_PI * xs) - anp.sinc(xs)) / xs, 0.0)
 
 
-def _sinc_vjp(ans, x):
-    return lambda g: _sinc_jvp(g, ans, x)
-
-
-defvjp(anp.sinc, _sinc_vjp, save=(0,))
+defvjp_direct(anp.sinc, _sinc_jvp, save=(0,))    # (real-valued: the VJP is the JVP)
 defjvp(anp.sinc, _sinc_jvp)
 _holomorphic(anp.deg2rad, lambda g, ans, x: g * _RAD, save=())
 _holomorphic(anp.radians, lambda g, ans, x: g * _RAD, save=())
@@ -270,13 +262,13 @@ _holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 # =============================================================================
 
 
-def _absolute_vjp(ans, x):
+def _absolute_vjp(g, ans, x):
     if _is_complex(x):
-        return lambda g: g * anp.conjugate(x) / _replace_zero(anp.absolute(x), 1.0)
-    return lambda g: g * anp.sign(x)
+        return g * anp.conjugate(x) / _replace_zero(anp.absolute(x), 1.0)
+    return g * anp.sign(x)
 
 
-defvjp(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
+defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
 
 
 def _absolute_jvp(g, ans, x):
@@ -288,28 +280,23 @@ def _absolute_jvp(g, ans, x):
 defjvp(anp.absolute, _absolute_jvp)
 defvjp_direct(anp.fabs, lambda g, ans, x: g * anp.sign(x), save=(0,))
 defjvp(anp.fabs, lambda g, ans, x: g * anp.sign(x))
-defvjp(anp.conjugate,
-       lambda ans, x: anp.conjugate if _is_complex(x) else _identity, save=())
-defvjp(anp.real, lambda ans, x: (lambda g: g + 0j) if _is_complex(x) else _identity, save=())
-defvjp(anp.imag,
-       lambda ans, x: (lambda g: g * -1j) if _is_complex(x) else (lambda g: None), save=())
+defvjp_direct(anp.conjugate,
+              lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g, save=())
+defvjp_direct(anp.real, lambda g, ans, x: g + 0j if _is_complex(x) else g, save=())
+defvjp_direct(anp.imag, lambda g, ans, x: g * -1j if _is_complex(x) else None, save=())
 defjvp(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g)
 defjvp(anp.real, lambda g, ans, x: anp.real(g) if _is_complex(x) else g)
 defjvp(anp.imag, lambda g, ans, x: anp.imag(g) if _is_complex(x) else None)
 
 
-def _angle_vjp(ans, x, deg=False):
+def _angle_vjp(g, ans, x, deg=False):
     if not _is_complex(x):
-        return lambda g: None      # angle of a real number is piecewise constant
-    scale = _DEG if deg else 1.0
-
-    def vjp(g):
-        xc = anp.conjugate(x)
-        return (g * scale) * (xc * -1j) / anp.real(x * xc)
-    return vjp
+        return None      # angle of a real number is piecewise constant
+    xc = anp.conjugate(x)
+    return (g * (_DEG if deg else 1.0)) * (xc * -1j) / anp.real(x * xc)
 
 
-defvjp(anp.angle, _angle_vjp, save=(0,))
+defvjp_direct(anp.angle, _angle_vjp, save=(0,))
 
 
 def _angle_jvp(g, ans, x, deg=False):
@@ -328,30 +315,25 @@ defjvp(anp.angle, _angle_jvp)
 # =============================================================================
 
 
-def _extremum_vjp(ans, x, y):
+def _extremum_vjp(g, ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
     if type(ans) is Positions:      # the record keeps bit masks only (_extremum_save)
-        return _positions_vjp(ans, x, 0)
-
-    def vjp(g):
-        mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
-        return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
-    return vjp
+        return _positions_vjp(g, ans, x, 0)
+    mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
+    return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
 
 
-def _extremum_vjp_y(ans, x, y):
+def _extremum_vjp_y(g, ans, x, y):
     if type(ans) is Positions:
-        return _positions_vjp(ans, y, 1)
-    return _extremum_vjp(ans, y, x)
+        return _positions_vjp(g, ans, y, 1)
+    return _extremum_vjp(g, ans, y, x)
 
 
-def _positions_vjp(packed, target, k):
+def _positions_vjp(g, packed, target, k):
     """The rule of argument k (0: x, 1: y) from the masks (x == ans, y == ans, x == y)."""
-    def vjp(g):
-        masks = extremum_masks(packed)
-        weight = masks[k] / (1.0 + masks[2])
-        return unbroadcast(g * weight.astype(_dtype(g), copy=False), target)
-    return vjp
+    masks = extremum_masks(packed)
+    weight = masks[k] / (1.0 + masks[2])
+    return unbroadcast(g * weight.astype(_dtype(g), copy=False), target)
 
 
 def _extremum_jvp(g, ans, x, y):
@@ -385,7 +367,7 @@ def _extremum_save(argnums, ans, args, kwargs):
 
 
 for _prim in (anp.maximum, anp.minimum, anp.fmax, anp.fmin):
-    defvjp(_prim, _extremum_vjp, _extremum_vjp_y, save=_extremum_save)
+    defvjp_direct(_prim, _extremum_vjp, _extremum_vjp_y, save=_extremum_save)
     defjvp(_prim, _extremum_jvp, _extremum_jvp_y)
 
 
@@ -419,23 +401,19 @@ def _clip_mask_hi(x, lo, hi):
     return x > hi if lo is None else (x > hi) | (lo > hi)
 
 
-def _clip_vjp_x(ans, x, *args, **kwargs):
+def _clip_vjp_x(g, ans, x, *args, **kwargs):
     mask = _clip_mask_x(x, *_clip_bounds(args, kwargs))
-    if mask is None:
-        return lambda g: unbroadcast(g, x)
-    return lambda g: unbroadcast(g * mask, x)
+    return unbroadcast(g if mask is None else g * mask, x)
 
 
-def _clip_vjp_lo(ans, x, *args, **kwargs):
+def _clip_vjp_lo(g, ans, x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
-    mask = _clip_mask_lo(x, lo, hi)
-    return lambda g: unbroadcast(g * mask, lo)
+    return unbroadcast(g * _clip_mask_lo(x, lo, hi), lo)
 
 
-def _clip_vjp_hi(ans, x, *args, **kwargs):
+def _clip_vjp_hi(g, ans, x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
-    mask = _clip_mask_hi(x, lo, hi)
-    return lambda g: unbroadcast(g * mask, hi)
+    return unbroadcast(g * _clip_mask_hi(x, lo, hi), hi)
 
 
 def _clip_jvp_x(g, ans, x, *args, **kwargs):
@@ -443,7 +421,7 @@ def _clip_jvp_x(g, ans, x, *args, **kwargs):
     return g if mask is None else _times_mask(g, mask, ans)
 
 
-defvjp(anp.clip, _clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi, save=(0, 1, 2))
+defvjp_direct(anp.clip, _clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi, save=(0, 1, 2))
 defjvp(anp.clip, _clip_jvp_x,
        lambda g, ans, x, *args, **kwargs: _times_mask(
            g, _clip_mask_lo(x, *_clip_bounds(args, kwargs)), ans),
@@ -454,20 +432,20 @@ defvjp_direct(anp.where, None,
        lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, 0.0), x),
        lambda g, ans, c, x, y: unbroadcast(anp.where(c, 0.0, g), y),
        save=(0,))
-defvjp(anp.nan_to_num,
-       lambda ans, x, *a, **k: lambda g: anp.where(anp.isfinite(x), g, 0.0), save=(0,))
+defvjp_direct(anp.nan_to_num,
+              lambda g, ans, x, *a, **k: anp.where(anp.isfinite(x), g, 0.0), save=(0,))
 defjvp(anp.where, None,
        lambda g, ans, c, x, y: _select(c, g, ans),
        lambda g, ans, c, x, y: _select(anp.logical_not(c), g, ans))
 defjvp(anp.nan_to_num, lambda g, ans, x, *a, **k: _select(anp.isfinite(x), g, ans))
 
 
-def _copysign_vjp(ans, x, y):
+def _copysign_vjp(g, ans, x, y):
     flip = anp.signbit(x) != anp.signbit(y)    # not traced: a plain bool array
-    return lambda g: unbroadcast(anp.where(flip, -g, g), x)
+    return unbroadcast(anp.where(flip, -g, g), x)
 
 
-defvjp(anp.copysign, _copysign_vjp, None, save=(0, 1))
+defvjp_direct(anp.copysign, _copysign_vjp, None, save=(0, 1))
 defjvp(anp.copysign,
        lambda g, ans, x, y: _select(anp.signbit(x) != anp.signbit(y), g, ans, negate=True),
        None)
@@ -479,34 +457,31 @@ defjvp(anp.heaviside, None, lambda g, ans, x, h0: _select(x == 0, g, ans))
 # =============================================================================
 # Tuple-valued ufuncs: modf, frexp, divmod
 # =============================================================================
-def _modf_vjp(ans, x, **kwargs):
-    dtype = _dtype(x)
-    return lambda g: None if g[0] is None else cast_like(unbroadcast(g[0], x), dtype)
+def _modf_vjp(g, ans, x, **kwargs):
+    return None if g[0] is None else cast_like(unbroadcast(g[0], x), _dtype(x))
 
 
-defvjp(anp.modf, _modf_vjp, save=())
+defvjp_direct(anp.modf, _modf_vjp, save=())
 defjvp(anp.modf, lambda g, ans, x, **kw: (g, _zeros_of(ans[1])))
 
 
-def _frexp_vjp(ans, x, **kwargs):
-    dtype = _dtype(x)
-    e = ans[1]
-    return lambda g: None if g[0] is None else cast_like(anp.ldexp(g[0], -e), dtype)
+def _frexp_vjp(g, ans, x, **kwargs):
+    return None if g[0] is None else cast_like(anp.ldexp(g[0], -ans[1]), _dtype(x))
 
 
-defvjp(anp.frexp, _frexp_vjp, save=("ans",))
+defvjp_direct(anp.frexp, _frexp_vjp, save=("ans",))
 defjvp(anp.frexp, lambda g, ans, x, **kw: (anp.ldexp(g, -ans[1]), _zeros_of(ans[1])))
 
 
-def _divmod_vjp_x(ans, x, y, **kwargs):
-    return lambda g: None if g[1] is None else unbroadcast(g[1], x)
+def _divmod_vjp_x(g, ans, x, y, **kwargs):
+    return None if g[1] is None else unbroadcast(g[1], x)
 
 
-def _divmod_vjp_y(ans, x, y, **kwargs):
-    return lambda g: None if g[1] is None else unbroadcast(-g[1] * anp.floor_divide(x, y), y)
+def _divmod_vjp_y(g, ans, x, y, **kwargs):
+    return None if g[1] is None else unbroadcast(-g[1] * anp.floor_divide(x, y), y)
 
 
-defvjp(anp.divmod, _divmod_vjp_x, _divmod_vjp_y, save=(0, 1))
+defvjp_direct(anp.divmod, _divmod_vjp_x, _divmod_vjp_y, save=(0, 1))
 defjvp(anp.divmod,
        lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), g),
        lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), -g * anp.floor_divide(x, y)))
@@ -522,5 +497,5 @@ def _i1(x):
     return special.i1(x)
 
 
-defvjp(anp.i0, lambda ans, x: lambda g: cast_like(g * _i1(x), _dtype(x)), save=(0,))
+defvjp_direct(anp.i0, lambda g, ans, x: cast_like(g * _i1(x), _dtype(x)), save=(0,))
 defjvp(anp.i0, lambda g, ans, x: g * _i1(x))

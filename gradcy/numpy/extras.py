@@ -7,7 +7,7 @@ import numpy as _np
 
 from .. import _core
 from .._core import Box
-from ..registry import defjvp, defvjp, notrace_primitive, primitive
+from ..registry import defjvp, defvjp_direct, notrace_primitive, primitive
 from . import _wrap
 
 try:
@@ -149,8 +149,8 @@ def _make_diagonal(D, offset=0, axis1=0, axis2=1):
 
 
 make_diagonal = primitive(_make_diagonal, "gradcy.numpy.make_diagonal")
-defvjp(make_diagonal, lambda ans, D, offset=0, axis1=0, axis2=1:
-       lambda g: _wrap.diagonal(g, offset, axis1, axis2), save=())
+defvjp_direct(make_diagonal, lambda g, ans, D, offset=0, axis1=0, axis2=1:
+              _wrap.diagonal(g, offset, axis1, axis2), save=())
 defjvp(make_diagonal, "same")
 
 

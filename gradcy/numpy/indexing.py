@@ -17,7 +17,7 @@ import numpy as _onp
 
 from .._core import Box, SparseCotangent, is_array_value, register_numpy_override
 from ..backends import is_lazy
-from ..registry import (defjvp, defjvp_argnums, defvjp, defvjp_argnums, defvjp_direct,
+from ..registry import (defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct,
                         nondifferentiable, primitive)
 from . import _wrap as anp
 from ._util import (_contains_box, _dtype, _intp, _ndarray, _norm_axis, _plain, _positions, _same,
@@ -63,7 +63,7 @@ def untake(g, idx, shape, dtype):
     return out
 
 
-defvjp(untake, lambda ans, g, idx, shape, dtype: lambda h: anp.getitem(h, idx), save=(1,))
+defvjp_direct(untake, lambda h, ans, g, idx, shape, dtype: anp.getitem(h, idx), save=(1,))
 defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype), None)
 
 
@@ -135,8 +135,8 @@ def _along_one_axis(idx, ndim):
     return arrays[0], pos
 
 
-defvjp(unrepeat, lambda ans, g, repeats, axis, shape:
-       lambda h: anp.repeat(h, repeats, axis), save=(1,))
+defvjp_direct(unrepeat, lambda h, ans, g, repeats, axis, shape: anp.repeat(h, repeats, axis),
+              save=(1,))
 defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
 
 
@@ -195,17 +195,15 @@ defjvp(anp.getitem,
 anp.getitem.basic_view = True    # with a basic index, its cotangent may go into A's slot
 
 
-def _untake_vjp(shape, dtype, idx, ax):
-    """vjp(g) of the selection idx along axis ax of an array of `shape` and `dtype` (ax None:
-    of its flattened form)."""
+def _untake_vjp(g, shape, dtype, idx, ax):
+    """The cotangent of the selection idx along axis ax of an array of `shape` and `dtype`
+    (ax None: of its flattened form), from the selection's cotangent g."""
     if ax is None:
-        n = _size(shape)
-        return lambda g: anp.reshape(untake(g, idx, (n,), dtype), shape)
-    full = (slice(None),) * ax + (idx,)
-    return lambda g: untake(g, full, shape, dtype)
+        return anp.reshape(untake(g, idx, (_size(shape),), dtype), shape)
+    return untake(g, (slice(None),) * ax + (idx,), shape, dtype)
 
 
-def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
+def _take_vjp(g, ans, a, indices, axis=None, out=None, mode="raise"):
     shape, dtype = shape_dtype(a)
     ax = None if axis is None else _norm_axis(axis, len(shape))
     n = _size(shape) if ax is None else shape[ax]
@@ -214,10 +212,10 @@ def _take_vjp(ans, a, indices, axis=None, out=None, mode="raise"):
         idx = _onp.mod(idx, n)
     elif mode == "clip":
         idx = _onp.clip(idx, 0, n - 1)
-    return _untake_vjp(shape, dtype, idx, ax)
+    return _untake_vjp(g, shape, dtype, idx, ax)
 
 
-defvjp(anp.take, _take_vjp, None, save=(1,))
+defvjp_direct(anp.take, _take_vjp, None, save=(1,))
 defjvp(anp.take, _same(anp.take), None)
 
 
@@ -233,25 +231,26 @@ def _along_axis_index(shape, indices, ax):
     return tuple(idx)
 
 
-def _take_along_axis_vjp(ans, arr, indices, axis=-1):
+def _take_along_axis_vjp(g, ans, arr, indices, axis=-1):
     shape, dtype = shape_dtype(arr)
     if axis is None:
-        return _untake_vjp(shape, dtype, indices, None)
+        return _untake_vjp(g, shape, dtype, indices, None)
     full = _along_axis_index(shape, _onp.asarray(indices), _norm_axis(axis, len(shape)))
-    return lambda g: untake(g, full, shape, dtype)
+    return untake(g, full, shape, dtype)
 
 
-defvjp(anp.take_along_axis, _take_along_axis_vjp, None, save=(1,))
+defvjp_direct(anp.take_along_axis, _take_along_axis_vjp, None, save=(1,))
 defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
 
 
-def _compress_vjp(ans, condition, a, axis=None, out=None):
+def _compress_vjp(g, ans, condition, a, axis=None, out=None):
     shape, dtype = shape_dtype(a)
     pos = _onp.flatnonzero(_onp.asarray(condition))
-    return _untake_vjp(shape, dtype, pos, None if axis is None else _norm_axis(axis, len(shape)))
+    return _untake_vjp(g, shape, dtype, pos,
+                       None if axis is None else _norm_axis(axis, len(shape)))
 
 
-defvjp(anp.compress, None, _compress_vjp, save=(0,))
+defvjp_direct(anp.compress, None, _compress_vjp, save=(0,))
 defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
        anp.compress(condition, g, *args, **kwargs))
 
@@ -325,23 +324,20 @@ def _selection(prim, diff, save=()):
             return [_onp.asarray(o) - 1 for o in out]
         return _onp.asarray(out) - 1
 
-    def vjp_maker(k):
-        def maker(ans, *args, **kwargs):
+    def vjp_rule(k):
+        def vjp(g, ans, *args, **kwargs):
             shape, dtype = _shape(args[k]), _dtype(args[k])
-
-            def vjp(g):
-                m = markers(k, args, kwargs)
-                if type(m) is list:
-                    total = None
-                    for gi, mi in zip(g, m):
-                        if gi is None:
-                            continue
-                        c = _scatter(gi, mi, shape, dtype)
-                        total = c if total is None else total + c
-                    return total
-                return _scatter(g, m, shape, dtype)
-            return vjp
-        return maker
+            m = markers(k, args, kwargs)
+            if type(m) is list:
+                total = None
+                for gi, mi in zip(g, m):
+                    if gi is None:
+                        continue
+                    c = _scatter(gi, mi, shape, dtype)
+                    total = c if total is None else total + c
+                return total
+            return _scatter(g, m, shape, dtype)
+        return vjp
 
     def jvp_rule(k):
         def jvp(g, ans, *args, **kwargs):
@@ -354,9 +350,9 @@ def _selection(prim, diff, save=()):
     nmax = max(diff) + 1 if diff else 0
     if varargs:
         nmax = 32
-    makers = [vjp_maker(k) if (varargs or k in diff) else None for k in range(nmax)]
+    vjps = [vjp_rule(k) if (varargs or k in diff) else None for k in range(nmax)]
     jvps = [jvp_rule(k) if (varargs or k in diff) else None for k in range(nmax)]
-    defvjp(prim, *makers, save=save)
+    defvjp_direct(prim, *vjps, save=save)
     defjvp(prim, *jvps)
 
 
@@ -406,12 +402,12 @@ def _trim_slices(filt, trim="fb", axis=None):
     return tuple(slice(start[a], stop[a]) if a in axes else slice(None) for a in range(f.ndim))
 
 
-def _trim_zeros_vjp(ans, filt, trim="fb", axis=None):
+def _trim_zeros_vjp(g, ans, filt, trim="fb", axis=None):
     shape, dtype = _shape(filt), _dtype(filt)
-    return lambda g: cast_like(untake(g, _trim_slices(filt, trim, axis), shape, dtype), dtype)
+    return cast_like(untake(g, _trim_slices(filt, trim, axis), shape, dtype), dtype)
 
 
-defvjp(anp.trim_zeros, _trim_zeros_vjp, save=(0,))
+defvjp_direct(anp.trim_zeros, _trim_zeros_vjp, save=(0,))
 defjvp(anp.trim_zeros, lambda g, ans, filt, trim="fb", axis=None:
        anp.getitem(g, _trim_slices(filt, trim, axis)))
 
@@ -421,16 +417,12 @@ def _sort_complex_perm(a):
     return _onp.argsort(_onp.asarray(_plain(a)), axis=-1, kind="stable")
 
 
-def _sort_complex_vjp(ans, a):
-    dtype = _dtype(a)
-
-    def vjp(g):
-        perm = _sort_complex_perm(a)
-        if perm.ndim == 0:
-            return cast_like(g, dtype)
-        inv = _onp.argsort(perm, axis=-1)
-        return cast_like(anp.take_along_axis(g, inv, -1), dtype)
-    return vjp
+def _sort_complex_vjp(g, ans, a):
+    perm = _sort_complex_perm(a)
+    if perm.ndim == 0:
+        return cast_like(g, _dtype(a))
+    inv = _onp.argsort(perm, axis=-1)
+    return cast_like(anp.take_along_axis(g, inv, -1), _dtype(a))
 
 
 def _sort_complex_jvp(g, ans, a):
@@ -438,7 +430,7 @@ def _sort_complex_jvp(g, ans, a):
     return g if perm.ndim == 0 else anp.take_along_axis(g, perm, -1)
 
 
-defvjp(anp.sort_complex, _sort_complex_vjp, save=(0,))
+defvjp_direct(anp.sort_complex, _sort_complex_vjp, save=(0,))
 defjvp(anp.sort_complex, _sort_complex_jvp)
 
 

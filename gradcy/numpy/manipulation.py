@@ -10,7 +10,7 @@ A JVP applies the same function, with the same non-array arguments, to the tange
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, register_numpy_override
-from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
 from ._util import (_binder, _dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain,
                     _same, _shape, _zeros_of, cast_like, shape_dtype, unbroadcast)
@@ -28,44 +28,41 @@ def _order_of(args, kwargs, pos, name):
     return order
 
 
-def _reshape_g(shape):
+def _reshape_g(g, shape):
     # ndarray.reshape skips numpy's dispatch layer (this rule is hot); a traced or scalar g
     # goes through the primitive
-    return lambda g: g.reshape(shape) if type(g) is _ndarray else anp.reshape(g, shape)
+    return g.reshape(shape) if type(g) is _ndarray else anp.reshape(g, shape)
 
 
-def _reshape_vjp(ans, x, *args, **kwargs):
-    shape = _shape(x)
+def _reshape_vjp(g, ans, x, *args, **kwargs):
     if len(args) < 2 and "order" not in kwargs:
-        return _reshape_g(shape)
-    order = _order_of(args, kwargs, 1, "reshape")
-    return lambda g: anp.reshape(g, shape, order=order)
+        return _reshape_g(g, _shape(x))
+    return anp.reshape(g, _shape(x), order=_order_of(args, kwargs, 1, "reshape"))
 
 
-def _ravel_vjp(ans, x, *args, **kwargs):
-    shape = _shape(x)
+def _ravel_vjp(g, ans, x, *args, **kwargs):
     order = _order_of(args, kwargs, 0, "ravel") if args or kwargs else "C"
     if order == "C":
-        return _reshape_g(shape)
-    return lambda g: anp.reshape(g, shape, order=order)
+        return _reshape_g(g, _shape(x))
+    return anp.reshape(g, _shape(x), order=order)
 
 
-def _reshape_to(ans, x, *args, **kwargs):
-    return _reshape_g(_shape(x))
+def _reshape_to(g, ans, x, *args, **kwargs):
+    return _reshape_g(g, _shape(x))
 
 
-def _transpose_vjp(ans, x, axes=None):
+def _transpose_vjp(g, ans, x, axes=None):
     if axes is None:
-        return lambda g: g.T if type(g) is _ndarray else anp.transpose(g)
+        return g.T if type(g) is _ndarray else anp.transpose(g)
     n = len(axes)
     inv = [0] * n
     for i, a in enumerate(axes):
         inv[a % n] = i
     inv = tuple(inv)
-    return lambda g: g.transpose(inv) if type(g) is _ndarray else anp.transpose(g, inv)
+    return g.transpose(inv) if type(g) is _ndarray else anp.transpose(g, inv)
 
 
-def _rollaxis_vjp(ans, x, axis, start=0):
+def _rollaxis_vjp(g, ans, x, axis, start=0):
     n = len(_shape(x))
     axis = _norm_axis(axis, n)
     if start < 0:
@@ -73,11 +70,11 @@ def _rollaxis_vjp(ans, x, axis, start=0):
     if axis < start:
         start -= 1
     if axis == start:
-        return lambda g: g
+        return g
     perm = list(range(n))
     perm.remove(axis)
     perm.insert(start, axis)
-    return _transpose_vjp(ans, x, tuple(perm))
+    return _transpose_vjp(g, ans, x, tuple(perm))
 
 
 def _reshape_jvp(g, ans, x, *args, **kwargs):
@@ -87,24 +84,25 @@ def _reshape_jvp(g, ans, x, *args, **kwargs):
     return anp.reshape(g, *args, **kwargs)
 
 
-defvjp(anp.reshape, _reshape_vjp, save=())
+defvjp_direct(anp.reshape, _reshape_vjp, save=())
 defjvp(anp.reshape, _reshape_jvp)
-defvjp(anp.ravel, _ravel_vjp, save=())
+defvjp_direct(anp.ravel, _ravel_vjp, save=())
 # axes (a tuple, or rarely an array) are kept: they are metadata, not a buffer of the input
-defvjp(anp.transpose, _transpose_vjp, save=(1,))
+defvjp_direct(anp.transpose, _transpose_vjp, save=(1,))
 if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
-    defvjp(anp.permute_dims, _transpose_vjp, save=(1,))
+    defvjp_direct(anp.permute_dims, _transpose_vjp, save=(1,))
     defjvp(anp.permute_dims, _same(anp.permute_dims))
-defvjp(anp.swapaxes, lambda ans, x, axis1, axis2: lambda g: anp.swapaxes(g, axis1, axis2), save=())
-defvjp(anp.moveaxis, lambda ans, x, source, destination:
-       lambda g: anp.moveaxis(g, destination, source), save=())
-defvjp(anp.rollaxis, _rollaxis_vjp, save=())
+defvjp_direct(anp.swapaxes, lambda g, ans, x, axis1, axis2: anp.swapaxes(g, axis1, axis2),
+              save=())
+defvjp_direct(anp.moveaxis, lambda g, ans, x, source, destination:
+              anp.moveaxis(g, destination, source), save=())
+defvjp_direct(anp.rollaxis, _rollaxis_vjp, save=())
 if hasattr(anp, "matrix_transpose"):
-    defvjp(anp.matrix_transpose, lambda ans, x: lambda g: anp.swapaxes(g, -1, -2), save=())
+    defvjp_direct(anp.matrix_transpose, lambda g, ans, x: anp.swapaxes(g, -1, -2), save=())
     defjvp(anp.matrix_transpose, _same(anp.matrix_transpose))
-defvjp(anp.expand_dims, _reshape_to, save=())
-defvjp(anp.squeeze, _reshape_to, save=())
-defvjp(anp.broadcast_to, lambda ans, x, *a, **k: lambda g: unbroadcast(g, x), save=())
+defvjp_direct(anp.expand_dims, _reshape_to, save=())
+defvjp_direct(anp.squeeze, _reshape_to, save=())
+defvjp_direct(anp.broadcast_to, lambda g, ans, x, *a, **k: unbroadcast(g, x), save=())
 for _f in (anp.ravel, anp.transpose, anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims,
            anp.squeeze, anp.broadcast_to):
     defjvp(_f, _same(_f))
@@ -196,60 +194,54 @@ def _array_from_args_jvp(argnums, gs, ans, args, kwargs):
 defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
 
 
-def _unsplit(x, ios, ax):
-    """vjp(g) for array_split(x, ios, ax): the pieces' cotangents (None = zero) rejoined."""
+def _unsplit(g, x, ios, ax):
+    """The cotangent of x in array_split(x, ios, ax): the pieces' cotangents g (None = zero)
+    rejoined."""
     shape, dtype = shape_dtype(x)
     # the pieces' shapes, from a zero-strided stand-in for x (no memory)
     dummy = _onp.broadcast_to(_onp.empty((), dtype=bool), shape)
     shapes = [p.shape for p in _onp.array_split(dummy, ios, ax)]
-
-    def vjp(g):
-        parts = [_onp.zeros(s, dtype) if gi is None else cast_like(gi, dtype)
-                 for gi, s in zip(g, shapes)]
-        return anp.concatenate(parts, axis=ax)
-    return vjp
+    parts = [_onp.zeros(s, dtype) if gi is None else cast_like(gi, dtype)
+             for gi, s in zip(g, shapes)]
+    return anp.concatenate(parts, axis=ax)
 
 
-def _split_vjp(ans, x, ios, axis=0):
-    return _unsplit(x, ios, _norm_axis(axis, len(_shape(x))))
+def _split_vjp(g, ans, x, ios, axis=0):
+    return _unsplit(g, x, ios, _norm_axis(axis, len(_shape(x))))
 
 
 # indices_or_sections is kept (it may be an index array)
-defvjp(anp.split, _split_vjp, None, save=(1,))
-defvjp(anp.array_split, _split_vjp, None, save=(1,))
-defvjp(anp.hsplit, lambda ans, x, ios: _unsplit(x, ios, 1 if len(_shape(x)) > 1 else 0), None,
-       save=(1,))
-defvjp(anp.vsplit, lambda ans, x, ios: _unsplit(x, ios, 0), None, save=(1,))
-defvjp(anp.dsplit, lambda ans, x, ios: _unsplit(x, ios, 2), None, save=(1,))
+defvjp_direct(anp.split, _split_vjp, None, save=(1,))
+defvjp_direct(anp.array_split, _split_vjp, None, save=(1,))
+defvjp_direct(anp.hsplit,
+              lambda g, ans, x, ios: _unsplit(g, x, ios, 1 if len(_shape(x)) > 1 else 0), None,
+              save=(1,))
+defvjp_direct(anp.vsplit, lambda g, ans, x, ios: _unsplit(g, x, ios, 0), None, save=(1,))
+defvjp_direct(anp.dsplit, lambda g, ans, x, ios: _unsplit(g, x, ios, 2), None, save=(1,))
 for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
     defjvp(_f, _same(_f), None)
 
 
-def _container_take_vjp(ans, A, idx):
+def _container_take_vjp(g, ans, A, idx):
     # A is a tuple of ArrayMeta, or (when A was itself traced one level up) an ArrayMeta of
     # shape (len(A),)
-    n = A.shape[0] if type(A) is ArrayMeta else len(A)
-
-    def vjp(g):
-        out = [None] * n
-        out[idx] = g
-        return out
-    return vjp
+    out = [None] * (A.shape[0] if type(A) is ArrayMeta else len(A))
+    out[idx] = g
+    return out
 
 
-defvjp(anp.container_take, _container_take_vjp, None, save=())
+defvjp_direct(anp.container_take, _container_take_vjp, None, save=())
 defjvp(anp.container_take, lambda g, ans, A, idx: anp.container_take(g, idx), None)
 
 
 # =============================================================================
 # Casting and copies
 # =============================================================================
-def _astype_vjp(ans, x, *args, **kwargs):
-    dtype = shape_dtype(x)[1]
-    return lambda g: cast_like(g, dtype)
+def _astype_vjp(g, ans, x, *args, **kwargs):
+    return cast_like(g, shape_dtype(x)[1])
 
 
-defvjp(anp._astype_traced, _astype_vjp, None, save=())
+defvjp_direct(anp._astype_traced, _astype_vjp, None, save=())
 
 
 def _astype_jvp(g, ans, x, *args, **kwargs):
@@ -261,33 +253,33 @@ def _astype_jvp(g, ans, x, *args, **kwargs):
 
 defjvp(anp._astype_traced, _astype_jvp, None)
 # anp.copy_ is the primitive (gradcy.numpy.copy may be a wrapper that dispatches to it)
-defvjp(anp.copy_, lambda ans, x, *a, **k: lambda g: g, save=())
+defvjp_direct(anp.copy_, lambda g, ans, x, *a, **k: g, save=())
 defjvp(anp.copy_, lambda g, ans, x, *a, **k: g)
 
 
 # =============================================================================
 # Rearrangements: flips, rolls, rotations, tiling, repetition, padding, triangles, diagonals
 # =============================================================================
-defvjp(anp.flip, lambda ans, m, axis=None: lambda g: anp.flip(g, axis), save=())
-defvjp(anp.fliplr, lambda ans, m: lambda g: anp.fliplr(g), save=())
-defvjp(anp.flipud, lambda ans, m: lambda g: anp.flipud(g), save=())
+defvjp_direct(anp.flip, lambda g, ans, m, axis=None: anp.flip(g, axis), save=())
+defvjp_direct(anp.fliplr, lambda g, ans, m: anp.fliplr(g), save=())
+defvjp_direct(anp.flipud, lambda g, ans, m: anp.flipud(g), save=())
 for _f in (anp.flip, anp.fliplr, anp.flipud):
     defjvp(_f, _same(_f))
 
 
-def _roll_vjp(ans, a, shift, axis=None):
+def _roll_vjp(g, ans, a, shift, axis=None):
     back = -shift if isinstance(shift, (int, _onp.integer)) else tuple(-int(s) for s in
                                                                        _onp.ravel(shift))
-    return lambda g: anp.roll(g, back, axis)
+    return anp.roll(g, back, axis)
 
 
-defvjp(anp.roll, _roll_vjp, None, save=(1,))
+defvjp_direct(anp.roll, _roll_vjp, None, save=(1,))
 defjvp(anp.roll, _same(anp.roll), None)
-defvjp(anp.rot90, lambda ans, m, k=1, axes=(0, 1): lambda g: anp.rot90(g, -k, axes), save=())
+defvjp_direct(anp.rot90, lambda g, ans, m, k=1, axes=(0, 1): anp.rot90(g, -k, axes), save=())
 defjvp(anp.rot90, _same(anp.rot90))
 
 
-def _tile_vjp(ans, A, reps):
+def _tile_vjp(g, ans, A, reps):
     shape = _shape(A)
     reps = (int(reps),) if _onp.ndim(reps) == 0 else tuple(int(r) for r in reps)
     d = max(len(shape), len(reps))
@@ -295,13 +287,13 @@ def _tile_vjp(ans, A, reps):
     r = (1,) * (d - len(reps)) + reps
     inter = tuple(v for pair in zip(r, s) for v in pair)
     axes = tuple(range(0, 2 * d, 2))
-    return lambda g: anp.reshape(anp.sum(anp.reshape(g, inter), axis=axes), shape)
+    return anp.reshape(anp.sum(anp.reshape(g, inter), axis=axes), shape)
 
 
-defvjp(anp.tile, _tile_vjp, save=(1,))
+defvjp_direct(anp.tile, _tile_vjp, save=(1,))
 defjvp(anp.tile, _same(anp.tile))
-defvjp(anp.repeat, lambda ans, a, repeats, axis=None:
-       lambda g: unrepeat(g, repeats, axis, _shape(a)), None, save=(1,))
+defvjp_direct(anp.repeat, lambda g, ans, a, repeats, axis=None:
+              unrepeat(g, repeats, axis, _shape(a)), None, save=(1,))
 defjvp(anp.repeat, _same(anp.repeat), None)
 
 _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
@@ -317,22 +309,22 @@ def _pad_pairs(pad_width, nd):
     return _onp.broadcast_to(p, (nd, 2))
 
 
-def _pad_vjp(ans, x, pad_width, mode="constant", **kwargs):
+def _pad_vjp(g, ans, x, pad_width, mode="constant", **kwargs):
     shape, dtype = shape_dtype(x)
     nd = len(shape)
     pw = _pad_pairs(pad_width, nd)
     if mode in ("constant", "empty"):
         idx = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(pw, shape))
-        return lambda g: anp.getitem(g, idx)
+        return anp.getitem(g, idx)
     if mode in _GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         # padding in these modes copies elements: pad the positions, then scatter-add back
         n = int(_onp.prod(shape))
         src = _onp.pad(_onp.arange(n).reshape(shape), pw, mode)
-        return lambda g: anp.reshape(untake(g, src, (n,), dtype), shape)
+        return anp.reshape(untake(g, src, (n,), dtype), shape)
     raise NotImplementedError(f"gradcy: no gradient for pad with mode={mode!r} {kwargs}")
 
 
-defvjp(anp.pad, _pad_vjp, None, save=(1,))
+defvjp_direct(anp.pad, _pad_vjp, None, save=(1,))
 
 
 def _pad_jvp(g, ans, x, pad_width, mode="constant", **kwargs):
@@ -351,30 +343,30 @@ defjvp(anp.pad, _pad_jvp, None)
 
 
 def _tri_vjp(fn):
-    def maker(ans, m, k=0):
+    def rule(g, ans, m, k=0):
         shape = _shape(m)
         if len(shape) >= 2:
-            return lambda g: fn(g, k)
+            return fn(g, k)
         # a 1-D m is broadcast along the rows of the output
-        return lambda g: anp.reshape(anp.sum(fn(g, k), axis=0), shape)
-    return maker
+        return anp.reshape(anp.sum(fn(g, k), axis=0), shape)
+    return rule
 
 
 for _f in (anp.tril, anp.triu):
-    defvjp(_f, _tri_vjp(_f), save=())
+    defvjp_direct(_f, _tri_vjp(_f), save=())
     defjvp(_f, _same(_f))
 
 
-def _diag_vjp(ans, v, k=0):
+def _diag_vjp(g, ans, v, k=0):
     shape, dtype = shape_dtype(v)
     if len(shape) == 1:
-        return lambda g: anp.diag(g, k)
+        return anp.diag(g, k)
     n = _shape(ans)[0]
     pos = (_onp.arange(n) + max(-k, 0), _onp.arange(n) + max(k, 0))
-    return lambda g: untake(g, pos, shape, dtype)
+    return untake(g, pos, shape, dtype)
 
 
-defvjp(anp.diag, _diag_vjp, save=())
+defvjp_direct(anp.diag, _diag_vjp, save=())
 defjvp(anp.diag, _same(anp.diag))
 del _f
 
@@ -382,11 +374,11 @@ del _f
 # =============================================================================
 # Identity-like conversions
 # =============================================================================
-def _identity_vjp(ans, x, *args, **kwargs):
-    shape, dtype = _shape(x), _dtype(x)
+def _identity_vjp(g, ans, x, *args, **kwargs):
+    shape = _shape(x)
     if _shape(ans) != shape:            # ascontiguousarray & co. make 0-d inputs 1-d
-        return lambda g: cast_like(anp.reshape(g, shape), dtype)
-    return lambda g: cast_like(g, dtype)
+        g = anp.reshape(g, shape)
+    return cast_like(g, _dtype(x))
 
 
 def _identity_jvp(g, ans, x, *args, **kwargs):
@@ -397,13 +389,12 @@ for _name in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkf
               "require", "unwrap"):
     _p = getattr(anp, _name, None)
     if _p is not None and hasattr(_p, "vjpmakers"):
-        defvjp(_p, _identity_vjp, save=())
+        defvjp_direct(_p, _identity_vjp, save=())
         defjvp(_p, _identity_jvp)
 
 
-def _real_if_close_vjp(ans, a, *args, **kwargs):
-    dtype = _dtype(a)
-    return lambda g: cast_like(g, dtype)       # complex input, real output: g as complex
+def _real_if_close_vjp(g, ans, a, *args, **kwargs):
+    return cast_like(g, _dtype(a))       # complex input, real output: g as complex
 
 
 def _real_if_close_jvp(g, ans, a, *args, **kwargs):
@@ -412,18 +403,17 @@ def _real_if_close_jvp(g, ans, a, *args, **kwargs):
     return g
 
 
-defvjp(anp.real_if_close, _real_if_close_vjp, save=())
+defvjp_direct(anp.real_if_close, _real_if_close_vjp, save=())
 defjvp(anp.real_if_close, _real_if_close_jvp)
 
 # full(shape, fill_value) and full_like(a, fill_value): the fill broadcast (its VJP sums).
 # gradcy.numpy.full / full_like are inplace.py's owning constructors, which take plain values;
 # these rules serve the primitives numpy_wrapper.full / full_like.
-def _fill_vjp(ans, *args, **kwargs):
+def _fill_vjp(g, ans, *args, **kwargs):
     fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
-    dtype = _dtype(fill)
     if _dtype(ans).kind not in "fc":
-        return lambda g: None
-    return lambda g: cast_like(unbroadcast(g, fill), dtype)
+        return None
+    return cast_like(unbroadcast(g, fill), _dtype(fill))
 
 
 def _fill_jvp(g, ans, *args, **kwargs):
@@ -433,12 +423,12 @@ def _fill_jvp(g, ans, *args, **kwargs):
 
 
 for _p in (anp.full, anp.full_like):
-    defvjp(_p, None, _fill_vjp, save=())
+    defvjp_direct(_p, None, _fill_vjp, save=())
     defjvp(_p, None, _fill_jvp)
 
 
 # nextafter(x, y) moves x by one ulp: slope 1 in x, piecewise constant in y
-defvjp(anp.nextafter, lambda ans, x, y, **kw: lambda g: unbroadcast(g, x), None, save=())
+defvjp_direct(anp.nextafter, lambda g, ans, x, y, **kw: unbroadcast(g, x), None, save=())
 defjvp(anp.nextafter, lambda g, ans, x, y, **kw: g, None)
 
 
@@ -475,27 +465,24 @@ def _space_dtype(dtype):
 
 
 def _linspace_vjp(which):
-    def maker(ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
-              **kw):
+    def rule(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
+             **kw):
+        if not _space_dtype(dtype):
+            return None
         target = start if which == 0 else stop
         tdtype = _dtype(target)
         ax, t, bshape = _space_frame(ans, num, endpoint, axis)
         w = (1.0 - t) if which == 0 else t
         div = (num - 1) if endpoint else num
-
-        def vjp(g):
-            if not _space_dtype(dtype):
-                return None
-            gs = g[0] if retstep else g
-            total = None
-            if gs is not None:
-                total = anp.sum(gs * w.astype(_float_dtype(tdtype)), axis=ax)
-            if retstep and g[1] is not None and div > 0:
-                step_c = g[1] * ((-1.0 if which == 0 else 1.0) / div)
-                total = step_c if total is None else total + step_c
-            return None if total is None else cast_like(unbroadcast(total, target), tdtype)
-        return vjp
-    return maker
+        gs = g[0] if retstep else g
+        total = None
+        if gs is not None:
+            total = anp.sum(gs * w.astype(_float_dtype(tdtype)), axis=ax)
+        if retstep and g[1] is not None and div > 0:
+            step_c = g[1] * ((-1.0 if which == 0 else 1.0) / div)
+            total = step_c if total is None else total + step_c
+        return None if total is None else cast_like(unbroadcast(total, target), tdtype)
+    return rule
 
 
 def _linspace_jvp(which):
@@ -512,7 +499,7 @@ def _linspace_jvp(which):
     return jvp
 
 
-defvjp(anp.linspace, _linspace_vjp(0), _linspace_vjp(1), save=())
+defvjp_direct(anp.linspace, _linspace_vjp(0), _linspace_vjp(1), save=())
 defjvp(anp.linspace, _linspace_jvp(0), _linspace_jvp(1))
 
 
@@ -530,19 +517,16 @@ def _geometric_rules(prim, np_fn, rate, save):
         ax, t, bshape = _space_frame(ans, kw["num"], kw["endpoint"], kw["axis"])
         return kw, end, ax, (1.0 - t) if which == 0 else t, bshape
 
-    def vjp_maker(which):
-        def maker(ans, *args, **kwargs):
+    def vjp(which):
+        def rule(g, ans, *args, **kwargs):
             kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
+            if not _space_dtype(kw["dtype"]):
+                return None
             tdtype = _dtype(end)
-
-            def vjp(g):
-                if not _space_dtype(kw["dtype"]):
-                    return None
-                c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape),
-                            axis=ax)
-                return cast_like(unbroadcast(c, end), tdtype)
-            return vjp
-        return maker
+            c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape),
+                        axis=ax)
+            return cast_like(unbroadcast(c, end), tdtype)
+        return rule
 
     def jvp(which):
         def rule(g, ans, *args, **kwargs):
@@ -550,7 +534,7 @@ def _geometric_rules(prim, np_fn, rate, save):
             return _expand_at(g, ax, bshape) * w * ans * rate(end, kw, ax, bshape)
         return rule
 
-    defvjp(prim, vjp_maker(0), vjp_maker(1), save=save)
+    defvjp_direct(prim, vjp(0), vjp(1), save=save)
     defjvp(prim, jvp(0), jvp(1))
 
 

@@ -2,7 +2,7 @@
 polysub polymul polyder polyint ...)."""
 import numpy as _onp
 
-from ..registry import defjvp, defvjp
+from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import _dtype, _float_dtype, _is_complex, _plain, _shape, _size, cast_like, unbroadcast
 
@@ -38,36 +38,33 @@ def _full_cotangent(g, N, M, mode, correlate):
 
 
 def _conv_vjp(which, correlate):
-    def maker(ans, a, v, mode="valid" if correlate else "full"):
+    def rule(g, ans, a, v, mode="valid" if correlate else "full"):
         sa, sv = _shape(a), _shape(v)
         N, M = _size(sa), _size(sv)
         target = a if which == 0 else v
-
-        def vjp(g):
-            gf = _full_cotangent(g, N, M, mode, correlate)
-            a1 = anp.reshape(a, (-1,))
-            v1 = anp.reshape(v, (-1,))
+        gf = _full_cotangent(g, N, M, mode, correlate)
+        a1 = anp.reshape(a, (-1,))
+        v1 = anp.reshape(v, (-1,))
+        if correlate:
+            # correlate(a, v) = convolve(a, w) with w = conj(flip(v)) in full mode
+            w = anp.conjugate(anp.flip(v1)) if _is_complex(v) else anp.flip(v1)
+        else:
+            w = v1
+        if which == 0:
+            c = anp.convolve(gf, anp.flip(w), "valid")
+        else:
+            cw = anp.convolve(gf, anp.flip(a1), "valid")
             if correlate:
-                # correlate(a, v) = convolve(a, w) with w = conj(flip(v)) in full mode
-                w = anp.conjugate(anp.flip(v1)) if _is_complex(v) else anp.flip(v1)
+                cw = anp.flip(cw)
+                c = anp.conjugate(cw) if _is_complex(v) else cw
             else:
-                w = v1
-            if which == 0:
-                c = anp.convolve(gf, anp.flip(w), "valid")
-            else:
-                cw = anp.convolve(gf, anp.flip(a1), "valid")
-                if correlate:
-                    cw = anp.flip(cw)
-                    c = anp.conjugate(cw) if _is_complex(v) else cw
-                else:
-                    c = cw
-            return cast_like(anp.reshape(c, _shape(target)), _dtype(target))
-        return vjp
-    return maker
+                c = cw
+        return cast_like(anp.reshape(c, _shape(target)), _dtype(target))
+    return rule
 
 
 for _p, _corr in ((anp.convolve, False), (anp.correlate, True)):
-    defvjp(_p, _conv_vjp(0, _corr), _conv_vjp(1, _corr), save=(0, 1))
+    defvjp_direct(_p, _conv_vjp(0, _corr), _conv_vjp(1, _corr), save=(0, 1))
 defjvp(anp.convolve,
        lambda g, ans, a, v, mode="full": anp.convolve(g, v, mode),
        lambda g, ans, a, v, mode="full": anp.convolve(a, g, mode))
@@ -84,17 +81,14 @@ def _as1d(x):
 
 
 def _polyadd_vjp(which, sign):
-    def maker(ans, a1, a2):
+    def rule(g, ans, a1, a2):
         target = a1 if which == 0 else a2
         shape, dtype = _shape(target), _dtype(target)
         n = max(_size(shape), 1)
-
-        def vjp(g):
-            c = anp.getitem(g, slice(len(_shape(g)) and _shape(g)[0] - n, None))
-            c = -c if sign < 0 else c
-            return cast_like(anp.reshape(c, shape), dtype)
-        return vjp
-    return maker
+        c = anp.getitem(g, slice(len(_shape(g)) and _shape(g)[0] - n, None))
+        c = -c if sign < 0 else c
+        return cast_like(anp.reshape(c, shape), dtype)
+    return rule
 
 
 def _polyadd_jvp(which, sign):
@@ -107,9 +101,9 @@ def _polyadd_jvp(which, sign):
     return jvp
 
 
-defvjp(anp.polyadd, _polyadd_vjp(0, 1), _polyadd_vjp(1, 1), save=())
+defvjp_direct(anp.polyadd, _polyadd_vjp(0, 1), _polyadd_vjp(1, 1), save=())
 defjvp(anp.polyadd, _polyadd_jvp(0, 1), _polyadd_jvp(1, 1))
-defvjp(anp.polysub, _polyadd_vjp(0, 1), _polyadd_vjp(1, -1), save=())
+defvjp_direct(anp.polysub, _polyadd_vjp(0, 1), _polyadd_vjp(1, -1), save=())
 defjvp(anp.polysub, _polyadd_jvp(0, 1), _polyadd_jvp(1, -1))
 
 
@@ -121,21 +115,18 @@ def _leading_zeros(a):
 
 
 def _polymul_vjp(which):
-    def maker(ans, a1, a2):
+    def rule(g, ans, a1, a2):
         target = a1 if which == 0 else a2
         shape, dtype = _shape(target), _dtype(target)
-
-        def vjp(g):
-            k1, k2 = _leading_zeros(a1), _leading_zeros(a2)
-            p1 = anp.getitem(_as1d(a1), slice(k1, None))
-            p2 = anp.getitem(_as1d(a2), slice(k2, None))
-            other, k = (p2, k1) if which == 0 else (p1, k2)
-            c = anp.convolve(anp.reshape(g, (-1,)), anp.flip(other), "valid")
-            if k:
-                c = anp.pad(c, [(k, 0)])
-            return cast_like(anp.reshape(c, shape), dtype)
-        return vjp
-    return maker
+        k1, k2 = _leading_zeros(a1), _leading_zeros(a2)
+        p1 = anp.getitem(_as1d(a1), slice(k1, None))
+        p2 = anp.getitem(_as1d(a2), slice(k2, None))
+        other, k = (p2, k1) if which == 0 else (p1, k2)
+        c = anp.convolve(anp.reshape(g, (-1,)), anp.flip(other), "valid")
+        if k:
+            c = anp.pad(c, [(k, 0)])
+        return cast_like(anp.reshape(c, shape), dtype)
+    return rule
 
 
 def _polymul_jvp(which):
@@ -149,7 +140,7 @@ def _polymul_jvp(which):
     return jvp
 
 
-defvjp(anp.polymul, _polymul_vjp(0), _polymul_vjp(1), save=(0, 1))
+defvjp_direct(anp.polymul, _polymul_vjp(0), _polymul_vjp(1), save=(0, 1))
 defjvp(anp.polymul, _polymul_jvp(0), _polymul_jvp(1))
 
 
@@ -159,36 +150,30 @@ def _scale_probe(fun, n, dtype):
     return _onp.asarray(fun(_onp.ones(n, dtype=_float_dtype(dtype))))
 
 
-def _polyder_vjp(ans, p, m=1):
+def _polyder_vjp(g, ans, p, m=1):
     shape, dtype = _shape(p), _dtype(p)
     n = _size(shape)
     m = int(m)
-
-    def vjp(g):
-        if m == 0:
-            return cast_like(g, dtype)
-        if n - m <= 0:
-            return None
-        c = _scale_probe(lambda o: _onp.polyder(o, m), n, dtype)
-        return cast_like(anp.pad(g * c.astype(_float_dtype(dtype)), [(0, m)]), dtype)
-    return vjp
+    if m == 0:
+        return cast_like(g, dtype)
+    if n - m <= 0:
+        return None
+    c = _scale_probe(lambda o: _onp.polyder(o, m), n, dtype)
+    return cast_like(anp.pad(g * c.astype(_float_dtype(dtype)), [(0, m)]), dtype)
 
 
-defvjp(anp.polyder, _polyder_vjp, save=())
+defvjp_direct(anp.polyder, _polyder_vjp, save=())
 defjvp(anp.polyder, lambda g, ans, p, m=1: anp.polyder(g, m))
 
 
-def _polyint_vjp(ans, p, m=1, k=None):
+def _polyint_vjp(g, ans, p, m=1, k=None):
     shape, dtype = _shape(p), _dtype(p)
     n = _size(shape)
-
-    def vjp(g):
-        c = _scale_probe(lambda o: _onp.polyint(o, m), n, dtype)[:n]
-        return cast_like(anp.getitem(g, slice(0, n)) * c.astype(_float_dtype(dtype)), dtype)
-    return vjp
+    c = _scale_probe(lambda o: _onp.polyint(o, m), n, dtype)[:n]
+    return cast_like(anp.getitem(g, slice(0, n)) * c.astype(_float_dtype(dtype)), dtype)
 
 
-defvjp(anp.polyint, _polyint_vjp, save=())
+defvjp_direct(anp.polyint, _polyint_vjp, save=())
 defjvp(anp.polyint, lambda g, ans, p, m=1, k=None: anp.polyint(g, m))
 
 
@@ -197,17 +182,14 @@ def _powers(n, dtype, increasing=False):
     return e if increasing else e[::-1].copy()
 
 
-def _polyval_vjp_p(ans, p, x):
+def _polyval_vjp_p(g, ans, p, x):
     pshape, pdtype = _shape(p), _dtype(p)
     n = pshape[0]
-
-    def vjp(g):
-        xe = anp.power(anp.expand_dims(x, -1), _powers(n, pdtype))     # x.shape + (n,)
-        nd = len(_shape(x))
-        gb = anp.broadcast_to(g, _shape(x)) if _shape(g) != _shape(x) else g
-        c = anp.tensordot(gb, xe, axes=nd) if nd else gb * xe
-        return cast_like(c, pdtype)
-    return vjp
+    xe = anp.power(anp.expand_dims(x, -1), _powers(n, pdtype))     # x.shape + (n,)
+    nd = len(_shape(x))
+    gb = anp.broadcast_to(g, _shape(x)) if _shape(g) != _shape(x) else g
+    c = anp.tensordot(gb, xe, axes=nd) if nd else gb * xe
+    return cast_like(c, pdtype)
 
 
 def _poly_slope(p, x):
@@ -219,14 +201,12 @@ def _poly_slope(p, x):
     return anp.polyval(dp, x)
 
 
-def _polyval_vjp_x(ans, p, x):
-    def vjp(g):
-        s = _poly_slope(p, x)
-        return None if s is None else unbroadcast(g * s, x)
-    return vjp
+def _polyval_vjp_x(g, ans, p, x):
+    s = _poly_slope(p, x)
+    return None if s is None else unbroadcast(g * s, x)
 
 
-defvjp(anp.polyval, _polyval_vjp_p, _polyval_vjp_x, save=(0, 1))
+defvjp_direct(anp.polyval, _polyval_vjp_p, _polyval_vjp_x, save=(0, 1))
 defjvp(anp.polyval,
        lambda g, ans, p, x: anp.polyval(g, x),
        lambda g, ans, p, x: (lambda s: None if s is None else g * s)(_poly_slope(p, x)))
@@ -237,15 +217,12 @@ def _vander_exponents(x, N, increasing):
     return _powers(n, _dtype(x), increasing)
 
 
-def _vander_vjp(ans, x, N=None, increasing=False):
+def _vander_vjp(g, ans, x, N=None, increasing=False):
     dtype = _dtype(x)
-
-    def vjp(g):
-        e = _vander_exponents(x, N, increasing)
-        coef = e * (e > 0)
-        xp = anp.power(anp.expand_dims(x, -1), _onp.maximum(e - 1, 0))
-        return cast_like(anp.sum(g * coef * xp, axis=-1), dtype)
-    return vjp
+    e = _vander_exponents(x, N, increasing)
+    coef = e * (e > 0)
+    xp = anp.power(anp.expand_dims(x, -1), _onp.maximum(e - 1, 0))
+    return cast_like(anp.sum(g * coef * xp, axis=-1), dtype)
 
 
 def _vander_jvp(g, ans, x, N=None, increasing=False):
@@ -255,5 +232,5 @@ def _vander_jvp(g, ans, x, N=None, increasing=False):
                                                      _onp.maximum(e - 1, 0))
 
 
-defvjp(anp.vander, _vander_vjp, save=(0,))
+defvjp_direct(anp.vander, _vander_vjp, save=(0,))
 defjvp(anp.vander, _vander_jvp)

@@ -15,7 +15,7 @@ import string
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, is_array_value
-from ..registry import (defjvp, defjvp_argnum, defvjp, defvjp_argnums_direct, defvjp_direct,
+from ..registry import (defjvp, defjvp_argnum, defvjp_argnums_direct, defvjp_direct,
                         primitive)
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
@@ -207,7 +207,7 @@ def _tensordot_axes(axes, nA, nB):
                                                            for i in b_ax]
 
 
-def _tensordot_vjp_0(ans, A, B, axes=2):
+def _tensordot_vjp_0(g, ans, A, B, axes=2):
     sA, dtA = shape_dtype(A)
     nA, nB = len(sA), len(shape_dtype(B)[0])
     a_ax, b_ax = _tensordot_axes(axes, nA, nB)
@@ -216,10 +216,10 @@ def _tensordot_vjp_0(ans, A, B, axes=2):
     # the result holds A's free axes, then B's contracted axes in B's order
     src = freeA + [a_ax[b_ax.index(j)] for j in sorted(b_ax)]
     g_axes = list(range(len(freeA), len(freeA) + len(freeB)))
-    return lambda g: cast_like(_permute(anp.tensordot(g, B, (g_axes, freeB)), src), dtA)
+    return cast_like(_permute(anp.tensordot(g, B, (g_axes, freeB)), src), dtA)
 
 
-def _tensordot_vjp_1(ans, A, B, axes=2):
+def _tensordot_vjp_1(g, ans, A, B, axes=2):
     sB, dtB = shape_dtype(B)
     nA, nB = len(shape_dtype(A)[0]), len(sB)
     a_ax, b_ax = _tensordot_axes(axes, nA, nB)
@@ -229,10 +229,10 @@ def _tensordot_vjp_1(ans, A, B, axes=2):
     # free axes
     src = [b_ax[a_ax.index(i)] for i in sorted(a_ax)] + freeB
     g_axes = list(range(len(freeA)))
-    return lambda g: cast_like(_permute(anp.tensordot(A, g, (freeA, g_axes)), src), dtB)
+    return cast_like(_permute(anp.tensordot(A, g, (freeA, g_axes)), src), dtB)
 
 
-defvjp(anp.tensordot, _tensordot_vjp_0, _tensordot_vjp_1, save=(0, 1))
+defvjp_direct(anp.tensordot, _tensordot_vjp_0, _tensordot_vjp_1, save=(0, 1))
 
 
 # =============================================================================
@@ -460,57 +460,57 @@ defvjp_argnums_direct(anp.einsum, _einsum_rule, _einsum_vjp,
 # =============================================================================
 # outer inner vdot kron cross
 # =============================================================================
-def _outer_vjp_0(ans, a, b):
+def _outer_vjp_0(g, ans, a, b):
     sa, dta = shape_dtype(a)
-    return lambda g: cast_like(anp.reshape(anp.dot(g, anp.reshape(b, (-1,))), sa), dta)
+    return cast_like(anp.reshape(anp.dot(g, anp.reshape(b, (-1,))), sa), dta)
 
 
-def _outer_vjp_1(ans, a, b):
+def _outer_vjp_1(g, ans, a, b):
     sb, dtb = shape_dtype(b)
-    return lambda g: cast_like(anp.reshape(anp.dot(anp.reshape(a, (-1,)), g), sb), dtb)
+    return cast_like(anp.reshape(anp.dot(anp.reshape(a, (-1,)), g), sb), dtb)
 
 
-defvjp(anp.outer, _outer_vjp_0, _outer_vjp_1, save=(0, 1))
+defvjp_direct(anp.outer, _outer_vjp_0, _outer_vjp_1, save=(0, 1))
 
 
 # inner(A, B) contracts the last axes; the output axes are A.shape[:-1] + B.shape[:-1].
-def _inner_vjp_0(ans, A, B):
+def _inner_vjp_0(g, ans, A, B):
     sA, dtA = shape_dtype(A)
     nA, nB = len(sA), len(shape_dtype(B)[0])
     if nA == 0:
-        return lambda g: cast_like(anp.tensordot(g, B, nB), dtA)
+        return cast_like(anp.tensordot(g, B, nB), dtA)
     if nB == 0:
-        return lambda g: cast_like(g * B, dtA)
+        return cast_like(g * B, dtA)
     axes = (list(range(nA - 1, nA + nB - 2)), list(range(nB - 1)))
-    return lambda g: cast_like(anp.tensordot(g, B, axes), dtA)
+    return cast_like(anp.tensordot(g, B, axes), dtA)
 
 
-def _inner_vjp_1(ans, A, B):
+def _inner_vjp_1(g, ans, A, B):
     sB, dtB = shape_dtype(B)
     nA, nB = len(shape_dtype(A)[0]), len(sB)
     if nB == 0:
-        return lambda g: cast_like(anp.tensordot(g, A, nA), dtB)
+        return cast_like(anp.tensordot(g, A, nA), dtB)
     if nA == 0:
-        return lambda g: cast_like(g * A, dtB)
+        return cast_like(g * A, dtB)
     axes = (list(range(nA - 1)), list(range(nA - 1)))
-    return lambda g: cast_like(anp.tensordot(g, A, axes), dtB)
+    return cast_like(anp.tensordot(g, A, axes), dtB)
 
 
-defvjp(anp.inner, _inner_vjp_0, _inner_vjp_1, save=(0, 1))
+defvjp_direct(anp.inner, _inner_vjp_0, _inner_vjp_1, save=(0, 1))
 
 
 # vdot(a, b) = sum(conj(a.ravel()) * b.ravel()): the cotangent of a is conj(g * b).
-def _vdot_vjp_0(ans, a, b):
+def _vdot_vjp_0(g, ans, a, b):
     sa, dta = shape_dtype(a)
-    return lambda g: cast_like(anp.reshape(_conj_if_complex(g * b), sa), dta)
+    return cast_like(anp.reshape(_conj_if_complex(g * b), sa), dta)
 
 
-def _vdot_vjp_1(ans, a, b):
+def _vdot_vjp_1(g, ans, a, b):
     sb, dtb = shape_dtype(b)
-    return lambda g: cast_like(anp.reshape(g * _conj_if_complex(a), sb), dtb)
+    return cast_like(anp.reshape(g * _conj_if_complex(a), sb), dtb)
 
 
-defvjp(anp.vdot, _vdot_vjp_0, _vdot_vjp_1, save=(0, 1))
+defvjp_direct(anp.vdot, _vdot_vjp_0, _vdot_vjp_1, save=(0, 1))
 
 
 # kron(a, b) viewed with interleaved axes (a0, b0, a1, b1, ...) is the outer product of a and
@@ -525,28 +525,28 @@ def _kron_shapes(a, b):
     return sa, dta, sb, dtb, nd, pa, pb, inter
 
 
-def _kron_vjp_0(ans, a, b):
+def _kron_vjp_0(g, ans, a, b):
     sa, dta, sb, dtb, nd, pa, pb, inter = _kron_shapes(a, b)
     axes = (list(range(1, 2 * nd, 2)), list(range(nd)))
-    return lambda g: cast_like(anp.reshape(anp.tensordot(
+    return cast_like(anp.reshape(anp.tensordot(
         anp.reshape(g, inter), anp.reshape(b, pb), axes), sa), dta)
 
 
-def _kron_vjp_1(ans, a, b):
+def _kron_vjp_1(g, ans, a, b):
     sa, dta, sb, dtb, nd, pa, pb, inter = _kron_shapes(a, b)
     axes = (list(range(nd)), list(range(0, 2 * nd, 2)))
-    return lambda g: cast_like(anp.reshape(anp.tensordot(
+    return cast_like(anp.reshape(anp.tensordot(
         anp.reshape(a, pa), anp.reshape(g, inter), axes), sb), dtb)
 
 
-defvjp(anp.kron, _kron_vjp_0, _kron_vjp_1, save=(0, 1))
+defvjp_direct(anp.kron, _kron_vjp_0, _kron_vjp_1, save=(0, 1))
 
 
 # cross(a, b) of 3-vectors: g . (da x b) = da . (b x g) and g . (a x db) = db . (g x a). The
 # product is taken with its vector axis last, summed down to the operand's broadcast shape,
 # then put back on the operand's vector axis.
 def _cross_vjp(argnum):
-    def maker(ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    def rule(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         if axis is not None:
             axisa = axisb = axisc = axis
         x, ax = (a, axisa) if argnum == 0 else (b, axisb)
@@ -558,18 +558,15 @@ def _cross_vjp(argnum):
         ax = ax % len(sx)
         moved = sx[:ax] + sx[ax + 1:] + (3,)
         src = list(range(ax)) + list(range(ax + 1, len(sx))) + [ax]
-
-        def vjp(g):
-            if argnum == 0:
-                r = anp.cross(b, g, axisa=axisb, axisb=axisc, axisc=-1)
-            else:
-                r = anp.cross(g, a, axisa=axisc, axisb=axisa, axisc=-1)
-            return cast_like(_permute(_sum_to(r, moved), src), dtx)
-        return vjp
-    return maker
+        if argnum == 0:
+            r = anp.cross(b, g, axisa=axisb, axisb=axisc, axisc=-1)
+        else:
+            r = anp.cross(g, a, axisa=axisc, axisb=axisa, axisc=-1)
+        return cast_like(_permute(_sum_to(r, moved), src), dtx)
+    return rule
 
 
-defvjp(anp.cross, _cross_vjp(0), _cross_vjp(1), save=(0, 1))
+defvjp_direct(anp.cross, _cross_vjp(0), _cross_vjp(1), save=(0, 1))
 
 
 # =============================================================================
@@ -606,27 +603,27 @@ def diagonal_scatter(g, shape, dtype, offset=0, axis1=0, axis2=1):
     return out
 
 
-defvjp(diagonal_scatter,
-       lambda ans, g, shape, dtype, offset=0, axis1=0, axis2=1:
-       lambda h: unbroadcast(anp.diagonal(h, offset, axis1, axis2), g),
-       save=())
+defvjp_direct(diagonal_scatter,
+              lambda h, ans, g, shape, dtype, offset=0, axis1=0, axis2=1:
+              unbroadcast(anp.diagonal(h, offset, axis1, axis2), g),
+              save=())
 
 
-def _diagonal_vjp(ans, a, offset=0, axis1=0, axis2=1):
+def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
     sa, dta = shape_dtype(a)
-    return lambda g: diagonal_scatter(cast_like(g, dta), sa, dta, offset, axis1, axis2)
+    return diagonal_scatter(cast_like(g, dta), sa, dta, offset, axis1, axis2)
 
 
-defvjp(anp.diagonal, _diagonal_vjp, save=())
+defvjp_direct(anp.diagonal, _diagonal_vjp, save=())
 
 
-def _trace_vjp(ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     sa, dta = shape_dtype(a)
-    return lambda g: diagonal_scatter(_append_axis(cast_like(g, dta)), sa, dta, offset,
-                                      axis1, axis2)
+    return diagonal_scatter(_append_axis(cast_like(g, dta)), sa, dta, offset,
+                            axis1, axis2)
 
 
-defvjp(anp.trace, _trace_vjp, save=())
+defvjp_direct(anp.trace, _trace_vjp, save=())
 
 
 # =============================================================================
@@ -638,15 +635,11 @@ def _no_gufunc_axes(name, kwargs):
             raise NotImplementedError(f"gradcy: the VJP of {name} with {key}= is not supported")
 
 
-if hasattr(anp, "matrix_transpose"):
-    defvjp(anp.matrix_transpose, lambda ans, x: lambda g: anp.matrix_transpose(g), save=())
-
-
 if hasattr(anp, "vecdot"):
     # vecdot(x1, x2, axis) = sum(conj(x1) * x2, axis), broadcasting the other axes. The rule
     # works with each operand's vector axis last (a view) and puts it back at the end.
     def _vecdot_vjp(argnum):
-        def maker(ans, x1, x2, axis=-1, keepdims=False, **kwargs):
+        def rule(g, ans, x1, x2, axis=-1, keepdims=False, **kwargs):
             if "axes" in kwargs:
                 raise NotImplementedError("gradcy: the VJP of vecdot with axes= is not "
                                           "supported; use axis=")
@@ -658,53 +651,50 @@ if hasattr(anp, "vecdot"):
             moved = sx[:ax] + sx[ax + 1:] + (sx[ax],)
             src = list(range(ax)) + list(range(ax + 1, nx)) + [ax]
             operm = list(range(oax)) + list(range(oax + 1, on)) + [oax]
+            if keepdims:
+                gs = _onp.shape(g) if type(g) is not _ndarray else g.shape
+                k = axis % len(gs)
+                g = anp.reshape(g, gs[:k] + gs[k + 1:])
+            o = other if oax == on - 1 else anp.transpose(other, operm)
+            if argnum == 0:
+                r = _conj_if_complex(_append_axis(g) * o)
+            else:
+                r = _append_axis(g) * _conj_if_complex(o)
+            return cast_like(_permute(_sum_to(r, moved), src), dtx)
+        return rule
 
-            def vjp(g):
-                if keepdims:
-                    gs = _onp.shape(g) if type(g) is not _ndarray else g.shape
-                    k = axis % len(gs)
-                    g = anp.reshape(g, gs[:k] + gs[k + 1:])
-                o = other if oax == on - 1 else anp.transpose(other, operm)
-                if argnum == 0:
-                    r = _conj_if_complex(_append_axis(g) * o)
-                else:
-                    r = _append_axis(g) * _conj_if_complex(o)
-                return cast_like(_permute(_sum_to(r, moved), src), dtx)
-            return vjp
-        return maker
-
-    defvjp(anp.vecdot, _vecdot_vjp(0), _vecdot_vjp(1), save=(0, 1))
+    defvjp_direct(anp.vecdot, _vecdot_vjp(0), _vecdot_vjp(1), save=(0, 1))
 
 
 if hasattr(anp, "matvec"):
     # matvec(A, v) = A @ v[..., None] without the last axis, broadcasting the batch axes.
-    def _matvec_vjp_0(ans, A, v, **kwargs):
+    def _matvec_vjp_0(g, ans, A, v, **kwargs):
         _no_gufunc_axes("matvec", kwargs)
         sA, dtA = shape_dtype(A)
-        return lambda g: cast_like(_sum_to(_append_axis(g) * _append_axis(v, -2), sA), dtA)
+        return cast_like(_sum_to(_append_axis(g) * _append_axis(v, -2), sA), dtA)
 
-    def _matvec_vjp_1(ans, A, v, **kwargs):
+    def _matvec_vjp_1(g, ans, A, v, **kwargs):
         _no_gufunc_axes("matvec", kwargs)
         sv, dtv = shape_dtype(v)
-        return lambda g: cast_like(_sum_to(anp.matvec(_mT(A), g), sv), dtv)
+        return cast_like(_sum_to(anp.matvec(_mT(A), g), sv), dtv)
 
-    defvjp(anp.matvec, _matvec_vjp_0, _matvec_vjp_1, save=(0, 1))
+    defvjp_direct(anp.matvec, _matvec_vjp_0, _matvec_vjp_1, save=(0, 1))
 
 
 if hasattr(anp, "vecmat"):
     # vecmat(v, A) = conj(v)[..., None, :] @ A without the second-to-last axis.
-    def _vecmat_vjp_0(ans, v, A, **kwargs):
+    def _vecmat_vjp_0(g, ans, v, A, **kwargs):
         _no_gufunc_axes("vecmat", kwargs)
         sv, dtv = shape_dtype(v)
-        return lambda g: cast_like(_sum_to(_conj_if_complex(anp.matvec(A, g)), sv), dtv)
+        return cast_like(_sum_to(_conj_if_complex(anp.matvec(A, g)), sv), dtv)
 
-    def _vecmat_vjp_1(ans, v, A, **kwargs):
+    def _vecmat_vjp_1(g, ans, v, A, **kwargs):
         _no_gufunc_axes("vecmat", kwargs)
         sA, dtA = shape_dtype(A)
-        return lambda g: cast_like(
+        return cast_like(
             _sum_to(_append_axis(_conj_if_complex(v)) * _append_axis(g, -2), sA), dtA)
 
-    defvjp(anp.vecmat, _vecmat_vjp_0, _vecmat_vjp_1, save=(0, 1))
+    defvjp_direct(anp.vecmat, _vecmat_vjp_0, _vecmat_vjp_1, save=(0, 1))
 
 
 # =============================================================================

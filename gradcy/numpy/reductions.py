@@ -1,7 +1,7 @@
 """VJPs and JVPs of reductions: sum mean prod max min ptp and their nan* variants.
 
 Conventions of this table:
-- the makers take NumPy's positional order (sum(a, axis, dtype, out, keepdims, ...)), since a
+- the rules take NumPy's positional order (sum(a, axis, dtype, out, keepdims, ...)), since a
   call such as sum(x, 0, None, None, True) reaches them positionally;
 - the small reduced cotangent is cast to the input's dtype first and only then expanded, so the
   full-size work is done once, in the input's dtype;
@@ -16,7 +16,7 @@ import operator
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, is_array_value, meta_of
-from ..registry import defjvp, defvjp, defvjp_direct
+from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import (_NoValue, _SMALL, broadcast_cotangent, cast_like, none_set,
                     shape_dtype, unpack_positions, values_of)
@@ -175,20 +175,20 @@ def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial
 defjvp(anp.sum, _sum_jvp)
 
 
-def _mean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+def _mean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     if where is not None and where is not _NoValue:
         mask = _onp.broadcast_to(where, shape)
         w = _weights(mask, axes, xdtype)
-        return lambda g: _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
+        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
     scale = 1.0 / (_count(shape, axes) or 1)     # a Python float: 1/n even in float16
     # (NumPy 1.x widens a scalar g times a Python float: the outer cast_like undoes it)
-    return lambda g: anp.broadcast_to(
+    return anp.broadcast_to(
         _keep(cast_like(cast_like(g, xdtype) * scale, xdtype), shape, axes, keepdims), shape)
 
 
-defvjp(anp.mean, _mean_vjp, save=())
+defvjp_direct(anp.mean, _mean_vjp, save=())
 
 
 def _mean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -208,14 +208,14 @@ def _counted(x, where):
     return keep
 
 
-def _nansum_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+def _nansum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                 where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    return lambda g: _keep(cast_like(g, xdtype), shape, axes, keepdims) * _counted(x, where)
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _counted(x, where)
 
 
-defvjp(anp.nansum, _nansum_vjp, save=(0,))
+defvjp_direct(anp.nansum, _nansum_vjp, save=(0,))
 
 
 def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
@@ -227,15 +227,14 @@ def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, init
 defjvp(anp.nansum, _nansum_jvp)
 
 
-def _nanmean_vjp(ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
+def _nanmean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
+    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+            * _weights(_counted(x, where), axes, xdtype))
 
-    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _weights(_counted(x, where), axes, xdtype))
 
-
-defvjp(anp.nanmean, _nanmean_vjp, save=(0,))
+defvjp_direct(anp.nanmean, _nanmean_vjp, save=(0,))
 
 
 def _nanmean_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
@@ -281,20 +280,17 @@ def _nans_as_one(x):
 
 
 def _prod_vjp(name):
-    def maker(ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-              where=None):
+    def rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+             where=None):
         _no_where(name, where)
         shape, xdtype = shape_dtype(x)
         axes = _axes(len(shape), axis)
-
-        def vjp(g):
-            gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
-            ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
-            x1, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
-            c = _prod_grad(gk, ansk, x1, axes, initial)
-            return c if nans is None else c * ~nans
-        return vjp
-    return maker
+        gk = _keep(cast_like(g, xdtype), shape, axes, keepdims)
+        ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
+        x1, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
+        c = _prod_grad(gk, ansk, x1, axes, initial)
+        return c if nans is None else c * ~nans
+    return rule
 
 
 def _prod_jvp(name):
@@ -316,31 +312,31 @@ def _prod_jvp(name):
 
 
 for _p, _name in ((anp.prod, "prod"), (anp.nanprod, "nanprod")):
-    defvjp(_p, _prod_vjp(_name), save=(0, "ans"))
+    defvjp_direct(_p, _prod_vjp(_name), save=(0, "ans"))
     defjvp(_p, _prod_jvp(_name))
 
 
 # =============================================================================
 # max, min, ptp, median: the gradient goes to the entries that attain the value
 # =============================================================================
-def _max_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+def _max_vjp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
-        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                          * _weights(unpack_positions(ans, shape), axes, xdtype))
-    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _chooser_weights(x, ans, axes, keepdims, where))
+        return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                * _weights(unpack_positions(ans, shape), axes, xdtype))
+    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+            * _chooser_weights(x, ans, axes, keepdims, where))
 
 
-def _nanmax_vjp(ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
+def _nanmax_vjp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
-        return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                          * _weights(unpack_positions(ans, shape), axes, xdtype))
-    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
+        return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+                * _weights(unpack_positions(ans, shape), axes, xdtype))
+    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+            * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
 
 
 _add_reduce, _all_reduce, _equal = _onp.add.reduce, _onp.logical_and.reduce, _onp.equal
@@ -355,7 +351,7 @@ def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, wher
         mask = unpack_positions(ans, x.shape)
         if _all_reduce(_equal(_add_reduce(mask, axis, None, None, True), 1), None):
             return _onp.multiply(mask, g)
-    return _max_vjp(ans, x, axis, out, keepdims, initial, where)(g)
+    return _max_vjp(g, ans, x, axis, out, keepdims, initial, where)
 
 
 _AXIS_KEEPDIMS = frozenset(("axis", "keepdims"))
@@ -393,8 +389,8 @@ def _extremum_saver(nan_picks):
 
 defvjp_direct(anp.max, _max_rule, save=_extremum_saver(True))
 defvjp_direct(anp.min, _max_rule, save=_extremum_saver(True))
-defvjp(anp.nanmax, _nanmax_vjp, save=_extremum_saver(False))
-defvjp(anp.nanmin, _nanmax_vjp, save=_extremum_saver(False))
+defvjp_direct(anp.nanmax, _nanmax_vjp, save=_extremum_saver(False))
+defvjp_direct(anp.nanmin, _nanmax_vjp, save=_extremum_saver(False))
 
 
 def _max_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -414,20 +410,17 @@ defjvp(anp.nanmax, _nanmax_jvp)
 defjvp(anp.nanmin, _nanmax_jvp)
 
 
-def _ptp_vjp(ans, x, axis=None, out=None, keepdims=False):
+def _ptp_vjp(g, ans, x, axis=None, out=None, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-
-    def vjp(g):
-        xp = values_of(x)
-        hi = xp.max(axis=axes, keepdims=True)
-        lo = xp.min(axis=axes, keepdims=True)
-        w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
-        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
-    return vjp
+    xp = values_of(x)
+    hi = xp.max(axis=axes, keepdims=True)
+    lo = xp.min(axis=axes, keepdims=True)
+    w = _weights(xp == hi, axes, xdtype) - _weights(xp == lo, axes, xdtype)
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
 
 
-defvjp(anp.ptp, _ptp_vjp, save=(0,))
+defvjp_direct(anp.ptp, _ptp_vjp, save=(0,))
 
 
 def _ptp_jvp(g, ans, x, axis=None, out=None, keepdims=False):

@@ -11,45 +11,46 @@ constants.
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, meta_of, register_numpy_override
-from ..registry import defjvp, defvjp
+from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import _binder, _intp, _norm_axis, _plain, _shape
 
-def _permutation_vjp(a, perm, axis):
-    """vjp(g) of y = take_along_axis(a, perm, axis) for a permutation perm along axis."""
+def _permutation_vjp(g, a, perm, axis):
+    """The cotangent of a for y = take_along_axis(a, perm, axis), a permutation perm along
+    axis, from y's cotangent g."""
     shape = _shape(a)
     if type(perm) is Box:       # traced (a const_graph recording): the inverse, recorded too
         inv = anp.argsort(perm, axis=None if axis is None else _norm_axis(axis, len(shape)))
         if axis is None:
-            return lambda g: anp.reshape(anp.take(g, inv), shape)
-        return lambda g: anp.take_along_axis(g, inv, _norm_axis(axis, len(shape)))
+            return anp.reshape(anp.take(g, inv), shape)
+        return anp.take_along_axis(g, inv, _norm_axis(axis, len(shape)))
     if axis is None:
         inv = _onp.empty_like(perm)
         inv[perm] = _onp.arange(perm.size)
-        return lambda g: anp.reshape(anp.take(g, inv), shape)
+        return anp.reshape(anp.take(g, inv), shape)
     ax = _norm_axis(axis, len(shape))
     inv = _onp.empty_like(perm)
     ramp = _onp.arange(shape[ax]).reshape((-1,) + (1,) * (len(shape) - ax - 1))
     _onp.put_along_axis(inv, perm, _onp.broadcast_to(ramp, perm.shape), ax)
-    return lambda g: anp.take_along_axis(g, inv, ax)
+    return anp.take_along_axis(g, inv, ax)
 
 
-def _sort_vjp(ans, a, axis=-1, kind=None, order=None, stable=None):
+def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
     if order is not None:
         raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
     if type(a) is ArrayMeta:    # the record keeps the permutation only (_sort_save)
-        return _permutation_vjp(a, ans, axis)
+        return _permutation_vjp(g, a, ans, axis)
     perm = anp.argsort(a, axis=axis, kind="stable")
-    return _permutation_vjp(a, perm, axis)
+    return _permutation_vjp(g, a, perm, axis)
 
 
-def _partition_vjp(ans, a, kth, axis=-1, kind="introselect", order=None):
+def _partition_vjp(g, ans, a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("gradcy: partition with order= has no gradient")
     if type(a) is ArrayMeta:    # the record keeps the permutation only (_partition_save)
-        return _permutation_vjp(a, ans, axis)
+        return _permutation_vjp(g, a, ans, axis)
     perm = anp.argpartition(a, kth, axis=axis, kind=kind)
-    return _permutation_vjp(a, perm, axis)
+    return _permutation_vjp(g, a, perm, axis)
 
 
 def _small_index(perm, n):
@@ -84,8 +85,8 @@ _sort_save = _order_save(_SORT_ARGS,
 _partition_save = _order_save(_PARTITION_ARGS, lambda a, axis, opts: _onp.argpartition(
     a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect")))
 
-defvjp(anp.sort, _sort_vjp, save=_sort_save)
-defvjp(anp.partition, _partition_vjp, None, save=_partition_save)
+defvjp_direct(anp.sort, _sort_vjp, save=_sort_save)
+defvjp_direct(anp.partition, _partition_vjp, None, save=_partition_save)
 
 
 def _permuted(g, perm, axis):

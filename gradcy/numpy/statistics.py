@@ -9,7 +9,7 @@ import numpy as _onp
 
 from .._core import Box, meta_of, register_numpy_override
 from ..backends import is_array_value, is_lazy, zeros as _zeros
-from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
 from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
@@ -44,20 +44,20 @@ def _median_weights(x, axes, nan):
     return (w_lo + _weights(xp == hi, axes, xp.dtype)) * w_lo.dtype.type(0.5)
 
 
-def _median_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+def _median_vjp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     w = ans if type(ans) is Positions else x      # (the masks of _median_saver)
-    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _median_weights(w, axes, False))
+    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+            * _median_weights(w, axes, False))
 
 
-def _nanmedian_vjp(ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
+def _nanmedian_vjp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     w = ans if type(ans) is Positions else x
-    return lambda g: (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                      * _median_weights(w, axes, True))
+    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
+            * _median_weights(w, axes, True))
 
 
 _MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
@@ -86,8 +86,8 @@ def _median_saver(nan):
     return save
 
 
-defvjp(anp.median, _median_vjp, save=_median_saver(False))
-defvjp(anp.nanmedian, _nanmedian_vjp, save=_median_saver(True))
+defvjp_direct(anp.median, _median_vjp, save=_median_saver(False))
+defvjp_direct(anp.nanmedian, _nanmedian_vjp, save=_median_saver(True))
 
 
 def _median_jvp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
@@ -131,16 +131,13 @@ def _inverse_count(shape, axes, ddof):
     return 1.0 / n if n > 0 else float("inf")
 
 
-def _var_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+def _var_vjp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     _no_where("var", kw.get("where"))
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     scale = 2.0 * _inverse_count(shape, axes, _ddof(ddof, kw))
-
-    def vjp(g):
-        gk = _keep(cast_like(g, _real_dtype(xdtype)), shape, axes, keepdims)
-        return (gk * scale) * _centered(x, axes, kw)
-    return vjp
+    gk = _keep(cast_like(g, _real_dtype(xdtype)), shape, axes, keepdims)
+    return (gk * scale) * _centered(x, axes, kw)
 
 
 def _safe_inverse(gk, ansk):
@@ -156,22 +153,19 @@ def _safe_inverse(gk, ansk):
     return gk * ~bad / anp.where(bad, 1, ansk)
 
 
-def _std_vjp(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+def _std_vjp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     _no_where("std", kw.get("where"))
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     scale = _inverse_count(shape, axes, _ddof(ddof, kw))
-
-    def vjp(g):
-        rdtype = _real_dtype(xdtype)
-        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-        ansk = _keep(cast_like(ans, rdtype), shape, axes, keepdims)
-        return (_safe_inverse(gk, ansk) * scale) * _centered(x, axes, kw)
-    return vjp
+    rdtype = _real_dtype(xdtype)
+    gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
+    ansk = _keep(cast_like(ans, rdtype), shape, axes, keepdims)
+    return (_safe_inverse(gk, ansk) * scale) * _centered(x, axes, kw)
 
 
-defvjp(anp.var, _var_vjp, save=(0,))
-defvjp(anp.std, _std_vjp, save=(0, "ans"))
+defvjp_direct(anp.var, _var_vjp, save=(0,))
+defvjp_direct(anp.std, _std_vjp, save=(0, "ans"))
 
 
 def _half_dvar(g, x, axes, keepdims, kw):
@@ -215,35 +209,32 @@ def _nan_denom(nans, axes, ddof, rdtype):
 
 
 def _nan_moment_vjp(name, plain_vjp, std):
-    """The VJP maker of nanvar (std False) or nanstd: plain_vjp's (var's, std's) where x has no
+    """The VJP of nanvar (std False) or nanstd: plain_vjp's (var's, std's) where x has no
     nan, else the non-nan entries' share."""
-    def maker(ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    def rule(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         _no_where(name, kw.get("where"))
         shape, xdtype = shape_dtype(x)
         axes = _axes(len(shape), axis)
         ddof = _ddof(ddof, kw)
-
-        def vjp(g):
-            nans = _onp.isnan(x)
-            if none_set(nans):
-                return plain_vjp(ans, x, axes, None, None, ddof, keepdims, **kw)(g)
-            rdtype = _real_dtype(xdtype)
-            gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
-            if std:
-                gk = _safe_inverse(gk, _keep(cast_like(ans, rdtype), shape, axes, keepdims))
-            else:
-                gk = gk * 2
-            return (gk * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(x, axes, kw, nans)
-        return vjp
-    return maker
+        nans = _onp.isnan(x)
+        if none_set(nans):
+            return plain_vjp(g, ans, x, axes, None, None, ddof, keepdims, **kw)
+        rdtype = _real_dtype(xdtype)
+        gk = _keep(cast_like(g, rdtype), shape, axes, keepdims)
+        if std:
+            gk = _safe_inverse(gk, _keep(cast_like(ans, rdtype), shape, axes, keepdims))
+        else:
+            gk = gk * 2
+        return (gk * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(x, axes, kw, nans)
+    return rule
 
 
 _nanvar_vjp = _nan_moment_vjp("nanvar", _var_vjp, False)
 _nanstd_vjp = _nan_moment_vjp("nanstd", _std_vjp, True)
 
 
-defvjp(anp.nanvar, _nanvar_vjp, save=(0,))
-defvjp(anp.nanstd, _nanstd_vjp, save=(0, "ans"))
+defvjp_direct(anp.nanvar, _nanvar_vjp, save=(0,))
+defvjp_direct(anp.nanstd, _nanstd_vjp, save=(0, "ans"))
 
 
 def _nan_half_dvar(g, x, axes, keepdims, kw, ddof, nans):
@@ -312,44 +303,38 @@ def _average_cotangent(g, returned):
     return g, None
 
 
-def _average_vjp_a(ans, a, axis=None, weights=None, returned=False, keepdims=False):
+def _average_vjp_a(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     shape, adtype = shape_dtype(a)
     axes = _axes(len(shape), axis)
-
-    def vjp(g):
-        g_avg, _ = _average_cotangent(g, returned)
-        if g_avg is None:
-            return _zeros(shape, adtype, _plain(a))
-        gk = _keep(g_avg, shape, axes, keepdims)
-        if weights is None:
-            scale = 1.0 / (_count(shape, axes) or 1)
-            return anp.broadcast_to(cast_like(cast_like(gk, adtype) * scale, adtype), shape)
-        wb = _average_weights(weights, shape, axes)
-        return unbroadcast(gk * (wb / anp.sum(wb, axis=axes, keepdims=True)), a)
-    return vjp
+    g_avg, _ = _average_cotangent(g, returned)
+    if g_avg is None:
+        return _zeros(shape, adtype, _plain(a))
+    gk = _keep(g_avg, shape, axes, keepdims)
+    if weights is None:
+        scale = 1.0 / (_count(shape, axes) or 1)
+        return anp.broadcast_to(cast_like(cast_like(gk, adtype) * scale, adtype), shape)
+    wb = _average_weights(weights, shape, axes)
+    return unbroadcast(gk * (wb / anp.sum(wb, axis=axes, keepdims=True)), a)
 
 
-def _average_vjp_w(ans, a, axis=None, weights=None, returned=False, keepdims=False):
+def _average_vjp_w(g, ans, a, axis=None, weights=None, returned=False, keepdims=False):
     shape, _ = shape_dtype(a)
     wshape, wdtype = shape_dtype(weights)
     axes = _axes(len(shape), axis)
-
-    def vjp(g):
-        g_avg, g_sum = _average_cotangent(g, returned)
-        wb = _average_weights(weights, shape, axes)
-        total = anp.sum(wb, axis=axes, keepdims=True)
-        gw = 0
-        if g_avg is not None:
-            avg = anp.sum(a * wb, axis=axes, keepdims=True) / total
-            gw = _keep(g_avg, shape, axes, keepdims) * ((a - avg) / total)
-        if g_sum is not None:
-            gw = gw + _keep(g_sum, shape, axes, keepdims)
-        gw = anp.broadcast_to(gw, _onp.broadcast_shapes(shape, shape_dtype(wb)[0]))
-        return cast_like(_unaverage_weights(gw, wshape, shape, axes), wdtype)
-    return vjp
+    g_avg, g_sum = _average_cotangent(g, returned)
+    wb = _average_weights(weights, shape, axes)
+    total = anp.sum(wb, axis=axes, keepdims=True)
+    gw = 0
+    if g_avg is not None:
+        avg = anp.sum(a * wb, axis=axes, keepdims=True) / total
+        gw = _keep(g_avg, shape, axes, keepdims) * ((a - avg) / total)
+    if g_sum is not None:
+        gw = gw + _keep(g_sum, shape, axes, keepdims)
+    gw = anp.broadcast_to(gw, _onp.broadcast_shapes(shape, shape_dtype(wb)[0]))
+    return cast_like(_unaverage_weights(gw, wshape, shape, axes), wdtype)
 
 
-defvjp(anp.average, _average_vjp_a, None, _average_vjp_w, save=(0, 2))
+defvjp_direct(anp.average, _average_vjp_a, None, _average_vjp_w, save=(0, 2))
 
 
 def _average_bind(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -540,22 +525,19 @@ def _quantile_rules(prim, nan, scale):
             return w_lo + anp.expand_dims(tt, -1) * dW
         return w_lo + t[..., None].astype(w_lo.dtype) * dW
 
-    def vjp_a(ans, a, *args, **kwargs):
+    def vjp_a(g, ans, a, *args, **kwargs):
         dtype = _dtype(a)
         args = (a,) + args
-
-        def vjp(g):
-            kw, (perm, K, red, w_lo, dW, t, slope) = plan(args, kwargs)
-            Wx = weights(kw["q"], K, w_lo, dW, t, slope)
-            Q = t.shape[0]
-            gm = anp.reshape(cast_like(g, dtype), (Q,) + K + (1,))
-            gx = anp.sum(gm * Wx, axis=0)
-            gx = anp.reshape(gx, K + red)
-            inv = tuple(int(i) for i in _onp.argsort(perm))
-            if inv != tuple(range(len(inv))):
-                gx = anp.transpose(gx, inv)
-            return cast_like(gx, dtype)
-        return vjp
+        kw, (perm, K, red, w_lo, dW, t, slope) = plan(args, kwargs)
+        Wx = weights(kw["q"], K, w_lo, dW, t, slope)
+        Q = t.shape[0]
+        gm = anp.reshape(cast_like(g, dtype), (Q,) + K + (1,))
+        gx = anp.sum(gm * Wx, axis=0)
+        gx = anp.reshape(gx, K + red)
+        inv = tuple(int(i) for i in _onp.argsort(perm))
+        if inv != tuple(range(len(inv))):
+            gx = anp.transpose(gx, inv)
+        return cast_like(gx, dtype)
 
     def dout_dq(a, K, perm, dW, slope):
         xm = _q_moved(a, perm, K)
@@ -564,20 +546,17 @@ def _quantile_rules(prim, nan, scale):
             xm = anp.where(nans, 0.0, xm)
         return slope * anp.sum(dW * xm, axis=-1)          # (Q, *K)
 
-    def vjp_q(ans, a, q, *args, **kwargs):
+    def vjp_q(g, ans, a, q, *args, **kwargs):
         qshape, qdtype = _shape(q), _dtype(q)
         args = (a, q) + args
-
-        def vjp(g):
-            kw, (perm, K, red, w_lo, dW, t, slope) = plan(args, kwargs)
-            if slope is None:
-                return None
-            Q = t.shape[0]
-            gq = anp.reshape(g, (Q,) + K) * dout_dq(a, K, perm, dW, slope)
-            if K:
-                gq = anp.sum(gq, axis=tuple(range(1, 1 + len(K))))
-            return cast_like(anp.reshape(gq, qshape), qdtype)
-        return vjp
+        kw, (perm, K, red, w_lo, dW, t, slope) = plan(args, kwargs)
+        if slope is None:
+            return None
+        Q = t.shape[0]
+        gq = anp.reshape(g, (Q,) + K) * dout_dq(a, K, perm, dW, slope)
+        if K:
+            gq = anp.sum(gq, axis=tuple(range(1, 1 + len(K))))
+        return cast_like(anp.reshape(gq, qshape), qdtype)
 
     def jvp_a(g, ans, *args, **kwargs):
         kw, (perm, K, red, w_lo, dW, t, slope) = plan(args, kwargs)
@@ -593,7 +572,7 @@ def _quantile_rules(prim, nan, scale):
         dd = dout_dq(kw["a"], K, perm, dW, slope)
         return anp.reshape(anp.reshape(g, (Q,) + (1,) * len(K)) * dd, _shape(ans))
 
-    defvjp(prim, vjp_a, vjp_q, save=(0, 1))
+    defvjp_direct(prim, vjp_a, vjp_q, save=(0, 1))
     defjvp(prim, jvp_a, jvp_q)
 
 
@@ -904,11 +883,11 @@ register_numpy_override(_onp.histogram2d, histogram2d)
 
 
 # bincount(x, weights): a scatter-add of the weights (take is its transpose)
-def _bincount_weights_vjp(ans, x, weights=None, minlength=0):
+def _bincount_weights_vjp(g, ans, x, weights=None, minlength=0):
     dtype = _dtype(weights)
-    return lambda g: cast_like(anp.take(g, values_of(x)), dtype)
+    return cast_like(anp.take(g, values_of(x)), dtype)
 
 
-defvjp(anp.bincount, None, _bincount_weights_vjp, save=(0,))
+defvjp_direct(anp.bincount, None, _bincount_weights_vjp, save=(0,))
 defjvp(anp.bincount, None, lambda g, ans, x, weights=None, minlength=0:
        anp.bincount(values_of(x), g, minlength))

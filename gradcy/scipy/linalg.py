@@ -14,7 +14,8 @@ import types as _types
 
 import numpy as _onp
 
-from ..registry import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct, primitive
+from ..registry import defvjp  # noqa: F401 (a name of autograd.scipy.linalg)
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like
 from . import _import_scipy
@@ -90,11 +91,10 @@ def _check_sqrtm_kwargs(kwargs):
         raise NotImplementedError("gradcy: sqrtm has no derivative rule with disp=False")
 
 
-def _sqrtm_vjp(ans, A, **kwargs):
+def _sqrtm_vjp(g, ans, A, **kwargs):
     _check_sqrtm_kwargs(kwargs)
     ansT = _mT(ans)
-    dtype = A.dtype
-    return lambda g: cast_like(solve_sylvester(ansT, ansT, g), dtype)
+    return cast_like(solve_sylvester(ansT, ansT, g), A.dtype)
 
 
 def _sqrtm_jvp(g, ans, A, **kwargs):
@@ -102,7 +102,7 @@ def _sqrtm_jvp(g, ans, A, **kwargs):
     return solve_sylvester(ans, ans, g)
 
 
-defvjp(sqrtm, _sqrtm_vjp, save=("ans",))
+defvjp_direct(sqrtm, _sqrtm_vjp, save=("ans",))
 defjvp(sqrtm, _sqrtm_jvp)
 
 
@@ -386,21 +386,17 @@ def _phi(x):
     return anp.tril(x) - 0.5 * x * _onp.eye(x.shape[-1], dtype=bool)
 
 
-def _cho_factor_vjp(ans, a, lower=False, check_finite=True):
+def _cho_factor_vjp(g, ans, a, lower=False, check_finite=True):
     if _is_complex(a):
         raise NotImplementedError("gradcy: cho_factor has a derivative rule for real matrices "
                                   "only")
     L = ans if lower else _mT(ans)
-    dtype = a.dtype
-
-    def vjp(g):
-        Lbar = g if lower else _mT(g)
-        P = _phi(anp.matmul(_mT(L), Lbar))
-        # S = L^-T P L^-1
-        S = solve_triangular(L, _mT(solve_triangular(L, _mT(P), trans=1, lower=True)),
-                             trans=1, lower=True)
-        return cast_like(0.5 * (S + _mT(S)), dtype)
-    return vjp
+    Lbar = g if lower else _mT(g)
+    P = _phi(anp.matmul(_mT(L), Lbar))
+    # S = L^-T P L^-1
+    S = solve_triangular(L, _mT(solve_triangular(L, _mT(P), trans=1, lower=True)),
+                         trans=1, lower=True)
+    return cast_like(0.5 * (S + _mT(S)), a.dtype)
 
 
 def _cho_factor_jvp(g, ans, a, lower=False, check_finite=True):
@@ -412,7 +408,7 @@ def _cho_factor_jvp(g, ans, a, lower=False, check_finite=True):
     return dL if lower else _mT(dL)
 
 
-defvjp(_cho_factor_p, _cho_factor_vjp, save=("ans",))
+defvjp_direct(_cho_factor_p, _cho_factor_vjp, save=("ans",))
 defjvp(_cho_factor_p, _cho_factor_jvp)
 
 
