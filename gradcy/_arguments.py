@@ -122,7 +122,7 @@ def _subclass_inputs(args, found):
 
 
 def check_subclass_result(name, args, ans):
-    """Called by the engine (_tape.pyx) when a recorded operation returns an ndarray subclass:
+    """Called by the engine (_primitive.pyx) when a recorded operation returns an ndarray subclass:
     a registered subclass (registered_type) computed from inputs of registered subclasses
     (and plain values) is accepted, as autograd accepts it; any other (an unregistered
     subclass among the inputs or as the result) raises subclass_result_error."""

@@ -14,7 +14,8 @@ import numpy as _np
 cimport numpy as cnp
 
 from gradcy._errors import EscapedValueError, TracerArrayConversionError
-from gradcy._tape cimport Tape, Primitive, _DETACHED, NODE_CONSTANT, NODE_BOX_ALIVE
+from gradcy._tape cimport Tape, _DETACHED, NODE_CONSTANT, NODE_BOX_ALIVE
+from gradcy._primitive cimport Primitive
 from gradcy._hooks cimport (_EMPTY, _ufunc_map, _function_map, _getitem_primitive, _method,
                             _is_array_type, _box_methods)
 from gradcy._write cimport _setitem_fast

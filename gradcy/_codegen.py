@@ -118,7 +118,7 @@ def _probe(prog, leaves):
     program made (a chain of such writes, started by a copy), no step reads buf after this one,
     and every value still to be read that lies in the chain's buffer (a view of an older
     version, as a memory network's saved prefix) shares no element with buf[idx]."""
-    from .numpy.inplace import _at_set
+    from .numpy.indexed_updates import _at_set
     vals = list(leaves) + [None] * (prog.n_slots - prog.n_inputs)
     meta = [_Meta(v) for v in vals[:prog.n_inputs]] + [None] * (prog.n_slots - prog.n_inputs)
     chain = {}                          # id(version array) -> chain number
@@ -744,7 +744,7 @@ def _add_at(a, g, idx):
 def _fresh_slots(steps, meta):
     """(slots holding an array a step of the program made (a ufunc's, a kernel's, at_set's
     copy), whether each slot is read by ufuncs and kernels only, the last step reading it)."""
-    from .numpy.inplace import _at_set       # (a copy with the write made)
+    from .numpy.indexed_updates import _at_set       # (a copy with the write made)
     fresh, readers_ok, last = set(), {}, {}
     for k, (fun, args, links, kwargs, slot, _d, _g, nested) in enumerate(steps):
         elementwise = isinstance(fun, np.ufunc) or getattr(fun, "source", None) is not None

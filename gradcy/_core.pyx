@@ -12,10 +12,9 @@ from gradcy._counters import stats, reset_peak  # no-cython-lint
 from gradcy._cotangents import SparseCotangent  # no-cython-lint
 from gradcy._regions import (OwnedBuffer, root_buffer, is_basic_index, layout_region,  # no-cython-lint
                              region_hull, regions_overlap)  # no-cython-lint
-from gradcy._tape import (
-    Primitive, Tape,  # no-cython-lint
-    _active, push_active, pop_active, active_tape,  # no-cython-lint
-    unbroadcast)  # no-cython-lint
+from gradcy._tape import Tape, unbroadcast  # no-cython-lint
+from gradcy._primitive import (Primitive, _active, push_active, pop_active,  # no-cython-lint
+                               active_tape)  # no-cython-lint
 from gradcy._saved import ArrayMeta, meta_of  # no-cython-lint
 from gradcy._recompute import set_recompute_default, Recomputed  # no-cython-lint
 from gradcy._fuse import register_idioms, set_fusion  # no-cython-lint

@@ -8,8 +8,9 @@ cotangents) so that tests can check the invariants of the arena.
 from cpython.object cimport PyObject
 from libc.stdint cimport int32_t
 
-from gradcy._tape cimport (Tape, Node, ParentRef, Primitive, NODE_LEAF, NODE_BOX_ALIVE,
-                           NODE_PINNED, NODE_RELEASED, NODE_REACHABLE)
+from gradcy._tape cimport (Tape, Node, ParentRef, NODE_LEAF, NODE_BOX_ALIVE, NODE_PINNED,
+                           NODE_RELEASED, NODE_REACHABLE)
+from gradcy._primitive cimport Primitive
 from gradcy._box cimport Box
 
 cdef extern from "Python.h":

@@ -11,7 +11,7 @@ cimport numpy as cnp
 from gradcy._regions cimport _root_key
 from gradcy._tape cimport Tape
 from gradcy._box cimport Box
-from gradcy._tape import push_active, pop_active
+from gradcy._primitive import push_active, pop_active
 
 cnp.import_array()
 

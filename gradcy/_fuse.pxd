@@ -1,7 +1,7 @@
 # Contract of gradcy/_fuse.pyx: record-time rewrites of common idioms written out with NumPy
 # operations (softmax, log-sum-exp, log-softmax, sigmoid, softplus, tanh via exp; the table is
 # gradcy.numpy.fusion.IDIOMS) into one node each, whose rule saves what a hand-written
-# gradient saves. Primitive._record (_tape) asks fuse_record() when it records a primitive
+# gradient saves. Primitive._record (_primitive) asks fuse_record() when it records a primitive
 # whose `fuses` is set (the last operation of an idiom: divide, add, subtract, log, log1p); the
 # operation is then recorded as one node of the idiom's fused primitive whose one parent is the
 # idiom's input, so the inner nodes, left without consumers, die with their Boxes and release
@@ -15,7 +15,8 @@
 # the other.
 from libc.stdint cimport int32_t
 
-from gradcy._tape cimport Tape, Primitive, ParentRef
+from gradcy._tape cimport Tape, ParentRef
+from gradcy._primitive cimport Primitive
 
 
 cdef bint _fusion_on               # whether records fuse (set_fusion)

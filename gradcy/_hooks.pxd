@@ -3,7 +3,7 @@
 # this module's register_* functions and install_hooks. Every table and hook holds its entries
 # for the life of the process (an uninstalled hook is None).
 #
-# This part cimports Primitive (_tape.pxd) and Box (_box.pxd) only to check the types of what
+# This part cimports Primitive (_primitive.pxd) and Box (_box.pxd) only to check the types of what
 # is installed (and tell an array value from a Box); its import runs nothing of theirs.
 
 cdef dict _EMPTY                # the kwargs of a call that had none (never mutated)

@@ -11,7 +11,7 @@ from cpython.dict cimport PyDict_GetItem
 import numpy as _np
 cimport numpy as cnp
 
-from gradcy._tape cimport Primitive
+from gradcy._primitive cimport Primitive
 from gradcy._box cimport Box
 
 cnp.import_array()

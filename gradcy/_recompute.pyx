@@ -12,8 +12,8 @@ from libc.stdint cimport int32_t
 
 cimport numpy as cnp
 
-from gradcy._tape cimport (Tape, Node, ParentRef, Primitive, NODE_RELEASED, NODE_RECOMPUTE,
-                           NODE_STALE)
+from gradcy._tape cimport Tape, Node, ParentRef, NODE_RELEASED, NODE_RECOMPUTE, NODE_STALE
+from gradcy._primitive cimport Primitive
 from gradcy._saved cimport ArrayMeta, _meta_of
 from gradcy._box cimport Box
 

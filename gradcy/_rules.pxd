@@ -1,12 +1,13 @@
 # Contract of gradcy/_rules.pyx: a primitive's reverse-mode rule in the one form the sweep
-# calls (Primitive.vjp, _tape.pxd). A rule owns what was registered (its dict of rules, its
+# calls (Primitive.vjp, _primitive.pxd). A rule owns what was registered (its dict of rules, its
 # function), released with it; run() owns nothing beyond its call. _tape cimports it (the
 # type of Primitive.vjp) and it cimports _tape (the arena run() adds into): the module body of
 # each calls nothing of the other.
 from libc.stdint cimport int32_t
 from cpython.object cimport PyObject
 
-from gradcy._tape cimport Tape, Primitive
+from gradcy._tape cimport Tape
+from gradcy._primitive cimport Primitive
 
 
 cdef class VJP:

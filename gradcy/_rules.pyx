@@ -18,7 +18,8 @@ cimport numpy as cnp
 import numpy as _np
 
 from gradcy._errors import MissingVJPError
-from gradcy._tape cimport Tape, Primitive, ParentRef, NODE_CONSTANT, MAX_INLINE_PARENTS
+from gradcy._tape cimport Tape, ParentRef, NODE_CONSTANT, MAX_INLINE_PARENTS
+from gradcy._primitive cimport Primitive
 from gradcy._saved cimport ArrayMeta, _same_shape_dtype
 from gradcy._box cimport Box
 from gradcy._cotangents cimport SparseCotangent

@@ -1,12 +1,13 @@
-# Contract of gradcy/_tape.pyx, the engine: the tape (an arena of typed nodes and the backward
-# sweep over it) and the primitives that record onto it. The parts they refer to and that refer
-# to them are parts of their own that this one cimports and that cimport it: the rules the sweep
-# calls (_rules.pxd, the type of Primitive.vjp), recomputed outputs (_recompute.pxd), the
-# compact saved record (_saved.pxd), the traced value (Box, _box.pxd), the tables and hooks the
-# operator layer installs (_hooks.pxd) and the owned-buffer writes (_write.pxd); the module body
-# of each calls nothing of the others, so Python may import any of them first. The parts they
-# use and that use nothing of them are below it, grad's fast path (_fast) above it
-# (docs/architecture.md lists every part and who imports whom).
+# Contract of gradcy/_tape.pyx, the engine's record: the tape (an arena of typed nodes and the
+# backward sweep over it). The parts it refers to and that refer to it are parts of their own
+# that this one cimports and that cimport it: the primitives that record onto it (_primitive.pxd,
+# the type of Node.prim), the rules the sweep calls (_rules.pxd, the type of Primitive.vjp),
+# recomputed outputs (_recompute.pxd), the compact saved record (_saved.pxd), the traced value
+# (Box, _box.pxd), the tables and hooks the operator layer installs (_hooks.pxd) and the
+# owned-buffer writes (_write.pxd); the module body of each calls nothing of the others, so
+# Python may import any of them first. The parts they use and that use nothing of them are
+# below it, grad's fast path (_fast) above it (docs/architecture.md lists every part and who
+# imports whom).
 #
 # What this part owns, and where each owned reference is released:
 # - Node.prim, Node.saved_ans, Node.saved_args, Node.saved_kwargs: Tape._release_saved() (after
@@ -22,13 +23,14 @@
 #   rest (flags restored) by Tape._free_all().
 # - A Box (_box.pxd) holds its Tape; a Tape never holds its Boxes (make_box sets the node's
 #   NODE_BOX_ALIVE, Box.__dealloc__ clears it through Tape._box_dropped()).
-# - _DETACHED: for the life of the process.
+# - _DETACHED, _SWEPT: for the life of the process.
 from libc.stdint cimport int32_t, uint8_t
 from cpython.object cimport PyObject
 
 from gradcy._cotangents cimport SparseCotangent
 from gradcy._hold cimport HoldTable
-from gradcy._rules cimport VJP
+from gradcy._primitive cimport Primitive
+from gradcy._box cimport Box
 
 # =============================================================================
 # Node flags
@@ -78,43 +80,6 @@ cdef struct ParentRef:
 # =============================================================================
 # Extension types
 # =============================================================================
-cdef class Primitive:
-    cdef readonly object fun          # the raw function, called on unboxed values
-    cdef readonly str name            # qualified name used in error messages
-    cdef readonly VJP vjp             # the reverse-mode rule, in the one form the sweep calls
-                                      # (gradcy.registry builds it; never None)
-    cdef public dict jvpmakers        # argnum -> jvp(g, ans, *args, **kw); None = zero
-    cdef public object jvp_argnums    # jvp(argnums, gs, ans, args, kwargs), or None
-    cdef public bint traced           # False: run on unboxed values, record nothing
-    cdef readonly bint save_ans       # the VJP reads the output value
-    cdef readonly bint save_all_args  # the VJP reads every argument
-    cdef readonly object save_args    # frozenset of argnums whose values the VJP reads
-    cdef unsigned long long save_mask  # bit i set: argument i (< 64) is in save_args
-    cdef bint per_arg                 # saved set decided per call from the traced arguments:
-    cdef unsigned long long arg_masks[8]  # arguments argument k's rule reads (k < 8)
-    cdef unsigned int arg_ans         # bit k: argument k's rule reads the output
-    cdef unsigned int arg_known       # bit k: argument k has a per-argument entry
-    cdef public object save_fn        # save_fn(argnums, ans, args, kwargs) -> (ans_s, args_s): the
-                                      # record its rules read (a compact form), or None
-    cdef public bint basic_view       # fun(A, idx) returns A[idx]: cotangents
-                                      # of a view may land in A's slot
-    cdef public bint recomputable     # cheap elementwise: its output
-                                      # can be made again from its record
-    cdef public Py_ssize_t out_arg    # position of fun's `out` (nan_to_num: `copy`), or -1
-    cdef public bint fuses            # its record may be fused with its operands' (_fuse.pxd)
-    cdef public bint guard_args       # its function (a user's) runs with the arguments that the
-                                      # tape's saved records hold read-only (a write raises)
-    cdef dict __dict__                # attributes set by users and compatibility layers (autograd's
-                                      # deprecated prim.defvjp / defgrad methods)
-
-    cdef object _dispatch(self, tuple args, dict kwargs)
-    cdef object _record(self, Tape top, bint mixed, tuple args, object kwargs)
-    cdef object _jvp(self, Tape top, ParentRef* refs, int32_t nrefs, object ans, tuple uargs,
-                     object kwargs)
-    cdef tuple _saved_args(self, tuple args, bint reuse, unsigned long long mask, bint all_args)
-    cdef void _update_mask(self) noexcept
-
-
 cdef class Tape:
     cdef Node* nodes               # the arena; node i's parents all have indices < i
     cdef Py_ssize_t n_nodes        # nodes in use
@@ -185,3 +150,14 @@ cdef class Tape:
 
 # the tape of Boxes not made by make_box and of Boxes left detached by transfer_box (released)
 cdef Tape _DETACHED
+# the tape of the values computed, during a backward pass, from that differentiation's own
+# traced values (_primitive's _swept_value): released, nothing is recorded onto it
+cdef Tape _SWEPT
+
+# The Box of node `node` of `tape` (sets the node's NODE_BOX_ALIVE)
+cdef Box make_box(object value, Tape tape, Py_ssize_t node)
+# t began during the forward pass (or the backward pass) of the tape whose backward pass runs
+# outermost in this thread (the thread-local state of the sweep is this part's)
+cdef bint _began_in_sweep(Tape t) noexcept
+# PyMem_Realloc of count items, raising MemoryError on overflow or failure
+cdef void* _realloc_checked(void* p, Py_ssize_t count, size_t itemsize) except? NULL

@@ -22,7 +22,8 @@ from cpython.long cimport PyLong_FromVoidPtr
 
 cimport numpy as cnp
 
-from gradcy._tape cimport (Tape, Node, Primitive, NODE_LEAF, NODE_STALE, NODE_BOX_ALIVE)
+from gradcy._tape cimport Tape, Node, NODE_LEAF, NODE_STALE, NODE_BOX_ALIVE
+from gradcy._primitive cimport Primitive
 from gradcy._box cimport Box, _transfer_box
 from gradcy._hold cimport hold_count
 from gradcy._hooks cimport _EMPTY, _write_primitive, _before_write, _after_write

@@ -39,7 +39,7 @@ from gradcy._core import Box, Tape
 from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
-from gradcy.numpy import fft as gfft, indexing, inplace, products
+from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, products
 from op_records import ELEMENTWISE
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
@@ -309,10 +309,10 @@ add("indexing.unrepeat", lambda x, K: indexing.unrepeat(x, 3, None, (2, 2)), sha
 add("products.diagonal_scatter",
     lambda x, K: products.diagonal_scatter(x, (3, 3), onp.dtype(x.dtype)), shape=(3,),
     scalar=False)
-add("at_add", lambda x, K: inplace.at_add(x, [0, 2, 2], K((3,))), shape=(4,), scalar=False)
-add("at_add", lambda x, K: inplace.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
-add("at_set", lambda x, K: inplace.at_set(x, [0, 2], K((2,))), shape=(4,), scalar=False)
-add("at_set", lambda x, K: inplace.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
+add("at_add", lambda x, K: indexed_updates.at_add(x, [0, 2, 2], K((3,))), shape=(4,), scalar=False)
+add("at_add", lambda x, K: indexed_updates.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
+add("at_set", lambda x, K: indexed_updates.at_set(x, [0, 2], K((2,))), shape=(4,), scalar=False)
+add("at_set", lambda x, K: indexed_updates.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
 add("strided_view", lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
     shape=(4,), scalar=False)
 add("whole_of", lambda x, K: inplace.whole_of(x[::-1], onp.arange(3, -1, -1)), shape=(4,),

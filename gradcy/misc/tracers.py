@@ -160,24 +160,27 @@ class _Recorder:
         self.reads.append((box._node, kind, value, box))
 
 
-# functions of gradcy.numpy.inplace that unwrap traced values with _plain to keep their books
-# (which buffer a value is, its type and shape), not to read its values (and _wrap._mT, the
-# transpose of the matmul rules, which asks whether its argument is an array)
-_BOOKKEEPING = ("_register", "_adopt", "_functional_write", "_refuse_order_dependent_write",
-                "_box_setitem", "_write_view", "_inplace_result", "_box_iop", "_owned_copy")
+# functions of gradcy.numpy.inplace (and constructors._owned_copy) that unwrap traced values
+# with _plain to keep their books (which buffer a value is, its type and shape), not to read its
+# values (and _wrap._mT, the transpose of the matmul rules, which asks whether its argument is
+# an array)
+_BOOKKEEPING_INPLACE = ("_register", "_adopt", "_functional_write",
+                        "_refuse_order_dependent_write", "_box_setitem", "_write_view",
+                        "_inplace_result", "_box_iop")
 _bookkeeping_codes: list[Any] = []     # [the constructors' code, frozenset of codes]
 
 
 def _not_a_value_read(frame):
     """frame (the caller of _plain, or a list comprehension in it) reads no values: one of
-    inplace's bookkeeping functions, or its zeros_like, ones_like or empty_like constructor
-    (which read the shape and dtype of their argument)."""
+    inplace's bookkeeping functions, or constructors' zeros_like, ones_like or empty_like
+    constructor (which read the shape and dtype of their argument)."""
     if not _bookkeeping_codes:
-        from ..numpy import _wrap, inplace
-        _bookkeeping_codes.append(inplace._owning("", None).__code__)
+        from ..numpy import _wrap, constructors, inplace
+        _bookkeeping_codes.append(constructors._owning("", None).__code__)
         _bookkeeping_codes.append(frozenset(
-            [getattr(inplace, n).__code__ for n in _BOOKKEEPING if hasattr(inplace, n)]
-            + [_wrap._mT.__code__]))        # (reads whether its argument is an array)
+            [getattr(inplace, n).__code__ for n in _BOOKKEEPING_INPLACE]
+            + [constructors._owned_copy.__code__, _wrap._mT.__code__]))
+        # (_mT reads whether its argument is an array)
     constructor, books = _bookkeeping_codes
     for _ in range(2):                  # (a list comprehension's frame in between)
         if frame is None:

@@ -3,7 +3,7 @@
 Every function here runs NumPy directly when no traced value is among its arguments. This
 module is the one place gradcy.numpy's names are bound: NumPy's functions as primitives
 (_wrap), the front ends the rule files define, and the constructors of buffers a
-differentiation owns (inplace).
+differentiation owns (constructors).
 """
 import importlib as _importlib
 
@@ -17,7 +17,9 @@ from .extras import __all__ as _extras
 from . import elementwise, products, reductions, manipulation, indexing, sorting
 from . import calculus, statistics, polynomials
 from . import fft, linalg
-from . import inplace  # (writes into arrays; constructors that own buffers)
+from . import inplace  # (writes into arrays)
+from . import indexed_updates  # (x.at[idx].set/add/..., ufunc.at)
+from . import constructors  # (constructors that own buffers)
 from . import fusion  # record-time fusion of a written-out softmax (the engine's _fuse)
 
 # front ends in place of the primitives of the same names
@@ -27,11 +29,11 @@ from .statistics import histogram, histogram2d, histogram_bin_edges, histogramdd
 from .manipulation import bartlett, blackman, hamming, hanning
 if hasattr(_np, "unique_all"):      # NumPy >= 2
     from .sorting import unique_all, unique_counts, unique_inverse, unique_values
-from .inplace import at
+from .indexed_updates import at
 
 # constructors whose arrays a differentiation owns (writes into them are recorded)
 _owning = {}
-inplace.install_constructors(_owning)
+constructors.install_constructors(_owning)
 array, copy = _owning["array"], _owning["copy"]
 zeros, ones, empty, full = _owning["zeros"], _owning["ones"], _owning["empty"], _owning["full"]
 zeros_like, ones_like = _owning["zeros_like"], _owning["ones_like"]

@@ -241,7 +241,8 @@ def write_result(name, out, result, where=True, broadcast=False, casting="same_k
     """out[...] = result for a traced buffer `out` (the write is recorded on its tape), as
     `name`'s out= would do; `where`: a ufunc's mask (False keeps out's values); `casting`: the
     call's rule for the cast into out's dtype (a ufunc's, clip's, concatenate's casting=; into
-    an integer or boolean out, the cast values are a constant: inplace.constant_if_cast)."""
+    an integer or boolean out, the cast values are a constant:
+    indexed_updates.constant_if_cast)."""
     rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
     if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")

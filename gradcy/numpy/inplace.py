@@ -1,20 +1,20 @@
-"""Writes into arrays: `buf[idx] = value`, augmented assignment, and the functional `.at[]`.
+"""Writes into arrays: `buf[idx] = value`, augmented assignment and writes through views.
 
 How a write is recorded
 -----------------------
 Inside a differentiation, gradcy.numpy's array constructors (zeros, empty, ones, full, the
-*_like ones, array, copy) return a buffer the tape owns, as a constant traced value. Writing a
-value into it mutates the buffer in place and records one write node: the buffer's Box moves to
-the new version. The write saves only the index and metadata, so its VJP costs O(slot): it
-reads the slot's cotangent out of the buffer's cotangent and zeroes the slot in place, and
-reads of the buffer (x[idx]) send back sparse cotangents that are added into that same array in
-place; the cotangent of a basic-index view goes straight into it (the engine adds into the
-region of the parent's slot, so a view has no slot of its own). One buffer-sized cotangent
-exists per buffer per backward pass. A written value that its op saved as output (tanh, exp)
-is read back from the slot, so it is not kept twice. Writes with a basic index are decided and
-recorded in the core (_core.setitem_fast); this module handles the rest (copy on the first
-write, advanced indices, forward mode, writes through views, augmented assignment, nested
-differentiation) and the bookkeeping hooks. Forward mode writes in place too (nothing is
+*_like ones, array, copy: constructors.py) return a buffer the tape owns, as a constant traced
+value. Writing a value into it mutates the buffer in place and records one write node: the
+buffer's Box moves to the new version. The write saves only the index and metadata, so its VJP
+costs O(slot): it reads the slot's cotangent out of the buffer's cotangent and zeroes the slot
+in place, and reads of the buffer (x[idx]) send back sparse cotangents that are added into that
+same array in place; the cotangent of a basic-index view goes straight into it (the engine adds
+into the region of the parent's slot, so a view has no slot of its own). One buffer-sized
+cotangent exists per buffer per backward pass. A written value that its op saved as output
+(tanh, exp) is read back from the slot, so it is not kept twice. Writes with a basic index are
+decided and recorded in the core (_core.setitem_fast); this module handles the rest (copy on
+the first write, advanced indices, forward mode, writes through views, augmented assignment,
+nested differentiation) and the bookkeeping hooks. Forward mode writes in place too (nothing is
 saved; views are tracked the same way).
 
 Under nested differentiation (hessian, forward over reverse, a grad inside a grad) an outer
@@ -43,9 +43,8 @@ What follows NumPy, and what raises
   the views it overlaps go stale and raise when used.
   A view that is no basic index of the buffer (a reshape that merges axes) raises.
 - Repeated positions in an advanced index (buf[[0, 0]] = v, buf[[0, 0]] += v) keep the value
-  NumPy writes last (found by writing labels with the same index); the others get no
-  gradient. The functional x.at[idx]: .set keeps the same value; .add, .subtract, .multiply,
-  .divide, .power, .min and .max apply every update at a repeated position (JAX's semantics).
+  NumPy writes last; the others get no gradient (indexed_updates.py: kept, _landing, and the
+  functional x.at[idx] updates, which apply every update at a repeated position).
 - Augmented assignment (a += b, a *= b, ...) on a traced array changes that array, as in
   NumPy, with NumPy's shape and same_kind casting rules: every name bound to it sees the new
   value (the Box moves to it). Python and NumPy scalars are immutable and are rebound, and so
@@ -85,10 +84,8 @@ What follows NumPy, and what raises
   views of a buffer: the first write into the input moves them to its copy, and those the
   write overlaps (then or later) become stale and are taken again from the copy when used,
   as NumPy shows them the new values; a write through one goes into the copy.
-- numpy's ufunc.at (add, subtract, multiply, maximum, minimum): gradcy.numpy.add.at(a, idx, v)
-  writes a[idx] in place with every update of a repeated position applied (unbuffered, as
-  NumPy), recorded like a[idx] = ... for a traced a; a plain a given a traced v raises
-  TracerArrayConversionError.
+- numpy's ufunc.at (gradcy.numpy.add.at(a, idx, v), indexed_updates.py) writes a[idx] as
+  a[idx] = ... does.
 
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
@@ -103,13 +100,13 @@ import numpy as _np
 
 from .. import _core
 from .. import _write as _write_module
-from .._core import (Box, OwnedBuffer, active_tape, is_array_value, register_box_method,
-                     transfer_box)
+from .._core import Box, OwnedBuffer, is_array_value, register_box_method, transfer_box
 from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
 from . import _wrap as anp
 from ._util import _plain, unbroadcast
+from .indexed_updates import _dtype, _landing, at_set, constant_if_cast
 
-__all__ = ["at", "OwnedBuffer"]
+__all__ = ["OwnedBuffer"]
 
 
 # =============================================================================
@@ -383,96 +380,6 @@ def _functional_write(tape, info, box, idx, value):
     info.functional = True
     _after_write(tape, info, r)
 
-
-# =============================================================================
-# Repeated positions: NumPy keeps the value it writes last
-# =============================================================================
-def _may_repeat(idx):
-    """Whether idx may select a position twice (it has an integer array of 2+ elements)."""
-    for i in (idx if type(idx) is tuple else (idx,)):
-        if i is None or i is Ellipsis or isinstance(i, (int, _np.integer, slice, bool,
-                                                         _np.bool_)):
-            continue
-        a = _np.asarray(_plain(i))
-        if a.dtype != bool and a.size > 1:
-            return True
-    return False
-
-
-def kept(idx, shape):
-    """For buf[idx] = v on a buffer of `shape`: None when every selected element lands, else
-    a boolean array of the selection's shape, True for the elements NumPy keeps (of those that
-    select one position, the one written last). O(selection): the labels array is allocated,
-    not filled."""
-    if not _may_repeat(idx):
-        return None
-    labels = _np.empty(shape, _np.intp)
-    ids = _np.arange(labels[idx].size, dtype=_np.intp).reshape(labels[idx].shape)
-    labels[idx] = ids
-    keep = labels[idx] == ids
-    return None if keep.all() else keep
-
-
-def _landing(idx, shape, value):
-    """The value to record for buf[idx] = value: when idx repeats a position, the elements
-    NumPy overwrites are zeroed (they never land, so the write's VJP gives them no gradient;
-    the stored result is the same)."""
-    keep = kept(idx, shape)
-    if keep is None:
-        return value
-    zero = _np.zeros((), value.dtype if type(value) is Box else _np.result_type(value))
-    return anp.where(keep, value, zero)
-
-
-def _selected(g, idx):
-    """g[idx] as the cotangent of a value written at idx: zero where a later element of the
-    same write overwrote it."""
-    keep = None if _core.is_basic_index(idx) else kept(idx, g.shape)
-    if type(g) is Box:
-        gi = anp.getitem(g, idx)
-        return gi if keep is None else anp.where(keep, gi, 0.0)
-    if is_array_value(g):
-        gi = g[idx]          # (a new array: Dask and CuPy indexing do not alias for writes)
-        return gi if keep is None else anp.where(keep, gi, 0.0)
-    gi = _np.array(g[idx], copy=True)
-    if keep is not None:
-        gi[~keep] = 0
-    return gi
-
-
-# =============================================================================
-# Writes that cast: a traced value into an integer or boolean buffer
-# =============================================================================
-def constant_if_cast(buf, value, cast=True):
-    """The value to write into `buf` (an array, plain or traced): a traced value that buf's
-    integer or boolean dtype rounds (a float or complex into an integer buffer, anything but a
-    boolean into a boolean one) is a constant, as x.astype(int) is (its derivative is zero);
-    its plain values go in, cast by NumPy's own write. Into a floating-point, complex or
-    object buffer (float64 into float32 included: a cast that keeps the gradient), and an
-    integer value into an integer buffer (integer arithmetic of an integer argument carries
-    the gradient), the traced value itself. cast=False: the plain value uncast (numpy.add.at
-    casts the sum, not the value)."""
-    if type(value) is not Box:
-        return value
-    dtype = _dtype(buf)
-    kind = dtype.kind
-    if kind in "fcO":
-        return value
-    vkind = _dtype(value).kind
-    if vkind == "b" or (kind in "iu" and vkind in "iu"):
-        return value
-    # astype to an integer or boolean dtype: a plain array of NumPy's cast (the one the write
-    # makes), and a read of the values that a const_graph replay checks (as _plain's is here)
-    return anp.astype(value, dtype) if cast else _plain(value)
-
-
-def _dtype(a):
-    """The dtype of an array (NumPy, Dask, CuPy: read, not computed; traced or not) or
-    scalar; not a read of its values."""
-    while type(a) is Box:
-        a = a._value
-    dtype = getattr(a, "dtype", None)
-    return dtype if dtype is not None else _np.result_type(a)
 
 
 # =============================================================================
@@ -1098,273 +1005,8 @@ def _temporary_target(box):
         return code[i] == _BINARY_OP and code[i + 1] >= _INPLACE_ARG
     return _dis.opname[code[i]].startswith("INPLACE_")
 
-
-# =============================================================================
-# Functional updates: x.at[idx].set(v) and friends
-# =============================================================================
-def _at_set(x, idx, v):
-    out = x.copy() if is_array_value(x) else _np.array(x, copy=True)
-    out[idx] = v
-    return out
-
-
-def _at_add(x, idx, v):
-    out = _np.array(x, copy=True)
-    _np.add.at(out, idx, v)
-    return out
-
-
-_set_at = primitive(_at_set, "gradcy.numpy.at_set")
-_add_at = primitive(_at_add, "gradcy.numpy.at_add")
-
-
-def at_set(x, idx, v):
-    """A copy of x with x[idx] = v (the at_set primitive); a traced v that x's integer or
-    boolean dtype casts is a constant (constant_if_cast)."""
-    return _set_at(x, idx, constant_if_cast(x, v))
-
-
-def at_add(x, idx, v):
-    """A copy of x with v added at idx, every update of a repeated position applied (the
-    at_add primitive); a traced v that x's integer or boolean dtype casts is a constant."""
-    return _add_at(x, idx, constant_if_cast(x, v, cast=False))
-
-
-defvjp_direct(_set_at,
-              lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
-              None,
-              lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
-              save=(1,))
-defjvp(_set_at,
-       lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
-       None,
-       lambda g, ans, x, idx, v: at_set(anp.zeros_like(ans), idx, g))
-defvjp_direct(_add_at,
-              lambda g, ans, x, idx, v: g,
-              None,
-              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
-              save=(1,))
-defjvp(_add_at,
-       lambda g, ans, x, idx, v: g,
-       None,
-       lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
-
-
-def _at_apply(op, x, idx, v):
-    """x with x[i] = op(x[i], v_k) applied for every element k of the selection in turn: a
-    position selected twice gets both updates (JAX's .at semantics), in selection order."""
-    shape = _np.shape(x)
-    positions = _np.arange(_np.prod(shape, dtype=_np.intp)).reshape(shape)[idx]
-    flat = positions.reshape(-1)
-    order = _np.argsort(flat, kind="stable")
-    ordered = flat[order]
-    starts = _np.ones(flat.size, bool)
-    starts[1:] = ordered[1:] != ordered[:-1]
-    if starts.all():             # no position twice: one update
-        return at_set(x, idx, op(anp.getitem(x, idx), v))
-    # rank of each element among those that select its position: update round by round
-    counter = _np.arange(flat.size)
-    rank = _np.empty(flat.size, _np.intp)
-    rank[order] = counter - _np.maximum.accumulate(_np.where(starts, counter, 0))
-    values = anp.reshape(anp.broadcast_to(v, positions.shape), (-1,))
-    out = anp.reshape(x, (-1,))
-    for r in range(int(rank.max()) + 1):
-        sel = _np.flatnonzero(rank == r)
-        at = flat[sel]
-        out = at_set(out, at, op(anp.getitem(out, at), anp.getitem(values, sel)))
-    return anp.reshape(out, shape)
-
-
-def _ufunc_at(name, update):
-    """numpy.<name>.at(a, indices, b): a[indices] = name(a[indices], b) in place, unbuffered (a
-    position selected k times gets all k updates, in order). `update(a, idx, b)` is the traced
-    functional form. A traced `a` receives a recorded write (as a[idx] = v does: in place for a
-    buffer gradcy.numpy made, a copy on the first write otherwise); a plain `a` takes plain
-    values only."""
-    ufunc = getattr(_np, name)
-    qual = f"gradcy.numpy.{name}.at"
-
-    def at(a, indices, b=None):
-        if b is None:
-            raise TypeError(f"{qual}: the second operand (argument 2) is required for a binary "
-                            f"ufunc")
-        idx = _plain(indices) if type(indices) is Box else indices
-        if type(a) is not Box:
-            if type(b) is Box:
-                raise _core.TracerArrayConversionError(
-                    f"{qual}: argument 0 is a plain numpy array and argument 2 a traced value; "
-                    f"writing it into the plain array would drop its gradient. Create the "
-                    f"array with gradcy.numpy (zeros, empty, array, copy) inside the "
-                    f"differentiated function so that the write is traced, or use the "
-                    f"functional form a = a.at[indices].{_AT_METHOD.get(name, name)}(b) on a "
-                    f"traced a")
-            ufunc.at(a, idx, b)
-            return None
-        a[idx] = anp.getitem(update(a, idx, b), idx)
-        return None
-    at.__name__ = "at"
-    at.__qualname__ = f"{name}.at"
-    at.__doc__ = (f"numpy.{name}.at: a[indices] = {name}(a[indices], b) in place, repeated "
-                  f"positions getting every update; a traced array receives a recorded write.")
-    return at
-
-
-_AT_METHOD = {"maximum": "max", "minimum": "min"}
-
-
-def _install_ufunc_at():
-    updates = {
-        "add": at_add,
-        "subtract": lambda x, idx, v: at_add(x, idx, anp.negative(v)),
-        "multiply": lambda x, idx, v: _at_apply(anp.multiply, x, idx, v),
-        "maximum": lambda x, idx, v: _at_apply(anp.maximum, x, idx, v),
-        "minimum": lambda x, idx, v: _at_apply(anp.minimum, x, idx, v),
-    }
-    for name, update in updates.items():
-        getattr(anp, name).at = _ufunc_at(name, update)
-
-
-class _AtIndex:
-    __slots__ = ("x", "idx")
-
-    def __init__(self, x, idx):
-        self.x, self.idx = x, idx
-
-    def set(self, v):
-        """A copy of x with x[idx] = v; a position selected twice keeps the value NumPy
-        writes last (as x[idx] = v does)."""
-        return at_set(self.x, self.idx, v)
-
-    def add(self, v):
-        """A copy of x with v added at idx; repeated positions accumulate (numpy.add.at)."""
-        return at_add(self.x, self.idx, v)
-
-    def subtract(self, v):
-        """A copy of x with v subtracted at idx; repeated positions accumulate."""
-        return at_add(self.x, self.idx, -v)
-
-    def multiply(self, v):
-        """A copy of x with x[idx] multiplied by v; repeated positions accumulate."""
-        return _at_apply(anp.multiply, self.x, self.idx, v)
-
-    def divide(self, v):
-        """A copy of x with x[idx] divided by v; repeated positions accumulate."""
-        return _at_apply(anp.divide, self.x, self.idx, v)
-
-    def power(self, v):
-        """A copy of x with x[idx] raised to v; repeated positions apply each power in turn."""
-        return _at_apply(anp.power, self.x, self.idx, v)
-
-    def min(self, v):
-        """A copy of x with x[idx] = minimum(x[idx], v), over every v at a position."""
-        return _at_apply(anp.minimum, self.x, self.idx, v)
-
-    def max(self, v):
-        """A copy of x with x[idx] = maximum(x[idx], v), over every v at a position."""
-        return _at_apply(anp.maximum, self.x, self.idx, v)
-
-    def get(self):
-        return anp.getitem(self.x, self.idx)
-
-
-class at:
-    """at(x)[idx].set(v): functional updates of plain or traced arrays, as x.at[idx] on
-    traced values (JAX's spelling). Each returns a new array; x is unchanged.
-
-    Repeated positions in idx: .set keeps the value NumPy's x[idx] = v writes last; .add,
-    .subtract, .multiply, .divide, .power, .min and .max apply every update (JAX's semantics,
-    numpy.add.at for .add), unlike NumPy's x[idx] += v, which keeps one."""
-
-    __slots__ = ("x",)
-
-    def __init__(self, x):
-        self.x = x
-
-    def __getitem__(self, idx):
-        return _AtIndex(self.x, idx)
-
-
-# =============================================================================
-# Array constructors: inside a differentiation they return a buffer the tape owns
-# =============================================================================
-def _owning(name, make, traced=None):
-    """A constructor that, inside a differentiation, returns a buffer the tape owns. `traced`
-    (full, full_like) is the primitive to use when a fill value is itself traced."""
-    def constructor(*args, **kwargs):
-        if traced is not None and (_builtins.any(type(a) is Box for a in args[1:])
-                                   or type(kwargs.get("fill_value")) is Box):
-            return traced(*args, **kwargs)
-        plain = [_plain(a) for a in args]
-        tape = active_tape()
-        if tape is None or tape.released:
-            return make(*plain, **kwargs)
-        out = make(*plain, **kwargs)
-        if isinstance(out, _np.ndarray) and type(out) is not _np.ndarray:
-            out = _np.array(out)   # zeros_like of a registered subclass: a plain buffer,
-                                   # which writes reach (writes into a subclass are refused)
-        if type(out) is not _np.ndarray:
-            # a Dask / CuPy array (zeros_like of one): a constant traced value, so traced
-            # values can be written into it (by its own item assignment, see _box_setitem)
-            return tape.new_constant(out) if is_array_value(out) else out
-        if out.base is not None:   # e.g. array(x, copy=False) returning a view of x
-            out = out.copy()
-        return own(tape, out)
-    constructor.__name__ = name
-    constructor.__qualname__ = name
-    constructor.__doc__ = (f"numpy.{name}; inside a differentiation the result is a buffer the "
-                           f"differentiation owns, so traced values can be written into it.")
-    return constructor
-
-
-def _owned_copy(source, result):
-    """A traced copy of `source` made by the active differentiation: the tape owns it."""
-    plain = _plain(result)
-    if (type(result) is Box and result is not source and type(plain) is _np.ndarray
-            and plain.base is None and plain is not _plain(source)):
-        tape = active_tape()
-        if tape is result._tape and not tape.released and tape.owned_info(plain) is None:
-            _register(tape, result)
-    return result
-
-
-def install_constructors(g):
-    """Put the owning constructors into namespace `g` (the gradcy.numpy package; the
-    primitives of the same names stay in numpy_wrapper, where their rules are registered)."""
-    for name in ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
-                 "full_like", "identity", "eye"]:
-        make = getattr(_np, name)
-        wrapped = _owning(name, make, getattr(anp, name) if name in ("full", "full_like")
-                          else None)
-        g[name] = wrapped
-        _core.register_numpy_override(make, wrapped)
-    plain_array, plain_copy = anp.array, anp.copy_
-
-    def array(obj, *args, **kwargs):
-        if type(obj) is Box or anp._contains_box(obj):
-            return _owned_copy(obj, plain_array(obj, *args, **kwargs))
-        return _owning("array", _np.array)(obj, *args, **kwargs)
-
-    def copy(a, *args, **kwargs):
-        """numpy.copy; inside a differentiation the copy is a buffer the differentiation owns
-        (writes into it, and through its views, happen in place)."""
-        if type(a) is Box:
-            return _owned_copy(a, plain_copy(a, *args, **kwargs))
-        return _owning("copy", _np.copy)(a, *args, **kwargs)
-
-    def flatten(a, order="C"):
-        """ndarray.flatten: a copy (ravel may return a view), a buffer the differentiation owns."""
-        return copy(anp.ravel(a, order))
-
-    array.__doc__ = plain_array.__doc__
-    g["array"] = array
-    g["copy"] = copy
-    register_box_method("flatten", flatten)
-
-
-_install_ufunc_at()
 register_box_method("__setitem__", _box_setitem)
 register_box_method("__iop__", _box_iop)
-register_box_method("at", at)
 # buf[basic index] = value into an owned buffer is decided and recorded in the core; the rest
 # comes to _box_setitem
 _core.install_hooks(write=write, before_write=_before_write, after_write=_after_write)
