@@ -407,7 +407,7 @@ defvjp_direct(anp.real_if_close, _real_if_close_vjp, save=())
 defjvp(anp.real_if_close, _real_if_close_jvp)
 
 # full(shape, fill_value) and full_like(a, fill_value): the fill broadcast (its VJP sums).
-# gradcy.numpy.full / full_like are inplace.py's owning constructors, which take plain values;
+# gradcy.numpy.full / full_like are constructors.py's owning constructors, which take plain values;
 # these rules serve the primitives numpy_wrapper.full / full_like.
 def _fill_vjp(g, ans, *args, **kwargs):
     fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
