@@ -95,7 +95,7 @@ def _object_array(self, dtype=None, copy=None):
     it), or of a value whose differentiation is not recording, still raises."""
     import numpy
 
-    from gradcy._tape import active_tape
+    from gradcy._core import active_tape
     tape = self._tape
     if (tape.recorder is not None or tape.released or tape.sweeping or active_tape() is None
             or (dtype is not None and numpy.dtype(dtype) != numpy.dtype(object))):
