@@ -184,14 +184,24 @@ def _basis(t, plain, axis):
     return BatchedTangent(out if out.dtype == dtype else out.astype(dtype))
 
 
+def _unit_product(a, b):
+    """a @ b (or numpy.dot(a, b)) where the batch is the unit vectors: columns or rows of the
+    plain operand picked (_basis); (False, None) if neither operand is such a batch, and
+    (True, None) where no batch rule applies (both are batches)."""
+    if type(a) is BatchedTangent and type(b) is BatchedTangent:
+        return True, None
+    if type(b) is BatchedTangent and b._eye:
+        return True, _basis(b, a, -1)
+    if type(a) is BatchedTangent and a._eye:
+        return True, _basis(a, b, -2 if _np.ndim(b) >= 2 else -1)
+    return False, None
+
+
 def _matmul(a, b):
     """a @ b with one of them a batch."""
-    if type(a) is BatchedTangent and type(b) is BatchedTangent:
-        return None
-    if type(b) is BatchedTangent and b._eye:
-        return _basis(b, a, -1)
-    if type(a) is BatchedTangent and a._eye:
-        return _basis(a, b, -2 if _np.ndim(b) >= 2 else -1)
+    done, out = _unit_product(a, b)
+    if done:
+        return out
     if type(b) is BatchedTangent:
         kb, na = b.data.ndim - 1, _np.ndim(a)
         if kb == 1 and na >= 1:
@@ -212,12 +222,9 @@ def _matmul(a, b):
 
 def _dot(a, b):
     """numpy.dot(a, b) with one of them a batch."""
-    if type(a) is BatchedTangent and type(b) is BatchedTangent:
-        return None
-    if type(b) is BatchedTangent and b._eye:
-        return _basis(b, a, -1)
-    if type(a) is BatchedTangent and a._eye:
-        return _basis(a, b, -2 if _np.ndim(b) >= 2 else -1)
+    done, out = _unit_product(a, b)
+    if done:
+        return out
     if type(a) is BatchedTangent:
         if a.data.ndim >= 2 and _np.ndim(b) >= 1:
             return BatchedTangent(_np.dot(a.data, b))

@@ -135,24 +135,21 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     @wraps(fun)
     def _fun(*xs, **kw):
         if kw:
-            raise TypeError(f"gradcy.jit: the compiled function takes its arguments by "
-                            f"position only, got keyword argument(s) {', '.join(kw)}; pass "
-                            f"them by position, or bind them with jit(fun, "
-                            f"{next(iter(kw))}=...)")
+            raise tracers._positional_only("gradcy.jit", kw, "compiled")
         if eager:
             return partial_fun(*xs)
         try:
             return cached(xs)
-        except (NotImplementedError, ValueError) as e:
-            msg = str(e)
-            if not msg.startswith("const_graph: "):
-                raise
-            if "writes into an array" not in msg:
-                # the recording's errors, under the name the user called
-                raise type(e)("gradcy.jit: " + msg[len("const_graph: "):]) from e
+        except tracers.ReplayedWriteError:
             warnings.warn(f"gradcy.jit: {name} writes into arrays, which a recorded program "
                           f"cannot replay; running it eagerly", RuntimeWarning, stacklevel=2)
             eager.append(True)
             return partial_fun(*xs)
+        except (NotImplementedError, ValueError) as e:
+            msg = str(e)
+            if not msg.startswith("const_graph: "):
+                raise
+            # the recording's errors, under the name the user called
+            raise type(e)("gradcy.jit: " + msg[len("const_graph: "):]) from e
     _fun.programs = cached.programs
     return _fun

@@ -1167,18 +1167,7 @@ class Checker:
     def fd_grad(self):
         """Central differences of the NumPy program, element by element of x and y."""
         if self._fd is None:
-            zx, zy = onp.zeros(onp.shape(self.x)), onp.zeros(onp.shape(self.y))
-            out = []
-            for which, z in ((0, zx), (1, zy)):
-                g = onp.zeros(z.shape)
-                for i in range(g.size):
-                    e = onp.zeros(g.size)
-                    e[i] = 1.0
-                    e = e.reshape(g.shape)
-                    g.flat[i] = self._central(self.numpy_f, FD_STEP, *((e, zy) if which == 0
-                                                                        else (zx, e)))
-                out.append(g)
-            self._fd = tuple(out)
+            self._fd = self._central_grad(self.numpy_f)
         return self._fd
 
     def fd_dir(self):
@@ -1334,6 +1323,7 @@ class Checker:
         self._derivs(got, want, "VJP after a write into its output")
 
     def _central_grad(self, f):
+        """Central differences of f (of x and y, like the program), element by element."""
         zx, zy = onp.zeros(onp.shape(self.x)), onp.zeros(onp.shape(self.y))
         out = []
         for which, z in ((0, zx), (1, zy)):

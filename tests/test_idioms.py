@@ -15,25 +15,11 @@ import pytest
 
 import gradcy.numpy as np
 from gradcy import grad, hessian, make_jvp, make_vjp, memory
-from gradcy._core import active_tape
 from gradcy.misc import const_graph
 from gradcy.numpy import fusion as F
-from vjp_harness import central_gradient, check_deep, fusion
+from vjp_harness import central_gradient, check_deep, fusion, recorded
 
 COVERED = {F.logsumexp.name, F.log_softmax.name, F.sigmoid.name, F.softplus.name, F.tanh.name}
-
-
-def recorded(f, *args):
-    """The primitive names of the tape's nodes when f(*args) returns."""
-    names = []
-
-    def g(*a):
-        out = f(*a)
-        t = active_tape()
-        names.extend(t.node_info(i)["primitive"] for i in range(len(t)))
-        return out
-    grad(g)(*args)
-    return names
 
 
 # =============================================================================

@@ -24,7 +24,8 @@ import pytest
 import gradcy
 import gradcy.numpy as gnp
 from gradcy import grad, make_jvp, make_vjp
-from gradcy._core import Box, MissingJVPError, MissingVJPError, Primitive, Tape, install_hooks
+from gradcy._core import (Box, MissingJVPError, MissingVJPError, Primitive, Tape, active_tape,
+                          install_hooks)
 from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 
@@ -256,6 +257,20 @@ def check_dtype(fun, *args):
         else:
             assert type(out) is type(a), (
                 f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+
+
+def recorded(f, *args):
+    """The primitive names of the tape's nodes when f(*args) returns, under grad (dead nodes:
+    None): what record-time fusion made of f."""
+    names = []
+
+    def g(*a):
+        out = f(*a)
+        t = active_tape()
+        names.extend(t.node_info(i)["primitive"] for i in range(len(t)))
+        return out
+    grad(g)(*args)
+    return names
 
 
 @contextlib.contextmanager

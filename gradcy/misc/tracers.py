@@ -71,6 +71,18 @@ _VALUE_SHAPED_NAMES = (
 _known: list[frozenset[Any]] = []
 
 
+
+class ReplayedWriteError(NotImplementedError):
+    """A recording's value depends on a write into an array, which a replay cannot redo (the
+    caller may run the function eagerly instead: gradcy.jit does)."""
+
+
+def _positional_only(label, kw, what="replayed"):
+    """The TypeError of a replayed function (const_graph's, jit's) called with keywords."""
+    return TypeError(f"{label}: the {what} function takes its arguments by position only, "
+                     f"got keyword argument(s) {', '.join(kw)}; pass them by position, or bind "
+                     f"them with {label.removeprefix('gradcy.')}(fun, {next(iter(kw))}=...)")
+
 def _known_sets():
     """(untraced primitives left unrecorded, primitives whose result shapes depend on values)."""
     if not _known:
@@ -433,7 +445,7 @@ def _needed(tape, roots, slot_of, infos):
             raise ValueError(f"const_graph: node {i} of the recording has no replayable call "
                              f"(an array buffer written during the call?)")
         if info["prim"].vjp.writes:
-            raise NotImplementedError(
+            raise ReplayedWriteError(
                 "const_graph: the function writes into an array (buf[idx] = value); a "
                 "recorded write cannot be replayed. Build the array functionally (concatenate, "
                 "stack, where) or call the function without const_graph.")
@@ -692,10 +704,7 @@ def const_graph(fun: Callable[..., _R], *args: Any, **kwargs: Any) -> Callable[.
     @wraps(fun)
     def _fun(*xs, **kw):
         if kw:
-            raise TypeError(f"const_graph: the replayed function takes its arguments by "
-                            f"position only, got keyword argument(s) {', '.join(kw)}; pass "
-                            f"them by position, or bind them with const_graph(fun, "
-                            f"{next(iter(kw))}=...)")
+            raise _positional_only("const_graph", kw)
         return cached(xs)
     return _fun
 
