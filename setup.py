@@ -3,6 +3,7 @@
 GRADCY_DEBUG=1   bounds and wraparound checks on, initialized-variable checks on (debugging)
 GRADCY_TRACE=1   line tracing for coverage
 """
+
 import os
 
 from setuptools import Extension, setup
@@ -10,8 +11,9 @@ from setuptools import Extension, setup
 try:
     from Cython.Build import cythonize
 except ImportError as exc:  # pragma: no cover - build-time message
-    raise SystemExit("ERROR: Cython is required to build gradcy from source "
-                     "(pip install 'Cython>=3')") from exc
+    raise SystemExit(
+        "ERROR: Cython is required to build gradcy from source (pip install 'Cython>=3')"
+    ) from exc
 import numpy
 
 DEBUG = os.environ.get("GRADCY_DEBUG", "") not in ("", "0")
@@ -36,13 +38,19 @@ if TRACE:
 # test helpers). The files are the one list of the parts: adding a part is adding its .pyx and
 # .pxd. (The parts cimport one another; cythonize orders their builds by those cimports.)
 HERE = os.path.dirname(os.path.abspath(__file__))
-PARTS = sorted(name[:-4] for name in os.listdir(os.path.join(HERE, "gradcy"))
-               if name.startswith("_") and name.endswith(".pyx"))
+PARTS = sorted(
+    name[:-4]
+    for name in os.listdir(os.path.join(HERE, "gradcy"))
+    if name.startswith("_") and name.endswith(".pyx")
+)
 extensions = [
-    Extension(f"gradcy.{part}", [f"gradcy/{part}.pyx"], include_dirs=[numpy.get_include()],
-              define_macros=macros)
+    Extension(
+        f"gradcy.{part}",
+        [f"gradcy/{part}.pyx"],
+        include_dirs=[numpy.get_include()],
+        define_macros=macros,
+    )
     for part in PARTS
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives=directives,
-                            force=DEBUG or TRACE))
+setup(ext_modules=cythonize(extensions, compiler_directives=directives, force=DEBUG or TRACE))

@@ -11,6 +11,7 @@ shows them all grouped by kind, with a table of the numbers, and loads nothing f
 network. asv's own dashboards (`asv publish`) load their JavaScript from the internet; these do
 not. Needs matplotlib (pip install -e ".[bench]").
 """
+
 import argparse
 import html
 import itertools
@@ -21,8 +22,12 @@ import re
 import sys
 from datetime import datetime, timezone
 
-KINDS = [("time", "Time"), ("peakmemory", "Peak memory"), ("memory", "Memory"),
-         ("track", "Tracked values")]
+KINDS = [
+    ("time", "Time"),
+    ("peakmemory", "Peak memory"),
+    ("memory", "Memory"),
+    ("track", "Tracked values"),
+]
 
 
 # =============================================================================
@@ -39,8 +44,9 @@ def read_results(results_dir):
     """
     meta_path = os.path.join(results_dir, "benchmarks.json")
     if not os.path.exists(meta_path):
-        raise FileNotFoundError(f"{meta_path} not found: run asv in asv_bench/ first "
-                                f"(asv machine --yes && asv run ...)")
+        raise FileNotFoundError(
+            f"{meta_path} not found: run asv in asv_bench/ first (asv machine --yes && asv run ...)"
+        )
     with open(meta_path) as f:
         benchmarks = {k: v for k, v in json.load(f).items() if isinstance(v, dict)}
     runs = []
@@ -54,8 +60,10 @@ def read_results(results_dir):
             with open(os.path.join(mdir, fname)) as f:
                 data = json.load(f)
             if data.get("version") != 2 or "result_columns" not in data:
-                raise ValueError(f"{fname}: not an asv results file of format version 2 "
-                                 f"(asv >= 0.6 writes those)")
+                raise ValueError(
+                    f"{fname}: not an asv results file of format version 2 "
+                    f"(asv >= 0.6 writes those)"
+                )
             runs.append((machine, data))
     envs = sorted({(m, d.get("env_name", "")) for m, d in runs})
     dates = {}
@@ -74,11 +82,15 @@ def read_results(results_dir):
             if values is None:
                 values = [None] * len(combos)
             for combo, value in zip(combos, values):
-                label = ", ".join(f"{n}={_unquote(v)}" if n else _unquote(v)
-                                  for n, v in zip(names, combo))
+                label = ", ".join(
+                    f"{n}={_unquote(v)}" if n else _unquote(v) for n, v in zip(names, combo)
+                )
                 label = " ".join(x for x in (label, where) if x) or "value"
-                if value is not None and (not isinstance(value, (int, float)) or
-                                          isinstance(value, float) and math.isnan(value)):
+                if value is not None and (
+                    not isinstance(value, (int, float))
+                    or isinstance(value, float)
+                    and math.isnan(value)
+                ):
                     value = None
                 series.setdefault(name, {}).setdefault(label, {})[commit] = value
     commits = sorted(dates.items(), key=lambda kv: (kv[1], kv[0]))
@@ -124,7 +136,7 @@ def _scale(unit, values):
                 return factor, label
         return 1e9, "ns"
     if unit == "bytes":
-        for factor, label in ((2.0 ** -30, "GiB"), (2.0 ** -20, "MiB"), (2.0 ** -10, "KiB")):
+        for factor, label in ((2.0**-30, "GiB"), (2.0**-20, "MiB"), (2.0**-10, "KiB")):
             if top * factor >= 1.0:
                 return factor, label
         return 1.0, "bytes"
@@ -143,20 +155,27 @@ def _commit_label(commit, date_ms):
 def plot_benchmark(name, meta, commits, lines, path):
     """Draw one benchmark's lines (label -> {commit: value}) against the commits."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     values = [v for line in lines.values() for v in line.values() if v is not None]
     factor, unit = _scale(meta.get("unit", ""), values)
     longest = max((len(label) for label in lines), default=0)
-    ncol = math.ceil(len(lines) / 18)              # legend columns of at most 18 entries
+    ncol = math.ceil(len(lines) / 18)  # legend columns of at most 18 entries
     legend_width = max(0.0, longest * 0.065 + 0.6) * ncol
     fig, ax = plt.subplots(figsize=(6.5 + legend_width, 4.2))
     xs = range(len(commits))
     styles = _styles(list(lines))
-    for label, line in lines.items():         # in asv's parameter order
+    for label, line in lines.items():  # in asv's parameter order
         ys = [line.get(c) for c, _ in commits]
-        ax.plot(xs, [math.nan if y is None else y * factor for y in ys], ms=4, label=label,
-                **styles[label])
+        ax.plot(
+            xs,
+            [math.nan if y is None else y * factor for y in ys],
+            ms=4,
+            label=label,
+            **styles[label],
+        )
     positive = [v for v in values if v > 0]
     if positive and len(positive) == len(values) and max(positive) / min(positive) > 100:
         ax.set_yscale("log")
@@ -170,8 +189,9 @@ def plot_benchmark(name, meta, commits, lines, path):
     ax.set_title(f"{name} ({meta.get('type', '?')})", fontsize=9)
     ax.grid(alpha=0.3)
     if len(lines) > 1 or next(iter(lines), "value") != "value":
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
-                  ncol=ncol)
+        ax.legend(
+            fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, ncol=ncol
+        )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -185,19 +205,25 @@ def _styles(labels):
 
     def palette(n):
         return plt.get_cmap("tab10" if n <= 10 else "tab20").colors
+
     parts = [label.split(", ") for label in labels]
     if all(len(p) >= 2 for p in parts) and len(labels) > 1:
         firsts = list(dict.fromkeys(p[0] for p in parts))
         colours = palette(len(firsts))
         seconds = list(dict.fromkeys(", ".join(p[1:]) for p in parts))
         markers, dashes = "os^Dv<>", ["-", "--", ":", "-."]
-        return {label: {"color": colours[firsts.index(p[0]) % len(colours)],
-                        "marker": markers[seconds.index(", ".join(p[1:])) % len(markers)],
-                        "linestyle": dashes[seconds.index(", ".join(p[1:])) % len(dashes)]}
-                for label, p in zip(labels, parts)}
+        return {
+            label: {
+                "color": colours[firsts.index(p[0]) % len(colours)],
+                "marker": markers[seconds.index(", ".join(p[1:])) % len(markers)],
+                "linestyle": dashes[seconds.index(", ".join(p[1:])) % len(dashes)],
+            }
+            for label, p in zip(labels, parts)
+        }
     colours = palette(len(labels))
-    return {label: {"color": colours[i % len(colours)], "marker": "o"}
-            for i, label in enumerate(labels)}
+    return {
+        label: {"color": colours[i % len(colours)], "marker": "o"} for i, label in enumerate(labels)
+    }
 
 
 def _fmt(value, meta):
@@ -209,22 +235,32 @@ def _fmt(value, meta):
 
 def write_index(out_dir, benchmarks, commits, series, pngs):
     """index.html: every plot, grouped by kind, each with its numbers; no external resource."""
-    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
-             "<title>gradcy benchmarks over commits</title>",
-             "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
-             "table{border-collapse:collapse;font-size:80%;margin-bottom:2em}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-             "th:first-child,td:first-child{text-align:left}img{max-width:100%}</style>",
-             "</head><body>", "<h1>gradcy benchmarks over commits</h1>",
-             f"<p>{len(series)} benchmarks, {len(commits)} commits "
-             f"({html.escape(', '.join(c[:8] for c, _ in commits))}), from asv's results. "
-             f"Written by benchmarks/asv_plots.py.</p>"]
+    parts = [
+        "<!DOCTYPE html>",
+        "<html><head><meta charset='utf-8'>",
+        "<title>gradcy benchmarks over commits</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:70em}"
+        "table{border-collapse:collapse;font-size:80%;margin-bottom:2em}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "th:first-child,td:first-child{text-align:left}img{max-width:100%}</style>",
+        "</head><body>",
+        "<h1>gradcy benchmarks over commits</h1>",
+        f"<p>{len(series)} benchmarks, {len(commits)} commits "
+        f"({html.escape(', '.join(c[:8] for c, _ in commits))}), from asv's results. "
+        f"Written by benchmarks/asv_plots.py.</p>",
+    ]
     contents = []
     for kind, title in KINDS + [(None, "Other")]:
         known = {k for k, _ in KINDS}
-        names = [n for n in sorted(series)
-                 if (benchmarks.get(n, {}).get("type") == kind
-                     or kind is None and benchmarks.get(n, {}).get("type") not in known)]
+        names = [
+            n
+            for n in sorted(series)
+            if (
+                benchmarks.get(n, {}).get("type") == kind
+                or kind is None
+                and benchmarks.get(n, {}).get("type") not in known
+            )
+        ]
         if not names:
             continue
         contents.append(f"<li><a href='#{kind or 'other'}'>{title}</a> ({len(names)})</li>")
@@ -236,8 +272,10 @@ def write_index(out_dir, benchmarks, commits, series, pngs):
             head = "".join(f"<th>{html.escape(c[:8])}</th>" for c, _ in commits)
             rows = "".join(
                 f"<tr><td>{html.escape(label)}</td>"
-                + "".join(f"<td>{_fmt(line.get(c), meta)}</td>" for c, _ in commits) + "</tr>"
-                for label, line in series[name].items())
+                + "".join(f"<td>{_fmt(line.get(c), meta)}</td>" for c, _ in commits)
+                + "</tr>"
+                for label, line in series[name].items()
+            )
             parts.append(f"<table><tr><th></th>{head}</tr>{rows}</table>")
     parts.insert(6, "<ul>" + "".join(contents) + "</ul>")
     parts.append("</body></html>")
@@ -256,18 +294,19 @@ def draw(results_dir, out_dir):
     pngs = {}
     for name in sorted(series):
         pngs[name] = _filename(name)
-        plot_benchmark(name, benchmarks.get(name, {}), commits, series[name],
-                       os.path.join(out_dir, pngs[name]))
+        plot_benchmark(
+            name, benchmarks.get(name, {}), commits, series[name], os.path.join(out_dir, pngs[name])
+        )
     return write_index(out_dir, benchmarks, commits, series, pngs)
 
 
 def main(argv=None):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", nargs="?",
-                        default=os.path.join(root, "asv_bench", "results"))
-    parser.add_argument("out_dir", nargs="?", default=os.path.join(root, "bench-out",
-                                                                   "asv-plots"))
+    parser.add_argument(
+        "results_dir", nargs="?", default=os.path.join(root, "asv_bench", "results")
+    )
+    parser.add_argument("out_dir", nargs="?", default=os.path.join(root, "bench-out", "asv-plots"))
     args = parser.parse_args(argv)
     try:
         index = draw(args.results_dir, args.out_dir)

@@ -16,6 +16,7 @@ Targets at S=256 and S=1024: time <= 1.4x, peak <= 1.3x. With --torch, PyTorch (
 thread; peer_workloads.attention_torch_grad: by concatenation, and in place with a clone of each
 read) takes its turn in the same rounds, time only (tracemalloc does not see its allocations).
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -41,19 +42,26 @@ def worker(S, inner, with_torch):
     import gradcy.numpy as gnp
     import reference_gradients as ref
     from gradcy import grad
+
     data = ref.attention_inputs()
     f = ref.attention_inplace(gnp)
-    fns = {"hand": ref.hand_attention, "default": grad(f),
-           "recompute": grad(f, recompute="elementwise")}
+    fns = {
+        "hand": ref.hand_attention,
+        "default": grad(f),
+        "recompute": grad(f, recompute="elementwise"),
+    }
     if with_torch:
         import torch
 
         from peer_workloads import attention_torch_grad
+
         torch.set_num_threads(1)
+
         def torch_grad(variant):
             return lambda *a: attention_torch_grad(torch, *a, variant).numpy()
+
         fns["torch_concat"], fns["torch_inplace"] = torch_grad("concat"), torch_grad("inplace")
-    small = min(S, 16)       # the gradients are checked on a short run
+    small = min(S, 16)  # the gradients are checked on a short run
     want = ref.hand_attention(*data, small)
     for m in list(fns)[1:]:
         if not numpy.allclose(fns[m](*data, small), want, rtol=1e-9, atol=1e-12):
@@ -70,17 +78,22 @@ def worker(S, inner, with_torch):
         fns[m](*data, S)
         peaks[m] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    print(TAG + json.dumps({"time": {m: statistics.median(v) for m, v in times.items()},
-                            "peak": peaks}))
+    print(
+        TAG
+        + json.dumps({"time": {m: statistics.median(v) for m, v in times.items()}, "peak": peaks})
+    )
 
 
 def run(python, S, inner, with_torch):
-    r = subprocess.run([python, os.path.abspath(__file__), "--worker", str(S),
-                        "--inner", str(inner)] + ["--torch"] * with_torch,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [python, os.path.abspath(__file__), "--worker", str(S), "--inner", str(inner)]
+        + ["--torch"] * with_torch,
+        capture_output=True,
+        text=True,
+    )
     for line in r.stdout.splitlines():
         if line.startswith(TAG):
-            return json.loads(line[len(TAG):])
+            return json.loads(line[len(TAG) :])
     raise RuntimeError(f"{python} S={S}: {r.stderr.strip()[-400:]}")
 
 
@@ -88,10 +101,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--S", default="64,256,1024")
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--inner", type=int, default=0,
-                    help="gradients per implementation per round (default: by S)")
-    ap.add_argument("--python", action="append", help="interpreter(s) to compare (default: "
-                    "this one); give it twice for a before/after run")
+    ap.add_argument(
+        "--inner",
+        type=int,
+        default=0,
+        help="gradients per implementation per round (default: by S)",
+    )
+    ap.add_argument(
+        "--python",
+        action="append",
+        help="interpreter(s) to compare (default: this one); give it twice for a before/after run",
+    )
     ap.add_argument("--torch", action="store_true", help="PyTorch's gradients too (time)")
     ap.add_argument("--worker", type=int)
     args = ap.parse_args()
@@ -104,14 +124,18 @@ def main():
     for k in range(args.rounds):
         for S in Ss:
             inner = args.inner or (7 if S <= 64 else 3 if S <= 256 else 1)
-            for p in (pythons if k % 2 == 0 else pythons[::-1]):
+            for p in pythons if k % 2 == 0 else pythons[::-1]:
                 res[p, S].append(run(p, S, inner, args.torch))
         print(f"round {k + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} CPUs, load "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; command: python "
-          f"{' '.join(sys.argv)}\n")
-    print("| build | S | hand ms | hand peak MiB | mode | time ratio | peak ratio | "
-          "targets (time <= 1.4x, peak <= 1.3x) |")
+    print(
+        f"date: {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} CPUs, load "
+        f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; command: python "
+        f"{' '.join(sys.argv)}\n"
+    )
+    print(
+        "| build | S | hand ms | hand peak MiB | mode | time ratio | peak ratio | "
+        "targets (time <= 1.4x, peak <= 1.3x) |"
+    )
     print("|---|---:|---:|---:|---|---:|---:|---|")
     for p in pythons:
         for S in Ss:
@@ -121,13 +145,16 @@ def main():
             for m in list(rs[0]["time"])[1:]:
                 t = statistics.median(r["time"][m] / r["time"]["hand"] for r in rs)
                 if m not in rs[0]["peak"]:
-                    print(f"| {p} | {S} | {ht * 1e3:.1f} | {hp / 2 ** 20:.2f} | {m} | {t:.2f}x "
-                          f"| - | |")
+                    print(
+                        f"| {p} | {S} | {ht * 1e3:.1f} | {hp / 2**20:.2f} | {m} | {t:.2f}x | - | |"
+                    )
                     continue
                 pk = statistics.median(r["peak"][m] / r["peak"]["hand"] for r in rs)
                 ok = ("met" if t <= 1.4 and pk <= 1.3 else "missed") if S >= 256 else ""
-                print(f"| {p} | {S} | {ht * 1e3:.1f} | {hp / 2 ** 20:.2f} | {m} | {t:.2f}x | "
-                      f"{pk:.2f}x | {ok} |")
+                print(
+                    f"| {p} | {S} | {ht * 1e3:.1f} | {hp / 2**20:.2f} | {m} | {t:.2f}x | "
+                    f"{pk:.2f}x | {ok} |"
+                )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ sgd, rmsprop) at N steps, under both libraries alike; the examples' code is unch
 Prints a table: example, runs unchanged under gradcy, equal to autograd's run, time under
 autograd / gradcy.
 """
+
 import argparse
 import os
 import pickle
@@ -58,6 +59,7 @@ def mnist():
 # =============================================================================
 def _numeric_leaves(obj, prefix, out, depth=0):
     import numpy as np
+
     if depth > 4:
         return
     if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "biufc":
@@ -78,6 +80,7 @@ def _cap_iterations(max_iters):
     import functools
 
     import scipy.optimize
+
     minimize = scipy.optimize.minimize
 
     @functools.wraps(minimize)
@@ -86,12 +89,15 @@ def _cap_iterations(max_iters):
         options["maxiter"] = min(options.get("maxiter", max_iters), max_iters)
         kwargs["options"] = options
         return minimize(*args, **kwargs)
+
     scipy.optimize.minimize = capped_minimize
     optimizers = sys.modules["autograd.misc.optimizers"]
     for name in ("adam", "sgd", "rmsprop"):
+
         def capped(*args, _run=getattr(optimizers, name), **kwargs):
             kwargs["num_iters"] = min(kwargs.get("num_iters", max_iters), max_iters)
             return _run(*args, **kwargs)
+
         setattr(optimizers, name, functools.wraps(getattr(optimizers, name))(capped))
 
 
@@ -101,9 +107,11 @@ def worker(backend, path, outfile, max_iters=None):
     import runpy
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.backend_bases import FigureCanvasBase
+
     # animation frames are not rendered (the examples redraw every iteration, which would
     # time matplotlib rather than the differentiation); savefig still renders
     plt.pause = lambda interval: None
@@ -112,22 +120,33 @@ def worker(backend, path, outfile, max_iters=None):
     if backend == "gradcy":
         sys.path.insert(0, os.path.join(ROOT, "tests"))
         import autograd_alias
+
         autograd_alias.install()
-    for m in ("autograd", "autograd.numpy", "autograd.numpy.random", "autograd.misc",
-              "autograd.misc.optimizers", "autograd.scipy.stats", "autograd.scipy.special",
-              "autograd.scipy.integrate", "autograd.scipy.signal"):
-        __import__(m)                          # imports are not part of the timing
+    for m in (
+        "autograd",
+        "autograd.numpy",
+        "autograd.numpy.random",
+        "autograd.misc",
+        "autograd.misc.optimizers",
+        "autograd.scipy.stats",
+        "autograd.scipy.special",
+        "autograd.scipy.integrate",
+        "autograd.scipy.signal",
+    ):
+        __import__(m)  # imports are not part of the timing
     if max_iters is not None:
         _cap_iterations(int(max_iters))
     import random
 
     import numpy
-    numpy.random.seed(0)                       # examples that draw unseeded: the same draws
+
+    numpy.random.seed(0)  # examples that draw unseeded: the same draws
     random.seed(0)
 
-    class RandomState(numpy.random.RandomState):   # RandomState() unseeded: seed 0
+    class RandomState(numpy.random.RandomState):  # RandomState() unseeded: seed 0
         def __init__(self, seed=0):
             super().__init__(seed)
+
     for m in ("numpy.random", "autograd.numpy.random"):
         sys.modules[m].RandomState = RandomState
     buf = io.StringIO()
@@ -156,8 +175,22 @@ def worker(backend, path, outfile, max_iters=None):
 # =============================================================================
 def fetch(sdist, workdir):
     if sdist is None:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:",
-                        "--no-deps", f"autograd=={VERSION}", "-d", workdir], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                f"autograd=={VERSION}",
+                "-d",
+                workdir,
+            ],
+            check=True,
+        )
         sdist = os.path.join(workdir, f"autograd-{VERSION}.tar.gz")
     with tarfile.open(sdist) as tf:
         tf.extractall(workdir, filter="data")
@@ -180,20 +213,41 @@ def run_one(backend, name, examples_dir, standins, timeout, max_iters=None):
         shutil.copytree(examples_dir, ex_copy)
         path = os.path.join(ex_copy, name + ".py")
         out = os.path.join(scratch, "result.pkl")
-        env = dict(os.environ, MPLBACKEND="Agg", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join([standins, os.path.dirname(path), ex_copy]))
+        env = dict(
+            os.environ,
+            MPLBACKEND="Agg",
+            OMP_NUM_THREADS="1",
+            OPENBLAS_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYTHONPATH=os.pathsep.join([standins, os.path.dirname(path), ex_copy]),
+        )
         try:
             cap = [] if max_iters is None else ["--max-iters", str(max_iters)]
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", backend, path,
-                            out] + cap, cwd=os.path.dirname(path), env=env, timeout=timeout,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--worker", backend, path, out] + cap,
+                cwd=os.path.dirname(path),
+                env=env,
+                timeout=timeout,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
-            return {"ok": False, "error": f"timeout after {timeout} s", "stdout": "",
-                    "seconds": None, "arrays": {}}
+            return {
+                "ok": False,
+                "error": f"timeout after {timeout} s",
+                "stdout": "",
+                "seconds": None,
+                "arrays": {},
+            }
         if not os.path.exists(out):
-            return {"ok": False, "error": "the worker died", "stdout": "", "seconds": None,
-                    "arrays": {}}
+            return {
+                "ok": False,
+                "error": "the worker died",
+                "stdout": "",
+                "seconds": None,
+                "arrays": {},
+            }
         with open(out, "rb") as f:
             return pickle.load(f)
     finally:
@@ -206,6 +260,7 @@ _NUM = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
 def compare(a, b, rtol):
     """(equal?, detail): the printed numbers and the namespace arrays of two runs."""
     import numpy as np
+
     ta, tb = a["stdout"], b["stdout"]
     for pat in VOLATILE:
         ta, tb = pat.sub("<id>", ta), pat.sub("<id>", tb)
@@ -217,10 +272,12 @@ def compare(a, b, rtol):
     if words_a != words_b:
         # an iterative optimizer amplifies last-bit differences: how close the start is
         k = min(5, len(na), len(nb))
-        start = max((abs(x - y) / max(abs(x), abs(y), 1e-300) for x, y in
-                     zip(na[:k], nb[:k])), default=0.0)
-        return False, (f"printed text differs; first {k} printed numbers: max rel. diff "
-                       f"{start:.1e}")
+        start = max(
+            (abs(x - y) / max(abs(x), abs(y), 1e-300) for x, y in zip(na[:k], nb[:k])), default=0.0
+        )
+        return False, (
+            f"printed text differs; first {k} printed numbers: max rel. diff {start:.1e}"
+        )
     pairs = list(zip(na, nb))
     common = sorted(set(a["arrays"]) & set(b["arrays"]))
     if set(a["arrays"]) != set(b["arrays"]):
@@ -237,8 +294,9 @@ def compare(a, b, rtol):
         worst = max(worst, d)
     n = len(pairs)
     k = min(5, len(na))
-    start = max((abs(x - y) / max(abs(x), abs(y), 1e-300) for x, y in zip(na[:k], nb[:k])),
-                default=0.0)
+    start = max(
+        (abs(x - y) / max(abs(x), abs(y), 1e-300) for x, y in zip(na[:k], nb[:k])), default=0.0
+    )
     detail = f"{n} numbers, max rel. diff {worst:.1e}"
     if worst > rtol and k:
         detail += f"; first {k} printed: {start:.1e}"
@@ -267,13 +325,21 @@ def main():
         with open(os.path.join(standins, "data_mnist.py"), "w") as f:
             f.write(MNIST_STANDIN.format(n_train=args.mnist_n, n_test=max(args.mnist_n // 6, 10)))
         names = args.examples or list_examples(examples_dir)
-        print(f"autograd {VERSION} examples, {time.strftime('%Y-%m-%d %H:%M')}, "
-              f"{os.cpu_count()} CPUs, load {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
-              f"MNIST stand-in with {args.mnist_n} training images"
-              + ("" if args.max_iters is None else
-                 f"; optimizers capped at {args.max_iters} iterations") + "\n")
-        print("| example | runs unchanged under gradcy | equal to autograd | autograd | gradcy "
-              "| gradcy is faster by |")
+        print(
+            f"autograd {VERSION} examples, {time.strftime('%Y-%m-%d %H:%M')}, "
+            f"{os.cpu_count()} CPUs, load {' '.join(f'{v:.2f}' for v in os.getloadavg())}; "
+            f"MNIST stand-in with {args.mnist_n} training images"
+            + (
+                ""
+                if args.max_iters is None
+                else f"; optimizers capped at {args.max_iters} iterations"
+            )
+            + "\n"
+        )
+        print(
+            "| example | runs unchanged under gradcy | equal to autograd | autograd | gradcy "
+            "| gradcy is faster by |"
+        )
         print("|---|---|---|---:|---:|---:|")
         summary = {"ran": 0, "equal": 0, "total": 0}
         for name in names:
@@ -283,8 +349,10 @@ def main():
             if args.stdout_dir:
                 os.makedirs(args.stdout_dir, exist_ok=True)
                 for backend, r in (("autograd", a), ("gradcy", g)):
-                    with open(os.path.join(args.stdout_dir, f"{name.replace('/', '_')}."
-                                           f"{backend}.txt"), "w") as f:
+                    with open(
+                        os.path.join(args.stdout_dir, f"{name.replace('/', '_')}.{backend}.txt"),
+                        "w",
+                    ) as f:
                         f.write(r["stdout"])
             runs = "yes" if g["ok"] else f"no: {g['error']}"
             if g["ok"]:
@@ -302,8 +370,10 @@ def main():
             ta = f"{a['seconds']:.2f} s" if a["seconds"] is not None else "-"
             tg = f"{g['seconds']:.2f} s" if g["seconds"] is not None else "-"
             print(f"| {name} | {runs} | {equal} | {ta} | {tg} | {speed} |", flush=True)
-        print(f"\n{summary['ran']} of {summary['total']} examples run unchanged under gradcy; "
-              f"{summary['equal']} equal to autograd's run (rtol {args.rtol:g})")
+        print(
+            f"\n{summary['ran']} of {summary['total']} examples run unchanged under gradcy; "
+            f"{summary['equal']} equal to autograd's run (rtol {args.rtol:g})"
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -10,6 +10,7 @@ from the recording (one line per NumPy call), or, for programs longer than
 gradcy.misc.tracers._MAX_COMPILED_STEPS, a step interpreter (its row below: the same program
 recorded with that limit set to 0).
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -46,9 +47,12 @@ def main():
         interpreted(x)
     finally:
         tracers._MAX_COMPILED_STEPS = limit
-    runs = {"hand-written NumPy": lambda: ref.hand_sinchain(x), "gradcy grad": lambda: g(x),
-            "const_graph(grad) replay": lambda: replay(x),
-            "const_graph(grad) replay, step interpreter": lambda: interpreted(x)}
+    runs = {
+        "hand-written NumPy": lambda: ref.hand_sinchain(x),
+        "gradcy grad": lambda: g(x),
+        "const_graph(grad) replay": lambda: replay(x),
+        "const_graph(grad) replay, step interpreter": lambda: interpreted(x),
+    }
     x2 = onp.array([-0.3, 0.2, 1.4])
     for fn in (replay, interpreted, g):
         assert onp.allclose(fn(x2), ref.hand_sinchain(x2), rtol=1e-12)
@@ -58,8 +62,7 @@ def main():
     print("|---|---:|---:|")
     for k, v in med.items():
         print(f"| {k} | {v * 1e3:.2f} | {v / med['hand-written NumPy']:.2f}x |")
-    print(f"\nrecording (the first const_graph call: traced, then compiled): "
-          f"{record * 1e3:.1f} ms")
+    print(f"\nrecording (the first const_graph call: traced, then compiled): {record * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ The matcher's cost across builds (before/after a change to the table): run
 `PYTHONPATH=<build> python benchmarks/idiom_targets.py --only-overhead` for each build in turn,
 several times, and compare the medians of the "table on" ratios.
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -50,7 +51,8 @@ def _lse(m, x):
 
 IDIOMS = {
     "softmax": lambda m, x: (lambda e: e / m.sum(e, axis=1, keepdims=True))(
-        m.exp(x - m.max(x, axis=1, keepdims=True))),
+        m.exp(x - m.max(x, axis=1, keepdims=True))
+    ),
     "logsumexp": _lse,
     "log_softmax": lambda m, x: x - _lse(m, x),
     "sigmoid": lambda m, x: 1 / (1 + m.exp(-x)),
@@ -163,14 +165,16 @@ def measure(name, shape, repeats, rounds):
         old = _core.set_fusion(fused)
         try:
             if not onp.allclose(g(x), want, rtol=1e-10, atol=1e-12):
-                raise SystemExit(f"{name}: the gradient (fused={fused}) differs from the "
-                                 f"hand-written one")
+                raise SystemExit(
+                    f"{name}: the gradient (fused={fused}) differs from the hand-written one"
+                )
         finally:
             _core.set_fusion(old)
     saved = {k: saved_after_forward(f, x, k == "fused") - C.nbytes for k in ("fused", "unfused")}
     sq = square_loss(name)
-    saved.update({k + " sq": saved_after_forward(sq, x, k == "fused") for k in ("fused",
-                                                                              "unfused")})
+    saved.update(
+        {k + " sq": saved_after_forward(sq, x, k == "fused") for k in ("fused", "unfused")}
+    )
     ratios = {"fused": [], "unfused": []}
     for _ in range(rounds):
         ts = {"hand": [], "fused": [], "unfused": []}
@@ -181,8 +185,11 @@ def measure(name, shape, repeats, rounds):
         h = statistics.median(ts["hand"])
         for k in ratios:
             ratios[k].append(statistics.median(ts[k]) / h)
-    return ((hand_bytes, hand_square_bytes(name, x, hand_bytes)), saved,
-            {k: statistics.median(v) for k, v in ratios.items()})
+    return (
+        (hand_bytes, hand_square_bytes(name, x, hand_bytes)),
+        saved,
+        {k: statistics.median(v) for k, v in ratios.items()},
+    )
 
 
 def matcher_overhead(repeats, rounds):
@@ -209,24 +216,36 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=31, help="timed runs per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-overhead", action="store_true", help="skip the sin chain")
-    ap.add_argument("--only-overhead", action="store_true",
-                    help="the sin chain only (run it once per build to compare builds)")
+    ap.add_argument(
+        "--only-overhead",
+        action="store_true",
+        help="the sin chain only (run it once per build to compare builds)",
+    )
     args = ap.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split(","))
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}, x {shape} "
-          f"float64, loss sum(idiom(x) * C), {args.rounds} rounds of {args.repeats}\n")
-    print("| idiom | saved bytes, sum(y * C): hand / unfused / fused | sum(y ** 2): hand / "
-          "unfused / fused | time vs hand: unfused | fused |")
+    print(
+        f"date: {time.strftime('%Y-%m-%d %H:%M')}, numpy {onp.__version__}, x {shape} "
+        f"float64, loss sum(idiom(x) * C), {args.rounds} rounds of {args.repeats}\n"
+    )
+    print(
+        "| idiom | saved bytes, sum(y * C): hand / unfused / fused | sum(y ** 2): hand / "
+        "unfused / fused | time vs hand: unfused | fused |"
+    )
     print("|---|---|---|---:|---:|")
     for name in [] if args.only_overhead else IDIOMS:
         (hb, hsq), saved, r = measure(name, shape, args.repeats, args.rounds)
-        print(f"| {name} | {hb:,} / {saved['unfused']:,} / {saved['fused']:,} | "
-              f"{hsq:,} / {saved['unfused sq']:,} / {saved['fused sq']:,} | "
-              f"{r['unfused']:.2f}x | {r['fused']:.2f}x |", flush=True)
+        print(
+            f"| {name} | {hb:,} / {saved['unfused']:,} / {saved['fused']:,} | "
+            f"{hsq:,} / {saved['unfused sq']:,} / {saved['fused sq']:,} | "
+            f"{r['unfused']:.2f}x | {r['fused']:.2f}x |",
+            flush=True,
+        )
     if not args.no_overhead:
         r = matcher_overhead(max(3, args.repeats // 3), args.rounds)
-        print(f"\nsin chain (1000 steps, 3 elements), CPU time vs hand-written: table on "
-              f"{r['on']:.3f}x, off {r['off']:.3f}x")
+        print(
+            f"\nsin chain (1000 steps, 3 elements), CPU time vs hand-written: table on "
+            f"{r['on']:.3f}x, off {r['off']:.3f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -25,13 +25,14 @@ Workloads:
 --cython: the sin chain's compiled kernel translated to Cython and built at run time (the
 other native code generator the issue names): its build time and its run time beside Numba's.
 """
+
 import os
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-             "XLA_FLAGS_THREADS"):
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS_THREADS"):
     os.environ[_var] = "1"
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                      "intra_op_parallelism_threads=1")
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
 
 import argparse
 import gc
@@ -61,16 +62,19 @@ def rnn(m):
         h = m.zeros((xs.shape[1], Wh.shape[0]))
         for t in range(xs.shape[0]):
             h = m.tanh(xs[t] @ Wx + h @ Wh + b)
-        return m.sum(h ** 2)
+        return m.sum(h**2)
+
     return f
 
 
 def rnn_inputs(seed=0):
     rs = numpy.random.RandomState(seed)
-    return (rs.standard_normal((RNN_H, RNN_H)) / numpy.sqrt(RNN_H),
-            rs.standard_normal((RNN_I, RNN_H)) / numpy.sqrt(RNN_I),
-            0.1 * rs.standard_normal(RNN_H),
-            rs.standard_normal((RNN_T, RNN_B, RNN_I)))
+    return (
+        rs.standard_normal((RNN_H, RNN_H)) / numpy.sqrt(RNN_H),
+        rs.standard_normal((RNN_I, RNN_H)) / numpy.sqrt(RNN_I),
+        0.1 * rs.standard_normal(RNN_H),
+        rs.standard_normal((RNN_T, RNN_B, RNN_I)),
+    )
 
 
 def hand_rnn(Wh, Wx, b, xs):
@@ -98,6 +102,7 @@ def mlp_loss(m):
         mx = m.max(z, axis=1, keepdims=True)
         lse = m.log(m.sum(m.exp(z - mx), axis=1, keepdims=True)) + mx
         return m.mean(m.sum((lse - z) * y, axis=1))
+
     return loss
 
 
@@ -108,6 +113,7 @@ def mlp_step(m, value_and_grad, argkw):
         params = (W1, b1, W2, b2, W3, b3)
         loss, grads = vg(*params, x, y)
         return (loss,) + tuple(p - LR * g for p, g in zip(params, grads))
+
     return step
 
 
@@ -160,6 +166,7 @@ def variants(name, S):
     """{label: (function, arguments, compiled?)}; the first is the hand-written baseline."""
     import gradcy
     import gradcy.numpy as gnp
+
     jax = _jax()
     out = {}
     if name == "sinchain":
@@ -181,24 +188,24 @@ def variants(name, S):
         out["numpy (hand)"] = (hand_mlp_step, args, False)
         step = mlp_step(gnp, gradcy.value_and_grad, "argnum")
         out["gradcy (eager)"] = (step, args, False)
-        out["gradcy.jit"] = (gradcy.jit(mlp_step(gnp, gradcy.value_and_grad, "argnum")),
-                             args, True)
+        out["gradcy.jit"] = (gradcy.jit(mlp_step(gnp, gradcy.value_and_grad, "argnum")), args, True)
         if jax:
-            out["jax.jit"] = (jax.jit(mlp_step(jax.numpy, jax.value_and_grad, "argnums")),
-                              args, True)
+            out["jax.jit"] = (
+                jax.jit(mlp_step(jax.numpy, jax.value_and_grad, "argnums")),
+                args,
+                True,
+            )
     elif name == "memnet":
         W, x = ref.memnet_inputs()
         out["numpy (hand, in-place)"] = (lambda W, x: ref.hand_memnet(W, x, S), (W, x), False)
         fi = ref.memnet_inplace(gnp)
         fc = ref.memnet_concat(gnp)
-        out["gradcy (eager, in-place)"] = (lambda W, x: gradcy.grad(fi)(W, x, S), (W, x),
-                                           False)
+        out["gradcy (eager, in-place)"] = (lambda W, x: gradcy.grad(fi)(W, x, S), (W, x), False)
         out["gradcy.jit (in-place)"] = (gradcy.jit(gradcy.grad(fi), S=S), (W, x), True)
         out["gradcy.jit (concat)"] = (gradcy.jit(gradcy.grad(fc), S=S), (W, x), True)
         if jax and S <= JAX_MEMNET_MAX_S:
             fj = ref.memnet_concat(jax.numpy)
-            out["jax.jit (concat)"] = (jax.jit(jax.grad(lambda W, x: fj(W, x, S))), (W, x),
-                                       True)
+            out["jax.jit (concat)"] = (jax.jit(jax.grad(lambda W, x: fj(W, x, S))), (W, x), True)
     return out
 
 
@@ -246,8 +253,10 @@ def measure(name, S, rounds):
         for label in labels[1:]:
             got = results[label]
             assert len(got) == len(want), (name, label)
-            err[label] = max(float(numpy.max(numpy.abs(g - w)) / (numpy.max(numpy.abs(w)) or 1))
-                             for g, w in zip(got, want))
+            err[label] = max(
+                float(numpy.max(numpy.abs(g - w)) / (numpy.max(numpy.abs(w)) or 1))
+                for g, w in zip(got, want)
+            )
         # calls per timed unit, per variant: about 20 ms of it
         inner = {}
         for label in labels:
@@ -257,7 +266,7 @@ def measure(name, S, rounds):
             inner[label] = max(1, int(0.02 / max(time.perf_counter() - t0, 1e-7)))
         times = {label: [] for label in labels}
         for r in range(rounds):
-            order = labels[r % len(labels):] + labels[:r % len(labels)]
+            order = labels[r % len(labels) :] + labels[: r % len(labels)]
             for label in order:
                 fun, args, _ = vs[label]
                 n = inner[label]
@@ -266,8 +275,10 @@ def measure(name, S, rounds):
                 for _ in range(n):
                     _block(fun(*args))
                 times[label].append((time.perf_counter() - t0) / n)
-        peaks = {label: (None if label.startswith("jax") else _peak(vs[label][0], vs[label][1]))
-                 for label in labels}
+        peaks = {
+            label: (None if label.startswith("jax") else _peak(vs[label][0], vs[label][1]))
+            for label in labels
+        }
     med = {label: statistics.median(times[label]) for label in labels}
     best = {label: min(times[label]) for label in labels}
     return labels, compile_s, med, best, peaks, err
@@ -284,34 +295,46 @@ def cython_prototype():
     import gradcy
     import gradcy.numpy as gnp
     from gradcy import _codegen
+
     fast = gradcy.jit(gradcy.grad(ref.sinchain(gnp)))
     x = numpy.random.RandomState(ref.SEED).standard_normal(3)
     fast(x)
     step = fast.programs[0][1].steps[0][0]
     src = step.source
-    names = sorted(set(re.findall(r"\b([tuc]\d+(?:_\d+)?)\b", src)) - {"c0"} if "c0[" not in src
-                   else set())
+    names = sorted(
+        set(re.findall(r"\b([tuc]\d+(?:_\d+)?)\b", src)) - {"c0"} if "c0[" not in src else set()
+    )
     arrays = sorted(set(re.findall(r"\b(s\d+_\d+)\b", src)))
     body = src.replace("np.float64(", "(").replace("np.sin(", "sin(").replace("np.cos(", "cos(")
-    body = re.sub(r"s(\d+)_(\d+) = np\.empty\((\d+), np\.float64\)",
-                  r"s\1_\2 = numpy.empty(\3)", body)
+    body = re.sub(
+        r"s(\d+)_(\d+) = np\.empty\((\d+), np\.float64\)", r"s\1_\2 = numpy.empty(\3)", body
+    )
     lines = body.splitlines()
     decl = [" cdef Py_ssize_t i0, " + ", ".join(sorted(set(re.findall(r"\b(r\d+)\b", src))))]
     decl += [f" cdef double {', '.join(names)}"] if names else []
     decl += [f" cdef double[::1] {', '.join(arrays)}"] if arrays else []
     head = lines[0].replace("def kernel(a0, o0):", "def kernel(double[::1] a0, double[::1] o0):")
-    pyx = ("# cython: boundscheck=False, wraparound=False, cdivision=True\n"
-           "import numpy\nfrom libc.math cimport sin, cos\n\n" + "\n".join(
-               [head] + decl + lines[1:]) + "\n")
+    pyx = (
+        "# cython: boundscheck=False, wraparound=False, cdivision=True\n"
+        "import numpy\nfrom libc.math cimport sin, cos\n\n"
+        + "\n".join([head] + decl + lines[1:])
+        + "\n"
+    )
     tmp = tempfile.mkdtemp(prefix="gradcy-cython-proto-")
     with open(os.path.join(tmp, "proto.pyx"), "w") as fh:
         fh.write(pyx)
     with open(os.path.join(tmp, "setup.py"), "w") as fh:
-        fh.write("from setuptools import setup\nfrom Cython.Build import cythonize\n"
-                 "setup(ext_modules=cythonize('proto.pyx', quiet=True))\n")
+        fh.write(
+            "from setuptools import setup\nfrom Cython.Build import cythonize\n"
+            "setup(ext_modules=cythonize('proto.pyx', quiet=True))\n"
+        )
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tmp,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=tmp,
+        check=True,
+        capture_output=True,
+    )
     build = time.perf_counter() - t0
     so = [f for f in os.listdir(tmp) if f.startswith("proto") and f.endswith(".so")][0]
     spec = importlib.util.spec_from_file_location("proto", os.path.join(tmp, so))
@@ -331,6 +354,7 @@ def cython_prototype():
                 f(*a)
             ts.append((time.perf_counter() - t0) / 200)
         return statistics.median(ts)
+
     return build, per_call(mod.kernel, x, o), per_call(jitted, x, o2)
 
 
@@ -339,16 +363,24 @@ def main(argv=None):
     p.add_argument("--workloads", default="sinchain,rnn,mlp,memnet")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--S", type=int, default=256, help="memory slots of memnet (default 256)")
-    p.add_argument("--cython", action="store_true",
-                   help="also build the sin chain's kernel with Cython and time it")
+    p.add_argument(
+        "--cython",
+        action="store_true",
+        help="also build the sin chain's kernel with Cython and time it",
+    )
     args = p.parse_args(argv)
     import numba
-    print(f"gradcy.jit ({'numba ' + numba.__version__}), numpy {numpy.__version__}, one "
-          f"thread; ratios are steady-state medians over {args.rounds} interleaved rounds, "
-          f"to the hand-written gradient")
+
+    print(
+        f"gradcy.jit ({'numba ' + numba.__version__}), numpy {numpy.__version__}, one "
+        f"thread; ratios are steady-state medians over {args.rounds} interleaved rounds, "
+        f"to the hand-written gradient"
+    )
     print()
-    print("| workload | variant | compile (first call) | time / call (median) | ratio to hand "
-          "(median) | ratio (best round) | peak (tracemalloc) | max rel. diff to hand |")
+    print(
+        "| workload | variant | compile (first call) | time / call (median) | ratio to hand "
+        "(median) | ratio (best round) | peak (tracemalloc) | max rel. diff to hand |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for name in args.workloads.split(","):
         labels, comp, med, best, peaks, err = measure(name, args.S, args.rounds)
@@ -358,14 +390,18 @@ def main(argv=None):
             pk = "n/a (XLA)" if peaks[label] is None else f"{peaks[label] / 2**20:.2f} MiB"
             e = f"{err[label]:.1e}" if label in err else ""
             wl = name + (f" S={args.S}" if name == "memnet" else "")
-            print(f"| {wl} | {label} | {c} | {med[label] * 1e3:.3f} ms | "
-                  f"{med[label] / base:.3f}x | {best[label] / base_best:.3f}x | {pk} | {e} |",
-                  flush=True)
+            print(
+                f"| {wl} | {label} | {c} | {med[label] * 1e3:.3f} ms | "
+                f"{med[label] / base:.3f}x | {best[label] / base_best:.3f}x | {pk} | {e} |",
+                flush=True,
+            )
     if args.cython:
         build, cy, nb = cython_prototype()
         print()
-        print(f"sin chain kernel: Cython build {build:.2f} s, run {cy * 1e6:.1f} us; "
-              f"Numba run {nb * 1e6:.1f} us (its compile is in gradcy.jit's first call above)")
+        print(
+            f"sin chain kernel: Cython build {build:.2f} s, run {cy * 1e6:.1f} us; "
+            f"Numba run {nb * 1e6:.1f} us (its compile is in gradcy.jit's first call above)"
+        )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ functions those modules import.
 The issue's figures for autograd 1.9.1 (numpy 119, numpy.linalg 10, numpy.fft 15,
 scipy.special 30, scipy.stats 27) are printed beside the recomputed ones.
 """
+
 import argparse
 import importlib
 import types
@@ -31,11 +32,15 @@ import warnings
 
 import numpy as onp
 
-REPORTED_AUTOGRAD = {"numpy": 119, "numpy.linalg": 10, "numpy.fft": 15, "scipy.special": 30,
-                     "scipy.stats": 27}
+REPORTED_AUTOGRAD = {
+    "numpy": 119,
+    "numpy.linalg": 10,
+    "numpy.fft": 15,
+    "scipy.special": 30,
+    "scipy.stats": 27,
+}
 MODULES = ["numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.stats"]
-STATS_DISTS = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson",
-               "t"]
+STATS_DISTS = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
 
 _rs = onp.random.RandomState(0)
 _A = _rs.randn(3, 3)
@@ -90,8 +95,11 @@ def _c(np, la):
 
 
 def _public(module):
-    return {n: o for n, o in vars(module).items() if not n.startswith("_")
-            and callable(o) and not isinstance(o, (type, types.ModuleType))}
+    return {
+        n: o
+        for n, o in vars(module).items()
+        if not n.startswith("_") and callable(o) and not isinstance(o, (type, types.ModuleType))
+    }
 
 
 def _reference(name):
@@ -142,20 +150,27 @@ def gradcy_counts():
     import gradcy.numpy.linalg as gla
     from gradcy._core import Primitive
     from gradcy.test_util import check_grads
+
     mods = {"numpy": gnp, "numpy.linalg": gla, "numpy.fft": gnp.fft}
     try:
         import gradcy.scipy.special as gsp
         import gradcy.scipy.stats as gst
+
         mods["scipy.special"] = gsp
         for d in STATS_DISTS:
             mods["scipy.stats." + d] = getattr(gst, d)
     except ImportError:
         gsp = None
     special_objs = {id(o) for o in vars(gsp).values()} if gsp is not None else set()
+
     def is_prim(name, o):
-        return (isinstance(o, Primitive) and o.traced
-                and (o.vjpmakers or o.vjp_argnums is not None)
-                and (o.jvpmakers or o.jvp_argnums is not None))
+        return (
+            isinstance(o, Primitive)
+            and o.traced
+            and (o.vjpmakers or o.vjp_argnums is not None)
+            and (o.jvpmakers or o.jvp_argnums is not None)
+        )
+
     return _counts(mods, special_objs, _c(gnp, gla), is_prim, check_grads)
 
 
@@ -168,6 +183,7 @@ def autograd_counts():
     import autograd.scipy.special as asp
     from autograd.core import primitive_vjps
     from autograd.test_util import check_grads
+
     registered = {id(f) for f in primitive_vjps}
     mods = {"numpy": anp, "numpy.linalg": ala, "numpy.fft": anp.fft, "scipy.special": asp}
     for d in STATS_DISTS:
@@ -179,10 +195,10 @@ def autograd_counts():
             return True
         code = getattr(obj, "__code__", None)
         glb = getattr(obj, "__globals__", {})
-        for ref in (code.co_names if code is not None else ()):
+        for ref in code.co_names if code is not None else ():
             target = glb.get(ref)
             if id(target) in registered and getattr(target, "__name__", None) == name:
-                return True       # a thin wrapper (mean, std, var, where, linalg.norm)
+                return True  # a thin wrapper (mean, std, var, where, linalg.norm)
         return False
 
     def check(fun, modes, order):
@@ -231,8 +247,10 @@ def main(argv=None):
         except ImportError:
             a = None
 
-    head = (f"{'module':<15} {'gradcy':>7} {'gradcy*':>8} {'autograd':>9} {'autograd*':>10} "
-            f"{'autograd (issue)':>17}")
+    head = (
+        f"{'module':<15} {'gradcy':>7} {'gradcy*':>8} {'autograd':>9} {'autograd*':>10} "
+        f"{'autograd (issue)':>17}"
+    )
     print(head)
     print("-" * len(head))
     totals = [0, 0, 0, 0, 0]
@@ -243,7 +261,7 @@ def main(argv=None):
         ar = _in_reference(key, an) if a is not None else set()
         row = [len(gn), len(gr), len(an), len(ar), REPORTED_AUTOGRAD[key]]
         totals = [t + r for t, r in zip(totals, row)]
-        acols = (f"{len(an):>9} {len(ar):>10}" if a is not None else f"{'-':>9} {'-':>10}")
+        acols = f"{len(an):>9} {len(ar):>10}" if a is not None else f"{'-':>9} {'-':>10}"
         print(f"{key:<15} {len(gn):>7} {len(gr):>8} {acols} {REPORTED_AUTOGRAD[key]:>17}")
     print("-" * len(head))
     acols = f"{totals[2]:>9} {totals[3]:>10}" if a is not None else f"{'-':>9} {'-':>10}"

@@ -16,6 +16,7 @@ thread), so every library sees the same machine load, and medians of the ratios.
 
 Targets (gradcy issue 13): overhead <= 1.5x and dropped <= 1.4x the hand-written floor.
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -51,9 +52,11 @@ def interleaved_medians(runs, rounds):
 
 def print_context():
     """The line that dates a table: date, CPUs, load, NumPy, the command."""
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
-          f"command: python {' '.join(sys.argv)}\n")
+    print(
+        f"date: {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load "
+        f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, numpy {onp.__version__}, "
+        f"command: python {' '.join(sys.argv)}\n"
+    )
 
 
 def sinchain_runs(x):
@@ -64,12 +67,14 @@ def sinchain_runs(x):
     try:
         import autograd
         import autograd.numpy as anp
+
         ag = autograd.grad(ref.sinchain(anp))
         runs["autograd"] = lambda: ag(x)
     except ImportError:
         pass
     try:
         import torch
+
         torch.set_num_threads(1)
         tf = ref.sinchain(torch)
 
@@ -77,6 +82,7 @@ def sinchain_runs(x):
             t = torch.tensor(x, requires_grad=True)
             tf(t).backward()
             return t.grad
+
         runs["torch"] = torch_grad
     except ImportError:
         pass
@@ -93,8 +99,10 @@ def main():
     assert onp.allclose(runs["gradcy"](), runs["hand"]())
     med = interleaved_medians(runs, args.rounds)
     print_context()
-    print("| overhead workload (1000 steps, 3 elements) | median ms | vs hand-written | "
-          "gradcy is faster by |")
+    print(
+        "| overhead workload (1000 steps, 3 elements) | median ms | vs hand-written | "
+        "gradcy is faster by |"
+    )
     print("|---|---:|---:|---:|")
     for k, v in med.items():
         faster = "" if k == "gradcy" else f"{v / med['gradcy']:.2f}x"
@@ -106,8 +114,10 @@ def main():
         t_np = min(timeit.repeat("onp.sin(x)", globals=glb, number=20000, repeat=3))
         t_g = min(timeit.repeat("gnp.sin(x)", globals=glb, number=20000, repeat=3))
         ratios.append(t_g / t_np)
-    print(f"\nuntraced gradcy.numpy.sin / numpy.sin on 3 elements: "
-          f"{statistics.median(ratios):.3f} (median of {args.rounds} interleaved rounds)")
+    print(
+        f"\nuntraced gradcy.numpy.sin / numpy.sin on 3 elements: "
+        f"{statistics.median(ratios):.3f} (median of {args.rounds} interleaved rounds)"
+    )
     b, a = onp.random.RandomState(ref.SEED).standard_normal((2, 2, 2))
     dd = grad(ref.dropped(gnp), argnum=(0, 1))
     n = 2000
@@ -117,22 +127,27 @@ def main():
         for _ in range(n):
             fn(b, a)
         return (time.perf_counter() - t0) / n
+
     fwd = ref.dropped(onp)
     r, rf = [], []
     for _ in range(args.rounds):
         t_g, t_h, t_f = loop(dd), loop(ref.hand_dropped), loop(fwd)
         r.append(t_g / t_h)
         rf.append(t_g / t_f)
-    print(f"create-and-drop (2x2): gradcy / hand-written floor (the loop in plain NumPy with "
-          f"the hand-written gradient) time {statistics.median(r):.3f}; gradcy / the plain "
-          f"NumPy forward pass alone {statistics.median(rf):.3f} (medians of {args.rounds} "
-          f"interleaved rounds of {n} iterations)")
+    print(
+        f"create-and-drop (2x2): gradcy / hand-written floor (the loop in plain NumPy with "
+        f"the hand-written gradient) time {statistics.median(r):.3f}; gradcy / the plain "
+        f"NumPy forward pass alone {statistics.median(rf):.3f} (medians of {args.rounds} "
+        f"interleaved rounds of {n} iterations)"
+    )
     X, Z = ref.dotchain_inputs(args.D)
     dg = grad(ref.dotchain(gnp))
     assert onp.allclose(dg(X, Z), ref.hand_dotchain(X, Z))
     r = [once(lambda: dg(X, Z)) / once(lambda: ref.hand_dotchain(X, Z)) for _ in range(3)]
-    print(f"dot chain D={args.D}: gradcy / hand-written time {statistics.median(r):.3f} "
-          f"(median of 3 interleaved pairs)")
+    print(
+        f"dot chain D={args.D}: gradcy / hand-written time {statistics.median(r):.3f} "
+        f"(median of 3 interleaved pairs)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,25 +15,44 @@ attention is gradcy issue 13's network as a user writes it (reference_gradients.
 attention_inplace): every library spells the softmax with max, exp and sum, and writes in place
 where it can (gradcy; PyTorch with a clone of each read) beside the concatenating version.
 """
+
 import numpy
 
 import reference_gradients as ref
 
 LIBS = ("numpy", "gradcy", "autograd", "torch", "jax")
-LIB_LABEL = {"numpy": "numpy (hand)", "gradcy": "gradcy", "autograd": "autograd",
-             "torch": "torch (CPU)", "jax": "jax (eager)"}
+LIB_LABEL = {
+    "numpy": "numpy (hand)",
+    "gradcy": "gradcy",
+    "autograd": "autograd",
+    "torch": "torch (CPU)",
+    "jax": "jax (eager)",
+}
 WORKLOADS = ("overhead", "untraced", "dotchain", "tanhchain", "dropped", "memnet", "attention")
 
 # Rows per library: most workloads have one way of writing them (variant None); memnet has the
 # in-place and the concatenating one.
-VARIANTS = {"memnet": {"numpy": ("inplace",), "gradcy": ("inplace", "concat"),
-                       "autograd": ("concat",), "torch": ("concat", "inplace"),
-                       "jax": ("concat",)},
-            "attention": {"numpy": ("inplace",), "gradcy": ("inplace", "recompute", "concat"),
-                          "autograd": ("concat",), "torch": ("concat", "inplace"),
-                          "jax": ("concat",)}}
-VARIANT_LABEL = {"inplace": "in-place", "concat": "concat",
-                 "recompute": "in-place, recompute='elementwise'"}
+VARIANTS = {
+    "memnet": {
+        "numpy": ("inplace",),
+        "gradcy": ("inplace", "concat"),
+        "autograd": ("concat",),
+        "torch": ("concat", "inplace"),
+        "jax": ("concat",),
+    },
+    "attention": {
+        "numpy": ("inplace",),
+        "gradcy": ("inplace", "recompute", "concat"),
+        "autograd": ("concat",),
+        "torch": ("concat", "inplace"),
+        "jax": ("concat",),
+    },
+}
+VARIANT_LABEL = {
+    "inplace": "in-place",
+    "concat": "concat",
+    "recompute": "in-place, recompute='elementwise'",
+}
 
 
 class Unsupported(Exception):
@@ -70,10 +89,22 @@ def workload_params(args):
         "dotchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
         "tanhchain": {"unit": "grad", "inner": 1, "small": False, "D": args.D},
         "dropped": {"unit": "iter", "inner": 500 if quick else 2000, "small": True},
-        "memnet": {"unit": "grad", "inner": 1, "small": False, "S": getattr(args, "S", None),
-                   "B": ref.MEMNET_B, "D": ref.MEMNET_D},
-        "attention": {"unit": "grad", "inner": 1, "small": False,
-                      "S": getattr(args, "S", None), "B": ref.MEMNET_B, "D": ref.MEMNET_D},
+        "memnet": {
+            "unit": "grad",
+            "inner": 1,
+            "small": False,
+            "S": getattr(args, "S", None),
+            "B": ref.MEMNET_B,
+            "D": ref.MEMNET_D,
+        },
+        "attention": {
+            "unit": "grad",
+            "inner": 1,
+            "small": False,
+            "S": getattr(args, "S", None),
+            "B": ref.MEMNET_B,
+            "D": ref.MEMNET_D,
+        },
     }
 
 
@@ -106,16 +137,17 @@ def make_data(name, p):
     raise ValueError(name)
 
 
-
 # =============================================================================
 # The hand-written NumPy gradients (the baseline) and the traced libraries
 # =============================================================================
 def _untraced(sin, n, block=lambda r: r):
     """n calls of sin(x), outside any differentiation: the price of the wrapper."""
+
     def calls(x):
         for _ in range(n):
             y = sin(x)
         return block(y)
+
     return calls
 
 
@@ -129,6 +161,7 @@ def _hand(name, p):
             for _ in range(n):
                 res = ref.hand_dropped(b, a)
             return res
+
         return loop
     if name == "memnet":
         S = p["S"]
@@ -136,8 +169,11 @@ def _hand(name, p):
     if name == "attention":
         S = p["S"]
         return lambda W, h0, q, b: ref.hand_attention(W, h0, q, b, S)
-    return {"overhead": ref.hand_sinchain, "dotchain": ref.hand_dotchain,
-            "tanhchain": ref.hand_tanhchain}[name]
+    return {
+        "overhead": ref.hand_sinchain,
+        "dotchain": ref.hand_dotchain,
+        "tanhchain": ref.hand_tanhchain,
+    }[name]
 
 
 def memnet_softmax(m):
@@ -159,16 +195,23 @@ def memnet_functions(m, softmax=None):
     """{"memnet_inplace": f, "memnet_concat": f} for a NumPy-like module m, f(W, x, S) -> loss;
     softmax(scores) over axis 1, default memnet_softmax(m)."""
     softmax = softmax or memnet_softmax(m)
-    return {"memnet_inplace": ref.memnet_inplace(m, softmax),
-            "memnet_concat": ref.memnet_concat(m, softmax)}
+    return {
+        "memnet_inplace": ref.memnet_inplace(m, softmax),
+        "memnet_concat": ref.memnet_concat(m, softmax),
+    }
 
 
 def _functions(m):
-    fns = {"overhead": ref.sinchain(m), "dotchain": ref.dotchain(m),
-           "tanhchain": ref.tanhchain(m), "dropped": ref.dropped(m)}
+    fns = {
+        "overhead": ref.sinchain(m),
+        "dotchain": ref.dotchain(m),
+        "tanhchain": ref.tanhchain(m),
+        "dropped": ref.dropped(m),
+    }
     fns.update(memnet_functions(m))
-    fns.update({"attention_inplace": ref.attention_inplace(m),
-                "attention_concat": ref.attention_concat(m)})
+    fns.update(
+        {"attention_inplace": ref.attention_inplace(m), "attention_concat": ref.attention_concat(m)}
+    )
     return fns
 
 
@@ -179,8 +222,11 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=
         S = p["S"]
         return lambda W, x: block(dmem(W, x, S))
     if name == "attention":
-        datt = (grad(fns["attention_inplace"], recompute="elementwise") if variant == "recompute"
-                else grad(fns["attention_" + variant]))
+        datt = (
+            grad(fns["attention_inplace"], recompute="elementwise")
+            if variant == "recompute"
+            else grad(fns["attention_" + variant])
+        )
         S = p["S"]
         return lambda W, h0, q, b: block(datt(W, h0, q, b, S))
     if name == "untraced":
@@ -193,6 +239,7 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=
             for _ in range(n):
                 res = df(b, a)
             return block(res)
+
         return loop
     df = grad(fns[name])
     return lambda *args: block(df(*args))
@@ -203,12 +250,14 @@ def _traced_lib(name, p, m, grad, block=lambda r: r, tuple_kw="argnum", variant=
 def _gradcy(name, p, variant=None):
     import gradcy.numpy as gnp
     from gradcy import grad
+
     return _traced_lib(name, p, gnp, grad, variant=variant)
 
 
 def _autograd(name, p, variant=None):
     import autograd.numpy as anp
     from autograd import grad
+
     if variant == "inplace":
         raise Unsupported("autograd does not support assignment into arrays")
     return _traced_lib(name, p, anp, grad, variant=variant)
@@ -216,15 +265,16 @@ def _autograd(name, p, variant=None):
 
 def _jax(name, p, variant=None):
     import jax
+
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
 
     def block(r):
         return jax.block_until_ready(r)
+
     if variant == "inplace":
         raise Unsupported("jax arrays are immutable (use .at[].set)")
-    run = _traced_lib(name, p, jnp, jax.grad, block=block, tuple_kw="argnums",
-                      variant=variant)
+    run = _traced_lib(name, p, jnp, jax.grad, block=block, tuple_kw="argnums", variant=variant)
     to_dev = jnp.asarray
     if name == "untraced":
         # convert once: the workload is the call on a device array
@@ -254,7 +304,7 @@ def memnet_torch_grad(torch, Wn, xn, S, variant):
         memory = torch.zeros((x.shape[0], S + 1, x.shape[1]), dtype=x.dtype)
         memory[:, 0] = x
         for i in range(S):
-            out = cell(memory[:, :i + 1].clone())
+            out = cell(memory[:, : i + 1].clone())
             memory[:, i + 1] = out
     loss = memory[:, -1].sum() - memory.mean(dim=1).sum()
     return torch.autograd.grad(loss, (W,))[0]
@@ -280,20 +330,21 @@ def attention_torch_grad(torch, Wn, h0n, qn, bn, S, variant):
         mem = torch.zeros((h0.shape[0], S + 1, h0.shape[1]), dtype=h0.dtype)
         mem[:, 0] = h0
         for i in range(S):
-            mem[:, i + 1] = cell(mem[:, :i + 1].clone())
+            mem[:, i + 1] = cell(mem[:, : i + 1].clone())
     loss = mem[:, -1].sum() - mem.mean(dim=1).sum()
     return torch.autograd.grad(loss, (W,))[0]
 
 
 def _torch(name, p, variant=None):
     import torch
+
     torch.set_num_threads(1)
     try:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass
     tg = torch.autograd.grad
-    leaf = torch.from_numpy          # shares memory with the NumPy input: no copy
+    leaf = torch.from_numpy  # shares memory with the NumPy input: no copy
 
     if name == "overhead":
         f = ref.sinchain(torch)
@@ -301,24 +352,29 @@ def _torch(name, p, variant=None):
         def grad_overhead(xn):
             x0 = leaf(xn).requires_grad_()
             return tg(f(x0), (x0,))[0]
+
         return grad_overhead, None
     if name == "untraced":
         return _untraced(torch.sin, p["inner"]), lambda args: tuple(leaf(a) for a in args)
     if name == "dotchain":
+
         def grad_dotchain(xn, zn):
             x0 = leaf(xn).requires_grad_()
             z = leaf(zn)
             for _ in range(ref.DOT_STEPS):
                 z = torch.matmul(x0, z)
             return tg(z.sum(), (x0,))[0]
+
         return grad_dotchain, None
     if name == "tanhchain":
+
         def grad_tanhchain(xn, zn):
             x0 = leaf(xn).requires_grad_()
             z = leaf(zn)
             for _ in range(ref.TANH_STEPS):
                 z = torch.tanh(torch.matmul(x0, z))
             return tg(z.sum(), (x0,))[0]
+
         return grad_tanhchain, None
     if name == "dropped":
         n = p["inner"]
@@ -334,14 +390,16 @@ def _torch(name, p, variant=None):
                     ga = torch.zeros_like(a)
                 res = (gb, ga)
             return res
+
         return loop, None
     if name == "memnet":
         S = p["S"]
         return (lambda Wn, xn: memnet_torch_grad(torch, Wn, xn, S, variant)), None
     if name == "attention":
         S = p["S"]
-        return (lambda Wn, h0n, qn, bn: attention_torch_grad(torch, Wn, h0n, qn, bn, S,
-                                                             variant)), None
+        return (
+            lambda Wn, h0n, qn, bn: attention_torch_grad(torch, Wn, h0n, qn, bn, S, variant)
+        ), None
     raise ValueError(name)
 
 

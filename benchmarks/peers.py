@@ -25,6 +25,7 @@ reason, and a library that is not installed is left out of the run (and of the p
 A memnet run that goes over --max-seconds for one gradient or --max-gib of RSS is stopped and
 shown as n/a.
 """
+
 import argparse
 import datetime
 import gc
@@ -43,19 +44,35 @@ import tracemalloc
 import numpy
 
 import reference_gradients as ref
-from peer_workloads import (LIBS, WORKLOADS, Unsupported, build, lib_label, make_data,
-                            memnet_functions, variants, workload_label, workload_params)
+from peer_workloads import (
+    LIBS,
+    WORKLOADS,
+    Unsupported,
+    build,
+    lib_label,
+    make_data,
+    memnet_functions,
+    variants,
+    workload_label,
+    workload_params,
+)
 
-STEPPED = ("memnet", "attention")   # workloads run once per --S, under the run guard
-MIN_TIMED_SECONDS = 0.5   # memnet: repeat a short gradient until this much has been timed ...
-MAX_SHORT_RUNS = 51       # ... up to this many runs
-MEMNET_S = (64, 256, 1024)       # steps (one row group each); --quick: the first two
-MEMNET_MAX_SECONDS = 60.0        # one gradient slower than this: n/a (too slow)
-MEMNET_MAX_GIB = 4.0             # RSS above this: n/a (too large)
-MEMNET_TIME_BUDGET = 30.0        # stop repeating once the timed runs have taken this long
+STEPPED = ("memnet", "attention")  # workloads run once per --S, under the run guard
+MIN_TIMED_SECONDS = 0.5  # memnet: repeat a short gradient until this much has been timed ...
+MAX_SHORT_RUNS = 51  # ... up to this many runs
+MEMNET_S = (64, 256, 1024)  # steps (one row group each); --quick: the first two
+MEMNET_MAX_SECONDS = 60.0  # one gradient slower than this: n/a (too slow)
+MEMNET_MAX_GIB = 4.0  # RSS above this: n/a (too large)
+MEMNET_TIME_BUDGET = 30.0  # stop repeating once the timed runs have taken this long
 
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "BLIS_NUM_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
 RESULT_TAG = "GRADCY_BENCH_RESULT "
 SCRIPT = os.path.abspath(__file__)
 
@@ -73,6 +90,7 @@ def _rss_now():
 
 def _maxrss():
     import resource
+
     r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return r if sys.platform == "darwin" else r * 1024
 
@@ -90,10 +108,11 @@ def _reset_hwm():
 def _to_numpy(r):
     if isinstance(r, (tuple, list)):
         return [a for e in r for a in _to_numpy(e)]
-    if hasattr(r, "detach"):                      # torch
+    if hasattr(r, "detach"):  # torch
         r = r.detach().cpu().numpy()
-    return [numpy.asarray(r, dtype=numpy.float64) if not numpy.iscomplexobj(r)
-            else numpy.asarray(r)]
+    return [
+        numpy.asarray(r, dtype=numpy.float64) if not numpy.iscomplexobj(r) else numpy.asarray(r)
+    ]
 
 
 def _fingerprint(r):
@@ -112,8 +131,10 @@ def _pinned_env(base=None):
         env[v] = "1"
     env.setdefault("JAX_PLATFORMS", "cpu")
     env.setdefault("JAX_ENABLE_X64", "1")
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
-                        "intra_op_parallelism_threads=1").strip()
+    env["XLA_FLAGS"] = (
+        env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+        "intra_op_parallelism_threads=1"
+    ).strip()
     env["PYTHONHASHSEED"] = "0"
     return env
 
@@ -134,7 +155,7 @@ class _Guard:
         self.poll = poll
         self.phase = None
         self.t0 = 0.0
-        self.partial = None                  # the result so far, once the timed runs are done
+        self.partial = None  # the result so far, once the timed runs are done
         self.factor = 1.0
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -157,12 +178,16 @@ class _Guard:
         if self.max_bytes:
             rss = _rss_now()
             if rss is not None and rss > self.max_bytes:
-                return phase, (f"too large: RSS above {fmt_bytes(self.max_bytes)} in one "
-                               f"{'gradient' if phase == 'run' else phase + ' run'}")
+                return phase, (
+                    f"too large: RSS above {fmt_bytes(self.max_bytes)} in one "
+                    f"{'gradient' if phase == 'run' else phase + ' run'}"
+                )
         if self.max_seconds and time.perf_counter() - self.t0 > self.max_seconds * self.factor:
-            return phase, (f"too slow: one "
-                           f"{'gradient' if phase == 'run' else phase + ' run'} took more "
-                           f"than {self.max_seconds * self.factor:g} s")
+            return phase, (
+                f"too slow: one "
+                f"{'gradient' if phase == 'run' else phase + ' run'} took more "
+                f"than {self.max_seconds * self.factor:g} s"
+            )
         return None
 
     def _watch(self):
@@ -191,19 +216,31 @@ def _check_memnet_hand(data, p):
     measurements, so that they do not hold it."""
     import gradcy.numpy as gnp
     from gradcy import grad
+
     W, x = data
     ours = ref.hand_memnet(W, x, p["S"])
     theirs = grad(memnet_functions(gnp)["memnet_inplace"])(W, x, p["S"])
-    numpy.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12,
-                                  err_msg="hand-written memnet gradient differs from gradcy's")
+    numpy.testing.assert_allclose(
+        ours,
+        theirs,
+        rtol=1e-9,
+        atol=1e-12,
+        err_msg="hand-written memnet gradient differs from gradcy's",
+    )
 
 
 def worker(lib, name, args):
     p = workload_params(args)[name]
     variant = getattr(args, "variant", None) or variants(name, lib)[0]
     inner = p["inner"]
-    out = {"lib": lib, "variant": variant, "workload": name, "S": p.get("S"), "status": "ok",
-           "notes": []}
+    out = {
+        "lib": lib,
+        "variant": variant,
+        "workload": name,
+        "S": p.get("S"),
+        "status": "ok",
+        "notes": [],
+    }
     try:
         data = make_data(name, p)
         run, convert = build(lib, name, p, variant)
@@ -222,8 +259,11 @@ def worker(lib, name, args):
     budget = None
     if name in STEPPED:
         max_gib = getattr(args, "max_gib", MEMNET_MAX_GIB)
-        guard = _Guard(out, getattr(args, "max_seconds", MEMNET_MAX_SECONDS),
-                       int(max_gib * 2 ** 30) if max_gib else None)
+        guard = _Guard(
+            out,
+            getattr(args, "max_seconds", MEMNET_MAX_SECONDS),
+            int(max_gib * 2**30) if max_gib else None,
+        )
         budget = getattr(args, "time_budget", MEMNET_TIME_BUDGET)
 
     def timed(r_phase, factor=1.0):
@@ -242,9 +282,9 @@ def worker(lib, name, args):
     times = []
     try:
         if p["small"]:
-            r = run(*data)                       # warm-up (imports, caches, first dispatch)
+            r = run(*data)  # warm-up (imports, caches, first dispatch)
             del r
-        elif name in STEPPED:                    # warm-up at S=2: lazy imports, first dispatch
+        elif name in STEPPED:  # warm-up at S=2: lazy imports, first dispatch
             r = build(lib, name, dict(p, S=2), variant)[0](*data)
             del r
         n_runs = args.repeats
@@ -262,24 +302,28 @@ def worker(lib, name, args):
                 # short runs are noisy on a shared machine: at least MIN_TIMED_SECONDS of them
                 n_runs = max(n_runs, min(MAX_SHORT_RUNS, int(MIN_TIMED_SECONDS / (t1 - t0))))
             if budget and len(times) < n_runs and sum(times) + times[-1] > budget:
-                out["notes"].append(f"{len(times)} of {n_runs} runs "
-                                    f"(time budget {budget:.0f} s)")
+                out["notes"].append(f"{len(times)} of {n_runs} runs (time budget {budget:.0f} s)")
                 break
         maxrss = _maxrss()
 
         trace_peak = None
         if lib in ("numpy", "gradcy", "autograd"):
             if guard is not None:
-                guard.partial = dict(out, time=statistics.median(times), times=times,
-                                     tracemalloc_peak=None,
-                                     rss_peak=max(0, maxrss - (rss0 or maxrss0)),
-                                     fingerprint=fp, unit=p["unit"])
+                guard.partial = dict(
+                    out,
+                    time=statistics.median(times),
+                    times=times,
+                    tracemalloc_peak=None,
+                    rss_peak=max(0, maxrss - (rss0 or maxrss0)),
+                    fingerprint=fp,
+                    unit=p["unit"],
+                )
             gc.collect()
             if core is not None:
                 core.reset_peak()
             tracemalloc.start()
             tracemalloc.reset_peak()
-            r = timed("tracemalloc", factor=3.0)   # tracing slows the Python-heavy libraries
+            r = timed("tracemalloc", factor=3.0)  # tracing slows the Python-heavy libraries
             trace_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             del r
@@ -294,8 +338,9 @@ def worker(lib, name, args):
         msg = str(exc).strip().splitlines()
         if isinstance(exc, AssertionError):
             msg = [" ".join(line.strip() for line in msg[:4])]
-        return dict(out, status="n/a",
-                    reason=f"{type(exc).__name__}: {msg[0][:300] if msg else ''}")
+        return dict(
+            out, status="n/a", reason=f"{type(exc).__name__}: {msg[0][:300] if msg else ''}"
+        )
 
     gc.collect()
     if core is not None:
@@ -303,14 +348,21 @@ def worker(lib, name, args):
         if name in ("dotchain", "tanhchain", "overhead") + STEPPED:
             out["notes"].append(f"core peak saved {fmt_bytes(st['peak_saved_bytes'])}")
         if st["live_nodes"] or st["live_tapes"] or name == "dropped":
-            out["notes"].append(f"live nodes after: {st['live_nodes']}, "
-                                f"live tapes: {st['live_tapes']}")
+            out["notes"].append(
+                f"live nodes after: {st['live_nodes']}, live tapes: {st['live_tapes']}"
+            )
     if rss0 is None:
         rss0 = maxrss0
     if not hwm_reset:
         out["notes"].append("RSS high-water not resettable: peak includes setup")
-    out.update(time=statistics.median(times), times=times, tracemalloc_peak=trace_peak,
-               rss_peak=max(0, maxrss - rss0), fingerprint=fp, unit=p["unit"])
+    out.update(
+        time=statistics.median(times),
+        times=times,
+        tracemalloc_peak=trace_peak,
+        rss_peak=max(0, maxrss - rss0),
+        fingerprint=fp,
+        unit=p["unit"],
+    )
     return out
 
 
@@ -330,8 +382,7 @@ def worker_main(argv):
     if "numpy" in sys.modules and any(os.environ.get(v) != "1" for v in THREAD_VARS[:3]):
         # started by hand without pinned threads: NumPy is loaded (this file imports it), so
         # start again with the environment pinned before anything is imported
-        os.execve(sys.executable, [sys.executable, SCRIPT, "--worker"] + argv,
-                  _pinned_env())
+        os.execve(sys.executable, [sys.executable, SCRIPT, "--worker"] + argv, _pinned_env())
     res = worker(args.lib, args.workload, args)
     sys.stdout.write(RESULT_TAG + json.dumps(res) + "\n")
     sys.stdout.flush()
@@ -352,7 +403,7 @@ def fmt_time(s):
 def fmt_bytes(b):
     if b is None:
         return "-"
-    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= scale:
             return f"{b / scale:.3g} {unit}"
     return f"{b} B"
@@ -366,6 +417,7 @@ def fmt_ratio(v, base, floor=0):
 
 def _version(dist):
     from importlib import metadata
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -393,12 +445,19 @@ def _loadavg():
 def _git_commit():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        r = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
-                           capture_output=True, text=True, timeout=5)
+        r = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
         if r.returncode == 0:
-            dirty = subprocess.run(["git", "-C", here, "status", "--porcelain",
-                                    "--untracked-files=no"],
-                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            dirty = subprocess.run(
+                ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout.strip()
             return r.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
@@ -406,16 +465,24 @@ def _git_commit():
 
 
 def header(argv):
-    vers = {name: _version(dist) for name, dist in
-            (("gradcy", "gradcy"), ("autograd", "autograd"), ("torch", "torch"),
-             ("jax", "jax"))}
+    vers = {
+        name: _version(dist)
+        for name, dist in (
+            ("gradcy", "gradcy"),
+            ("autograd", "autograd"),
+            ("torch", "torch"),
+            ("jax", "jax"),
+        )
+    }
     commit = _git_commit()
     lines = [
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
         f"machine: {platform.platform()}, {_cpu_model()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}" + _loadavg(),
-        "versions: numpy " + numpy.__version__ + ", " + ", ".join(
-            f"{k} {v if v else 'not installed'}" for k, v in vers.items())
+        "versions: numpy "
+        + numpy.__version__
+        + ", "
+        + ", ".join(f"{k} {v if v else 'not installed'}" for k, v in vers.items())
         + (f" (gradcy commit {commit})" if commit else ""),
         "threads: OMP/OPENBLAS/MKL_NUM_THREADS=1, torch.set_num_threads(1); one subprocess "
         "per library and workload",
@@ -425,8 +492,17 @@ def header(argv):
 
 
 def run_worker(lib, name, args, timeout, variant=None, S=None):
-    cmd = [sys.executable, SCRIPT, "--worker", lib, name,
-           "--repeats", str(args.repeats), "--D", str(args.D)]
+    cmd = [
+        sys.executable,
+        SCRIPT,
+        "--worker",
+        lib,
+        name,
+        "--repeats",
+        str(args.repeats),
+        "--D",
+        str(args.D),
+    ]
     if variant is not None:
         cmd += ["--variant", variant]
     if S is not None:
@@ -438,13 +514,12 @@ def run_worker(lib, name, args, timeout, variant=None, S=None):
         cmd.append("--quick")
     base = {"lib": lib, "variant": variant, "workload": name, "S": S, "notes": []}
     try:
-        r = subprocess.run(cmd, env=_pinned_env(), capture_output=True, text=True,
-                           timeout=timeout)
+        r = subprocess.run(cmd, env=_pinned_env(), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return dict(base, status="n/a", reason=f"timed out after {timeout:.0f} s")
     for line in reversed(r.stdout.splitlines()):
         if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
+            return json.loads(line[len(RESULT_TAG) :])
     err = [ln for ln in (r.stderr or "").strip().splitlines() if ln.strip()]
     why = err[-1][:160] if err else f"exit code {r.returncode}"
     if r.returncode < 0:
@@ -483,9 +558,11 @@ def case_params(params, name, S):
 
 
 def table(results, case_list, libs, params):
-    rows = ["| workload | library | time | vs hand | tracemalloc peak | vs hand | RSS peak | "
-            "vs hand | notes |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    rows = [
+        "| workload | library | time | vs hand | tracemalloc peak | vs hand | RSS peak | "
+        "vs hand | notes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for name, S in case_list:
         p = case_params(params, name, S)
         base = results.get(("numpy", variants(name, "numpy")[0], name, S))
@@ -496,8 +573,10 @@ def table(results, case_list, libs, params):
             if r is None:
                 continue
             if r.get("status") != "ok":
-                rows.append(f"| {label} | {lib_label(lib, variant)} | n/a | | | | | | "
-                            f"{r.get('reason', '')} |")
+                rows.append(
+                    f"| {label} | {lib_label(lib, variant)} | n/a | | | | | | "
+                    f"{r.get('reason', '')} |"
+                )
                 label = '"'
                 continue
             notes = list(r.get("notes", []))
@@ -511,7 +590,8 @@ def table(results, case_list, libs, params):
                 f"| {label} | {lib_label(lib, variant)} | {fmt_time(r['time'])} | "
                 f"{fmt_ratio(r['time'], bt)} | {fmt_bytes(r['tracemalloc_peak'])} | "
                 f"{fmt_ratio(r['tracemalloc_peak'], bm)} | {fmt_bytes(r['rss_peak'])} | "
-                f"{fmt_ratio(r['rss_peak'], brss, floor=2 ** 20)} | {'; '.join(notes)} |")
+                f"{fmt_ratio(r['rss_peak'], brss, floor=2**20)} | {'; '.join(notes)} |"
+            )
             label = '"'
     return "\n".join(rows)
 
@@ -532,27 +612,41 @@ def attention_summary(results, Ss):
                 lines.append(f"  S={S} {variant}: n/a")
                 continue
             t = gin["time"] / hand["time"]
-            m = (gin["tracemalloc_peak"] / hand["tracemalloc_peak"]
-                 if gin["tracemalloc_peak"] and hand["tracemalloc_peak"] else None)
+            m = (
+                gin["tracemalloc_peak"] / hand["tracemalloc_peak"]
+                if gin["tracemalloc_peak"] and hand["tracemalloc_peak"]
+                else None
+            )
             lines.append(
                 f"  S={S} {variant}: time {t:.2f}x hand ({'ok' if t <= 1.4 else 'MISSES'} "
-                f"<= 1.4x); " + ("peak n/a" if m is None else
-                                 f"peak {m:.2f}x hand ({'ok' if m <= 1.3 else 'MISSES'} <= 1.3x)"))
+                f"<= 1.4x); "
+                + (
+                    "peak n/a"
+                    if m is None
+                    else f"peak {m:.2f}x hand ({'ok' if m <= 1.3 else 'MISSES'} <= 1.3x)"
+                )
+            )
     return "\n".join(lines)
 
 
 def memnet_summary(results, Ss):
     """The memnet targets: gradcy in place against the hand-written gradient (time, peak),
     against gradcy's concatenating version (time) and against PyTorch's (RSS peak)."""
+
     def get(lib, variant, S):
         r = results.get((lib, variant, "memnet", S))
         return r if r is not None and r.get("status") == "ok" else None
 
-    lines = ["memnet targets (gradcy in-place; peak = tracemalloc peak where both have one, "
-             "RSS peak against torch):"]
+    lines = [
+        "memnet targets (gradcy in-place; peak = tracemalloc peak where both have one, "
+        "RSS peak against torch):"
+    ]
     for S in Ss:
-        hand, gin, gcat = get("numpy", "inplace", S), get("gradcy", "inplace", S), \
-            get("gradcy", "concat", S)
+        hand, gin, gcat = (
+            get("numpy", "inplace", S),
+            get("gradcy", "inplace", S),
+            get("gradcy", "concat", S),
+        )
         tcat = get("torch", "concat", S)
         if gin is None:
             lines.append(f"  S={S}: gradcy in-place n/a")
@@ -562,17 +656,21 @@ def memnet_summary(results, Ss):
             t = gin["time"] / hand["time"]
             parts.append(f"time {t:.2f}x hand ({'ok' if t <= 1.5 else 'MISSES'} <= 1.5x)")
             m = _ratio_text(gin["tracemalloc_peak"], hand["tracemalloc_peak"])
-            ok = (gin["tracemalloc_peak"] is not None and hand["tracemalloc_peak"] and
-                  gin["tracemalloc_peak"] <= 1.5 * hand["tracemalloc_peak"])
+            ok = (
+                gin["tracemalloc_peak"] is not None
+                and hand["tracemalloc_peak"]
+                and gin["tracemalloc_peak"] <= 1.5 * hand["tracemalloc_peak"]
+            )
             parts.append(f"peak {m} hand ({'ok' if ok else 'MISSES'} <= 1.5x)")
         if gcat is not None:
             t = gin["time"] / gcat["time"]
-            parts.append(f"time {t:.2f}x gradcy concat ({'ok' if t <= 1.0 else 'MISSES'} "
-                         f"<= 1x)")
+            parts.append(f"time {t:.2f}x gradcy concat ({'ok' if t <= 1.0 else 'MISSES'} <= 1x)")
         if tcat is not None and gin["rss_peak"]:
             f = tcat["rss_peak"] / gin["rss_peak"]
-            parts.append(f"RSS peak {f:.1f}x below torch concat" + (
-                f" ({'ok' if f >= 10 else 'MISSES'} >= 10x)" if S >= 1024 else ""))
+            parts.append(
+                f"RSS peak {f:.1f}x below torch concat"
+                + (f" ({'ok' if f >= 10 else 'MISSES'} >= 10x)" if S >= 1024 else "")
+            )
         lines.append(f"  S={S}: " + "; ".join(parts))
     return "\n".join(lines)
 
@@ -584,34 +682,70 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="python benchmarks/peers.py",
         description="Time and peak memory of gradcy against a hand-written NumPy gradient, "
-                    "autograd, PyTorch (CPU) and JAX.")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
-                    help=f"comma list of {', '.join(WORKLOADS)} (default: all)")
-    ap.add_argument("--libs", default=",".join(LIBS),
-                    help=f"comma list of {', '.join(LIBS)} (default: all; numpy, the "
-                         f"hand-written baseline, is always run)")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help="timed runs per library and workload, median reported "
-                         "(default 5, --quick 3)")
-    ap.add_argument("--D", type=int, default=None,
-                    help="matrix size of dotchain and tanhchain (default 500, --quick 200)")
-    ap.add_argument("--S", default=None,
-                    help="comma list of memnet step counts, one row group each (default "
-                         f"{','.join(map(str, MEMNET_S))}, --quick "
-                         f"{','.join(map(str, MEMNET_S[:2]))})")
-    ap.add_argument("--max-seconds", type=float, default=MEMNET_MAX_SECONDS,
-                    help="memnet: a run whose one gradient takes longer is stopped and shown "
-                         "n/a (too slow) (default %(default)s)")
-    ap.add_argument("--max-gib", type=float, default=MEMNET_MAX_GIB,
-                    help="memnet: a run whose RSS goes above this many GiB is stopped and shown "
-                         "n/a (too large) (default %(default)s)")
-    ap.add_argument("--time-budget", type=float, default=MEMNET_TIME_BUDGET,
-                    help="memnet: stop repeating once the timed runs have taken this many "
-                         "seconds (at least one run; default %(default)s)")
-    ap.add_argument("--quick", action="store_true",
-                    help="fewer repeats and inner calls, D=200 unless --D is given")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="seconds per library and workload before it is reported n/a")
+        "autograd, PyTorch (CPU) and JAX.",
+    )
+    ap.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help=f"comma list of {', '.join(WORKLOADS)} (default: all)",
+    )
+    ap.add_argument(
+        "--libs",
+        default=",".join(LIBS),
+        help=f"comma list of {', '.join(LIBS)} (default: all; numpy, the "
+        f"hand-written baseline, is always run)",
+    )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed runs per library and workload, median reported (default 5, --quick 3)",
+    )
+    ap.add_argument(
+        "--D",
+        type=int,
+        default=None,
+        help="matrix size of dotchain and tanhchain (default 500, --quick 200)",
+    )
+    ap.add_argument(
+        "--S",
+        default=None,
+        help="comma list of memnet step counts, one row group each (default "
+        f"{','.join(map(str, MEMNET_S))}, --quick "
+        f"{','.join(map(str, MEMNET_S[:2]))})",
+    )
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=MEMNET_MAX_SECONDS,
+        help="memnet: a run whose one gradient takes longer is stopped and shown "
+        "n/a (too slow) (default %(default)s)",
+    )
+    ap.add_argument(
+        "--max-gib",
+        type=float,
+        default=MEMNET_MAX_GIB,
+        help="memnet: a run whose RSS goes above this many GiB is stopped and shown "
+        "n/a (too large) (default %(default)s)",
+    )
+    ap.add_argument(
+        "--time-budget",
+        type=float,
+        default=MEMNET_TIME_BUDGET,
+        help="memnet: stop repeating once the timed runs have taken this many "
+        "seconds (at least one run; default %(default)s)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer repeats and inner calls, D=200 unless --D is given",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per library and workload before it is reported n/a",
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the raw results to PATH")
     args = ap.parse_args(argv)
     if args.repeats is None:
@@ -621,8 +755,11 @@ def main(argv=None):
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
     try:
-        args.S = ([int(v) for v in args.S.split(",") if v.strip()] if args.S is not None
-                  else list(MEMNET_S[:2] if args.quick else MEMNET_S))
+        args.S = (
+            [int(v) for v in args.S.split(",") if v.strip()]
+            if args.S is not None
+            else list(MEMNET_S[:2] if args.quick else MEMNET_S)
+        )
     except ValueError:
         ap.error("--S takes a comma list of integers")
     if not args.S or min(args.S) < 1:
@@ -639,19 +776,27 @@ def main(argv=None):
             ap.error(f"unknown library {l!r}; choose from {', '.join(LIBS)}")
     if "numpy" not in libs:
         libs.insert(0, "numpy")
-    libs = [l for l in LIBS if l in libs]        # fixed order, baseline first
+    libs = [l for l in LIBS if l in libs]  # fixed order, baseline first
 
     params = workload_params(args)
     case_list = cases(workloads, args)
-    jobs = [(lib, v, name, S) for name, S in case_list for lib in libs
-            for v in variants(name, lib)]
+    jobs = [(lib, v, name, S) for name, S in case_list for lib in libs for v in variants(name, lib)]
     missing = [lib for lib in libs if importlib.util.find_spec(lib) is None]
     if missing:
         print(f"not installed (n/a in the table): {', '.join(missing)}", file=sys.stderr)
-    results = {(lib, variant, name, S): {"lib": lib, "variant": variant, "workload": name,
-                                         "S": S, "status": "n/a", "reason": "not installed",
-                                         "notes": []}
-               for lib, variant, name, S in jobs if lib in missing}
+    results = {
+        (lib, variant, name, S): {
+            "lib": lib,
+            "variant": variant,
+            "workload": name,
+            "S": S,
+            "status": "n/a",
+            "reason": "not installed",
+            "notes": [],
+        }
+        for lib, variant, name, S in jobs
+        if lib in missing
+    }
     runs = [job for job in jobs if job[0] not in missing]
     t_start = time.perf_counter()
     for k, (lib, variant, name, S) in enumerate(runs, 1):
@@ -661,8 +806,7 @@ def main(argv=None):
         r = run_worker(lib, name, args, timeout, variant=variant, S=S)
         results[(lib, variant, name, S)] = r
         status = fmt_time(r["time"]) if r.get("status") == "ok" else "n/a"
-        print(f" {status} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr,
-              flush=True)
+        print(f" {status} ({time.perf_counter() - t0:.1f} s)", file=sys.stderr, flush=True)
     print(f"total {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
 
     print(header(argv))
@@ -675,18 +819,18 @@ def main(argv=None):
     if "attention" in workloads:
         print(attention_summary(results, args.S))
         print()
-    print("time: median of the timed runs, per unit; vs hand: ratio to the hand-written NumPy "
-          "gradient; tracemalloc peak: bytes allocated at once during one run (- when the "
-          "library's allocations are invisible to tracemalloc); RSS peak: process high-water "
-          "RSS during the timed runs minus RSS before them (ratio shown when the hand-written "
-          "one is at least 1 MiB).")
+    print(
+        "time: median of the timed runs, per unit; vs hand: ratio to the hand-written NumPy "
+        "gradient; tracemalloc peak: bytes allocated at once during one run (- when the "
+        "library's allocations are invisible to tracemalloc); RSS peak: process high-water "
+        "RSS during the timed runs minus RSS before them (ratio shown when the hand-written "
+        "one is at least 1 MiB)."
+    )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"header": header(argv), "results": list(results.values())}, f,
-                      indent=1)
+            json.dump({"header": header(argv), "results": list(results.values())}, f, indent=1)
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

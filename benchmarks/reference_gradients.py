@@ -16,13 +16,14 @@ imports NumPy only.
 - their gradients by hand: hand_sinchain, hand_dotchain, hand_tanhchain, hand_dropped,
   hand_memnet, hand_attention, and the forward-mode derivative hand_jvp_sinchain.
 """
+
 import numpy
 
 SEED = 0
-SIN_STEPS = 1000   # x = sin(x) * 1.0001 + 0.01 * x on 3 elements: gradcy's cost per primitive
-DOT_STEPS = 100    # z = dot(x, z): the memory of a long chain of large products
-TANH_STEPS = 50    # z = tanh(dot(x, z)): two saved buffers per step, one the next step's input
-MEMNET_B, MEMNET_D = 4, 64   # the memory network: batch, width of a memory slot
+SIN_STEPS = 1000  # x = sin(x) * 1.0001 + 0.01 * x on 3 elements: gradcy's cost per primitive
+DOT_STEPS = 100  # z = dot(x, z): the memory of a long chain of large products
+TANH_STEPS = 50  # z = tanh(dot(x, z)): two saved buffers per step, one the next step's input
+MEMNET_B, MEMNET_D = 4, 64  # the memory network: batch, width of a memory slot
 
 
 # =============================================================================
@@ -72,6 +73,7 @@ def sinchain(m):
         for _ in range(SIN_STEPS):
             x = m.sin(x) * 1.0001 + 0.01 * x
         return m.sum(x)
+
     return f
 
 
@@ -80,6 +82,7 @@ def dotchain(m):
         for _ in range(DOT_STEPS):
             z = m.dot(x, z)
         return m.sum(z)
+
     return F
 
 
@@ -88,23 +91,28 @@ def tanhchain(m):
         for _ in range(TANH_STEPS):
             z = m.tanh(m.dot(x, z))
         return m.sum(z)
+
     return F
 
 
 def dropped(m):
     """f(b, a) computes a value from a, drops it and returns sum(b): nothing may outlive it."""
+
     def f(b, a):
         y = m.sin(a) * 2.0
         del y
         return m.sum(b)
+
     return f
 
 
 def softmax_rows(m):
     """softmax over axis 1 spelled with max, exp and sum (every library has these)."""
+
     def softmax(scores):
         e = m.exp(scores - m.max(scores, axis=1, keepdims=True))
         return e / m.sum(e, axis=1, keepdims=True)
+
     return softmax
 
 
@@ -115,6 +123,7 @@ def _memnet_cell(m, softmax):
         q = m.tanh(prefix[:, -1] @ W)
         w = softmax(m.einsum("bsd,bd->bs", prefix, q))
         return m.tanh(m.einsum("bs,bsd->bd", w, prefix) @ W)
+
     return cell
 
 
@@ -128,8 +137,9 @@ def memnet_inplace(m, softmax=None):
         memory = m.zeros((x.shape[0], S + 1, x.shape[1]))
         memory[:, 0] = x
         for i in range(S):
-            memory[:, i + 1] = cell(memory[:, :i + 1], W)
+            memory[:, i + 1] = cell(memory[:, : i + 1], W)
         return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+
     return f
 
 
@@ -144,6 +154,7 @@ def memnet_concat(m, softmax=None):
             out = cell(memory, W)
             memory = m.concatenate([memory, m.expand_dims(out, 1)], axis=1)
         return m.sum(memory[:, -1]) - m.sum(m.mean(memory, axis=1))
+
     return f
 
 
@@ -151,23 +162,26 @@ def attention_inplace(m):
     """f(W, h0, q, b, S): gradcy issue 13's attention memory network as a user writes it,
     in place: step i attends over the written prefix with the fixed query q and writes
     tanh(read @ W + b) into slot i + 1. Differentiated with respect to W."""
+
     def f(W, h0, q, b, S):
         B, D = h0.shape
         mem = m.zeros((B, S + 1, D))
         mem[:, 0] = h0
         for i in range(S):
-            prefix = mem[:, :i + 1]
+            prefix = mem[:, : i + 1]
             scores = m.einsum("bsd,d->bs", prefix, q)
             w = m.exp(scores - m.max(scores, axis=1, keepdims=True))
             w = w / m.sum(w, axis=1, keepdims=True)
             read = m.einsum("bs,bsd->bd", w, prefix)
             mem[:, i + 1] = m.tanh(m.dot(read, W) + b)
         return m.sum(mem[:, -1]) - m.sum(m.mean(mem, axis=1))
+
     return f
 
 
 def attention_concat(m):
     """The same network growing its memory by concatenation (O(S^2) bytes of prefixes)."""
+
     def f(W, h0, q, b, S):
         mem = m.expand_dims(h0, 1)
         for _i in range(S):
@@ -178,6 +192,7 @@ def attention_concat(m):
             out = m.tanh(m.dot(read, W) + b)
             mem = m.concatenate([mem, m.expand_dims(out, 1)], axis=1)
         return m.sum(mem[:, -1]) - m.sum(m.mean(mem, axis=1))
+
     return f
 
 
@@ -214,17 +229,17 @@ def hand_dotchain(x, z):
         stack.append(z)
         z = numpy.dot(x, z)
     numpy.sum(z)
-    g_z = numpy.ones_like(z)               # d sum(z) / dz
+    g_z = numpy.ones_like(z)  # d sum(z) / dz
     g_x = None
     while stack:
         z_in = stack.pop()
-        t = numpy.dot(g_z, z_in.T)         # z_out = x @ z_in: dx += g z_in^T, dz_in = x^T g
+        t = numpy.dot(g_z, z_in.T)  # z_out = x @ z_in: dx += g z_in^T, dz_in = x^T g
         if g_x is None:
             g_x = t
         else:
             g_x += t
         del t, z_in
-        if stack:                          # the first z needs no gradient
+        if stack:  # the first z needs no gradient
             g_z = numpy.dot(x.T, g_z)
     return g_x
 
@@ -242,7 +257,7 @@ def hand_tanhchain(x, z):
     g_x = None
     while stack:
         z_in = stack.pop()
-        g_pre = g * (1.0 - out * out)      # out = tanh(pre), pre = x @ z_in
+        g_pre = g * (1.0 - out * out)  # out = tanh(pre), pre = x @ z_in
         del g, out
         t = numpy.dot(g_pre, z_in.T)
         if g_x is None:
@@ -324,16 +339,16 @@ def hand_memnet(W, x, S):
         q, w, h = stack.pop()
         P = M[:, :n]
         out = M[:, n]
-        g_v = dM[:, n] * (1.0 - out * out)              # through out = tanh(v), v = h @ W
+        g_v = dM[:, n] * (1.0 - out * out)  # through out = tanh(v), v = h @ W
         dW += h.T @ g_v
         g_h = g_v @ WT
-        g_w = numpy.einsum("bd,bsd->bs", g_h, P)        # h = einsum(w, P)
-        g_s = w * (g_w - numpy.sum(g_w * w, axis=1, keepdims=True))   # softmax
-        g_q = numpy.einsum("bs,bsd->bd", g_s, P)        # s = einsum(P, q)
-        dP = dM[:, :n]                                  # a view: the slots are updated in place
+        g_w = numpy.einsum("bd,bsd->bs", g_h, P)  # h = einsum(w, P)
+        g_s = w * (g_w - numpy.sum(g_w * w, axis=1, keepdims=True))  # softmax
+        g_q = numpy.einsum("bs,bsd->bd", g_s, P)  # s = einsum(P, q)
+        dP = dM[:, :n]  # a view: the slots are updated in place
         dP += numpy.einsum("bs,bd->bsd", w, g_h)
         dP += numpy.einsum("bs,bd->bsd", g_s, q)
-        g_u = g_q * (1.0 - q * q)                       # q = tanh(u), u = P[:, -1] @ W
+        g_u = g_q * (1.0 - q * q)  # q = tanh(u), u = P[:, -1] @ W
         dW += P[:, -1].T @ g_u
         dM[:, i] += g_u @ WT
         del q, w, h, P, out, g_v, g_h, g_w, g_s, g_q, dP, g_u
@@ -371,14 +386,14 @@ def hand_attention(W, h0, q, b, S):
         w, r = stack.pop()
         P = M[:, :n]
         out = M[:, n]
-        g_v = dM[:, n] * (1.0 - out * out)              # out = tanh(v), v = r @ W + b
+        g_v = dM[:, n] * (1.0 - out * out)  # out = tanh(v), v = r @ W + b
         dW += r.T @ g_v
         g_r = g_v @ WT
-        g_w = numpy.einsum("bd,bsd->bs", g_r, P)        # r = einsum(w, P)
+        g_w = numpy.einsum("bd,bsd->bs", g_r, P)  # r = einsum(w, P)
         g_w -= numpy.sum(g_w * w, axis=1, keepdims=True)
-        g_w *= w                                        # softmax: g_s = w (g_w - <g_w, w>)
-        dP = dM[:, :n]                                  # a view: the slots are updated in place
+        g_w *= w  # softmax: g_s = w (g_w - <g_w, w>)
+        dP = dM[:, :n]  # a view: the slots are updated in place
         dP += numpy.einsum("bs,bd->bsd", w, g_r)
-        dP += numpy.einsum("bs,d->bsd", g_w, q)         # s = einsum(P, q)
+        dP += numpy.einsum("bs,d->bsd", g_w, q)  # s = einsum(P, q)
         del w, r, P, out, g_v, g_r, g_w, dP
     return dW

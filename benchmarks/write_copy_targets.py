@@ -12,6 +12,7 @@ forward pass alone (make_vjp), where the write's copies are made, beside it. The
 the old path, put back by replacing gradcy.numpy.inplace._own_computed for a direct write (a
 write through a view has no copy variant: it was refused before).
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -31,33 +32,33 @@ from gradcy.numpy import inplace
 
 
 def held_by_its_op(x):
-    t = np.tanh(x)                  # tanh saves its output: the record holds t
+    t = np.tanh(x)  # tanh saves its output: the record holds t
     t[0] = 0.0
     return np.sum(t * t)
 
 
 def held_twice(x):
-    t = np.tanh(x)                  # tanh's record and mul's hold the same array
+    t = np.tanh(x)  # tanh's record and mul's hold the same array
     u = t * x
     t[:, 0] = 1.0
     return np.sum(u) + np.sum(t * t)
 
 
 def not_held(x):
-    t = x @ x                       # matmul saves x, not its output
+    t = x @ x  # matmul saves x, not its output
     t[0] = 0.0
     return np.sum(t * t)
 
 
 def held_apart(x):
     t = np.sin(x)
-    u = t[0] * x[0]                 # mul holds t's first row only
-    t[1:] = 0.5 * t[1:]             # no overlap: nothing is copied in place
+    u = t[0] * x[0]  # mul holds t's first row only
+    t[1:] = 0.5 * t[1:]  # no overlap: nothing is copied in place
     return np.sum(u) + np.sum(t * t)
 
 
 def through_a_view(x):
-    t = np.tanh(x)                  # refused before issue #23: no copy variant
+    t = np.tanh(x)  # refused before issue #23: no copy variant
     v = t[1:]
     v *= 2.0
     return np.sum(t * t)
@@ -73,9 +74,10 @@ def copy_whole():
 
     def copying(box, plain=None):
         if inplace._plain(box._value).base is not None:
-            return own(box)             # a write through a view
+            return own(box)  # a write through a view
         inplace.transfer_box(box, inplace.anp.copy(box))
         return inplace._register(box._tape, box)
+
     inplace._own_computed = copying
     try:
         yield
@@ -95,9 +97,11 @@ def peak(g, x):
 
 def forward(prog):
     """The forward pass alone (make_vjp): what it holds at its peak is the write's cost."""
+
     def run(x):
         vjp, _ = make_vjp(prog)(x)
         vjp.release()
+
     return run
 
 
@@ -114,10 +118,14 @@ def main():
     a = ap.parse_args()
     x = onp.random.RandomState(0).uniform(-1, 1, (a.n, a.n))
     mb = x.nbytes / 2**20
-    print(f"x: {a.n}x{a.n} float64 ({mb:.1f} MB); peaks in MB, times: median of "
-          f"{a.repeats} interleaved rounds")
-    print(f"{'program':<16} {'peak in place':>14} {'peak copy':>10} {'ratio':>6} "
-          f"{'fwd peak in place':>18} {'fwd peak copy':>14} {'time ratio':>11}")
+    print(
+        f"x: {a.n}x{a.n} float64 ({mb:.1f} MB); peaks in MB, times: median of "
+        f"{a.repeats} interleaved rounds"
+    )
+    print(
+        f"{'program':<16} {'peak in place':>14} {'peak copy':>10} {'ratio':>6} "
+        f"{'fwd peak in place':>18} {'fwd peak copy':>14} {'time ratio':>11}"
+    )
     for prog in PROGRAMS:
         g = grad(prog)
         with copy_whole():
@@ -132,12 +140,16 @@ def main():
             with copy_whole():
                 t_copy.append(timed(g, x))
         ratio = statistics.median(t_in) / statistics.median(t_copy)
-        print(f"{prog.__name__:<16} {p_in / 2**20:>14.1f} {p_copy / 2**20:>10.1f} "
-              f"{p_in / p_copy:>6.2f} {f_in / 2**20:>18.1f} {f_copy / 2**20:>14.1f} "
-              f"{ratio:>11.2f}")
+        print(
+            f"{prog.__name__:<16} {p_in / 2**20:>14.1f} {p_copy / 2**20:>10.1f} "
+            f"{p_in / p_copy:>6.2f} {f_in / 2**20:>18.1f} {f_copy / 2**20:>14.1f} "
+            f"{ratio:>11.2f}"
+        )
     g = grad(through_a_view)
-    print(f"{'through_a_view':<16} {peak(g, x) / 2**20:>14.1f} {'refused':>10} {'':>6} "
-          f"{peak(forward(through_a_view), x) / 2**20:>18.1f} {'refused':>14}")
+    print(
+        f"{'through_a_view':<16} {peak(g, x) / 2**20:>14.1f} {'refused':>10} {'':>6} "
+        f"{peak(forward(through_a_view), x) / 2**20:>18.1f} {'refused':>14}"
+    )
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 (.ci/docs). Pages are Markdown (MyST) or reStructuredText; the API reference is generated from
 the docstrings of the installed gradcy, by public name (gradcy.grad, gradcy.extend.defvjp, ...).
 The figures are drawn at build time from the benchmark code (_ext/gradcy_figures.py)."""
+
 import os
 import sys
 from pathlib import Path
@@ -22,8 +23,13 @@ copyright = "gradcy developers"
 release = gradcy.__version__
 version = ".".join(release.split(".")[:2])
 
-extensions = ["sphinx.ext.autodoc", "numpydoc", "myst_parser", "sphinx_copybutton",
-              "gradcy_figures"]
+extensions = [
+    "sphinx.ext.autodoc",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_copybutton",
+    "gradcy_figures",
+]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "_generated", "_ext"]
 root_doc = "index"

@@ -28,6 +28,7 @@ cluster with distributed's progress bar:
 Needs: pip install -e ".[dask]" (Dask, distributed, SciPy, psutil); for the dask-glm steps
 pip install -e ".[dask-glm]" (or run with --no-dask-glm).
 """
+
 import argparse
 import statistics
 import sys
@@ -52,6 +53,7 @@ def make_data(da, gb, d, chunk_mb, seed):
 
 def _rss():
     import psutil
+
     return psutil.Process().memory_info().rss
 
 
@@ -88,7 +90,8 @@ def memory_warnings(client):
         for addr, entries in logs.items():
             for level, msg in entries:
                 if level in ("WARNING", "ERROR", "CRITICAL") and any(
-                        w in msg.lower() for w in _MEMORY_WORDS):
+                    w in msg.lower() for w in _MEMORY_WORDS
+                ):
                     lines.append(f"{addr} {level}: {msg.splitlines()[0][:160]}")
     return lines
 
@@ -102,10 +105,18 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--method", default="L-BFGS-B", choices=["L-BFGS-B", "newton-cg"])
     ap.add_argument("--maxiter", type=int, default=100)
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="alternating gradient timings, gradcy vs dask-glm (default 3)")
-    ap.add_argument("--dask-glm", default="both", choices=["both", "newton", "lbfgs"],
-                    help="dask-glm's solvers to compare with (default both)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="alternating gradient timings, gradcy vs dask-glm (default 3)",
+    )
+    ap.add_argument(
+        "--dask-glm",
+        default="both",
+        choices=["both", "newton", "lbfgs"],
+        help="dask-glm's solvers to compare with (default both)",
+    )
     ap.add_argument("--no-dask-glm", action="store_true", help="skip the dask-glm comparison")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -115,8 +126,10 @@ def main():
         from distributed import Client, LocalCluster, progress
         from scipy.optimize import minimize
     except ImportError as exc:
-        sys.exit(f"dask_logistic.py needs dask, distributed, scipy and psutil "
-                 f"(pip install -e '.[dask]'): {exc}")
+        sys.exit(
+            f"dask_logistic.py needs dask, distributed, scipy and psutil "
+            f"(pip install -e '.[dask]'): {exc}"
+        )
     Logistic = None
     if not args.no_dask_glm:
         try:
@@ -133,14 +146,21 @@ def main():
         z = X @ w
         return np.sum(z + np.log1p(np.exp(-z))) - np.dot(y, z)
 
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                           memory_limit=args.memory_limit, dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=args.memory_limit,
+        dashboard_address=None,
+    )
     client = Client(cluster)
     watch = MemoryWatch(client)
     X, y, beta = make_data(da, args.gb, args.d, args.chunk_mb, args.seed)
-    print(f"X: {X.shape} float64, {X.nbytes / 1e9:.2f} GB in {X.numblocks[0]} chunks of "
-          f"{X.chunks[0][0]} rows, generated per evaluation; {args.workers} workers x "
-          f"{args.memory_limit}")
+    print(
+        f"X: {X.shape} float64, {X.nbytes / 1e9:.2f} GB in {X.numblocks[0]} chunks of "
+        f"{X.chunks[0][0]} rows, generated per evaluation; {args.workers} workers x "
+        f"{args.memory_limit}"
+    )
 
     def run(*lazy):
         """Compute lazy results on the cluster together, with distributed's progress bar."""
@@ -165,10 +185,12 @@ def main():
             times["dask-glm gradient"].append(time.perf_counter() - t0)
         med = {k: statistics.median(v) for k, v in times.items()}
         rel = onp.max(onp.abs(g_gradcy - g_glm)) / onp.max(onp.abs(g_glm))
-        print(f"gradient at w0, median of {args.repeats}: gradcy {med['gradcy grad']:.2f} s, "
-              f"dask-glm {med['dask-glm gradient']:.2f} s "
-              f"({med['gradcy grad'] / med['dask-glm gradient']:.2f}x); "
-              f"max relative difference {rel:.1e}")
+        print(
+            f"gradient at w0, median of {args.repeats}: gradcy {med['gradcy grad']:.2f} s, "
+            f"dask-glm {med['dask-glm gradient']:.2f} s "
+            f"({med['gradcy grad'] / med['dask-glm gradient']:.2f}x); "
+            f"max relative difference {rel:.1e}"
+        )
 
     # 2. the fit with gradcy's derivatives
     evaluations = []
@@ -178,27 +200,42 @@ def main():
         v, g = value_and_grad(loss)(da.from_array(w, chunks=-1), X, y)
         v, g = run(v, g)
         evaluations.append(float(v))
-        print(f"  eval {len(evaluations)}: loss {float(v):.12g}  |grad| "
-              f"{onp.linalg.norm(g):.3g}")
+        print(f"  eval {len(evaluations)}: loss {float(v):.12g}  |grad| {onp.linalg.norm(g):.3g}")
         return float(v), onp.asarray(g, dtype=onp.float64)
 
     def hessp(w, p):
-        (h,) = run(hessian_vector_product(loss)(da.from_array(w, chunks=-1), X, y,
-                                                da.from_array(p, chunks=-1)))
+        (h,) = run(
+            hessian_vector_product(loss)(
+                da.from_array(w, chunks=-1), X, y, da.from_array(p, chunks=-1)
+            )
+        )
         return onp.asarray(h, dtype=onp.float64)
 
     n = X.shape[0]
     t0 = time.perf_counter()
     if args.method == "newton-cg":
-        res = minimize(fun, w0, jac=True, method="newton-cg", hessp=hessp,
-                       options={"maxiter": args.maxiter, "xtol": 1e-10})
+        res = minimize(
+            fun,
+            w0,
+            jac=True,
+            method="newton-cg",
+            hessp=hessp,
+            options={"maxiter": args.maxiter, "xtol": 1e-10},
+        )
     else:
         # the loss is a sum over n rows: a gradient tolerance relative to n
-        res = minimize(fun, w0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": args.maxiter, "gtol": 1e-9 * n, "ftol": 1e-15})
+        res = minimize(
+            fun,
+            w0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": args.maxiter, "gtol": 1e-9 * n, "ftol": 1e-15},
+        )
     t_fit = time.perf_counter() - t0
-    print(f"gradcy + scipy {args.method}: {res.nit} iterations, {len(evaluations)} "
-          f"evaluations, {t_fit:.1f} s, converged: {res.success} ({res.message})")
+    print(
+        f"gradcy + scipy {args.method}: {res.nit} iterations, {len(evaluations)} "
+        f"evaluations, {t_fit:.1f} s, converged: {res.success} ({res.message})"
+    )
     print(f"  w = {onp.array2string(res.x, precision=5)}")
     print(f"  true coefficients = {onp.array2string(beta, precision=3)}")
 
@@ -215,14 +252,18 @@ def main():
                 b = onp.asarray(solver(X, y, max_iter=args.maxiter, tol=tol))
             dt = time.perf_counter() - t0
             rel = onp.linalg.norm(b - res.x) / onp.linalg.norm(b)
-            print(f"dask-glm {name}: {dt:.1f} s, w = {onp.array2string(b, precision=5)}; "
-                  f"|w_gradcy - w_dask_glm| / |w_dask_glm| = {rel:.2e}")
+            print(
+                f"dask-glm {name}: {dt:.1f} s, w = {onp.array2string(b, precision=5)}; "
+                f"|w_gradcy - w_dask_glm| / |w_dask_glm| = {rel:.2e}"
+            )
 
     # 4. memory
     peak = watch.stop()
     alive = len(client.scheduler_info()["workers"])
-    print(f"largest worker RSS sampled: {peak / 1e9:.2f} GB (limit {args.memory_limit}); "
-          f"workers alive: {alive} of {args.workers}")
+    print(
+        f"largest worker RSS sampled: {peak / 1e9:.2f} GB (limit {args.memory_limit}); "
+        f"workers alive: {alive} of {args.workers}"
+    )
     lines = memory_warnings(client)
     print(f"worker memory warnings: {len(lines)}")
     for line in lines[:10]:

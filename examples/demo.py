@@ -25,6 +25,7 @@ BLAS runs one thread (OMP/OPENBLAS/MKL_NUM_THREADS=1 unless set), as in the benc
 busy machine a BLAS thread pool makes the matrix products of every library several times slower
 and their times noisy.
 """
+
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -50,7 +51,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks
 import reference_gradients as ref
 
 SEED = 0
-MiB = 2.0 ** 20
+MiB = 2.0**20
 
 
 # =============================================================================
@@ -71,10 +72,12 @@ def two_moons(n, noise, rng):
 
 
 def init_params(n_in, n_hidden, rng):
-    return {"W1": rng.standard_normal((n_in, n_hidden)) / numpy.sqrt(n_in),
-            "b1": numpy.zeros(n_hidden),
-            "W2": rng.standard_normal(n_hidden) / numpy.sqrt(n_hidden),
-            "b2": numpy.zeros(())}
+    return {
+        "W1": rng.standard_normal((n_in, n_hidden)) / numpy.sqrt(n_in),
+        "b1": numpy.zeros(n_hidden),
+        "W2": rng.standard_normal(n_hidden) / numpy.sqrt(n_hidden),
+        "b2": numpy.zeros(()),
+    }
 
 
 def logits(params, X):
@@ -108,30 +111,36 @@ def train(epochs, batch=64, lr=0.02, n_hidden=32, log=print):
     v = {k: numpy.zeros_like(v) for k, v in params.items()}
     step = 0
     t0 = time.perf_counter()
-    log(f"two moons: {len(X)} training points, {len(X_test)} test points; network 2-"
-        f"{n_hidden}-1 (tanh), Adam, lr {lr}, batch {batch}; chance is 50%")
+    log(
+        f"two moons: {len(X)} training points, {len(X_test)} test points; network 2-"
+        f"{n_hidden}-1 (tanh), Adam, lr {lr}, batch {batch}; chance is 50%"
+    )
     for epoch in range(1, epochs + 1):
         order = rng.permutation(len(X))
         total = 0.0
         for start in range(0, len(X), batch):
-            idx = order[start:start + batch]
+            idx = order[start : start + batch]
             value, g = loss_and_grad(params, X[idx], y[idx])
             total += float(value) * len(idx)
             step += 1
             for k in params:
                 m[k] = b1 * m[k] + (1 - b1) * g[k]
                 v[k] = b2 * v[k] + (1 - b2) * g[k] ** 2
-                m_hat = m[k] / (1 - b1 ** step)
-                v_hat = v[k] / (1 - b2 ** step)
+                m_hat = m[k] / (1 - b1**step)
+                v_hat = v[k] / (1 - b2**step)
                 params[k] = params[k] - lr * m_hat / (numpy.sqrt(v_hat) + eps)
         if epoch == 1 or epoch % max(1, epochs // 10) == 0 or epoch == epochs:
-            log(f"epoch {epoch:3d}  loss {total / len(X):.4f}  train accuracy "
+            log(
+                f"epoch {epoch:3d}  loss {total / len(X):.4f}  train accuracy "
                 f"{accuracy(params, X, y):6.1%}  test accuracy "
-                f"{accuracy(params, X_test, y_test):6.1%}")
+                f"{accuracy(params, X_test, y_test):6.1%}"
+            )
     final_loss = float(loss(params, X, y))
     train_acc, test_acc = accuracy(params, X, y), accuracy(params, X_test, y_test)
-    log(f"final: loss {final_loss:.4f}, train accuracy {train_acc:.1%}, test accuracy "
-        f"{test_acc:.1%} ({step} gradient steps in {time.perf_counter() - t0:.1f} s)")
+    log(
+        f"final: loss {final_loss:.4f}, train accuracy {train_acc:.1%}, test accuracy "
+        f"{test_acc:.1%} ({step} gradient steps in {time.perf_counter() - t0:.1f} s)"
+    )
     return params, final_loss, train_acc, test_acc
 
 
@@ -140,6 +149,7 @@ def train(epochs, batch=64, lr=0.02, n_hidden=32, log=print):
 # =============================================================================
 def _version(dist):
     from importlib import metadata
+
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -190,7 +200,7 @@ class _Sampler:
             peak = (tracemalloc.get_traced_memory()[1] - base) / MiB
         finally:
             tracemalloc.stop()
-        self.times.append(seconds)                 # close the curve at the end of the run
+        self.times.append(seconds)  # close the curve at the end of the run
         self.bytes.append(self.bytes[-1] if self.bytes else 0.0)
         return result, seconds, peak
 
@@ -230,8 +240,8 @@ def profile_chain(D, rounds=3, log=print):
     n = len(impls)
     for r in range(rounds):
         log(f"[round {r + 1}/{rounds}]", end="", flush=True)
-        for label, fn in impls[r % n:] + impls[:r % n]:
-            log(f" {label} ", end="", flush=True)    # a dot a second, then the time
+        for label, fn in impls[r % n :] + impls[: r % n]:
+            log(f" {label} ", end="", flush=True)  # a dot a second, then the time
             sampler = _Sampler(tick=lambda: log(".", end="", flush=True))
             result, seconds, peak = sampler.run(fn, x, z)
             log(f"{seconds:.2f} s", end="", flush=True)
@@ -271,11 +281,15 @@ def conclusion(runs):
     for label, r in runs.items():
         if label == "hand-written NumPy":
             continue
-        parts.append(f"{label.split()[0]} peaks at {_ratio(r['peak'], hand['peak'])} its memory "
-                     f"and takes {_ratio(r['seconds'], hand['seconds'])} its time")
+        parts.append(
+            f"{label.split()[0]} peaks at {_ratio(r['peak'], hand['peak'])} its memory "
+            f"and takes {_ratio(r['seconds'], hand['seconds'])} its time"
+        )
     held = ", ".join(f"{label.split()[0]} {late_hold(r):.0%}" for label, r in runs.items())
-    return ("Against the hand-written gradient: " + "; ".join(parts) + ".\n"
-            f"Share of its peak each still holds in the last quarter of its run: {held}.")
+    return (
+        "Against the hand-written gradient: " + "; ".join(parts) + ".\n"
+        f"Share of its peak each still holds in the last quarter of its run: {held}."
+    )
 
 
 def plot_chain(runs, D, path, rounds=None):
@@ -283,6 +297,7 @@ def plot_chain(runs, D, path, rounds=None):
     and median time as a multiple of the hand-written gradient's. The title is the
     conclusion (conclusion(runs))."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -290,16 +305,29 @@ def plot_chain(runs, D, path, rounds=None):
     colors = {"gradcy": "C0", "hand-written NumPy": "C2"}
     styles = {"gradcy": "-", "hand-written NumPy": "--"}
     for label, r in runs.items():
-        ax.plot(r["times"], r["curve"], styles.get(label, "-."), lw=2,
-                color=colors.get(label, "C3"), label=f"{label} (peak {r['peak']:.0f} MiB)")
+        ax.plot(
+            r["times"],
+            r["curve"],
+            styles.get(label, "-."),
+            lw=2,
+            color=colors.get(label, "C3"),
+            label=f"{label} (peak {r['peak']:.0f} MiB)",
+        )
     ax.set_xlabel("seconds since the start of the gradient (one run each)")
     ax.set_ylabel("MiB allocated (tracemalloc)")
-    ax.set_title(f"memory during grad of sum(z) after {ref.DOT_STEPS} x  z = dot(x, z), D={D}",
-                 fontsize=10)
+    ax.set_title(
+        f"memory during grad of sum(z) after {ref.DOT_STEPS} x  z = dot(x, z), D={D}", fontsize=10
+    )
     # the legend goes in a band above the highest peak, where no curve can run
     ax.set_ylim(0, max(r["peak"] for r in runs.values()) * 1.3)
-    ax.legend(loc="upper center", ncol=len(runs), fontsize=8, handlelength=1.8,
-              columnspacing=1.2, borderaxespad=0.3)
+    ax.legend(
+        loc="upper center",
+        ncol=len(runs),
+        fontsize=8,
+        handlelength=1.8,
+        columnspacing=1.2,
+        borderaxespad=0.3,
+    )
     ax.set_xlim(left=0)
 
     hand = runs["hand-written NumPy"]
@@ -308,19 +336,32 @@ def plot_chain(runs, D, path, rounds=None):
     pos = numpy.arange(len(labels))
     peaks = [runs[k]["peak"] / max(hand["peak"], 1e-12) for k in labels]
     times = [runs[k]["seconds"] / max(hand["seconds"], 1e-12) for k in labels]
-    for offset, values, hatch, what in ((-width / 2, peaks, None, "peak memory"),
-                                        (width / 2, times, "//", "time (median)")):
-        bars = bx.bar(pos + offset, values, width, label=what, hatch=hatch, edgecolor="white",
-                      color=[colors.get(k, "C3") for k in labels])
+    for offset, values, hatch, what in (
+        (-width / 2, peaks, None, "peak memory"),
+        (width / 2, times, "//", "time (median)"),
+    ):
+        bars = bx.bar(
+            pos + offset,
+            values,
+            width,
+            label=what,
+            hatch=hatch,
+            edgecolor="white",
+            color=[colors.get(k, "C3") for k in labels],
+        )
         for b, v in zip(bars, values):
-            bx.annotate(f"{v:.2f}x", (b.get_x() + b.get_width() / 2, b.get_height()),
-                        ha="center", va="bottom", fontsize=8)
+            bx.annotate(
+                f"{v:.2f}x",
+                (b.get_x() + b.get_width() / 2, b.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     bx.axhline(1.0, color="0.4", lw=0.8)
     bx.set_xticks(pos, [k.replace(" NumPy", "\nNumPy") for k in labels], fontsize=8)
     bx.set_ylabel("multiple of the hand-written gradient")
     timed = f"median of {rounds} interleaved runs" if rounds else "median of the runs"
-    bx.set_title(f"solid: peak memory; hatched: time\n({timed}, after a warm-up)",
-                 fontsize=9)
+    bx.set_title(f"solid: peak memory; hatched: time\n({timed}, after a warm-up)", fontsize=9)
     bx.set_ylim(0, max(peaks + times) * 1.2)
     fig.suptitle(conclusion(runs), fontsize=10, wrap=True)
     fig.tight_layout()
@@ -341,15 +382,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="python examples/demo.py",
         description="Train a small network with gradcy, then profile the memory of a long "
-                    "gradient beside a hand-written one (and autograd's).")
+        "gradient beside a hand-written one (and autograd's).",
+    )
     ap.add_argument("--out", default="bench-out", help="directory of the PNG (default bench-out)")
-    ap.add_argument("--D", type=int, default=None,
-                    help="matrix size of the 100-dot chain (default 500, --quick 200)")
-    ap.add_argument("--epochs", type=int, default=None, help="training epochs (default 60, "
-                    "--quick 20)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="timed runs of each gradient, interleaved (default 3; the median is "
-                         "shown)")
+    ap.add_argument(
+        "--D",
+        type=int,
+        default=None,
+        help="matrix size of the 100-dot chain (default 500, --quick 200)",
+    )
+    ap.add_argument(
+        "--epochs", type=int, default=None, help="training epochs (default 60, --quick 20)"
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="timed runs of each gradient, interleaved (default 3; the median is shown)",
+    )
     ap.add_argument("--quick", action="store_true", help="fewer epochs, D=200 unless given")
     args = ap.parse_args(argv)
     D = args.D or (200 if args.quick else 500)
@@ -360,22 +410,30 @@ def main(argv=None):
     _, final_loss, train_acc, test_acc = train(epochs)
 
     print()
-    print(f"== 2. memory of one gradient: {ref.DOT_STEPS} chained dots, D={D} "
-          f"({D * D * 8 / MiB:.1f} MiB per matrix) ==")
-    print(f"each gradient once to warm up (D=8, untimed), then {args.rounds} rounds of one run "
-          "each, in rotating order, under tracemalloc:")
+    print(
+        f"== 2. memory of one gradient: {ref.DOT_STEPS} chained dots, D={D} "
+        f"({D * D * 8 / MiB:.1f} MiB per matrix) =="
+    )
+    print(
+        f"each gradient once to warm up (D=8, untimed), then {args.rounds} rounds of one run "
+        "each, in rotating order, under tracemalloc:"
+    )
     runs, prof = profile_chain(D, rounds=args.rounds)
     hand = runs["hand-written NumPy"]
     print(f"{'':>20}  peak memory            time (median of {args.rounds})")
     for label, r in runs.items():
         same = "same gradient" if r["agrees"] else "GRADIENT DIFFERS from the hand-written one"
-        print(f"{label:>20}: {r['peak']:7.1f} MiB "
-              f"({_ratio(r['peak'], hand['peak'])} hand-written)  "
-              f"{r['seconds']:6.2f} s ({_ratio(r['seconds'], hand['seconds'])})  {same}")
+        print(
+            f"{label:>20}: {r['peak']:7.1f} MiB "
+            f"({_ratio(r['peak'], hand['peak'])} hand-written)  "
+            f"{r['seconds']:6.2f} s ({_ratio(r['seconds'], hand['seconds'])})  {same}"
+        )
     print(conclusion(runs))
     top = prof.top_site()
-    print(f"gradcy engine counters: peak saved + cotangent {prof.peak_bytes / MiB:.1f} MiB"
-          + (f", {top[2] / MiB:.1f} MiB of it saved by {top[0]}" if top else ""))
+    print(
+        f"gradcy engine counters: peak saved + cotangent {prof.peak_bytes / MiB:.1f} MiB"
+        + (f", {top[2] / MiB:.1f} MiB of it saved by {top[0]}" if top else "")
+    )
 
     if _have_matplotlib():
         os.makedirs(args.out, exist_ok=True)
@@ -383,8 +441,10 @@ def main(argv=None):
         plot_chain(runs, D, path, rounds=args.rounds)
         print(f"memory timeline: {path}")
     else:
-        print("matplotlib is not installed: no PNG. Get it with  pip install \"gradcy[demo]\"  "
-              "(or pip install matplotlib)")
+        print(
+            'matplotlib is not installed: no PNG. Get it with  pip install "gradcy[demo]"  '
+            "(or pip install matplotlib)"
+        )
     print(f"demo done in {time.perf_counter() - t_start:.0f} s")
     ok = test_acc > 0.9 and all(r["agrees"] for r in runs.values())
     return 0 if ok else 1

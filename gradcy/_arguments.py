@@ -2,6 +2,7 @@
 arguments (float or complex leaves) and of the output (a real scalar for grad), and the
 gradient handed back with the type, dtype and shape of its input (_match_input).
 """
+
 import functools
 import os
 import sys
@@ -20,7 +21,7 @@ from .wrap_util import _check_argnum
 def _is_float_leaf(x):
     """The common valid inputs, decided without dtype machinery."""
     t = type(x)
-    return ((t is _np.ndarray and x.dtype.kind in "fc") or t is float or t is complex)
+    return (t is _np.ndarray and x.dtype.kind in "fc") or t is float or t is complex
 
 
 def _check_leaf(x, fname, argnum):
@@ -28,42 +29,58 @@ def _check_leaf(x, fname, argnum):
     while isinstance(value, Box):
         value = value._value
     if type(value) in _box_subclass_types():
-        return          # a type of the user's own, with a Box subclass and a VSpace
-    if (isinstance(value, _np.ndarray) and type(value) is not _np.ndarray
-            and not registered_type(type(value))):
-        raise TypeError(f"{fname}: argument {argnum} is a {_type_name(value)}, a subclass of "
-                        f"numpy.ndarray; gradcy differentiates plain numpy.ndarray values only "
-                        f"(the rules are NumPy's array semantics: {_subclass_why(value)}). "
-                        f"{_subclass_fix(value)} See {SHARP_EDGES}#ndarray-subclasses")
+        return  # a type of the user's own, with a Box subclass and a VSpace
+    if (
+        isinstance(value, _np.ndarray)
+        and type(value) is not _np.ndarray
+        and not registered_type(type(value))
+    ):
+        raise TypeError(
+            f"{fname}: argument {argnum} is a {_type_name(value)}, a subclass of "
+            f"numpy.ndarray; gradcy differentiates plain numpy.ndarray values only "
+            f"(the rules are NumPy's array semantics: {_subclass_why(value)}). "
+            f"{_subclass_fix(value)} See {SHARP_EDGES}#ndarray-subclasses"
+        )
     if isinstance(value, _np.ndarray):
         # an integer or boolean array is differentiated as float64 values (autograd does the
         # same): its gradient is a float64 array (_match_input)
         if value.dtype.kind in "fcbiu":
             return
-        raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
-                        f"defined for numeric (floating-point, complex, integer or boolean) "
-                        f"arrays. Pass x.astype(float) instead.")
+        raise TypeError(
+            f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+            f"defined for numeric (floating-point, complex, integer or boolean) "
+            f"arrays. Pass x.astype(float) instead."
+        )
     if isinstance(value, (bool, _np.bool_)) or (
-            isinstance(value, (int, _np.integer)) and not isinstance(value, bool)):
-        raise TypeError(f"{fname}: argument {argnum} is an integer scalar "
-                        f"({type(value).__name__}); gradients are defined for floating-point "
-                        f"and complex scalars (and for arrays of any numeric dtype). Pass a "
-                        f"float (e.g. {float(value)!r} or float(x)).")
+        isinstance(value, (int, _np.integer)) and not isinstance(value, bool)
+    ):
+        raise TypeError(
+            f"{fname}: argument {argnum} is an integer scalar "
+            f"({type(value).__name__}); gradients are defined for floating-point "
+            f"and complex scalars (and for arrays of any numeric dtype). Pass a "
+            f"float (e.g. {float(value)!r} or float(x))."
+        )
     if isinstance(value, _np.ndarray) or isinstance(value, _np.generic):
         if not _np.issubdtype(value.dtype, _np.inexact):
-            raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
-                            f"defined for floating-point and complex inputs. Pass "
-                            f"x.astype(float) instead.")
+            raise TypeError(
+                f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+                f"defined for floating-point and complex inputs. Pass "
+                f"x.astype(float) instead."
+            )
     elif backends.is_array_value(value):
         if _np.dtype(value.dtype).kind not in "fc":
-            raise TypeError(f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
-                            f"defined for floating-point and complex inputs. Pass "
-                            f"x.astype(float) instead.")
+            raise TypeError(
+                f"{fname}: argument {argnum} has dtype {value.dtype}; gradients are "
+                f"defined for floating-point and complex inputs. Pass "
+                f"x.astype(float) instead."
+            )
     elif not isinstance(value, (float, complex)):
-        raise TypeError(f"{fname}: argument {argnum} is a {type(value).__name__}; expected a "
-                        f"float, complex, numpy array, or tuple/list/dict of these (a type of "
-                        f"your own needs a Box subclass, MyBox.register(T), and a VSpace, "
-                        f"MyVSpace.register(T)).")
+        raise TypeError(
+            f"{fname}: argument {argnum} is a {type(value).__name__}; expected a "
+            f"float, complex, numpy array, or tuple/list/dict of these (a type of "
+            f"your own needs a Box subclass, MyBox.register(T), and a VSpace, "
+            f"MyVSpace.register(T))."
+        )
 
 
 def _type_name(value):
@@ -84,9 +101,11 @@ def _subclass_fix(value):
     if isinstance(value, _np.matrix):
         return "Pass np.asarray(M) and write matrix products with @."
     if isinstance(value, _np.ma.MaskedArray):
-        return ("Pass M.filled(v) (masked entries set to v) or np.ma.getdata(M), and apply "
-                "the mask in the function (np.where(mask, 0.0, y) gives masked entries a zero "
-                "gradient).")
+        return (
+            "Pass M.filled(v) (masked entries set to v) or np.ma.getdata(M), and apply "
+            "the mask in the function (np.where(mask, 0.0, y) gives masked entries a zero "
+            "gradient)."
+        )
     return "Pass np.asarray(x) (a plain ndarray view of the same values)."
 
 
@@ -98,7 +117,7 @@ def registered_type(t):
     if t in VSpace.mappings or dict.__contains__(Box.type_mappings, t):
         return True
     try:
-        Box.type_mappings[t]        # a box factory (Box.type_mappings.__missing__)
+        Box.type_mappings[t]  # a box factory (Box.type_mappings.__missing__)
     except KeyError:
         return False
     return True
@@ -134,13 +153,23 @@ def check_subclass_result(name, args, ans):
 def subclass_result_error(name, args, ans):
     """The TypeError of a recorded operation whose result is an ndarray subclass (a np.matrix
     or masked array among its plain arguments made it one): its rules would be wrong for it."""
-    culprit = next((a for a in args if isinstance(a, _np.ndarray)
-                    and type(a) is not _np.ndarray and not registered_type(type(a))), ans)
+    culprit = next(
+        (
+            a
+            for a in args
+            if isinstance(a, _np.ndarray)
+            and type(a) is not _np.ndarray
+            and not registered_type(type(a))
+        ),
+        ans,
+    )
     where = next((f"argument {i}" for i, a in enumerate(args) if a is culprit), "an argument")
-    return TypeError(f"{name}: {where} is a {_type_name(culprit)} (a subclass of "
-                     f"numpy.ndarray) used with a traced value; gradcy differentiates plain "
-                     f"numpy.ndarray values only ({_subclass_why(culprit)}). "
-                     f"{_subclass_fix(culprit)} See {SHARP_EDGES}#ndarray-subclasses")
+    return TypeError(
+        f"{name}: {where} is a {_type_name(culprit)} (a subclass of "
+        f"numpy.ndarray) used with a traced value; gradcy differentiates plain "
+        f"numpy.ndarray values only ({_subclass_why(culprit)}). "
+        f"{_subclass_fix(culprit)} See {SHARP_EDGES}#ndarray-subclasses"
+    )
 
 
 def _box_subclass_types():
@@ -174,8 +203,12 @@ def _match_input(g, x):
     float64 array out)."""
     if g is None:
         return _zeros_like(x)
-    if type(x) is _np.ndarray and type(g) is _np.ndarray and g.dtype == x.dtype and (
-            g.shape == x.shape):
+    if (
+        type(x) is _np.ndarray
+        and type(g) is _np.ndarray
+        and g.dtype == x.dtype
+        and (g.shape == x.shape)
+    ):
         # a broadcast view (the cotangent of a sum) is handed out as an array of its own
         return g if g.flags.writeable else g.copy()
     if type(g) is Box:
@@ -185,8 +218,11 @@ def _match_input(g, x):
     if backends.is_array_value(g) or backends.is_array_value(x):
         return backends.match_gradient(g, x)
     if isinstance(x, _np.ndarray):
-        if type(x) is not _np.ndarray and isinstance(g, (_np.ndarray, _np.generic)) and (
-                _np.shape(g) == x.shape):
+        if (
+            type(x) is not _np.ndarray
+            and isinstance(g, (_np.ndarray, _np.generic))
+            and (_np.shape(g) == x.shape)
+        ):
             # an ndarray subclass registered as autograd's users do (PennyLane's tensor): as
             # under autograd, the gradient is what the backward pass made (a NumPy scalar
             # where arithmetic on a 0-d value made one, the subclass where the rules kept it),
@@ -228,18 +264,18 @@ def _differentiated_leaves(args, argnum, fname):
         raise
     leaves, unflatten = tree_flatten(x)
     if not all([_is_float_leaf(leaf) for leaf in leaves]):
-        for i in (argnum if multi else (argnum,)):
+        for i in argnum if multi else (argnum,):
             for leaf in tree_flatten(args[i])[0]:
                 _check_leaf(leaf, fname, i)
     return leaves, unflatten
 
 
-_SCALAR_ONES = _core.SCALAR_SEEDS      # the seed of a real scalar output, by its type
+_SCALAR_ONES = _core.SCALAR_SEEDS  # the seed of a real scalar output, by its type
 
 
 def _ones_like(ans):
     one = _SCALAR_ONES.get(type(ans))
-    if one is not None:          # the common seed: a real scalar output (immutable, shared)
+    if one is not None:  # the common seed: a real scalar output (immutable, shared)
         return one
     if backends.is_array_value(ans):
         return _np.ones_like(ans)
@@ -267,34 +303,47 @@ def _check_scalar_output(ans, fname):
         value = value._value
     if isinstance(value, (tuple, list, dict)):
         n = len(value)
-        raise TypeError(f"{fname}: the function returned a {type(value).__name__} of {n} "
-                        f"value{'' if n == 1 else 's'}; {fname} needs one real scalar. If it "
-                        f"returns (loss, aux), use grad_and_aux(f) for (gradient of loss, aux), "
-                        f"or value_and_grad(lambda *a: f(*a)[0]) for (loss, gradient); for "
-                        f"several outputs use jacobian or make_vjp. See "
-                        f"{SHARP_EDGES}#grad-needs-one-scalar")
+        raise TypeError(
+            f"{fname}: the function returned a {type(value).__name__} of {n} "
+            f"value{'' if n == 1 else 's'}; {fname} needs one real scalar. If it "
+            f"returns (loss, aux), use grad_and_aux(f) for (gradient of loss, aux), "
+            f"or value_and_grad(lambda *a: f(*a)[0]) for (loss, gradient); for "
+            f"several outputs use jacobian or make_vjp. See "
+            f"{SHARP_EDGES}#grad-needs-one-scalar"
+        )
     if backends.is_array_value(value):
         if value.size != 1:
-            raise TypeError(f"{fname}: the function returned an array of shape {value.shape}; "
-                            f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
-                            f"make_vjp for array outputs.")
+            raise TypeError(
+                f"{fname}: the function returned an array of shape {value.shape}; "
+                f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
+                f"make_vjp for array outputs."
+            )
         if _np.dtype(value.dtype).kind != "f":
-            raise TypeError(f"{fname}: the function returned a {type(value).__name__} of dtype "
-                            f"{value.dtype}; {fname} needs a real floating-point output")
+            raise TypeError(
+                f"{fname}: the function returned a {type(value).__name__} of dtype "
+                f"{value.dtype}; {fname} needs a real floating-point output"
+            )
         return
     if isinstance(value, (bool, _np.bool_)) or (
-            isinstance(value, _np.ndarray) and value.dtype.kind == "b"):
-        raise TypeError(f"{fname}: the function returned a boolean ({value!r}), which has no "
-                        f"gradient; {fname} needs a floating-point scalar output")
+        isinstance(value, _np.ndarray) and value.dtype.kind == "b"
+    ):
+        raise TypeError(
+            f"{fname}: the function returned a boolean ({value!r}), which has no "
+            f"gradient; {fname} needs a floating-point scalar output"
+        )
     if _np.size(value) != 1:
-        raise TypeError(f"{fname}: the function returned an array of shape {_np.shape(value)}; "
-                        f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
-                        f"make_vjp for array outputs.")
+        raise TypeError(
+            f"{fname}: the function returned an array of shape {_np.shape(value)}; "
+            f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
+            f"make_vjp for array outputs."
+        )
     _check_float_output(value, fname)
     if _np.iscomplexobj(value):
-        raise TypeError(f"{fname}: the function returned a complex value; {fname} needs a real "
-                        f"output. Use holomorphic_grad for holomorphic functions, or take "
-                        f"the real part or abs() of the output.")
+        raise TypeError(
+            f"{fname}: the function returned a complex value; {fname} needs a real "
+            f"output. Use holomorphic_grad for holomorphic functions, or take "
+            f"the real part or abs() of the output."
+        )
 
 
 def _check_float_output(ans, fname):
@@ -311,17 +360,21 @@ def _check_float_output(ans, fname):
             return
         what = f"a value of dtype {value.dtype}"
     elif isinstance(value, (tuple, list, dict)):
-        raise TypeError(f"{fname}: the function returned a {t.__name__}; {fname} needs one "
-                        f"array output. Return np.stack([...]) of equally shaped arrays, or use "
-                        f"make_vjp (a cotangent for each output) or jacobian of each output; "
-                        f"for a (loss, aux) pair use grad_and_aux. See "
-                        f"{SHARP_EDGES}#grad-needs-one-scalar")
+        raise TypeError(
+            f"{fname}: the function returned a {t.__name__}; {fname} needs one "
+            f"array output. Return np.stack([...]) of equally shaped arrays, or use "
+            f"make_vjp (a cotangent for each output) or jacobian of each output; "
+            f"for a (loss, aux) pair use grad_and_aux. See "
+            f"{SHARP_EDGES}#grad-needs-one-scalar"
+        )
     else:
         what = f"{'an' if t.__name__[0] in 'aeiou' else 'a'} {t.__name__} ({value!r:.40})"
-    raise TypeError(f"{fname}: the function returned {what}; derivatives are defined for "
-                    f"floating-point (or complex) outputs. Return a float value (e.g. "
-                    f"x.astype(float)); a boolean, integer or string result has no gradient. "
-                    f"See {SHARP_EDGES}#integer-and-boolean-values")
+    raise TypeError(
+        f"{fname}: the function returned {what}; derivatives are defined for "
+        f"floating-point (or complex) outputs. Return a float value (e.g. "
+        f"x.astype(float)); a boolean, integer or string result has no gradient. "
+        f"See {SHARP_EDGES}#integer-and-boolean-values"
+    )
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -337,9 +390,13 @@ def _warn_independent(fname):
     level, frame = 1, sys._getframe(0)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         level, frame = level + 1, frame.f_back
-    warnings.warn(f"{INDEPENDENT_OUTPUT} ({fname}: the function's output was not computed "
-                  f"from the differentiated argument, so its derivative is zero; see "
-                  f"{SHARP_EDGES}#output-independent-of-input)", UserWarning, stacklevel=level)
+    warnings.warn(
+        f"{INDEPENDENT_OUTPUT} ({fname}: the function's output was not computed "
+        f"from the differentiated argument, so its derivative is zero; see "
+        f"{SHARP_EDGES}#output-independent-of-input)",
+        UserWarning,
+        stacklevel=level,
+    )
 
 
 # the page of common mistakes every error of a user's mistake points to
@@ -358,14 +415,18 @@ def check_operator_call(fname, fun, kwargs):
     no keyword of JAX's spelling was passed (a did-you-mean error instead of Python's)."""
     for key in kwargs:
         if key in _JAX_KEYWORDS:
-            raise TypeError(f"{fname}() got an unexpected keyword argument {key!r}; did you "
-                            f"mean {_JAX_KEYWORDS[key]}? See {SHARP_EDGES}#jax-spellings")
+            raise TypeError(
+                f"{fname}() got an unexpected keyword argument {key!r}; did you "
+                f"mean {_JAX_KEYWORDS[key]}? See {SHARP_EDGES}#jax-spellings"
+            )
     if not callable(fun):
-        raise TypeError(f"{fname}: the function to differentiate must be callable, got "
-                        f"{'an' if type(fun).__name__[0] in 'aeiou' else 'a'} "
-                        f"{_type_name(fun)} ({fun!r:.40}); pass the function itself, "
-                        f"{fname}(f), not its value at a point, {fname}(f(x)). See "
-                        f"{SHARP_EDGES}#pass-the-function")
+        raise TypeError(
+            f"{fname}: the function to differentiate must be callable, got "
+            f"{'an' if type(fun).__name__[0] in 'aeiou' else 'a'} "
+            f"{_type_name(fun)} ({fun!r:.40}); pass the function itself, "
+            f"{fname}(f), not its value at a point, {fname}(f(x)). See "
+            f"{SHARP_EDGES}#pass-the-function"
+        )
 
 
 def checked_operator(op: F) -> F:
@@ -378,4 +439,5 @@ def checked_operator(op: F) -> F:
     def build(fun, *args, **kwargs):
         check_operator_call(name, fun, kwargs)
         return op(fun, *args, **kwargs)
+
     return build

@@ -13,6 +13,7 @@ at once to the modules gradcy imports. The gradcy.scipy modules (which import Sc
 imports them only on demand) serve theirs through a module __getattr__ of their own, which calls
 autograd_name here on the first lookup of a name they lack: gradcy installs no import hook.
 """
+
 import builtins
 import sys
 import warnings
@@ -48,19 +49,23 @@ def _vjp_of(prim, argnum, ans, args, kwargs):
     """vjp(g) of argument argnum from the rule registered on prim (read now)."""
     rule = prim.vjp
     if isinstance(rule, ArgnumVJP) and argnum not in rule.rules:
-        raise _core.MissingVJPError(f"{prim.name} has no VJP for argument {argnum}; register "
-                                    f"one with gradcy.extend.defvjp")
+        raise _core.MissingVJPError(
+            f"{prim.name} has no VJP for argument {argnum}; register one with gradcy.extend.defvjp"
+        )
 
     def vjp(g):
         out = rule((argnum,), g, ans, tuple(args), kwargs)[0]
         return vspace(args[argnum]).zeros() if out is None else out
+
     return vjp
 
 
 def vjp_maker(prim, argnum=0):
     """maker(ans, *args, **kwargs) -> vjp(g): prim's VJP for argument argnum."""
+
     def maker(ans, *args, **kwargs):
         return _vjp_of(prim, argnum, ans, args, kwargs)
+
     maker.__name__ = f"vjp_of_{prim.__name__}_{argnum}"
     return maker
 
@@ -68,8 +73,10 @@ def vjp_maker(prim, argnum=0):
 def vjp_argnum_maker(prim, offset=0):
     """maker(argnum, ans, args, kwargs) -> vjp(g): prim's VJP for any argument (offset: the
     number of leading arguments autograd's form has that gradcy's primitive does not)."""
+
     def maker(argnum, ans, args, kwargs):
         return _vjp_of(prim, argnum - offset, ans, tuple(args)[offset:], kwargs)
+
     return maker
 
 
@@ -77,8 +84,9 @@ def _jvp_of(prim, argnum, g, ans, args, kwargs):
     if prim.jvp_argnums is not None:
         return prim.jvp_argnums((argnum,), (g,), ans, tuple(args), kwargs)
     if argnum not in prim.jvpmakers:
-        raise _core.MissingJVPError(f"{prim.name} has no JVP for argument {argnum}; register "
-                                    f"one with gradcy.extend.defjvp")
+        raise _core.MissingJVPError(
+            f"{prim.name} has no JVP for argument {argnum}; register one with gradcy.extend.defjvp"
+        )
     rule = prim.jvpmakers[argnum]
     if rule is None:
         return vspace(ans).zeros()
@@ -87,15 +95,19 @@ def _jvp_of(prim, argnum, g, ans, args, kwargs):
 
 def jvp_rule(prim, argnum=0):
     """rule(g, ans, *args, **kwargs): prim's JVP for argument argnum."""
+
     def rule(g, ans, *args, **kwargs):
         return _jvp_of(prim, argnum, g, ans, args, kwargs)
+
     return rule
 
 
 def jvp_argnum_rule(prim, offset=0):
     """rule(argnum, g, ans, args, kwargs): prim's JVP for any argument."""
+
     def rule(argnum, g, ans, args, kwargs):
         return _jvp_of(prim, argnum - offset, g, ans, tuple(args)[offset:], kwargs)
+
     return rule
 
 
@@ -116,8 +128,9 @@ def _meta_shape_dtype(meta):
 def match_complex(target, x):
     """x as target's kind: the real part when target is real; x's sum over extra leading axes
     is not taken (x has target's shape)."""
-    target_iscomplex = _onp.iscomplexobj(_core.box_value(target) if _core.is_box(target)
-                                         else target)
+    target_iscomplex = _onp.iscomplexobj(
+        _core.box_value(target) if _core.is_box(target) else target
+    )
     x_iscomplex = _onp.iscomplexobj(_core.box_value(x) if _core.is_box(x) else x)
     if x_iscomplex and not target_iscomplex:
         return _w.real(x)
@@ -154,11 +167,14 @@ def unbroadcast_einsum(x, target_meta, subscript):
         return unbroadcast(x, target_meta)
     if subscript.index("...") == len(subscript) - 3:
         nd = len(shape)
-        return _w.swapaxes(unbroadcast(_w.swapaxes(x, 0, -1), (shape[::-1][:nd], nd) +
-                                      tuple(target_meta[2:])), 0, -1)
+        return _w.swapaxes(
+            unbroadcast(_w.swapaxes(x, 0, -1), (shape[::-1][:nd], nd) + tuple(target_meta[2:])),
+            0,
+            -1,
+        )
     start = subscript.index("...")
     moved = _w.moveaxis(x, start, 0)
-    meta = ((shape[start],) + shape[:start] + shape[start + 1:],) + tuple(target_meta[1:])
+    meta = ((shape[start],) + shape[:start] + shape[start + 1 :],) + tuple(target_meta[1:])
     return _w.moveaxis(unbroadcast(moved, meta), 0, start)
 
 
@@ -221,10 +237,12 @@ def broadcast(x, target):
 
 def atleast_jvpmaker(fun):
     """The JVP of atleast_1d/2d/3d (of one or several arrays): fun of the tangents."""
+
     def jvp(g, ans, *arys):
         if len(arys) > 1:
             raise NotImplementedError("Can't handle multiple arguments yet.")
         return fun(g)
+
     return jvp
 
 
@@ -267,7 +285,7 @@ def _tensordot_axes(axes, A_ndim, B_ndim):
 def tensordot_adjoint_0(B, G, axes, A_ndim, B_ndim):
     """The cotangent of A (of ndim A_ndim) in tensordot(A, B, axes) for output cotangent G."""
     a_ax, b_ax = _tensordot_axes(axes, A_ndim, B_ndim)
-    free = iter(_onp.shape(G)[:A_ndim - len(a_ax)])
+    free = iter(_onp.shape(G)[: A_ndim - len(a_ax)])
     contracted = dict(zip(a_ax, (_onp.shape(B)[i] for i in b_ax)))
     shape = [contracted[i] if i in contracted else next(free) for i in range(A_ndim)]
     A = _stub(shape, _onp.result_type(G))
@@ -277,7 +295,7 @@ def tensordot_adjoint_0(B, G, axes, A_ndim, B_ndim):
 def tensordot_adjoint_1(A, G, axes, A_ndim, B_ndim):
     """The cotangent of B (of ndim B_ndim) in tensordot(A, B, axes) for output cotangent G."""
     a_ax, b_ax = _tensordot_axes(axes, A_ndim, B_ndim)
-    free = iter(_onp.shape(G)[A_ndim - len(a_ax):])
+    free = iter(_onp.shape(G)[A_ndim - len(a_ax) :])
     contracted = dict(zip(b_ax, (_onp.shape(A)[i] for i in a_ax)))
     shape = [contracted[i] if i in contracted else next(free) for i in range(B_ndim)]
     B = _stub(shape, _onp.result_type(G))
@@ -296,8 +314,9 @@ def check_even_shape(shape):
     """autograd's rfft rules need an even last axis; gradcy's do not (kept for programs that
     call it)."""
     if shape[-1] % 2 != 0:
-        raise NotImplementedError("Real FFT gradient for odd lengthed last axes is not "
-                                  "implemented.")
+        raise NotImplementedError(
+            "Real FFT gradient for odd lengthed last axes is not implemented."
+        )
 
 
 def get_fft_args(a, d=None, axis=-1, norm=None, *args, **kwargs):
@@ -335,8 +354,14 @@ def make_rfft_factors(axes, resshape, facshape, normshape, norm):
     return fac
 
 
-_RFFT_FORWARD = {"irfft": "rfft", "irfft2": "rfft2", "irfftn": "rfftn",
-                 "rfft": "irfft", "rfft2": "irfft2", "rfftn": "irfftn"}
+_RFFT_FORWARD = {
+    "irfft": "rfft",
+    "irfft2": "rfft2",
+    "irfftn": "rfftn",
+    "rfft": "irfft",
+    "rfft2": "irfft2",
+    "rfftn": "irfftn",
+}
 
 
 def fft_grad(get_args, fft_fun, ans, x, *args, **kwargs):
@@ -362,76 +387,153 @@ def irfft_grad(get_args, rfft_fun, ans, x, *args, **kwargs):
 # Per module: autograd's names there
 # =============================================================================
 def _numpy_vjps():
-    names = dict(ArrayBox=ArrayBox, SparseObject=SparseObject, VJPNode=VJPNode, defvjp=defvjp,
-                 defvjp_argnum=defvjp_argnum, func=func, primitive=primitive,
-                 register_notrace=register_notrace, vspace=vspace)
-    names.update(nograd_functions=[getattr(_w, n) for n in sorted(_w.NONDIFFERENTIABLE)
-                                   if hasattr(_w, n)])
-    for name, prim in [("grad_np_sum", _w.sum), ("grad_np_mean", _w.mean),
-                       ("grad_np_prod", _w.prod),
-                       ("grad_np_var", _w.var), ("grad_np_std", _w.std), ("grad_chooser", _w.max),
-                       ("grad_np_cumsum", _w.cumsum), ("grad_transpose", _w.transpose),
-                       ("grad_repeat", _w.repeat), ("grad_tile", _w.tile),
-                       ("grad_rollaxis", _w.rollaxis), ("grad_diff", _w.diff),
-                       ("grad_gradient", _w.gradient), ("grad_broadcast_to", _w.broadcast_to),
-                       ("grad_sort", _w.sort), ("grad_partition", _w.partition),
-                       ("grad_reshape_list", _w.atleast_1d), ("pad_vjp", _w.pad),
-                       ("np_abs_vjp", _w.absolute), ("np_conj_vjp", _w.conjugate),
-                       ("dot_vjp_0", _w.dot), ("matmul_vjp_0", _w.matmul),
-                       ("tensordot_vjp_0", _w.tensordot)]:
+    names = dict(
+        ArrayBox=ArrayBox,
+        SparseObject=SparseObject,
+        VJPNode=VJPNode,
+        defvjp=defvjp,
+        defvjp_argnum=defvjp_argnum,
+        func=func,
+        primitive=primitive,
+        register_notrace=register_notrace,
+        vspace=vspace,
+    )
+    names.update(
+        nograd_functions=[getattr(_w, n) for n in sorted(_w.NONDIFFERENTIABLE) if hasattr(_w, n)]
+    )
+    for name, prim in [
+        ("grad_np_sum", _w.sum),
+        ("grad_np_mean", _w.mean),
+        ("grad_np_prod", _w.prod),
+        ("grad_np_var", _w.var),
+        ("grad_np_std", _w.std),
+        ("grad_chooser", _w.max),
+        ("grad_np_cumsum", _w.cumsum),
+        ("grad_transpose", _w.transpose),
+        ("grad_repeat", _w.repeat),
+        ("grad_tile", _w.tile),
+        ("grad_rollaxis", _w.rollaxis),
+        ("grad_diff", _w.diff),
+        ("grad_gradient", _w.gradient),
+        ("grad_broadcast_to", _w.broadcast_to),
+        ("grad_sort", _w.sort),
+        ("grad_partition", _w.partition),
+        ("grad_reshape_list", _w.atleast_1d),
+        ("pad_vjp", _w.pad),
+        ("np_abs_vjp", _w.absolute),
+        ("np_conj_vjp", _w.conjugate),
+        ("dot_vjp_0", _w.dot),
+        ("matmul_vjp_0", _w.matmul),
+        ("tensordot_vjp_0", _w.tensordot),
+    ]:
         names[name] = vjp_maker(prim, 0)
-    for name, prim in [("dot_vjp_1", _w.dot), ("matmul_vjp_1", _w.matmul),
-                       ("tensordot_vjp_1", _w.tensordot)]:
+    for name, prim in [
+        ("dot_vjp_1", _w.dot),
+        ("matmul_vjp_1", _w.matmul),
+        ("tensordot_vjp_1", _w.tensordot),
+    ]:
         names[name] = vjp_maker(prim, 1)
-    names.update(grad_inner=_argnum_form(_w.inner), grad_kron=_argnum_form(_w.kron),
-                 grad_concatenate_args=vjp_argnum_maker(_w.concatenate_args),
-                 grad_einsum=vjp_argnum_maker(_w.einsum),
-                 array_from_args_gradmaker=vjp_argnum_maker(_w.array_from_args, offset=2))
+    names.update(
+        grad_inner=_argnum_form(_w.inner),
+        grad_kron=_argnum_form(_w.kron),
+        grad_concatenate_args=vjp_argnum_maker(_w.concatenate_args),
+        grad_einsum=vjp_argnum_maker(_w.einsum),
+        array_from_args_gradmaker=vjp_argnum_maker(_w.array_from_args, offset=2),
+    )
 
     def array_from_scalar_or_array_gradmaker(ans, array_args, array_kwargs, scarray):
         return lambda g: unbroadcast_f(scarray, lambda g: g)(g)
+
     names["array_from_scalar_or_array_gradmaker"] = array_from_scalar_or_array_gradmaker
     return names
 
 
 def _argnum_form(prim):
     """autograd's grad_inner / grad_kron form: maker(argnum, ans, A, B) -> vjp(g)."""
+
     def maker(argnum, ans, *args, **kwargs):
         return _vjp_of(prim, argnum, ans, args, kwargs)
+
     return maker
 
 
-_SHARED_VJPS = ("dot_adjoint_0", "dot_adjoint_1", "matmul_adjoint_0", "matmul_adjoint_1",
-                "tensordot_adjoint_0", "tensordot_adjoint_1", "match_complex", "unbroadcast",
-                "unbroadcast_f", "unbroadcast_einsum", "balanced_eq", "replace_zero",
-                "repeat_to_match_shape", "reverse_axis", "unpermuter", "untake",
-                "wrapped_reshape")
+_SHARED_VJPS = (
+    "dot_adjoint_0",
+    "dot_adjoint_1",
+    "matmul_adjoint_0",
+    "matmul_adjoint_1",
+    "tensordot_adjoint_0",
+    "tensordot_adjoint_1",
+    "match_complex",
+    "unbroadcast",
+    "unbroadcast_f",
+    "unbroadcast_einsum",
+    "balanced_eq",
+    "replace_zero",
+    "repeat_to_match_shape",
+    "reverse_axis",
+    "unpermuter",
+    "untake",
+    "wrapped_reshape",
+)
 
 
 def _numpy_jvps():
-    names = dict(ArrayBox=ArrayBox, JVPNode=JVPNode, def_linear=def_linear, defjvp=defjvp,
-                 defjvp_argnum=defjvp_argnum, func=func, register_notrace=register_notrace,
-                 vspace=vspace, atleast_jvpmaker=atleast_jvpmaker, broadcast=broadcast)
-    for k in ("balanced_eq", "replace_zero", "untake", "match_complex", "dot_adjoint_0",
-              "dot_adjoint_1", "tensordot_adjoint_0", "tensordot_adjoint_1"):
+    names = dict(
+        ArrayBox=ArrayBox,
+        JVPNode=JVPNode,
+        def_linear=def_linear,
+        defjvp=defjvp,
+        defjvp_argnum=defjvp_argnum,
+        func=func,
+        register_notrace=register_notrace,
+        vspace=vspace,
+        atleast_jvpmaker=atleast_jvpmaker,
+        broadcast=broadcast,
+    )
+    for k in (
+        "balanced_eq",
+        "replace_zero",
+        "untake",
+        "match_complex",
+        "dot_adjoint_0",
+        "dot_adjoint_1",
+        "tensordot_adjoint_0",
+        "tensordot_adjoint_1",
+    ):
         names[k] = globals()[k]
     names["nograd_functions"] = _numpy_vjps()["nograd_functions"]
-    for name, prim in [("forward_grad_np_var", _w.var), ("forward_grad_np_std", _w.std),
-                       ("fwd_grad_chooser", _w.max), ("fwd_grad_sort", _w.sort),
-                       ("fwd_grad_partition", _w.partition), ("np_abs_jvp", _w.absolute),
-                       ("np_conj_jvp", _w.conjugate)]:
+    for name, prim in [
+        ("forward_grad_np_var", _w.var),
+        ("forward_grad_np_std", _w.std),
+        ("fwd_grad_chooser", _w.max),
+        ("fwd_grad_sort", _w.sort),
+        ("fwd_grad_partition", _w.partition),
+        ("np_abs_jvp", _w.absolute),
+        ("np_conj_jvp", _w.conjugate),
+    ]:
         names[name] = jvp_rule(prim, 0)
     names["fwd_grad_concatenate_args"] = jvp_argnum_rule(_w.concatenate_args)
     return names
 
 
 def _fft():
-    return dict(defvjp=defvjp, primitive=primitive, vspace=vspace, fft_grad=fft_grad,
-                rfft_grad=rfft_grad, irfft_grad=irfft_grad, truncate_pad=truncate_pad,
-                check_no_repeated_axes=check_no_repeated_axes, check_even_shape=check_even_shape,
-                get_fft_args=get_fft_args, get_fft2_args=get_fft2_args,
-                get_fftn_args=get_fftn_args, make_rfft_factors=make_rfft_factors,
-                match_complex=match_complex)
+    return dict(
+        defvjp=defvjp,
+        primitive=primitive,
+        vspace=vspace,
+        fft_grad=fft_grad,
+        rfft_grad=rfft_grad,
+        irfft_grad=irfft_grad,
+        truncate_pad=truncate_pad,
+        check_no_repeated_axes=check_no_repeated_axes,
+        check_even_shape=check_even_shape,
+        get_fft_args=get_fft_args,
+        get_fft2_args=get_fft2_args,
+        get_fftn_args=get_fftn_args,
+        make_rfft_factors=make_rfft_factors,
+        match_complex=match_complex,
+    )
 
 
 def _linalg(la):
@@ -439,13 +541,23 @@ def _linalg(la):
         return _vjp_of(la.cholesky, 0, L, (A,), {})
 
     def grad_svd(usv_, a, full_matrices=True, compute_uv=True):
-        return _vjp_of(la.svd, 0, usv_, (a,), dict(full_matrices=full_matrices,
-                                                    compute_uv=compute_uv))
-    return dict(defjvp=defjvp, defvjp=defvjp, grad_cholesky=grad_cholesky, grad_svd=grad_svd,
-                grad_eig=vjp_maker(la.eig), grad_eigh=vjp_maker(la.eigh),
-                grad_inv=vjp_maker(la.inv), grad_pinv=vjp_maker(la.pinv),
-                grad_solve=_argnum_form(la.solve), norm_vjp=vjp_maker(la.norm),
-                norm_jvp=jvp_rule(la.norm))
+        return _vjp_of(
+            la.svd, 0, usv_, (a,), dict(full_matrices=full_matrices, compute_uv=compute_uv)
+        )
+
+    return dict(
+        defjvp=defjvp,
+        defvjp=defvjp,
+        grad_cholesky=grad_cholesky,
+        grad_svd=grad_svd,
+        grad_eig=vjp_maker(la.eig),
+        grad_eigh=vjp_maker(la.eigh),
+        grad_inv=vjp_maker(la.inv),
+        grad_pinv=vjp_maker(la.pinv),
+        grad_solve=_argnum_form(la.solve),
+        norm_vjp=vjp_maker(la.norm),
+        norm_jvp=jvp_rule(la.norm),
+    )
 
 
 def _vjp_by_tracing(fun, argnum, args, kwargs=None):
@@ -458,21 +570,34 @@ def _scipy_integrate(mod):
 
     def grad_odeint(yt, func, y0, t, func_args, **kwargs):
         """vjp_all(g) -> (None, cotangent of y0, of t, of func_args) of odeint."""
-        vjp = _vjp_by_tracing(lambda y0, t, a: mod.odeint(func, y0, t, tuple(a), **kwargs),
-                              (0, 1, 2), (y0, t, list(func_args)))
+        vjp = _vjp_by_tracing(
+            lambda y0, t, a: mod.odeint(func, y0, t, tuple(a), **kwargs),
+            (0, 1, 2),
+            (y0, t, list(func_args)),
+        )
+
         def vjp_all(g):
             gy0, gt, gargs = vjp(g)
             return None, gy0, gt, tuple(gargs)
+
         return vjp_all
 
     def argnums_unpack(all_vjp_builder):
         """A rule for some arguments from a builder of the VJPs of all of them."""
+
         def build_selected_vjps(argnums, ans, combined_args, kwargs):
             vjp_all = all_vjp_builder(ans, *combined_args, **kwargs)
             return lambda g: [vjp_all(g)[k] for k in argnums]
+
         return build_selected_vjps
-    return dict(grad_odeint=grad_odeint, argnums_unpack=argnums_unpack, flatten=flatten,
-                make_vjp=make_vjp, tuple=atuple)
+
+    return dict(
+        grad_odeint=grad_odeint,
+        argnums_unpack=argnums_unpack,
+        flatten=flatten,
+        make_vjp=make_vjp,
+        tuple=atuple,
+    )
 
 
 def _scipy_linalg(mod):
@@ -480,9 +605,13 @@ def _scipy_linalg(mod):
 
     def grad_solve_banded(argnum, ans, l_and_u, a, b):
         return _vjp_of(mod.solve_banded, argnum, ans, (l_and_u, a, b), {})
-    return dict(grad_solve_triangular=vjp_maker(mod.solve_triangular, 1),
-                grad_solve_banded=grad_solve_banded, test=scipy.linalg.test,
-                wrap_namespace=wrap_namespace)
+
+    return dict(
+        grad_solve_triangular=vjp_maker(mod.solve_triangular, 1),
+        grad_solve_banded=grad_solve_banded,
+        test=scipy.linalg.test,
+        wrap_namespace=wrap_namespace,
+    )
 
 
 def compute_conv_size(A_size, B_size, mode):
@@ -511,17 +640,30 @@ def parse_axes(A_shape, B_shape, conv_axes, dot_axes, mode):
     axes = {}
     for key, n, k in (("A", nA, 0), ("B", nB, 1)):
         conv, dot = tuple(conv_axes[k]), tuple(dot_axes[k])
-        axes[key] = {"conv": conv, "dot": dot,
-                     "ignore": tuple(i for i in range(n) if i not in conv and i not in dot)}
+        axes[key] = {
+            "conv": conv,
+            "dot": dot,
+            "ignore": tuple(i for i in range(n) if i not in conv and i not in dot),
+        }
     i1 = len(axes["A"]["ignore"])
     i2 = i1 + len(axes["B"]["ignore"])
-    axes["out"] = {"ignore_A": tuple(range(i1)), "ignore_B": tuple(range(i1, i2)),
-                   "conv": tuple(range(i2, i2 + len(axes["A"]["conv"])))}
-    shapes = {key: {s: tuple(shp[i] for i in ax) for s, ax in axes[key].items()}
-              for key, shp in (("A", A_shape), ("B", B_shape))}
-    shapes["out"] = {"ignore_A": shapes["A"]["ignore"], "ignore_B": shapes["B"]["ignore"],
-                     "conv": tuple(compute_conv_size(A_shape[i], B_shape[j], mode)
-                                   for i, j in zip(axes["A"]["conv"], axes["B"]["conv"]))}
+    axes["out"] = {
+        "ignore_A": tuple(range(i1)),
+        "ignore_B": tuple(range(i1, i2)),
+        "conv": tuple(range(i2, i2 + len(axes["A"]["conv"]))),
+    }
+    shapes = {
+        key: {s: tuple(shp[i] for i in ax) for s, ax in axes[key].items()}
+        for key, shp in (("A", A_shape), ("B", B_shape))
+    }
+    shapes["out"] = {
+        "ignore_A": shapes["A"]["ignore"],
+        "ignore_B": shapes["B"]["ignore"],
+        "conv": tuple(
+            compute_conv_size(A_shape[i], B_shape[j], mode)
+            for i, j in zip(axes["A"]["conv"], axes["B"]["conv"])
+        ),
+    }
     return axes, shapes
 
 
@@ -537,45 +679,68 @@ def einsum_tensordot(A, B, axes, reverse=False):
 def _scipy_signal(mod):
     def grad_convolve(argnum, ans, A, B, axes=None, dot_axes=((), ()), mode="full"):
         """The VJP of convolve(A, B, axes, dot_axes, mode) for argument argnum."""
-        return _vjp_by_tracing(lambda A, B: mod.convolve(A, B, axes, dot_axes, mode), argnum,
-                               (A, B))
-    return dict(defvjp=defvjp, as_strided=as_strided, compute_conv_size=compute_conv_size,
-                flipped_idxs=flipped_idxs, parse_axes=parse_axes,
-                einsum_tensordot=einsum_tensordot, grad_convolve=grad_convolve)
+        return _vjp_by_tracing(
+            lambda A, B: mod.convolve(A, B, axes, dot_axes, mode), argnum, (A, B)
+        )
+
+    return dict(
+        defvjp=defvjp,
+        as_strided=as_strided,
+        compute_conv_size=compute_conv_size,
+        flipped_idxs=flipped_idxs,
+        parse_axes=parse_axes,
+        einsum_tensordot=einsum_tensordot,
+        grad_convolve=grad_convolve,
+    )
 
 
 def _scipy_special(mod):
     def make_gammainc_vjp_arg1(sign):
         """The VJP maker of gammainc (sign 1) or gammaincc (sign -1) for its argument x."""
         return vjp_maker(mod.gammainc if sign > 0 else mod.gammaincc, 1)
-    return dict(defvjp=defvjp, unbroadcast_f=unbroadcast_f,
-                repeat_to_match_shape=repeat_to_match_shape,
-                make_grad_logsumexp=vjp_maker(mod.logsumexp),
-                fwd_grad_logsumexp=jvp_rule(mod.logsumexp),
-                make_gammainc_vjp_arg1=make_gammainc_vjp_arg1,
-                root_pi=float(_onp.sqrt(_onp.pi)), inv_root_pi=float(1.0 / _onp.sqrt(_onp.pi)))
+
+    return dict(
+        defvjp=defvjp,
+        unbroadcast_f=unbroadcast_f,
+        repeat_to_match_shape=repeat_to_match_shape,
+        make_grad_logsumexp=vjp_maker(mod.logsumexp),
+        fwd_grad_logsumexp=jvp_rule(mod.logsumexp),
+        make_gammainc_vjp_arg1=make_gammainc_vjp_arg1,
+        root_pi=float(_onp.sqrt(_onp.pi)),
+        inv_root_pi=float(1.0 / _onp.sqrt(_onp.pi)),
+    )
 
 
 def _scipy_stats(name, mod):
     names = dict(defvjp=defvjp, unbroadcast_f=unbroadcast_f, primitive=primitive)
     short = name.rsplit(".", 1)[1]
     if short == "beta":
-        from .scipy.special import beta      # (imports SciPy, an optional dependency)
-        names.update(beta=beta, grad_beta_logpdf_arg0=mod._dx, grad_beta_logpdf_arg1=mod._da,
-                     grad_beta_logpdf_arg2=mod._db)
+        from .scipy.special import beta  # (imports SciPy, an optional dependency)
+
+        names.update(
+            beta=beta,
+            grad_beta_logpdf_arg0=mod._dx,
+            grad_beta_logpdf_arg1=mod._da,
+            grad_beta_logpdf_arg2=mod._db,
+        )
     elif short == "chi2":
         from .scipy.special import gamma
+
         names.update(gamma=gamma, grad_chi2_logpdf=mod._dx)
     elif short == "gamma":
         from .scipy.special import gamma
+
         names.update(gamma=gamma, grad_gamma_logpdf_arg0=mod._dx, grad_gamma_logpdf_arg1=mod._da)
     elif short == "poisson":
         names.update(grad_poisson_logpmf=mod._dmu)
     elif short == "t":
-        names.update(grad_tlogpdf_x=mod._logpdf_dx, grad_tlogpdf_scale=mod._logpdf_dscale,
-                     grad_tlogpdf_df=mod._logpdf_ddf,
-                     grad_tlogpdf_loc=lambda x, df, loc, scale: -mod._logpdf_dx(x, df, loc, scale),
-                     grad_tlogpdf_diff=lambda diff, df: mod._logpdf_dx(diff, df, 0.0, 1.0))
+        names.update(
+            grad_tlogpdf_x=mod._logpdf_dx,
+            grad_tlogpdf_scale=mod._logpdf_dscale,
+            grad_tlogpdf_df=mod._logpdf_ddf,
+            grad_tlogpdf_loc=lambda x, df, loc, scale: -mod._logpdf_dx(x, df, loc, scale),
+            grad_tlogpdf_diff=lambda diff, df: mod._logpdf_dx(diff, df, 0.0, 1.0),
+        )
     elif short == "multivariate_normal":
         la = _la
 
@@ -597,8 +762,10 @@ def _scipy_stats(name, mod):
             if allow_singular:
                 return lambda A, x: _w.dot(la.pinv(A), x)
             return la.solve
-        names.update(generalized_outer_product=generalized_outer_product, covgrad=covgrad,
-                     solve=solve)
+
+        names.update(
+            generalized_outer_product=generalized_outer_product, covgrad=covgrad, solve=solve
+        )
     return names
 
 
@@ -608,6 +775,7 @@ def _misc(name, mod):
         def fixed_point_vjp(ans, f, a, x0, distance, tol):
             """The VJP of fixed_point for its parameters a."""
             return _vjp_by_tracing(lambda a: mod.fixed_point(f, a, x0, distance, tol), 0, (a,))
+
         return dict(defvjp=defvjp, fixed_point_vjp=fixed_point_vjp, tuple=atuple)
     if name == "gradcy.misc.flatten":
         return dict(make_vjp=make_vjp, type=atype)
@@ -632,13 +800,23 @@ def find_top_boxed_args(args):
     return boxes, top, (VJPNode if boxes else None), False
 
 
-deprecation_msg = ("quick_grad_check is deprecated; use "
-                   "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)")
+deprecation_msg = (
+    "quick_grad_check is deprecated; use "
+    "gradcy.test_util.check_grads(fun, modes=['rev'], order=1)(x)"
+)
 
 
-def quick_grad_check(fun, arg0, extra_args=(), kwargs={},  # noqa: B006  (autograd's; only read)
-                     verbose=True, eps=1e-4, rtol=1e-4,
-                     atol=1e-6, rs=None):
+def quick_grad_check(
+    fun,
+    arg0,
+    extra_args=(),
+    kwargs={},  # noqa: B006  (autograd's; only read)
+    verbose=True,
+    eps=1e-4,
+    rtol=1e-4,
+    atol=1e-6,
+    rs=None,
+):
     """Deprecated: check_grads of fun with respect to arg0, reverse mode, first order."""
     warnings.warn(deprecation_msg, DeprecationWarning, stacklevel=2)
     check_grads(lambda x: fun(x, *extra_args, **kwargs), modes=["rev"], order=1)(arg0)
@@ -650,8 +828,9 @@ def _core_modules(name):
         return dict(find_top_boxed_args=find_top_boxed_args)
     if name == "gradcy.util":
         return dict(quick_grad_check=quick_grad_check, deprecation_msg=deprecation_msg)
-    return dict(container_take=_w.container_take,
-                grad_container_take=vjp_maker(_w.container_take, 0))
+    return dict(
+        container_take=_w.container_take, grad_container_take=vjp_maker(_w.container_take, 0)
+    )
 
 
 def _names_of(module):
@@ -671,9 +850,12 @@ def _names_of(module):
     elif name.startswith("gradcy.scipy.stats."):
         names = _scipy_stats(name, sys.modules[name])
     elif name.startswith("gradcy.scipy.") or name.startswith("gradcy.misc."):
-        maker = {"gradcy.scipy.integrate": _scipy_integrate, "gradcy.scipy.linalg": _scipy_linalg,
-                 "gradcy.scipy.signal": _scipy_signal,
-                 "gradcy.scipy.special": _scipy_special}.get(name)
+        maker = {
+            "gradcy.scipy.integrate": _scipy_integrate,
+            "gradcy.scipy.linalg": _scipy_linalg,
+            "gradcy.scipy.signal": _scipy_signal,
+            "gradcy.scipy.special": _scipy_special,
+        }.get(name)
         names = maker(sys.modules[name]) if maker else _misc(name, sys.modules[name])
     else:
         raise KeyError(f"gradcy._autograd_rules: no autograd names for {name}")
@@ -696,20 +878,40 @@ def _add_names(module):
             if attr in shadowing:
                 return shadowing[attr]
             raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
         namespace.setdefault("__getattr__", __getattr__)
 
 
 # the gradcy modules that hold autograd names: imported with gradcy ...
-_IMPORTED = ("gradcy.tracer", "gradcy.util", "gradcy.builtins", "gradcy.numpy.numpy_vjps",
-             "gradcy.numpy.numpy_jvps", "gradcy.numpy.fft", "gradcy.numpy.linalg",
-             "gradcy.misc.flatten", "gradcy.misc.fixed_points")
+_IMPORTED = (
+    "gradcy.tracer",
+    "gradcy.util",
+    "gradcy.builtins",
+    "gradcy.numpy.numpy_vjps",
+    "gradcy.numpy.numpy_jvps",
+    "gradcy.numpy.fft",
+    "gradcy.numpy.linalg",
+    "gradcy.misc.flatten",
+    "gradcy.misc.fixed_points",
+)
 # ... and imported on demand (they import SciPy; each has a module __getattr__ that calls
 # autograd_name)
 _ON_DEMAND = frozenset(
-    ["gradcy.scipy.integrate", "gradcy.scipy.linalg", "gradcy.scipy.signal",
-     "gradcy.scipy.special"] +
-    [f"gradcy.scipy.stats.{d}" for d in ("beta", "chi2", "dirichlet", "gamma",
-                                          "multivariate_normal", "norm", "poisson", "t")])
+    ["gradcy.scipy.integrate", "gradcy.scipy.linalg", "gradcy.scipy.signal", "gradcy.scipy.special"]
+    + [
+        f"gradcy.scipy.stats.{d}"
+        for d in (
+            "beta",
+            "chi2",
+            "dirichlet",
+            "gamma",
+            "multivariate_normal",
+            "norm",
+            "poisson",
+            "t",
+        )
+    ]
+)
 
 
 # on-demand module name -> its autograd names (filled on first lookup)

@@ -19,6 +19,7 @@ Converting a batch to one array (``numpy.asarray``) raises TypeError: a rule tha
 plain array cannot be batched, and the caller (`gradcy.hessian`, `make_jvp`'s ``jvp.batch``)
 falls back to one forward pass per tangent.
 """
+
 import numbers
 
 import numpy as _np
@@ -40,8 +41,11 @@ def _dtype_of(v):
 
 def _plain(v):
     """v is a plain value a batch's scale may absorb: a NumPy or Dask array or a number."""
-    return (isinstance(v, (_np.ndarray, _np.generic, numbers.Number)) and not isinstance(v, bool)
-            or backends.is_array_value(v))
+    return (
+        isinstance(v, (_np.ndarray, _np.generic, numbers.Number))
+        and not isinstance(v, bool)
+        or backends.is_array_value(v)
+    )
 
 
 def _scale_of(x):
@@ -52,7 +56,7 @@ def _scaled(ufunc, inputs):
     """The products, quotients, negations and sums that keep a batch's product with plain
     values unformed (None: the operation forms it)."""
     if ufunc is _np.negative:
-        x, = inputs
+        (x,) = inputs
         return BatchedTangent(x._base, -_scale_of(x))
     a, b = inputs
     if ufunc is _np.multiply:
@@ -66,8 +70,12 @@ def _scaled(ufunc, inputs):
             return None
         return BatchedTangent(a._base, _scale_of(a) / b)
     # add, subtract: two batches of the same tangents
-    if type(a) is not BatchedTangent or type(b) is not BatchedTangent or a._base is not b._base \
-            or (a._scale is None and b._scale is None):
+    if (
+        type(a) is not BatchedTangent
+        or type(b) is not BatchedTangent
+        or a._base is not b._base
+        or (a._scale is None and b._scale is None)
+    ):
         return None
     return BatchedTangent(a._base, ufunc(_scale_of(a), _scale_of(b)))
 
@@ -101,8 +109,11 @@ def _shift_axis(axis, nd):
 def _np_axis(a, nd):
     a = int(a)
     if not -nd <= a < max(nd, 1):
-        raise _np.exceptions.AxisError(a, nd) if hasattr(_np, "exceptions") else ValueError(
-            f"axis {a} is out of bounds for an array of dimension {nd}")
+        raise (
+            _np.exceptions.AxisError(a, nd)
+            if hasattr(_np, "exceptions")
+            else ValueError(f"axis {a} is out of bounds for an array of dimension {nd}")
+        )
     return a % nd if nd else 0
 
 
@@ -126,8 +137,9 @@ def _stack(results, fname):
         return first
     if isinstance(first, (tuple, list)):
         return type(first)(_stack([r[i] for r in results], fname) for i in range(len(first)))
-    return BatchedTangent(_np.stack([_np.asarray(r) if isinstance(r, numbers.Number) else r
-                                     for r in results]))
+    return BatchedTangent(
+        _np.stack([_np.asarray(r) if isinstance(r, numbers.Number) else r for r in results])
+    )
 
 
 def _same(a, b):
@@ -144,8 +156,7 @@ def _per_tangent(fn, args, kwargs, fname):
         return fn(*args, **kwargs)
     results = []
     for b in range(n):
-        results.append(fn(*[_at(a, b) for a in args],
-                          **{k: _at(v, b) for k, v in kwargs.items()}))
+        results.append(fn(*[_at(a, b) for a in args], **{k: _at(v, b) for k, v in kwargs.items()}))
     return _stack(results, fname)
 
 
@@ -233,17 +244,20 @@ def _dot(a, b):
     if na >= 1 and kb == 1:
         return BatchedTangent(_moveaxis(_np.dot(a, b.data.T), -1, 0))
     if na >= 1 and kb >= 2:
-        return BatchedTangent(_moveaxis(_np.tensordot(a, b.data, axes=([-1], [-2])),
-                                        na - 1, 0))
+        return BatchedTangent(_moveaxis(_np.tensordot(a, b.data, axes=([-1], [-2])), na - 1, 0))
     return None
 
 
 def _reduction(func):
     def run(x, axis=None, *args, **kwargs):
-        if type(x) is not BatchedTangent or kwargs.get("out") is not None or any(
-                type(a) is BatchedTangent for a in args):
+        if (
+            type(x) is not BatchedTangent
+            or kwargs.get("out") is not None
+            or any(type(a) is BatchedTangent for a in args)
+        ):
             return None
         return BatchedTangent(func(x.data, _shift_axis(axis, x.ndim), *args, **kwargs))
+
     return run
 
 
@@ -273,16 +287,17 @@ def _where(cond, x=None, y=None):
     if x is None or y is None or type(cond) is BatchedTangent:
         return None
     nd = max(_item_ndim(v) for v in (cond, x, y))
-    return BatchedTangent(_np.where(cond, *[_lift(v, nd) if type(v) is BatchedTangent else v
-                                            for v in (x, y)]))
+    return BatchedTangent(
+        _np.where(cond, *[_lift(v, nd) if type(v) is BatchedTangent else v for v in (x, y)])
+    )
 
 
 def _like(func):
     def run(x, *args, **kwargs):
-        if type(x) is not BatchedTangent or "shape" in kwargs or args and func is not \
-                _np.full_like:
+        if type(x) is not BatchedTangent or "shape" in kwargs or args and func is not _np.full_like:
             return None
         return BatchedTangent(func(x.data, *args, **kwargs))
+
     return run
 
 
@@ -291,8 +306,7 @@ def _moveaxis_f(x, source, destination):
         return None
     nd = x.ndim
     src = _shift_axis(source if isinstance(source, (tuple, list)) else source, nd)
-    dst = _shift_axis(destination if isinstance(destination, (tuple, list)) else destination,
-                      nd)
+    dst = _shift_axis(destination if isinstance(destination, (tuple, list)) else destination, nd)
     return BatchedTangent(_np.moveaxis(x.data, src, dst))
 
 
@@ -351,7 +365,7 @@ class BatchedTangent:
     product, a reduction) -- as a hand-written Hessian scales X by the curvature once."""
 
     __slots__ = ("_base", "_scale", "_eye")
-    __array_priority__ = 1000       # ndarray's operators defer to this type's
+    __array_priority__ = 1000  # ndarray's operators defer to this type's
 
     def __init__(self, data, scale=None, eye=False):
         self._base = data
@@ -436,21 +450,29 @@ class BatchedTangent:
                 nd = max(_item_ndim(x) for x in inputs)
                 where = kwargs.get("where", True)
                 if type(where) is not BatchedTangent:
-                    out = ufunc(*[_lift(x, nd) if type(x) is BatchedTangent else x
-                                  for x in inputs], **kwargs)
+                    out = ufunc(
+                        *[_lift(x, nd) if type(x) is BatchedTangent else x for x in inputs],
+                        **kwargs,
+                    )
                     if isinstance(out, tuple):
                         return tuple(BatchedTangent(o) for o in out)
                     return BatchedTangent(out)
-        elif method in ("reduce", "accumulate") and len(inputs) == 1 \
-                and type(inputs[0]) is BatchedTangent and "where" not in kwargs:
+        elif (
+            method in ("reduce", "accumulate")
+            and len(inputs) == 1
+            and type(inputs[0]) is BatchedTangent
+            and "where" not in kwargs
+        ):
             x = inputs[0]
             axis = kwargs.pop("axis", 0)
             if method == "accumulate" and axis is None:
                 axis = 0
-            return BatchedTangent(getattr(ufunc, method)(x.data, axis=_shift_axis(axis, x.ndim),
-                                                         **kwargs))
-        return _per_tangent(getattr(ufunc, method), inputs, kwargs,
-                            f"numpy.{ufunc.__name__}.{method}")
+            return BatchedTangent(
+                getattr(ufunc, method)(x.data, axis=_shift_axis(axis, x.ndim), **kwargs)
+            )
+        return _per_tangent(
+            getattr(ufunc, method), inputs, kwargs, f"numpy.{ufunc.__name__}.{method}"
+        )
 
     def __array_function__(self, func, types, args, kwargs):
         rule = _FUNCTIONS.get(func)
@@ -466,8 +488,7 @@ class BatchedTangent:
             shape = shape[0]
         shape = tuple(shape)
         if order != "C":
-            return _per_tangent(lambda x: x.reshape(shape, order=order), (self,), {},
-                                "reshape")
+            return _per_tangent(lambda x: x.reshape(shape, order=order), (self,), {}, "reshape")
         if -1 in shape:
             known = int(_np.prod([n for n in shape if n != -1]))
             shape = tuple(self.size // max(known, 1) if n == -1 else n for n in shape)
@@ -479,8 +500,7 @@ class BatchedTangent:
         nd = self.ndim
         if not axes:
             axes = tuple(range(nd))[::-1]
-        return BatchedTangent(self.data.transpose((0,) + tuple(_np_axis(a, nd) + 1
-                                                               for a in axes)))
+        return BatchedTangent(self.data.transpose((0,) + tuple(_np_axis(a, nd) + 1 for a in axes)))
 
     @property
     def T(self):
@@ -548,17 +568,31 @@ def _binary(ufunc):
 
     def rop(self, other):
         return ufunc(other, self)
+
     return op, rop
 
 
-for _name, _uf in [("add", _np.add), ("sub", _np.subtract), ("mul", _np.multiply),
-                   ("truediv", _np.true_divide), ("pow", _np.power), ("matmul", _np.matmul),
-                   ("floordiv", _np.floor_divide), ("mod", _np.remainder)]:
+for _name, _uf in [
+    ("add", _np.add),
+    ("sub", _np.subtract),
+    ("mul", _np.multiply),
+    ("truediv", _np.true_divide),
+    ("pow", _np.power),
+    ("matmul", _np.matmul),
+    ("floordiv", _np.floor_divide),
+    ("mod", _np.remainder),
+]:
     _op, _rop = _binary(_uf)
     setattr(BatchedTangent, f"__{_name}__", _op)
     setattr(BatchedTangent, f"__r{_name}__", _rop)
-for _name, _uf in [("eq", _np.equal), ("ne", _np.not_equal), ("lt", _np.less),
-                   ("le", _np.less_equal), ("gt", _np.greater), ("ge", _np.greater_equal)]:
+for _name, _uf in [
+    ("eq", _np.equal),
+    ("ne", _np.not_equal),
+    ("lt", _np.less),
+    ("le", _np.less_equal),
+    ("gt", _np.greater),
+    ("ge", _np.greater_equal),
+]:
     setattr(BatchedTangent, f"__{_name}__", _binary(_uf)[0])
 BatchedTangent.__hash__ = None
 del _name, _uf, _op, _rop

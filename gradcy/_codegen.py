@@ -19,6 +19,7 @@ Numba's error_model='numpy' (1/0 is inf, not an exception): + - * / and comparis
 bits; sin, tanh, exp... call the C library's functions, which may differ from NumPy's SIMD ones
 in the last place.
 """
+
 import math
 import operator
 import weakref
@@ -29,39 +30,92 @@ from .misc.tracers import _fill, _slots_in
 
 # ufunc -> scalar expression template ({0}, {1}: the operands, cast to the loop's dtype)
 _UNARY = {
-    np.sin: "np.sin({0})", np.cos: "np.cos({0})", np.tan: "np.tan({0})",
-    np.arcsin: "np.arcsin({0})", np.arccos: "np.arccos({0})", np.arctan: "np.arctan({0})",
-    np.sinh: "np.sinh({0})", np.cosh: "np.cosh({0})", np.tanh: "np.tanh({0})",
-    np.arcsinh: "np.arcsinh({0})", np.arccosh: "np.arccosh({0})",
-    np.arctanh: "np.arctanh({0})", np.exp: "np.exp({0})", np.exp2: "np.exp2({0})",
-    np.expm1: "np.expm1({0})", np.log: "np.log({0})", np.log2: "np.log2({0})",
-    np.log10: "np.log10({0})", np.log1p: "np.log1p({0})", np.sqrt: "np.sqrt({0})",
-    np.negative: "(-{0})", np.positive: "(+{0})", np.absolute: "abs({0})",
-    np.fabs: "abs({0})", np.square: "({0} * {0})", np.floor: "np.floor({0})",
-    np.ceil: "np.ceil({0})", np.trunc: "np.trunc({0})",
-    np.isnan: "np.isnan({0})", np.isinf: "np.isinf({0})", np.isfinite: "np.isfinite({0})",
+    np.sin: "np.sin({0})",
+    np.cos: "np.cos({0})",
+    np.tan: "np.tan({0})",
+    np.arcsin: "np.arcsin({0})",
+    np.arccos: "np.arccos({0})",
+    np.arctan: "np.arctan({0})",
+    np.sinh: "np.sinh({0})",
+    np.cosh: "np.cosh({0})",
+    np.tanh: "np.tanh({0})",
+    np.arcsinh: "np.arcsinh({0})",
+    np.arccosh: "np.arccosh({0})",
+    np.arctanh: "np.arctanh({0})",
+    np.exp: "np.exp({0})",
+    np.exp2: "np.exp2({0})",
+    np.expm1: "np.expm1({0})",
+    np.log: "np.log({0})",
+    np.log2: "np.log2({0})",
+    np.log10: "np.log10({0})",
+    np.log1p: "np.log1p({0})",
+    np.sqrt: "np.sqrt({0})",
+    np.negative: "(-{0})",
+    np.positive: "(+{0})",
+    np.absolute: "abs({0})",
+    np.fabs: "abs({0})",
+    np.square: "({0} * {0})",
+    np.floor: "np.floor({0})",
+    np.ceil: "np.ceil({0})",
+    np.trunc: "np.trunc({0})",
+    np.isnan: "np.isnan({0})",
+    np.isinf: "np.isinf({0})",
+    np.isfinite: "np.isfinite({0})",
     np.logical_not: "(not {0})",
 }
 _BINARY = {
-    np.add: "({0} + {1})", np.subtract: "({0} - {1})", np.multiply: "({0} * {1})",
-    np.true_divide: "({0} / {1})", np.power: "np.power({0}, {1})",
-    np.maximum: "np.maximum({0}, {1})", np.minimum: "np.minimum({0}, {1})",
-    np.fmax: "np.fmax({0}, {1})", np.fmin: "np.fmin({0}, {1})",
-    np.arctan2: "np.arctan2({0}, {1})", np.hypot: "np.hypot({0}, {1})",
-    np.copysign: "np.copysign({0}, {1})", np.logaddexp: "np.logaddexp({0}, {1})",
-    np.greater: "({0} > {1})", np.greater_equal: "({0} >= {1})", np.less: "({0} < {1})",
-    np.less_equal: "({0} <= {1})", np.equal: "({0} == {1})", np.not_equal: "({0} != {1})",
-    np.logical_and: "({0} and {1})", np.logical_or: "({0} or {1})",
+    np.add: "({0} + {1})",
+    np.subtract: "({0} - {1})",
+    np.multiply: "({0} * {1})",
+    np.true_divide: "({0} / {1})",
+    np.power: "np.power({0}, {1})",
+    np.maximum: "np.maximum({0}, {1})",
+    np.minimum: "np.minimum({0}, {1})",
+    np.fmax: "np.fmax({0}, {1})",
+    np.fmin: "np.fmin({0}, {1})",
+    np.arctan2: "np.arctan2({0}, {1})",
+    np.hypot: "np.hypot({0}, {1})",
+    np.copysign: "np.copysign({0}, {1})",
+    np.logaddexp: "np.logaddexp({0}, {1})",
+    np.greater: "({0} > {1})",
+    np.greater_equal: "({0} >= {1})",
+    np.less: "({0} < {1})",
+    np.less_equal: "({0} <= {1})",
+    np.equal: "({0} == {1})",
+    np.not_equal: "({0} != {1})",
+    np.logical_and: "({0} and {1})",
+    np.logical_or: "({0} or {1})",
     np.logical_xor: "({0} != {1})",
 }
 # NumPy's loops of these are SIMD (AVX2/AVX-512: about 1-2 ns an element), ten times the speed
 # of the C library's scalar functions a Numba loop calls (tanh: 17.6 against 1.8 ns, exp 4.3
 # against 0.9, measured on 4096 float64 elements); sin and cos are the C library's in both.
 # On arrays of _SIMD_MIN_SIZE elements or more they stay NumPy calls between kernels.
-_SIMD_IN_NUMPY = frozenset((
-    np.tanh, np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p, np.arctan,
-    np.arcsin, np.arccos, np.sinh, np.cosh, np.arcsinh, np.arccosh, np.arctanh, np.tan,
-    np.power, np.logaddexp, np.arctan2, np.hypot))
+_SIMD_IN_NUMPY = frozenset(
+    (
+        np.tanh,
+        np.exp,
+        np.exp2,
+        np.expm1,
+        np.log,
+        np.log2,
+        np.log10,
+        np.log1p,
+        np.arctan,
+        np.arcsin,
+        np.arccos,
+        np.sinh,
+        np.cosh,
+        np.arcsinh,
+        np.arccosh,
+        np.arctanh,
+        np.tan,
+        np.power,
+        np.logaddexp,
+        np.arctan2,
+        np.hypot,
+    )
+)
 _SIMD_MIN_SIZE = 64
 _LOGICAL = (np.logical_not, np.logical_and, np.logical_or, np.logical_xor)
 _WHERE = np.where
@@ -69,8 +123,7 @@ _WHERE = np.where
 _FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
 _BOOL = np.dtype(bool)
 _OPERAND_DTYPES = _FLOATS + (_BOOL, np.dtype(np.int64), np.dtype(np.int32))
-_CAST = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32",
-         _BOOL: "bool"}
+_CAST = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32", _BOOL: "bool"}
 
 # fused runs shorter than this stay NumPy calls (a kernel call costs about as much as two)
 MIN_FUSED_STEPS = 2
@@ -99,6 +152,7 @@ def numba_module():
 
 class _Meta:
     """What a slot holds at every replay: its type, shape and dtype (value for a scalar)."""
+
     __slots__ = ("type", "shape", "dtype", "value")
 
     def __init__(self, v):
@@ -119,13 +173,13 @@ def _probe(prog, leaves):
     and every value still to be read that lies in the chain's buffer (a view of an older
     version, as a memory network's saved prefix) shares no element with buf[idx]."""
     from .numpy.indexed_updates import _at_set
+
     vals = list(leaves) + [None] * (prog.n_slots - prog.n_inputs)
-    meta = [_Meta(v) for v in vals[:prog.n_inputs]] + [None] * (prog.n_slots - prog.n_inputs)
-    chain = {}                          # id(version array) -> chain number
+    meta = [_Meta(v) for v in vals[: prog.n_inputs]] + [None] * (prog.n_slots - prog.n_inputs)
+    chain = {}  # id(version array) -> chain number
     in_place = set()
     with np.errstate(all="ignore"):
-        for k, (fun, args, links, kwargs, slot, drops, _guards, nested) in enumerate(
-                prog.steps):
+        for k, (fun, args, links, kwargs, slot, drops, _guards, nested) in enumerate(prog.steps):
             a = list(args)
             for pos, s in links:
                 a[pos] = vals[s]
@@ -133,9 +187,15 @@ def _probe(prog, leaves):
                 a[pos] = _fill(a[pos], vals)
             for s in drops:
                 vals[s] = None
-            if (fun is _at_set and not kwargs and not nested and len(args) == 3
-                    and all(pos != 1 for pos, _ in links) and _basic(args[1])
-                    and any(pos == 0 and s in drops for pos, s in links)):
+            if (
+                fun is _at_set
+                and not kwargs
+                and not nested
+                and len(args) == 3
+                and all(pos != 1 for pos, _ in links)
+                and _basic(args[1])
+                and any(pos == 0 and s in drops for pos, s in links)
+            ):
                 # (a constant basic index; buf is dead after this step)
                 c = _write_chain(a[0], links, chain)
                 if c is not None and _unseen(c, a[0], a[1], vals, chain):
@@ -154,8 +214,12 @@ def _basic(idx):
     memory says where the write goes (an advanced index's buf[idx] is a copy)."""
     if type(idx) is tuple:
         return all(map(_basic, idx))
-    return idx is None or idx is Ellipsis or type(idx) is slice or (
-        isinstance(idx, (int, np.integer)) and not isinstance(idx, (bool, np.bool_)))
+    return (
+        idx is None
+        or idx is Ellipsis
+        or type(idx) is slice
+        or (isinstance(idx, (int, np.integer)) and not isinstance(idx, (bool, np.bool_)))
+    )
 
 
 def _is_version_arg(v, chain):
@@ -203,7 +267,7 @@ def _unseen(c, buf, idx, vals, chain):
                 if np.shares_memory(arr, region):
                     return False
         return True
-    except Exception:                  # (an index at_set takes that a view does not)
+    except Exception:  # (an index at_set takes that a view does not)
         return False
 
 
@@ -218,7 +282,7 @@ def _constant_ok(v):
     if t is bool or t is float:
         return True
     if t is int:
-        return -2**62 < v < 2**62
+        return -(2**62) < v < 2**62
     return isinstance(v, (np.float64, np.float32, np.bool_))
 
 
@@ -247,8 +311,11 @@ def _fusable(step, meta):
     for pos, a in enumerate(args):
         if pos in linked:
             om = meta[linked[pos]]
-            if om.type is np.ndarray or isinstance(om.type, type) and issubclass(
-                    om.type, np.generic):
+            if (
+                om.type is np.ndarray
+                or isinstance(om.type, type)
+                and issubclass(om.type, np.generic)
+            ):
                 if om.dtype not in _OPERAND_DTYPES:
                     return None
                 if om.type is np.ndarray and not _broadcasts(om.shape, m.shape):
@@ -283,8 +350,13 @@ def _literal(v, dtype):
         text = repr(v)
     else:
         f = float(v)
-        text = ("np.nan" if math.isnan(f) else ("np.inf" if f > 0 else "-np.inf")
-                if math.isinf(f) else repr(f))
+        text = (
+            "np.nan"
+            if math.isnan(f)
+            else ("np.inf" if f > 0 else "-np.inf")
+            if math.isinf(f)
+            else repr(f)
+        )
         if isinstance(v, np.float32):
             text = f"np.float32({text})"
     if dtype is not None and dtype in _CAST:
@@ -312,11 +384,11 @@ class _Kernel:
     def __init__(self, shape, steps, fused, meta, read_after):
         self.shape = shape
         produced = {step[4] for step in steps}
-        self.inputs = []                  # slots read, defined before the run
-        self.arrays = []                  # constant array arguments
-        index = {}                        # slot -> its statement
-        arrays = {}                       # (dtype, shape, bytes) -> position in self.arrays
-        stmts = []                        # (expression, refs, dtype)
+        self.inputs = []  # slots read, defined before the run
+        self.arrays = []  # constant array arguments
+        index = {}  # slot -> its statement
+        arrays = {}  # (dtype, shape, bytes) -> position in self.arrays
+        stmts = []  # (expression, refs, dtype)
         # the loads of the inputs come first (a repeated stretch then has no load in it)
         for _template, operands in fused:
             for kind, v in operands:
@@ -324,8 +396,11 @@ class _Kernel:
                     om = meta[v]
                     k = len(self.inputs)
                     self.inputs.append(v)
-                    text = (self._index(f"a{k}", om.shape, len(om.shape))
-                            if om.type is np.ndarray and om.shape else f"a{k}")
+                    text = (
+                        self._index(f"a{k}", om.shape, len(om.shape))
+                        if om.type is np.ndarray and om.shape
+                        else f"a{k}"
+                    )
                     index[v] = len(stmts)
                     stmts.append((text, (), om.dtype))
 
@@ -336,7 +411,7 @@ class _Kernel:
                 om_dtype = v.dtype
                 first = v.flat[0] if v.size else None
                 if v.size and v.dtype in _CAST and (v == first).all():
-                    text = _literal(first, None)      # a broadcast constant: its element
+                    text = _literal(first, None)  # a broadcast constant: its element
                 else:
                     key = (v.dtype, v.shape, v.tobytes())
                     idx = arrays.get(key)
@@ -363,16 +438,22 @@ class _Kernel:
                 y = operand(*operands[2], loop_dt, refs)
                 expr = f"({x} if {c} else {y})"
             else:
-                values = [np.empty((), meta[v].dtype) if kind == "slot"
-                          and meta[v].dtype is not None else meta[v].value if kind == "slot"
-                          else np.empty((), v.dtype) if kind == "array" else v
-                          for kind, v in operands]
+                values = [
+                    np.empty((), meta[v].dtype)
+                    if kind == "slot" and meta[v].dtype is not None
+                    else meta[v].value
+                    if kind == "slot"
+                    else np.empty((), v.dtype)
+                    if kind == "array"
+                    else v
+                    for kind, v in operands
+                ]
                 loop_dt = _loop_dtype(fun, m.dtype, values)
                 if loop_dt not in _CAST:
                     loop_dt = None
                 texts = [operand(kind, v, loop_dt, refs) for kind, v in operands]
                 if fun is np.power and operands[1] == ("const", 2):
-                    template = "({0} * {0})"          # NumPy's own fast path of x**2
+                    template = "({0} * {0})"  # NumPy's own fast path of x**2
                 expr = template.format(*texts)
             if m.dtype != loop_dt:
                 expr = f"{_CAST[m.dtype]}({expr})"
@@ -381,11 +462,15 @@ class _Kernel:
         self.input_meta = [meta[s] for s in self.inputs]
         self.outputs = [s for s in sorted(produced) if read_after(s)]
         self.out_meta = [meta[s] for s in self.outputs]
-        outputs = [(self._index(f"o{k}", meta[s].shape, len(meta[s].shape)), index[s])
-                   for k, s in enumerate(self.outputs)]
-        args = ([f"a{k}" for k in range(len(self.inputs))]
-                + [f"c{k}" for k in range(len(self.arrays))]
-                + [f"o{k}" for k in range(len(self.outputs))])
+        outputs = [
+            (self._index(f"o{k}", meta[s].shape, len(meta[s].shape)), index[s])
+            for k, s in enumerate(self.outputs)
+        ]
+        args = (
+            [f"a{k}" for k in range(len(self.inputs))]
+            + [f"c{k}" for k in range(len(self.arrays))]
+            + [f"o{k}" for k in range(len(self.outputs))]
+        )
         self.n_statements = len(stmts)
         self.source = _emit(stmts, outputs, shape, args)
 
@@ -414,8 +499,10 @@ def _roll(stmts):
     n = len(stmts)
     ids = {}
     # each statement's expression and dtype as a number, and the distances back to its refs
-    ekey = [ids.setdefault((e, dt), len(ids)) if refs else -1 - i
-            for i, (e, refs, dt) in enumerate(stmts)]
+    ekey = [
+        ids.setdefault((e, dt), len(ids)) if refs else -1 - i
+        for i, (e, refs, dt) in enumerate(stmts)
+    ]
     dists = [tuple(i - j for j in refs) for i, (_, refs, _) in enumerate(stmts)]
     out = []
     s = 0
@@ -424,7 +511,7 @@ def _roll(stmts):
         found = []
         for p in range(1, min(_MAX_PERIOD, (n - s) // _MIN_REPEATS) + 1):
             if ekey[s + p] != ekey[s] or any(p % f == 0 for f in found):
-                continue                # (a multiple of a period found covers no more)
+                continue  # (a multiple of a period found covers no more)
             r = _repeats(ekey, dists, s, p, n)
             if r >= _MIN_REPEATS:
                 found.append(p)
@@ -459,14 +546,14 @@ def _repeats(ekey, dists, s, p, n):
                 return r
             ds, ds0 = dists[i], dists[i0]
             if ds == ds0 and max(ds, default=0) <= q + p:
-                continue                # every reference near, at the same distance
+                continue  # every reference near, at the same distance
             for k, (d, d0) in enumerate(zip(ds, ds0)):
                 near, near0 = d <= q + p, d0 <= q + p
                 if near or near0:
                     if d != d0 or not (near and near0):
                         return r
                     continue
-                step = (i - d) - (i0 - d0)      # far: where the reference moved to
+                step = (i - d) - (i0 - d0)  # far: where the reference moved to
                 stride = strides.setdefault((q, k), step if r == 1 else None)
                 if stride is None or step != stride * r:
                     return r
@@ -481,7 +568,7 @@ def _emit(stmts, outputs, shape, args):
     while True:
         try:
             return _emit_rolled(stmts, outputs, shape, args, stretches)
-        except _NoRoll as e:            # that stretch, one repeat shorter (or unrolled)
+        except _NoRoll as e:  # that stretch, one repeat shorter (or unrolled)
             s, p, n = stretches[e.args[0]]
             if n - 1 >= _MIN_REPEATS:
                 stretches[e.args[0]] = (s, p, n - 1)
@@ -490,11 +577,11 @@ def _emit(stmts, outputs, shape, args):
 
 
 def _emit_rolled(stmts, outputs, shape, args, stretches):
-    where = {}                          # statement -> (stretch number, repeat, offset)
+    where = {}  # statement -> (stretch number, repeat, offset)
     for k, (s, p, n) in enumerate(stretches):
         for i in range(s, s + p * n):
             where[i] = (k, (i - s) // p, (i - s) % p)
-    saved = set()                       # (stretch, offset) kept in an array
+    saved = set()  # (stretch, offset) kept in an array
 
     def outside_ref(j):
         """The text of statement j's value, read from outside its stretch's loop."""
@@ -522,7 +609,7 @@ def _emit_rolled(stmts, outputs, shape, args, stretches):
                     q2 = q - kind[1]
                     if q2 >= 0:
                         texts.append(f"u{k}_{q2}")
-                    else:               # the previous repeat's value of offset q2 + p
+                    else:  # the previous repeat's value of offset q2 + p
                         q2 += p
                         carried[q2] = j
                         texts.append(f"c{k}_{q2}")
@@ -557,7 +644,7 @@ def _emit_rolled(stmts, outputs, shape, args, stretches):
     for depth, line in body:
         if line.startswith("SAVE"):
             k = int(line[4:])
-            for (k2, q) in sorted(saved):
+            for k2, q in sorted(saved):
                 if k2 == k:
                     lines.append(f"{indent} s{k}_{q}[r{k}] = u{k}_{q}")
             continue
@@ -565,8 +652,11 @@ def _emit_rolled(stmts, outputs, shape, args, stretches):
     return "\n".join(lines)
 
 
-_NP_DTYPE = {np.dtype(np.float64): "np.float64", np.dtype(np.float32): "np.float32",
-             _BOOL: "np.bool_"}
+_NP_DTYPE = {
+    np.dtype(np.float64): "np.float64",
+    np.dtype(np.float32): "np.float32",
+    _BOOL: "np.bool_",
+}
 
 
 def _far_text(j, i, s, p, stmts, where, saved, order):
@@ -614,8 +704,10 @@ def _wrapper(kernel, jitted):
     ns = {"kernel": jitted, "empty": empty, "arrays": arrays}
     params = [f"a{k}" for k in range(n_in)]
     # a 0-d array input is passed as its element (the kernel reads it as a scalar)
-    passed = [f"a{k}[()]" if m.type is np.ndarray and not m.shape else f"a{k}"
-              for k, m in enumerate(kernel.input_meta)]
+    passed = [
+        f"a{k}[()]" if m.type is np.ndarray and not m.shape else f"a{k}"
+        for k, m in enumerate(kernel.input_meta)
+    ]
     outs = []
     lines = []
     for k, (shape, dtype) in enumerate(specs):
@@ -637,8 +729,9 @@ def compile_program(prog, leaves):
     nothing fuses). Raises what Numba raises when a kernel does not compile."""
     numba = numba_module()
     meta, in_place = _probe(prog, leaves)
-    steps = [(_set_into,) + step[1:] if k in in_place else step
-             for k, step in enumerate(prog.steps)]
+    steps = [
+        (_set_into,) + step[1:] if k in in_place else step for k, step in enumerate(prog.steps)
+    ]
     fused = [_fusable(step, meta) for step in steps]
     # runs of consecutive fusable steps with one result shape
     runs, k = [], 0
@@ -648,8 +741,12 @@ def compile_program(prog, leaves):
             continue
         shape = meta[steps[k][4]].shape
         j = k
-        while (j < len(steps) and j - k < MAX_KERNEL_STEPS and fused[j] is not None
-               and meta[steps[j][4]].shape == shape):
+        while (
+            j < len(steps)
+            and j - k < MAX_KERNEL_STEPS
+            and fused[j] is not None
+            and meta[steps[j][4]].shape == shape
+        ):
             j += 1
         if j - k >= MIN_FUSED_STEPS:
             runs.append((k, j))
@@ -667,8 +764,13 @@ def compile_program(prog, leaves):
     new_steps, n_slots, pos = [], prog.n_slots, 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
-        kern = _Kernel(meta[steps[k][4]].shape, steps[k:j], fused[k:j], meta,
-                       lambda s, j=j: last_read.get(s, -1) >= j)
+        kern = _Kernel(
+            meta[steps[k][4]].shape,
+            steps[k:j],
+            fused[k:j],
+            meta,
+            lambda s, j=j: last_read.get(s, -1) >= j,
+        )
         jitted = _kernels.get(kern.source)
         if jitted is None:
             ns = {"np": np}
@@ -680,19 +782,16 @@ def compile_program(prog, leaves):
         call = _wrapper(kern, jitted)
         links = tuple((p, s) for p, s in enumerate(kern.inputs))
         if len(kern.outputs) == 1:
-            new_steps.append((call, (None,) * len(links), links, None, kern.outputs[0], (),
-                              (), ()))
+            new_steps.append((call, (None,) * len(links), links, None, kern.outputs[0], (), (), ()))
         elif kern.outputs:
             packed = n_slots
             n_slots += 1
             new_steps.append((call, (None,) * len(links), links, None, packed, (), (), ()))
             for q, s in enumerate(kern.outputs):
-                new_steps.append((operator.getitem, (None, q), ((0, packed),), None, s, (),
-                                  (), ()))
+                new_steps.append((operator.getitem, (None, q), ((0, packed),), None, s, (), (), ()))
         pos = j
     new_steps.extend(steps[pos:])
-    planned = _reuse_buffers(_accumulations(_transposes(new_steps, meta), meta, prog), meta,
-                             prog)
+    planned = _reuse_buffers(_accumulations(_transposes(new_steps, meta), meta, prog), meta, prog)
     return prog.rebuilt(planned, n_slots)
 
 
@@ -705,9 +804,14 @@ def _transposes(steps, meta):
     NumPy's Python-level dispatch)."""
     out = []
     for step in steps:
-        if (step[0] is _matrix_transpose and len(step[1]) == 1 and step[2] and not step[3]
-                and meta[step[2][0][1]].type is np.ndarray
-                and len(meta[step[2][0][1]].shape) == 2):
+        if (
+            step[0] is _matrix_transpose
+            and len(step[1]) == 1
+            and step[2]
+            and not step[3]
+            and meta[step[2][0][1]].type is np.ndarray
+            and len(meta[step[2][0][1]].shape) == 2
+        ):
             step = (_T,) + step[1:]
         out.append(step)
     return out
@@ -722,11 +826,14 @@ def _into(ufunc, pos):
     f = _INTO.get((ufunc, pos))
     if f is None:
         if pos == 0:
+
             def f(a, b):
                 return ufunc(a, b, out=a)
         else:
+
             def f(a, b):
                 return ufunc(a, b, out=b)
+
         f.__name__ = f"{ufunc.__name__}_into_{pos}"
         _INTO[(ufunc, pos)] = f
     return f
@@ -744,7 +851,8 @@ def _add_at(a, g, idx):
 def _fresh_slots(steps, meta):
     """(slots holding an array a step of the program made (a ufunc's, a kernel's, at_set's
     copy), whether each slot is read by ufuncs and kernels only, the last step reading it)."""
-    from .numpy.indexed_updates import _at_set       # (a copy with the write made)
+    from .numpy.indexed_updates import _at_set  # (a copy with the write made)
+
     fresh, readers_ok, last = set(), {}, {}
     for k, (fun, args, links, kwargs, slot, _d, _g, nested) in enumerate(steps):
         elementwise = isinstance(fun, np.ufunc) or getattr(fun, "source", None) is not None
@@ -755,8 +863,12 @@ def _fresh_slots(steps, meta):
             for s in _slots_in(args[pos]):
                 last[s] = k
                 readers_ok[s] = False
-        if not kwargs and (isinstance(fun, np.ufunc) and fun.nout == 1 or fun is _at_set
-                           or getattr(fun, "source", None) is not None):
+        if not kwargs and (
+            isinstance(fun, np.ufunc)
+            and fun.nout == 1
+            or fun is _at_set
+            or getattr(fun, "source", None) is not None
+        ):
             m = meta[slot] if slot < len(meta) else None
             if m is not None and m.type is np.ndarray:
                 fresh.add(slot)
@@ -769,6 +881,7 @@ def _accumulations(steps, meta, prog):
     and idx repeats no position: no zero array of the whole shape per read (a memory
     network's backward pass reads a prefix of its buffer at each step)."""
     from .numpy import indexing
+
     untake = getattr(indexing.untake, "fun", None)
     if untake is None:
         return steps
@@ -779,31 +892,65 @@ def _accumulations(steps, meta, prog):
             readers.setdefault(s, []).append(k)
     drop, replace = set(), {}
     for k, (fun, args, links, kwargs, u, _d, _g, nested) in enumerate(steps):
-        if (fun is not untake or kwargs or nested or len(args) != 4 or len(links) != 1
-                or links[0][0] != 0 or u == prog.out or u >= len(meta)):
+        if (
+            fun is not untake
+            or kwargs
+            or nested
+            or len(args) != 4
+            or len(links) != 1
+            or links[0][0] != 0
+            or u == prog.out
+            or u >= len(meta)
+        ):
             continue
         g_slot, idx = links[0][1], args[1]
         mu, mg = meta[u], meta[g_slot]
-        if (mu.type is not np.ndarray or mu.dtype not in _FLOATS or mg.dtype != mu.dtype
-                or not indexing._no_repeats(idx) or len(readers.get(u, ())) != 1):
+        if (
+            mu.type is not np.ndarray
+            or mu.dtype not in _FLOATS
+            or mg.dtype != mu.dtype
+            or not indexing._no_repeats(idx)
+            or len(readers.get(u, ())) != 1
+        ):
             continue
         k2 = readers[u][0]
         f2, args2, links2, kw2, out2 = steps[k2][:5]
-        if (f2 is not np.add or kw2 or len(args2) != 2 or len(links2) != 2 or steps[k2][7]
-                or out2 >= len(meta) or k2 in replace):
+        if (
+            f2 is not np.add
+            or kw2
+            or len(args2) != 2
+            or len(links2) != 2
+            or steps[k2][7]
+            or out2 >= len(meta)
+            or k2 in replace
+        ):
             continue
         (p0, s0), (p1, s1) = sorted(links2)
         a = s1 if s0 == u else s0 if s1 == u else None
         if a is None or a == u:
             continue
         ma, mo = meta[a], meta[out2]
-        if (a in fresh and a != prog.out and last.get(a) == k2 and readers_ok.get(a)
-                and ma.type is np.ndarray and ma.shape == mu.shape == mo.shape
-                and ma.dtype == mu.dtype == mo.dtype
-                and not any(steps[j][0] is _set_into for j in range(k, k2))):
+        if (
+            a in fresh
+            and a != prog.out
+            and last.get(a) == k2
+            and readers_ok.get(a)
+            and ma.type is np.ndarray
+            and ma.shape == mu.shape == mo.shape
+            and ma.dtype == mu.dtype == mo.dtype
+            and not any(steps[j][0] is _set_into for j in range(k, k2))
+        ):
             drop.add(k)
-            replace[k2] = (_add_at, (None, None, idx), ((0, a), (1, g_slot)), None, out2,
-                           (), steps[k2][6], ())
+            replace[k2] = (
+                _add_at,
+                (None, None, idx),
+                ((0, a), (1, g_slot)),
+                None,
+                out2,
+                (),
+                steps[k2][6],
+                (),
+            )
     if not replace:
         return steps
     return [replace.get(k, step) for k, step in enumerate(steps) if k not in drop]
@@ -823,12 +970,18 @@ def _reuse_buffers(steps, meta, prog):
             m = meta[slot]
             for pos, s in links:
                 om = meta[s]
-                if (s in fresh and s != prog.out and last.get(s) == k and readers_ok.get(s)
-                        and om.type is np.ndarray and om.shape == m.shape
-                        and om.dtype == m.dtype and m.type is np.ndarray
-                        and sum(1 for _, s2 in links if s2 == s) == 1):
+                if (
+                    s in fresh
+                    and s != prog.out
+                    and last.get(s) == k
+                    and readers_ok.get(s)
+                    and om.type is np.ndarray
+                    and om.shape == m.shape
+                    and om.dtype == m.dtype
+                    and m.type is np.ndarray
+                    and sum(1 for _, s2 in links if s2 == s) == 1
+                ):
                     step = (_into(fun, pos),) + step[1:]
                     break
         out.append(step)
     return out
-

@@ -1,13 +1,13 @@
 """The forward-mode operators: make_jvp and deriv (one forward-mode run per tangent, nothing
 saved for a backward pass)."""
+
 from collections.abc import Callable
 from typing import Any
 
 import numpy as _np
 
 from . import backends
-from ._arguments import (_differentiated_leaves, _ones_like, _warn_independent,
-                         checked_operator)
+from ._arguments import _differentiated_leaves, _ones_like, _warn_independent, checked_operator
 from ._batched import BatchedTangent, BatchingError
 from ._core import Box, Tape
 from ._docstrings import operator_doc
@@ -19,8 +19,9 @@ from .wrap_util import _check_argnum, wrap_nary_f
 
 @checked_operator
 @operator_doc("any", "ints")
-def make_jvp(fun: Callable[P, R], argnum: ArgNum = 0
-             ) -> Callable[P, Callable[[Any], tuple[R, Any]]]:
+def make_jvp(
+    fun: Callable[P, R], argnum: ArgNum = 0
+) -> Callable[P, Callable[[Any], tuple[R, Any]]]:
     """A function returning the Jacobian-vector product (forward mode) of ``fun``.
 
     {fun and argnum}
@@ -43,16 +44,21 @@ def make_jvp(fun: Callable[P, R], argnum: ArgNum = 0
     >>> print(tangent)                            # cos(x) * v
     [1.         0.54030231]
     """
+
     def jvp_maker(*args, **kwargs):
         leaves, unflatten = _differentiated_leaves(args, argnum, "make_jvp")
 
         def jvp(v):
             tangents = tree_flatten(v)[0]
             if len(tangents) != len(leaves):
-                raise ValueError(f"make_jvp: the tangent has {len(tangents)} leaves, the "
-                                 f"argument {len(leaves)}; give it the argument's structure")
+                raise ValueError(
+                    f"make_jvp: the tangent has {len(tangents)} leaves, the "
+                    f"argument {len(leaves)}; give it the argument's structure"
+                )
             return _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, "make_jvp")
+
         return jvp
+
     return jvp_maker
 
 
@@ -77,6 +83,7 @@ def deriv(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
     >>> print(deriv(lambda t: np.array([1.0, 2.0]) * t ** 2)(3.0))   # d/dt of a curve
     [ 6. 12.]
     """
+
     @wrap_nary_f(fun, deriv, argnum)
     def deriv_fun(*args, **kwargs):
         _check_argnum(args, argnum, "deriv")
@@ -85,6 +92,7 @@ def deriv(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
         if isinstance(x, _np.ndarray):
             ones = _np.ones_like(x)
         return make_jvp(fun, argnum)(*args, **kwargs)(ones)[1]
+
     return deriv_fun
 
 
@@ -98,14 +106,19 @@ def _forward_batched(fun, args, kwargs, argnum, leaves, unflatten, batches, fnam
     one)."""
     tape = Tape(True)
     try:
-        boxes = [tape.new_leaf(leaf, t if type(t) is BatchedTangent else BatchedTangent(t))
-                 for leaf, t in zip(leaves, batches)]
+        boxes = [
+            tape.new_leaf(leaf, t if type(t) is BatchedTangent else BatchedTangent(t))
+            for leaf, t in zip(leaves, batches)
+        ]
         out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
         del boxes
         if out is None:
             raise TypeError(f"{fname}: the function returned None")
-        n = (batches[0].batch_size if type(batches[0]) is BatchedTangent
-             else _np.shape(batches[0])[0])
+        n = (
+            batches[0].batch_size
+            if type(batches[0]) is BatchedTangent
+            else _np.shape(batches[0])[0]
+        )
         out_leaves, out_unflatten = tree_flatten(out)
         values, out_tangents, independent = [], [], True
         for leaf in out_leaves:

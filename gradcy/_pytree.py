@@ -10,6 +10,7 @@ _autograd_node):
   traced tuple's elements are taken one by one), dicts in sorted key order, so two dicts with
   the same keys flatten alike whatever their insertion order; rebuilt as plain containers.
 """
+
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +69,7 @@ def _walk(x, node):
     def unflatten(vals):
         out, i = [], 0
         for unf, n in parts:
-            out.append(unf(vals[i:i + n]))
+            out.append(unf(vals[i : i + n]))
             i += n
         if keys is not None:
             rebuilt = kind()
@@ -76,6 +77,7 @@ def _walk(x, node):
                 rebuilt[k] = v
             return rebuilt
         return kind(out) if kind is tuple or kind is list else kind(*out)
+
     return leaves, unflatten
 
 
@@ -98,7 +100,7 @@ def tree_flatten(x):
             if isinstance(e, (tuple, list, dict)):
                 break
         else:
-            return list(x), t        # a flat tuple/list is rebuilt by its own constructor
+            return list(x), t  # a flat tuple/list is rebuilt by its own constructor
     return _walk(x, _front_end_node)
 
 
@@ -147,9 +149,10 @@ def flatten(value: Any) -> tuple[_np.ndarray[Any, Any], Callable[[Any], Any]]:
             raise ValueError(f"unflatten: expected a vector of length {size}, got {n}")
         pieces, pos = [], 0
         for shape, dtype, n in metas:
-            pieces.append(_leaf(vec[pos:pos + n], shape, dtype))
+            pieces.append(_leaf(vec[pos : pos + n], shape, dtype))
             pos += n
         return rebuild(pieces)
+
     return flat, unflatten
 
 

@@ -4,6 +4,7 @@ Each builds on _tracing._trace (one recorded call, swept backwards); grad and va
 first try _core.grad_fast, which runs the common case (float arrays in, a real scalar out)
 without the general path.
 """
+
 import inspect
 from collections.abc import Callable
 from functools import partial, wraps
@@ -19,8 +20,15 @@ from ._core import Box
 from ._core import grad_fast as _grad_fast
 from ._docstrings import operator_doc
 from ._pytree import tree_flatten
-from ._tracing import (_finish_grad, _forward, _grad_of, _strip, _trace, _traced_integer_output,
-                       _vjp_of_ones)
+from ._tracing import (
+    _finish_grad,
+    _forward,
+    _grad_of,
+    _strip,
+    _trace,
+    _traced_integer_output,
+    _vjp_of_ones,
+)
 from ._tracing import VJP
 from ._typing import A, ArgNum, P, R, Recompute, T
 from .registry import defjvp_argnums, defvjp_argnums, primitive
@@ -71,27 +79,31 @@ def make_vjp(fun: Callable[P, R], argnum: ArgNum = 0) -> Callable[P, tuple[VJP, 
     [1. 0.]
     >>> vjp.release()
     """
+
     @wrap_nary_f(fun, make_vjp, argnum)
     def vjp_maker(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "make_vjp", consume=False)
         # what the tape saved must not change under it while the user holds vjp
-        vjp._tape.freeze_saved(tree_flatten(ans)[0] if isinstance(ans, (tuple, list, dict))
-                               else (ans,))
+        vjp._tape.freeze_saved(
+            tree_flatten(ans)[0] if isinstance(ans, (tuple, list, dict)) else (ans,)
+        )
         return vjp, ans
+
     return vjp_maker
 
 
-@overload   # (a ufunc: its overloads would give it the first one's types)
+@overload  # (a ufunc: its overloads would give it the first one's types)
 def value_and_grad(fun: _np.ufunc, argnum: ArgNum = 0) -> Callable[..., Any]: ...
 @overload
 def value_and_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
-        fun: Callable[Concatenate[T, P], R], argnum: Literal[0] = 0
-        ) -> Callable[Concatenate[T, P], tuple[R, T]]: ...
+    fun: Callable[Concatenate[T, P], R], argnum: Literal[0] = 0
+) -> Callable[Concatenate[T, P], tuple[R, T]]: ...
 @overload
 def value_and_grad(fun: Callable[P, R], argnum: int) -> Callable[P, tuple[R, Any]]: ...
 @overload
-def value_and_grad(fun: Callable[P, R], argnum: tuple[int, ...]
-                   ) -> Callable[P, tuple[R, tuple[Any, ...]]]: ...
+def value_and_grad(
+    fun: Callable[P, R], argnum: tuple[int, ...]
+) -> Callable[P, tuple[R, tuple[Any, ...]]]: ...
 @checked_operator
 @operator_doc("scalar", "ints")
 def value_and_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
@@ -116,14 +128,17 @@ def value_and_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[...,
     >>> print(loss, g)
     5.0 [ 2. -4.]
     """
+
     @wrap_nary_f(fun, value_and_grad, argnum)
     def value_and_grad_fun(*args, **kwargs):
-        out = _grad_fast(fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad,
-                         _match_input)
+        out = _grad_fast(
+            fun, args, kwargs, argnum, "value_and_grad", True, _finish_grad, _match_input
+        )
         if out is not NotImplemented:
             return out
         vjp, ans = _trace(fun, args, kwargs, argnum, "value_and_grad", consume=True)
         return _grad_of(vjp, ans, "value_and_grad", True)
+
     return value_and_grad_fun
 
 
@@ -135,25 +150,27 @@ def _recompute_flag(recompute):
         return True
     if recompute in ("none", False):
         return False
-    raise ValueError(f"grad: recompute must be 'elementwise', 'none' or None (the default), "
-                     f"got {recompute!r}")
+    raise ValueError(
+        f"grad: recompute must be 'elementwise', 'none' or None (the default), got {recompute!r}"
+    )
 
 
-@overload   # (a ufunc: its overloads would give it the first one's types)
+@overload  # (a ufunc: its overloads would give it the first one's types)
 def grad(fun: _np.ufunc, argnum: ArgNum = 0, recompute: Recompute = None) -> Callable[..., Any]: ...
 @overload
 def grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
-        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0, recompute: Recompute = None
-        ) -> Callable[Concatenate[T, P], T]: ...
+    fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0, recompute: Recompute = None
+) -> Callable[Concatenate[T, P], T]: ...
 @overload
-def grad(fun: Callable[P, Any], argnum: int, recompute: Recompute = None
-         ) -> Callable[P, Any]: ...
+def grad(fun: Callable[P, Any], argnum: int, recompute: Recompute = None) -> Callable[P, Any]: ...
 @overload
-def grad(fun: Callable[P, Any], argnum: tuple[int, ...], recompute: Recompute = None
-         ) -> Callable[P, tuple[Any, ...]]: ...
+def grad(
+    fun: Callable[P, Any], argnum: tuple[int, ...], recompute: Recompute = None
+) -> Callable[P, tuple[Any, ...]]: ...
 @checked_operator
-def grad(fun: Callable[..., Any], argnum: ArgNum = 0,
-         recompute: Recompute = None) -> Callable[..., Any]:
+def grad(
+    fun: Callable[..., Any], argnum: ArgNum = 0, recompute: Recompute = None
+) -> Callable[..., Any]:
     """
     Returns a function which computes the gradient of a scalar-valued function.
 
@@ -218,25 +235,25 @@ def grad(fun: Callable[..., Any], argnum: ArgNum = 0,
     def gradfun(*args, **kwargs):
         if flag is None:
             # plain float arrays in, a real scalar out: the whole call runs in _core
-            g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad,
-                           _match_input)
+            g = _grad_fast(fun, args, kwargs, argnum, "grad", False, _finish_grad, _match_input)
             if g is not NotImplemented:
                 return g
         vjp, ans = _trace(fun, args, kwargs, argnum, "grad", consume=True, recompute=flag)
         return _grad_of(vjp, ans, "grad", False)
+
     return gradfun
 
 
 @overload
 def grad_and_aux(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
-        fun: Callable[Concatenate[T, P], tuple[Any, A]], argnum: Literal[0] = 0
-        ) -> Callable[Concatenate[T, P], tuple[T, A]]: ...
+    fun: Callable[Concatenate[T, P], tuple[Any, A]], argnum: Literal[0] = 0
+) -> Callable[Concatenate[T, P], tuple[T, A]]: ...
 @overload
-def grad_and_aux(fun: Callable[P, tuple[Any, A]], argnum: int
-                 ) -> Callable[P, tuple[Any, A]]: ...
+def grad_and_aux(fun: Callable[P, tuple[Any, A]], argnum: int) -> Callable[P, tuple[Any, A]]: ...
 @overload
-def grad_and_aux(fun: Callable[P, tuple[Any, A]], argnum: tuple[int, ...]
-                 ) -> Callable[P, tuple[tuple[Any, ...], A]]: ...
+def grad_and_aux(
+    fun: Callable[P, tuple[Any, A]], argnum: tuple[int, ...]
+) -> Callable[P, tuple[tuple[Any, ...], A]]: ...
 @checked_operator
 def grad_and_aux(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     """The gradient of a function that also returns an auxiliary value.
@@ -266,6 +283,7 @@ def grad_and_aux(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., A
     >>> print(g, aux)
     [1. 1.] [0. 0.]
     """
+
     @wrap_nary_f(fun, grad_and_aux, argnum)
     def grad_and_aux_fun(*args, **kwargs):
         aux_box = []
@@ -274,23 +292,26 @@ def grad_and_aux(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., A
             out, aux = fun(*a, **k)
             aux_box.append(aux)
             return out
+
         vjp, ans = _trace(only_output, args, kwargs, argnum, "grad_and_aux", consume=True)
-        aux = _strip(aux_box[0], vjp._tape)      # while the tape is there to compare with
+        aux = _strip(aux_box[0], vjp._tape)  # while the tape is there to compare with
         return _grad_of(vjp, ans, "grad_and_aux", False), aux
+
     return grad_and_aux_fun
 
 
-@overload   # (a ufunc: its overloads would give it the first one's types)
+@overload  # (a ufunc: its overloads would give it the first one's types)
 def elementwise_grad(fun: _np.ufunc, argnum: ArgNum = 0) -> Callable[..., Any]: ...
 @overload
 def elementwise_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
-        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
-        ) -> Callable[Concatenate[T, P], T]: ...
+    fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
+) -> Callable[Concatenate[T, P], T]: ...
 @overload
 def elementwise_grad(fun: Callable[P, Any], argnum: int) -> Callable[P, Any]: ...
 @overload
-def elementwise_grad(fun: Callable[P, Any], argnum: tuple[int, ...]
-                     ) -> Callable[P, tuple[Any, ...]]: ...
+def elementwise_grad(
+    fun: Callable[P, Any], argnum: tuple[int, ...]
+) -> Callable[P, tuple[Any, ...]]: ...
 @checked_operator
 @operator_doc("array", "ints")
 def elementwise_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
@@ -315,19 +336,21 @@ def elementwise_grad(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..
     >>> print(elementwise_grad(np.tanh)(np.array([0.0, 1.0])))   # 1 - tanh(x)**2
     [1.         0.41997434]
     """
+
     @wrap_nary_f(fun, elementwise_grad, argnum)
     def gradfun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "elementwise_grad", consume=True)
         return _vjp_of_ones(vjp, ans, "elementwise_grad")
+
     return gradfun
 
 
-@overload   # (a ufunc: its overloads would give it the first one's types)
+@overload  # (a ufunc: its overloads would give it the first one's types)
 def holomorphic_grad(fun: _np.ufunc, argnum: int = 0) -> Callable[..., Any]: ...
 @overload
 def holomorphic_grad(  # type: ignore[overload-overlap]  # (ParamSpec: a false alarm)
-        fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
-        ) -> Callable[Concatenate[T, P], T]: ...
+    fun: Callable[Concatenate[T, P], Any], argnum: Literal[0] = 0
+) -> Callable[Concatenate[T, P], T]: ...
 @overload
 def holomorphic_grad(fun: Callable[P, Any], argnum: int) -> Callable[P, Any]: ...
 @checked_operator
@@ -358,22 +381,24 @@ def holomorphic_grad(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., 
     >>> holomorphic_grad(lambda z: z ** 2)(1.0 + 2.0j)    # 2 z
     (2+4j)
     """
+
     @wrap_nary_f(fun, holomorphic_grad, argnum)
     def gradfun(*args, **kwargs):
         _check_argnum(args, argnum, "holomorphic_grad")
         x = args[argnum]
         if not _np.iscomplexobj(x._value if type(x) is Box else x):
-            raise TypeError("holomorphic_grad: the input must be complex; pass e.g. "
-                            "x.astype(complex) or x + 0j")
+            raise TypeError(
+                "holomorphic_grad: the input must be complex; pass e.g. x.astype(complex) or x + 0j"
+            )
         vjp, ans = _trace(fun, args, kwargs, argnum, "holomorphic_grad", consume=True)
         return _vjp_of_ones(vjp, ans, "holomorphic_grad")
+
     return gradfun
 
 
 @checked_operator
 @operator_doc("any", "ints")
-def vector_jacobian_product(fun: Callable[..., Any], argnum: ArgNum = 0
-                            ) -> Callable[..., Any]:
+def vector_jacobian_product(fun: Callable[..., Any], argnum: ArgNum = 0) -> Callable[..., Any]:
     """The vector-Jacobian product of ``fun`` for a given cotangent, in one call.
 
     {fun and argnum}
@@ -393,11 +418,13 @@ def vector_jacobian_product(fun: Callable[..., Any], argnum: ArgNum = 0
     >>> print(vjp_fun(np.array([0.0, 1.0]), np.array([1.0, 2.0])))   # cos(x) * v
     [1.         1.08060461]
     """
+
     def vector_dot_grad(*args, **kwargs):
         args, vector = args[:-1], args[-1]
         _check_argnum(args, argnum, "vector_jacobian_product", " besides the vector")
         vjp, _ = _trace(fun, args, kwargs, argnum, "vector_jacobian_product", consume=True)
         return vjp(vector)
+
     return vector_dot_grad
 
 
@@ -424,6 +451,7 @@ def jacobian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
      [1. 1. 0.]
      [1. 1. 1.]]
     """
+
     @wrap_nary_f(fun, jacobian, argnum)
     def jacobian_fun(*args, **kwargs):
         vjp, ans = _trace(fun, args, kwargs, argnum, "jacobian", consume=False)
@@ -453,6 +481,7 @@ def jacobian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
         if not rows:
             return _np.zeros(tuple(out_shape) + tuple(x_shape))
         return _np.reshape(_np.stack(rows), tuple(out_shape) + tuple(x_shape))
+
     return jacobian_fun
 
 
@@ -462,13 +491,12 @@ def _compute_rows(rows, vjp):
     forward pass runs once, instead of one compute per row."""
     k = len(vjp._inputs)
     flat = compute_pending([c for row in rows for c in row], list(vjp._inputs) * len(rows))
-    return [vjp._unflatten(flat[i * k:(i + 1) * k]) for i in range(len(rows))]
+    return [vjp._unflatten(flat[i * k : (i + 1) * k]) for i in range(len(rows))]
 
 
 @checked_operator
 @operator_doc("array", "int")
-def tensor_jacobian_product(fun: Callable[..., Any], argnum: int = 0
-                            ) -> Callable[..., Any]:
+def tensor_jacobian_product(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., Any]:
     """A tensor contracted with the Jacobian of ``fun`` (a VJP for outputs of any shape).
 
     {fun and argnum}
@@ -483,14 +511,17 @@ def tensor_jacobian_product(fun: Callable[..., Any], argnum: int = 0
     >>> print(tjp(np.array([1.0, 2.0, 3.0]), np.ones(3)))
     [3. 2. 1.]
     """
+
     def vector_dot_fun(*args, **kwargs):
         args, vector = args[:-1], args[-1]
         return _np.tensordot(vector, fun(*args, **kwargs), axes=_np.ndim(vector))
+
     tjp = jacobian(vector_dot_fun, argnum)
 
     def tensor_jacobian_product_fun(*args, **kwargs):
         _check_argnum(args[:-1], argnum, "tensor_jacobian_product", " besides the vector")
         return tjp(*args, **kwargs)
+
     return tensor_jacobian_product_fun
 
 
@@ -555,8 +586,10 @@ def multigrad_dict(fun: Callable[P, Any]) -> Callable[P, dict[str, Any]]:
 
         def f_of_values(vals):
             return fun(**dict(zip(names, vals)))
+
         grads = grad(f_of_values)(values)
         return dict(zip(names, grads))
+
     return gradfun
 
 
@@ -619,27 +652,30 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
     def vjp_argnums(argnums, ans, args, kwargs):
         def vjp(g):
             try:
-                inner, _ = _trace(run, args, kwargs, tuple(argnums), "checkpoint",
-                                  consume=True)
+                inner, _ = _trace(run, args, kwargs, tuple(argnums), "checkpoint", consume=True)
             except RuntimeError as e:
                 if "backward pass runs" not in str(e):
                     raise
                 raise RuntimeError(_hidden_traced_message(name)) from e
             return inner(g)
+
         return vjp
 
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         argnums = tuple(argnums)
-        return _forward(run, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs,
-                        "checkpoint")[1]
+        return _forward(
+            run, args, kwargs, argnums, [args[i] for i in argnums], tuple, gs, "checkpoint"
+        )[1]
+
     wrapped = primitive(run, f"checkpoint({name})")
-    wrapped.guard_args = True       # (run is gradcy's, the function it runs the user's)
+    wrapped.guard_args = True  # (run is gradcy's, the function it runs the user's)
     defvjp_argnums(wrapped, vjp_argnums, save=("args",))
     defjvp_argnums(wrapped, jvp_argnums)
 
     def checkpointed(*args, **kwargs):
         closed, values = _closed_traced(fun)
         return wrapped(closed, *args, *values, **kwargs)
+
     return wraps(fun)(checkpointed)
 
 
@@ -655,7 +691,7 @@ def _closed_traced(fun, seen=None):
     for i, cell in enumerate(cells):
         try:
             v = cell.cell_contents
-        except ValueError:          # (a cell not yet assigned)
+        except ValueError:  # (a cell not yet assigned)
             continue
         if isinstance(v, Box):
             closed.append((i, None, 1))
@@ -679,20 +715,21 @@ def _with_cells(fun, closed, values):
     cells = list(fun.__closure__)
     k = 0
     for i, rebuild, count in closed:
-        part = values[k:k + count]
+        part = values[k : k + count]
         k += count
         cells[i] = _CellType(part[0] if rebuild is None else rebuild(list(part)))
-    f = _FunctionType(fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__,
-                      tuple(cells))
+    f = _FunctionType(fun.__code__, fun.__globals__, fun.__name__, fun.__defaults__, tuple(cells))
     f.__kwdefaults__ = fun.__kwdefaults__
     return f
 
 
 def _hidden_traced_message(name):
-    return (f"checkpoint({name}): the function computes with a traced value that it neither "
-            f"receives as an argument nor holds in its closure (an attribute of an object, a "
-            f"global, ...), which checkpoint cannot compute again in the backward pass. Pass "
-            f"it as an argument: checkpoint(lambda h, W: ...)(h, W).")
+    return (
+        f"checkpoint({name}): the function computes with a traced value that it neither "
+        f"receives as an argument nor holds in its closure (an attribute of an object, a "
+        f"global, ...), which checkpoint cannot compute again in the backward pass. Pass "
+        f"it as an argument: checkpoint(lambda h, W: ...)(h, W)."
+    )
 
 
 def _check_untraced_output(out, name):

@@ -1,6 +1,7 @@
 """Second-order products built on the reverse-mode operators: hessian,
 hessian_tensor_product (hessian_vector_product), make_hvp, make_ggnvp and
 make_jvp_reversemode (a JVP as the VJP of a VJP)."""
+
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -60,9 +61,10 @@ def hessian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
         if _batchable(args, kwargs, argnum):
             try:
                 return _hessian_batched(fun_grad, args, kwargs, argnum)
-            except Exception:       # a rule that cannot take a batch: one row at a time
+            except Exception:  # a rule that cannot take a batch: one row at a time
                 pass
         return hess(*args, **kwargs)
+
     return hessian_fun
 
 
@@ -109,11 +111,14 @@ def _hessian_batched(fun_grad, args, kwargs, argnum):
     eye = _np.eye(n, dtype=x.dtype)
     parts = []
     for start in range(0, n, step):
-        batch = eye[start:start + step].reshape((-1,) + x.shape)
-        if step == n and x.ndim == 1:       # the whole standard basis: products select
+        batch = eye[start : start + step].reshape((-1,) + x.shape)
+        if step == n and x.ndim == 1:  # the whole standard basis: products select
             batch = BatchedTangent(batch, eye=True)
-        parts.append(_forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten,
-                                      [batch], "hessian")[1][0])
+        parts.append(
+            _forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten, [batch], "hessian")[
+                1
+            ][0]
+        )
     if any(backends.is_lazy(p) for p in parts):
         parts = backends.compute_pending(parts, [x] * len(parts))
     rows = parts[0] if len(parts) == 1 else _np.concatenate(parts)
@@ -124,8 +129,7 @@ def _hessian_batched(fun_grad, args, kwargs, argnum):
 
 @checked_operator
 @operator_doc("scalar", "int")
-def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0
-                           ) -> Callable[..., Any]:
+def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0) -> Callable[..., Any]:
     """The Hessian of a scalar-valued function contracted with a tensor, without forming the
     Hessian (``hessian_vector_product`` is the same function).
 
@@ -151,6 +155,7 @@ def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0
     def vector_dot_grad(*args, **kwargs):
         args, vector = args[:-1], args[-1]
         return _np.tensordot(fun_grad(*args, **kwargs), vector, _np.ndim(vector))
+
     hvp = grad(vector_dot_grad, argnum)
 
     def hessian_tensor_product_fun(*args, **kwargs):
@@ -158,9 +163,10 @@ def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0
         if _lazy_product(args, kwargs, argnum):
             try:
                 return _hvp_forward(fun_grad, args, kwargs, argnum)
-            except Exception:       # a rule that cannot take a batch: reverse over reverse
+            except Exception:  # a rule that cannot take a batch: reverse over reverse
                 pass
         return hvp(*args, **kwargs)
+
     return hessian_tensor_product_fun
 
 
@@ -177,7 +183,8 @@ def _lazy_product(args, kwargs, argnum):
         return False
     leaves = tree_flatten((args, kwargs))[0]
     return any(backends.is_lazy(leaf) for leaf in leaves) and not any(
-        type(leaf) is Box for leaf in leaves)
+        type(leaf) is Box for leaf in leaves
+    )
 
 
 def _batchable_leaf(x):
@@ -192,12 +199,14 @@ def _hvp_forward(fun_grad, args, kwargs, argnum):
     args = tuple(args)
     x = args[argnum]
     leaves, unflatten = _differentiated_leaves(args, argnum, "hessian_tensor_product")
-    t = _forward_batched(fun_grad, args, kwargs, argnum, leaves, unflatten, [vector[None]],
-                         "hessian_tensor_product")[1][0][0]
+    t = _forward_batched(
+        fun_grad, args, kwargs, argnum, leaves, unflatten, [vector[None]], "hessian_tensor_product"
+    )[1][0][0]
     return backends.compute_pending([backends.match_gradient(t, x)], [x])[0]
 
 
 hessian_vector_product = hessian_tensor_product
+
 
 @checked_operator
 @operator_doc("scalar", "int")
@@ -224,14 +233,17 @@ def make_hvp(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, tuple[VJP, A
     [4. 1.] [4. 2.] [2. 0.]
     >>> hvp.release()
     """
+
     def hvp_maker(*args, **kwargs):
         _check_argnum(args, argnum, "make_hvp")
         return make_vjp(grad(fun, argnum), argnum)(*args, **kwargs)
+
     return hvp_maker
 
 
-def make_ggnvp(f: Callable[P, Any], g: Callable[[Any], Any] | None = None, f_argnum: int = 0
-               ) -> Callable[P, Callable[[Any], Any]]:
+def make_ggnvp(
+    f: Callable[P, Any], g: Callable[[Any], Any] | None = None, f_argnum: int = 0
+) -> Callable[P, Callable[[Any], Any]]:
     """Generalized Gauss-Newton products of ``g`` composed with ``f``.
 
     Parameters
@@ -260,8 +272,9 @@ def make_ggnvp(f: Callable[P, Any], g: Callable[[Any], Any] | None = None, f_arg
     [1.         0.29192658]
     """
     if g is None:
+
         def g(y):
-            return 0.5 * _np.sum(y ** 2, axis=-1)
+            return 0.5 * _np.sum(y**2, axis=-1)
 
     def ggnvp_maker(*args, **kwargs):
         _check_argnum(args, f_argnum, "make_ggnvp")
@@ -272,7 +285,9 @@ def make_ggnvp(f: Callable[P, Any], g: Callable[[Any], Any] | None = None, f_arg
 
         def ggnvp(v):
             return f_vjp(g_hvp(f_jvp(v)))
+
         return ggnvp
+
     return ggnvp_maker
 
 

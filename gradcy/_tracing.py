@@ -11,13 +11,21 @@ the function returned and the backward pass started, or after the tape was relea
 (RuntimeError, EscapedValueError) and records nothing. Array constructors attach to the
 differentiations of their own thread only.
 """
+
 from typing import Any
 
 import numpy as _np
 
 from . import _core, backends
-from ._arguments import (_check_float_output, _check_scalar_output, _differentiated_leaves,
-                         _match_input, _ones_like, _warn_independent, _zeros_like)
+from ._arguments import (
+    _check_float_output,
+    _check_scalar_output,
+    _differentiated_leaves,
+    _match_input,
+    _ones_like,
+    _warn_independent,
+    _zeros_like,
+)
 from ._core import Box, Tape
 from ._pytree import _first, tree_flatten
 from .registry import defjvp_argnums, defvjp_argnum, primitive
@@ -32,19 +40,28 @@ class VJP:
     dropped.
     """
 
-    __slots__ = ("_tape", "_out", "_leaves", "_inputs", "_unflatten", "_consume", "_fname",
-                 "_packed", "_warned")
+    __slots__ = (
+        "_tape",
+        "_out",
+        "_leaves",
+        "_inputs",
+        "_unflatten",
+        "_consume",
+        "_fname",
+        "_packed",
+        "_warned",
+    )
 
     def __init__(self, tape, out, leaves, inputs, unflatten, consume, fname):
         self._tape = tape
-        self._out = out            # index of the output node, or None if independent of inputs
-        self._leaves = leaves      # node indices of the input leaves
-        self._inputs = inputs      # the plain input leaves (for type/dtype/shape of gradients)
+        self._out = out  # index of the output node, or None if independent of inputs
+        self._leaves = leaves  # node indices of the input leaves
+        self._inputs = inputs  # the plain input leaves (for type/dtype/shape of gradients)
         self._unflatten = unflatten
         self._consume = consume
         self._fname = fname
-        self._packed = False       # the output was a container: g is flattened the same way
-        self._warned = out is None   # _warn_independent ran (at trace time when out is None)
+        self._packed = False  # the output was a container: g is flattened the same way
+        self._warned = out is None  # _warn_independent ran (at trace time when out is None)
 
     def __call__(self, g: Any) -> Any:
         cots = self._cotangents(g)
@@ -57,7 +74,8 @@ class VJP:
         if tape is None or tape.released:
             raise _core.EscapedValueError(
                 f"{self._fname}: this VJP function was already used or released; call "
-                f"make_vjp again")
+                f"make_vjp again"
+            )
         try:
             if self._out is None:
                 cots = [None] * len(self._leaves)
@@ -162,8 +180,7 @@ def _finish_trace(tape, out, leaves, leaf_nodes, unflatten, fname, consume):
 
 def _finish_grad(fname, with_value, tape, out, leaves, leaf_nodes, multi):
     """The rest of grad / value_and_grad after _core.grad_fast ran the function."""
-    vjp, ans = _finish_trace(tape, out, leaves, leaf_nodes, tuple if multi else _first, fname,
-                             True)
+    vjp, ans = _finish_trace(tape, out, leaves, leaf_nodes, tuple if multi else _first, fname, True)
     return _grad_of(vjp, ans, fname, with_value)
 
 
@@ -190,6 +207,7 @@ def _grad_of(vjp, ans, fname, with_value):
     g = unflatten(backends.compute_pending(cots, inputs))
     return (ans, g) if with_value else g
 
+
 def pack_outputs(*values):
     """The leaves of a function's container output as one traced tuple (one output node)."""
     return values
@@ -213,15 +231,18 @@ defjvp_argnums(pack_outputs, _pack_outputs_jvp)
 def _output(tape, out, fname):
     """(output node or None, plain output value, structure) of a traced call's result."""
     if out is None:
-        raise TypeError(f"{fname}: the differentiated function returned None; it must return "
-                        f"its output (a scalar for grad)")
+        raise TypeError(
+            f"{fname}: the differentiated function returned None; it must return "
+            f"its output (a scalar for grad)"
+        )
     if type(out) is Box and out._tape is tape:
         return tape.pin(out), out._value, None
     if isinstance(out, (tuple, list, dict)) and _contains_tape_box(out, tape):
         leaves, unflatten = tree_flatten(out)
         packed = pack_outputs(*leaves)
-        values = [leaf._value if type(leaf) is Box and leaf._tape is tape else leaf
-                  for leaf in leaves]
+        values = [
+            leaf._value if type(leaf) is Box and leaf._tape is tape else leaf for leaf in leaves
+        ]
         return tape.pin(packed), unflatten(values), unflatten
     return None, out, None
 
@@ -253,8 +274,7 @@ def _vjp_of_ones(vjp, ans, fname):
 def _traced_integer_output(vjp, ans):
     """The output is an integer or boolean array computed on the tape (only the integer
     arithmetic of an integer argument makes one: a float rounded to an integer is a constant)."""
-    return (vjp._out is not None and isinstance(ans, _np.ndarray)
-            and ans.dtype.kind in "biu")
+    return vjp._out is not None and isinstance(ans, _np.ndarray) and ans.dtype.kind in "biu"
 
 
 def _strip(obj, tape):
@@ -273,8 +293,7 @@ def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
     unflatten), run once on a forward-mode tape."""
     tape = Tape(True)
     try:
-        boxes = [tape.new_leaf(leaf, _match_input(t, leaf))
-                 for leaf, t in zip(leaves, tangents)]
+        boxes = [tape.new_leaf(leaf, _match_input(t, leaf)) for leaf, t in zip(leaves, tangents)]
         out = _call_traced(tape, fun, args, kwargs, argnum, unflatten(boxes))
         del boxes
         if out is None:

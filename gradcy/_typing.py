@@ -11,13 +11,14 @@ A NumPy ufunc (``np.tanh``: its ``__call__`` is overloaded, the first for scalar
 overload of its own, typed ``Callable[..., Any]``; for another overloaded function (``np.sum``)
 the first overload's parameter types hold, so wrap it (``lambda x: np.sum(x)``) for others.
 """
+
 from collections.abc import Callable
 from typing import Any, Literal, ParamSpec, TypeAlias, TypeVar
 
 P = ParamSpec("P")
-T = TypeVar("T")            # the type of the differentiated (first) argument
-R = TypeVar("R")            # the return type of the differentiated function
-A = TypeVar("A")            # an auxiliary value (grad_and_aux)
+T = TypeVar("T")  # the type of the differentiated (first) argument
+R = TypeVar("R")  # the return type of the differentiated function
+A = TypeVar("A")  # an auxiliary value (grad_and_aux)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ArgNum: TypeAlias = int | tuple[int, ...]

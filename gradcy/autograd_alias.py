@@ -24,6 +24,7 @@ This is the one place gradcy changes the interpreter's import system, and only w
 ``import gradcy`` alone adds nothing to ``sys.meta_path``. Install the switch before the real
 autograd is imported (it raises if the real autograd is already loaded).
 """
+
 import importlib
 import importlib.abc
 import importlib.util
@@ -52,7 +53,7 @@ class _AliasLoader(importlib.abc.Loader):
         return self.module
 
     def exec_module(self, module):
-        module.__spec__ = self.spec      # the import system set the alias's spec; keep gradcy's
+        module.__spec__ = self.spec  # the import system set the alias's spec; keep gradcy's
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):
@@ -61,11 +62,11 @@ class AliasFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname != SOURCE and not fullname.startswith(SOURCE + "."):
             return None
-        real = TARGET + fullname[len(SOURCE):]
-        module = importlib.import_module(real)     # ModuleNotFoundError names gradcy's path
+        real = TARGET + fullname[len(SOURCE) :]
+        module = importlib.import_module(real)  # ModuleNotFoundError names gradcy's path
         spec = importlib.util.spec_from_loader(
-            fullname, _AliasLoader(module),
-            is_package=hasattr(module, "__path__"))
+            fullname, _AliasLoader(module), is_package=hasattr(module, "__path__")
+        )
         if hasattr(module, "__path__"):
             spec.submodule_search_locations = list(module.__path__)
         return spec
@@ -77,6 +78,7 @@ def _installed_autograd_below_1_9():
     then behaves as the newest)."""
     import os
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         # GRADCY_AUTOGRAD_VERSION names the autograd to behave as (e.g. 1.8.0) instead
         parts = (os.environ.get("GRADCY_AUTOGRAD_VERSION") or version("autograd")).split(".")[:2]
@@ -96,9 +98,15 @@ def _object_array(self, dtype=None, copy=None):
     import numpy
 
     from gradcy._core import active_tape
+
     tape = self._tape
-    if (tape.recorder is not None or tape.released or tape.sweeping or active_tape() is None
-            or (dtype is not None and numpy.dtype(dtype) != numpy.dtype(object))):
+    if (
+        tape.recorder is not None
+        or tape.released
+        or tape.sweeping
+        or active_tape() is None
+        or (dtype is not None and numpy.dtype(dtype) != numpy.dtype(object))
+    ):
         return _BOX_ARRAY(self, dtype, copy)
     value = self._value
     shape = (len(value),) if isinstance(value, (tuple, list)) else numpy.shape(value)
@@ -122,15 +130,18 @@ def install():
     loaded = [m for m in sys.modules if m == SOURCE or m.startswith(SOURCE + ".")]
     real = [m for m in loaded if not getattr(sys.modules[m], "__name__", "").startswith(TARGET)]
     if real:
-        raise RuntimeError(f"gradcy.autograd_alias: the real autograd is already imported "
-                           f"({', '.join(sorted(real))}); install the alias first (import "
-                           f"gradcy.autograd_alias at the start of the program, or run it "
-                           f"with python -m gradcy.autograd_alias)")
+        raise RuntimeError(
+            f"gradcy.autograd_alias: the real autograd is already imported "
+            f"({', '.join(sorted(real))}); install the alias first (import "
+            f"gradcy.autograd_alias at the start of the program, or run it "
+            f"with python -m gradcy.autograd_alias)"
+        )
     if installed():
         return
     global _BOX_ARRAY
     from gradcy._box import set_type_attribute, set_type_name
     from gradcy._core import Box
+
     _BOX_ARRAY = Box.__dict__["__array__"]
     for (module, name), autograd_name in _CLASS_NAMES.items():
         set_type_name(getattr(importlib.import_module(module), name), autograd_name)
@@ -152,18 +163,22 @@ def check_no_real_autograd():
     for name, module in list(sys.modules.items()):
         if name == SOURCE or name.startswith(SOURCE + "."):
             assert getattr(module, "__name__", "").startswith(TARGET), (
-                f"{name} is not a gradcy module: {module!r}")
+                f"{name} is not a gradcy module: {module!r}"
+            )
 
 
 def main(argv=None):
     """``python -m gradcy.autograd_alias script.py [args]`` or ``... -m module [args]``: run
     the script or module as __main__ with the alias installed."""
     import runpy
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
-        print("usage: python -m gradcy.autograd_alias script.py [args ...]\n"
-              "       python -m gradcy.autograd_alias -m module [args ...]\n"
-              "runs the program with every import of autograd resolved to gradcy")
+        print(
+            "usage: python -m gradcy.autograd_alias script.py [args ...]\n"
+            "       python -m gradcy.autograd_alias -m module [args ...]\n"
+            "runs the program with every import of autograd resolved to gradcy"
+        )
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     install()
     if argv[0] == "-m":
@@ -178,6 +193,7 @@ def main(argv=None):
 if __name__ == "__main__":
     # (run as a script this file is __main__; the switch itself is gradcy.autograd_alias)
     from gradcy.autograd_alias import main as _main
+
     sys.exit(_main())
 else:
     install()

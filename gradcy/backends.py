@@ -19,6 +19,7 @@ The gradient has the type of its input:
 A mixture gradcy cannot honour without converting between devices (a NumPy argument whose
 gradient is a CuPy array, a CuPy argument whose gradient is a Dask array) raises TypeError.
 """
+
 from contextlib import contextmanager as _contextmanager
 
 import numpy as _np
@@ -26,9 +27,20 @@ import numpy as _np
 from ._core import Box as _Box
 from ._core import is_array_value, register_array_type
 
-__all__ = ["is_array_value", "register_array_type", "is_lazy", "zeros_like", "ones_like",
-           "zeros", "broadcast_like", "seed_like",
-           "match_gradient", "compute_pending", "graph_size", "recording_computes"]
+__all__ = [
+    "is_array_value",
+    "register_array_type",
+    "is_lazy",
+    "zeros_like",
+    "ones_like",
+    "zeros",
+    "broadcast_like",
+    "seed_like",
+    "match_gradient",
+    "compute_pending",
+    "graph_size",
+    "recording_computes",
+]
 
 
 def is_lazy(x):
@@ -79,7 +91,7 @@ def broadcast_like(g, shape, like=None):
     if is_lazy(like) and tuple(like.shape) == tuple(shape):
         return _dask_broadcast(g, like)
     if is_array_value(like) and not is_array_value(g):
-        g = zeros_like(like[(0,) * like.ndim]) + g       # on like's device
+        g = zeros_like(like[(0,) * like.ndim]) + g  # on like's device
     return _np.broadcast_to(g, shape)
 
 
@@ -94,18 +106,28 @@ def _dask_broadcast(g, like):
     blockwise Dask array: each block is made where it is used, so Dask fuses it into the
     tasks that read it (da.broadcast_to makes a task per block of its own)."""
     import dask.array as da
+
     if _np.ndim(g) != 0:
-        if is_lazy(g):      # g's chunks along the axes it keeps: like's (da.broadcast_to's rule)
+        if is_lazy(g):  # g's chunks along the axes it keeps: like's (da.broadcast_to's rule)
             lead = like.ndim - g.ndim
-            g = g.rechunk(tuple(like.chunks[lead + i] if n == like.shape[lead + i] else -1
-                                for i, n in enumerate(g.shape)))
+            g = g.rechunk(
+                tuple(
+                    like.chunks[lead + i] if n == like.shape[lead + i] else -1
+                    for i, n in enumerate(g.shape)
+                )
+            )
         return da.broadcast_to(g, like.shape, chunks=like.chunks)
     if not is_lazy(g):
         g = _np.asarray(g)
     dtype = _np.result_type(g)
-    return da.map_blocks(_broadcast_block, g, new_axis=list(range(like.ndim)),
-                         chunks=like.chunks, dtype=dtype,
-                         meta=_np.empty((0,) * like.ndim, dtype))
+    return da.map_blocks(
+        _broadcast_block,
+        g,
+        new_axis=list(range(like.ndim)),
+        chunks=like.chunks,
+        dtype=dtype,
+        meta=_np.empty((0,) * like.ndim, dtype),
+    )
 
 
 def _module(x):
@@ -117,7 +139,8 @@ def _mismatch(g, x, fname):
         f"{fname}: the gradient of a {type(x).__module__}.{type(x).__name__} argument came out "
         f"as a {type(g).__module__}.{type(g).__name__}; gradcy does not move arrays between "
         f"array libraries (devices). Pass the arguments and the data as arrays of one library "
-        f"(NumPy parameters with Dask data are supported: the gradient is computed).")
+        f"(NumPy parameters with Dask data are supported: the gradient is computed)."
+    )
 
 
 def match_gradient(g, x, fname="grad"):
@@ -152,7 +175,7 @@ def match_gradient(g, x, fname="grad"):
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     if tuple(g.shape) != tuple(x.shape):
-        g = zeros_like(x) + g      # broadcast, keeping x's chunks
+        g = zeros_like(x) + g  # broadcast, keeping x's chunks
     if is_lazy(x) and g.chunks != x.chunks:
         g = g.rechunk(x.chunks)
     return g
@@ -179,11 +202,15 @@ def compute_pending(values, inputs):
     input, always computed) is not lazy replaced by its computed value, all in one
     dask.compute so a graph they share runs once. Computed 0-d results become the input's
     scalar type (a Python float input gets a float)."""
-    todo = [k for k, (v, x) in enumerate(zip(values, inputs))
-            if is_lazy(v) and not (x is not None and is_lazy(x))]
+    todo = [
+        k
+        for k, (v, x) in enumerate(zip(values, inputs))
+        if is_lazy(v) and not (x is not None and is_lazy(x))
+    ]
     if not todo:
         return values
     import dask
+
     for graphs in _recorders:
         graphs.append(tuple(values[k] for k in todo))
     done = dask.compute(*[values[k] for k in todo])
@@ -195,7 +222,7 @@ def compute_pending(values, inputs):
         elif isinstance(x, _np.generic):
             v = x.dtype.type(v)
         elif isinstance(x, _np.ndarray) and not isinstance(v, _np.ndarray):
-            v = _np.asarray(v, dtype=x.dtype)   # a computed NumPy scalar of a 0-d array
+            v = _np.asarray(v, dtype=x.dtype)  # a computed NumPy scalar of a 0-d array
         out[k] = v
     return out
 
@@ -210,16 +237,21 @@ def graph_size(*collections, data=()):
     graphs with a hand-written gradient's by."""
     import dask
     from dask.highlevelgraph import HighLevelGraph
+
     graphs = [c.__dask_graph__() for c in collections]
     skip = {k for d in data for k in d.__dask_graph__()}
     built = HighLevelGraph.merge(*graphs)
     optimized = HighLevelGraph.merge(*[c.__dask_graph__() for c in dask.optimize(*collections)])
     try:
         from dask._task_spec import Alias
-    except ImportError:         # older Dask: no task objects, no aliases
+    except ImportError:  # older Dask: no task objects, no aliases
         Alias = ()
-    return {"tasks": sum(1 for k in built if k not in skip),
-            "layers": sum(1 for name, layer in built.layers.items()
-                          if not all(k in skip for k in layer)),
-            "optimized_tasks": sum(1 for k, v in dict(optimized).items()
-                                   if k not in skip and not isinstance(v, Alias))}
+    return {
+        "tasks": sum(1 for k in built if k not in skip),
+        "layers": sum(
+            1 for name, layer in built.layers.items() if not all(k in skip for k in layer)
+        ),
+        "optimized_tasks": sum(
+            1 for k, v in dict(optimized).items() if k not in skip and not isinstance(v, Alias)
+        ),
+    }

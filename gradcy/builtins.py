@@ -14,6 +14,7 @@ isinstance and type look through traced values: isinstance(x, np.ndarray) is Tru
 array, type(x) is the type of the plain value. The classes tuple, list and dict answer
 isinstance for plain containers and for traced values holding one.
 """
+
 import builtins as _b
 
 from ._core import Box
@@ -81,13 +82,14 @@ def type(obj):
 
 def _elements(xs):
     if _type(xs) is Box:
-        return [xs[i] for i in range(len(xs))]   # one container_take/getitem per element
+        return [xs[i] for i in range(len(xs))]  # one container_take/getitem per element
     return xs
 
 
 class _ContainerMeta(_type):
     """isinstance(v, <gradcy tuple/list/dict>) holds for plain containers of that kind and for
     traced values holding one."""
+
     def __instancecheck__(cls, instance):
         return _isinstance(getval(instance), cls._plain)
 
@@ -139,6 +141,7 @@ class tuple(_tuple, metaclass=_ContainerMeta):
     [[1. 0.]
      [0. 1.]]
     """
+
     _plain = _tuple
     __new__ = _sequence_new
 
@@ -160,6 +163,7 @@ class list(_list, metaclass=_ContainerMeta):
     [[2. 0.]
      [0. 4.]]
     """
+
     _plain = _list
     __new__ = _sequence_new
 
@@ -179,6 +183,7 @@ class dict(_dict, metaclass=_ContainerMeta):
     >>> print(grad(f)(np.array([1.0, 2.0])))
     [4. 8.]
     """
+
     _plain = _dict
 
     def __new__(cls, *args, **kwargs):
@@ -197,8 +202,17 @@ class dict(_dict, metaclass=_ContainerMeta):
 from .registry import defjvp, defjvp_argnum, defjvp_argnums, defvjp, defvjp_argnum
 from .registry import notrace_primitive, primitive
 from .util import subvals
-from .vspace import (ContainerVSpace, DictVSpace, ListVSpace, NamedTupleVSpace,
-                     SequenceVSpace, SparseObject, TupleVSpace, VSpace, vspace)
+from .vspace import (
+    ContainerVSpace,
+    DictVSpace,
+    ListVSpace,
+    NamedTupleVSpace,
+    SequenceVSpace,
+    SparseObject,
+    TupleVSpace,
+    VSpace,
+    vspace,
+)
 
 TupleMeta = ListMeta = DictMeta = _ContainerMeta
 
@@ -206,6 +220,7 @@ TupleMeta = ListMeta = DictMeta = _ContainerMeta
 class _BoxKindMeta(_type):
     """isinstance(v, SequenceBox / DictBox): v is a traced value holding a tuple or list /
     a dict (at any tracing depth)."""
+
     def __instancecheck__(cls, instance):
         return _traced(instance) and _isinstance(getval(instance), cls._holds)
 
@@ -229,11 +244,14 @@ class SequenceBox(metaclass=_BoxKindMeta):
     True False
     [4. 8.]
     """
+
     _holds = (_tuple, _list)
 
     def __new__(cls, *args, **kwargs):
-        raise TypeError(f"gradcy: {cls.__name__} is not constructed directly; "
-                        f"gradcy.builtins.tuple(xs) / list(xs) of traced elements make one")
+        raise TypeError(
+            f"gradcy: {cls.__name__} is not constructed directly; "
+            f"gradcy.builtins.tuple(xs) / list(xs) of traced elements make one"
+        )
 
 
 class DictBox(metaclass=_BoxKindMeta):
@@ -252,6 +270,7 @@ class DictBox(metaclass=_BoxKindMeta):
     True False
     [2. 4.]
     """
+
     _holds = (_dict,)
     __new__ = SequenceBox.__new__
 
@@ -259,6 +278,7 @@ class DictBox(metaclass=_BoxKindMeta):
 def container_untake(x, idx, vs):
     """The element of the container space vs that is x at idx (an index or a slice) and zero
     elsewhere, as a SparseObject."""
+
     def mut_add(A):
         A = _list(A) if not _isinstance(A, _dict) else _dict(A)
         if _isinstance(idx, slice):
@@ -267,6 +287,7 @@ def container_untake(x, idx, vs):
         else:
             A[idx] = _add_element(vs.shape[idx], A[idx], x)
         return vs.seq_type(A) if hasattr(vs, "seq_type") and vs.seq_type is not _list else A
+
     return SparseObject(vs, mut_add)
 
 
@@ -276,7 +297,7 @@ def _add_element(vs, a, x):
     if x is None:
         return a
     if type(x) is SparseObject:
-        return x.mut_add(vs.mut_add(None, a))       # (into a copy of a)
+        return x.mut_add(vs.mut_add(None, a))  # (into a copy of a)
     if _isinstance(vs, ContainerVSpace):
         return vs._map(_add_element, a, x)
     return a + x
@@ -294,7 +315,7 @@ def sequence_extend_left(seq, *elts):
 
 def grad_sequence_extend_right(argnum, ans, args, kwargs):
     seq = args[0]
-    return lambda g: g[:len(seq)] if argnum == 0 else g[len(seq) + argnum - 1]
+    return lambda g: g[: len(seq)] if argnum == 0 else g[len(seq) + argnum - 1]
 
 
 def grad_sequence_extend_left(argnum, ans, args, kwargs):
@@ -311,14 +332,16 @@ def make_sequence(seq_type, *args):
 def _element_cotangent(g, key, x):
     """The cotangent of element `key` of a container cotangent g (None: zero) for element
     value x."""
-    if type(g) is SparseObject:         # (a single read of a traced dict: one element's)
+    if type(g) is SparseObject:  # (a single read of a traced dict: one element's)
         g = g.densify()
     out = None if g is None else g[key]
     return vspace(x).zeros() if out is None else out
 
 
-defvjp_argnum(make_sequence, lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(
-    g, argnum - 1, args[argnum]))
+defvjp_argnum(
+    make_sequence,
+    lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(g, argnum - 1, args[argnum]),
+)
 
 
 @primitive
@@ -327,8 +350,12 @@ def make_dict(keys, *values):
     return _dict(zip(keys, values))
 
 
-defvjp_argnum(make_dict, lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(
-    g, args[0][argnum - 1], args[argnum]))
+defvjp_argnum(
+    make_dict,
+    lambda argnum, ans, args, kwargs: (
+        lambda g: _element_cotangent(g, args[0][argnum - 1], args[argnum])
+    ),
+)
 
 
 def fwd_grad_make_sequence(argnum, g, ans, seq_type, *args, **kwargs):
@@ -341,13 +368,19 @@ def _container_tangent(argnums, gs, ans, keys):
     argument has none); keys[i] is the element of argument position i + 1."""
     given = dict(zip(argnums, gs))
     if _isinstance(ans, _dict):
-        return {k: given[i + 1] if i + 1 in given else vspace(ans[k]).zeros()
-                for i, k in enumerate(keys)}
-    return _type(ans)([given[i + 1] if i + 1 in given else vspace(v).zeros()
-                       for i, v in enumerate(ans)])
+        return {
+            k: given[i + 1] if i + 1 in given else vspace(ans[k]).zeros()
+            for i, k in enumerate(keys)
+        }
+    return _type(ans)(
+        [given[i + 1] if i + 1 in given else vspace(v).zeros() for i, v in enumerate(ans)]
+    )
 
 
-defjvp_argnums(make_sequence, lambda argnums, gs, ans, args, kwargs: _container_tangent(
-    argnums, gs, ans, range(len(ans))))
-defjvp_argnums(make_dict, lambda argnums, gs, ans, args, kwargs: _container_tangent(
-    argnums, gs, ans, args[0]))
+defjvp_argnums(
+    make_sequence,
+    lambda argnums, gs, ans, args, kwargs: _container_tangent(argnums, gs, ans, range(len(ans))),
+)
+defjvp_argnums(
+    make_dict, lambda argnums, gs, ans, args, kwargs: _container_tangent(argnums, gs, ans, args[0])
+)

@@ -1,5 +1,6 @@
 """gradcy.jit: record a function once, then run it as native code (Numba kernels for its
 elementwise runs, NumPy calls for the rest) at each call, guarded as const_graph is."""
+
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -22,6 +23,7 @@ def _compiler(name):
     recording's inputs against the recorded value (a kernel that Numba cannot compile, or
     whose output differs beyond rounding, leaves the NumPy replay of the program in place,
     with a warning)."""
+
     def compile_recorded(prog, leaves, value):
         try:
             fast = _codegen.compile_program(prog, leaves)
@@ -29,27 +31,37 @@ def _compiler(name):
                 return prog
             with np.errstate(all="ignore"):
                 got = fast.replay(leaves)
-        except Exception as e:           # Numba's typing and lowering errors, mostly
-            warnings.warn(f"gradcy.jit: {name} runs as NumPy calls: a kernel did not compile "
-                          f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
-                          RuntimeWarning, stacklevel=4)
+        except Exception as e:  # Numba's typing and lowering errors, mostly
+            warnings.warn(
+                f"gradcy.jit: {name} runs as NumPy calls: a kernel did not compile "
+                f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})",
+                RuntimeWarning,
+                stacklevel=4,
+            )
             return prog
         if not _close(got, value):
-            warnings.warn(f"gradcy.jit: {name} runs as NumPy calls: its compiled program "
-                          f"disagreed with the recording", RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"gradcy.jit: {name} runs as NumPy calls: its compiled program "
+                f"disagreed with the recording",
+                RuntimeWarning,
+                stacklevel=4,
+            )
             return prog
         return fast
+
     return compile_recorded
 
 
 def _close(got, want):
     """got equals want within rounding, with the same structure, types, shapes and dtypes."""
     if isinstance(want, (tuple, list)):
-        return (type(got) is type(want) and len(got) == len(want)
-                and all(map(_close, got, want)))
+        return type(got) is type(want) and len(got) == len(want) and all(map(_close, got, want))
     if isinstance(want, dict):
-        return type(got) is type(want) and got.keys() == want.keys() and all(
-            _close(got[k], want[k]) for k in want)
+        return (
+            type(got) is type(want)
+            and got.keys() == want.keys()
+            and all(_close(got[k], want[k]) for k in want)
+        )
     if type(got) is not type(want):
         return False
     g, w = np.asarray(got), np.asarray(want)
@@ -123,9 +135,12 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     if _codegen.numba_module() is None:
         if not _missing_warned:
             _missing_warned.append(True)
-            warnings.warn("gradcy.jit: numba is not installed (pip install gradcy[jit]); "
-                          "running the NumPy replay (const_graph) instead", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                "gradcy.jit: numba is not installed (pip install gradcy[jit]); "
+                "running the NumPy replay (const_graph) instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         compile_hook = None
     else:
         compile_hook = _compiler(name)
@@ -141,8 +156,12 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
         try:
             return cached(xs)
         except tracers.ReplayedWriteError:
-            warnings.warn(f"gradcy.jit: {name} writes into arrays, which a recorded program "
-                          f"cannot replay; running it eagerly", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"gradcy.jit: {name} writes into arrays, which a recorded program "
+                f"cannot replay; running it eagerly",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             eager.append(True)
             return partial_fun(*xs)
         except (NotImplementedError, ValueError) as e:
@@ -150,6 +169,7 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
             if not msg.startswith("const_graph: "):
                 raise
             # the recording's errors, under the name the user called
-            raise type(e)("gradcy.jit: " + msg[len("const_graph: "):]) from e
+            raise type(e)("gradcy.jit: " + msg[len("const_graph: ") :]) from e
+
     _fun.programs = cached.programs
     return _fun

@@ -7,6 +7,7 @@ primitives themselves). VJPNode, JVPNode and backward_pass evaluate a gradcy.tra
 those rules in Python, as autograd does; gradcy's own differentiation sweeps its tape in Cython
 and does not use them.
 """
+
 from __future__ import annotations  # (Primitive[P, R]: generic in its stub only)
 
 import warnings
@@ -19,20 +20,64 @@ from . import _forward_mode, _reverse_mode
 from ._core import Box, Primitive
 from ._rules import ArgnumVJP
 from ._typing import P, R
-from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
-                       defvjp_argnum, defvjp_argnums, defvjp_direct, primitive as primitive_)
+from .registry import (
+    def_linear,
+    defjvp,
+    defjvp_argnum,
+    defjvp_argnums,
+    defvjp,
+    defvjp_argnum,
+    defvjp_argnums,
+    defvjp_direct,
+    primitive as primitive_,
+)
 from .tracer import Node, getval, isbox, toposort, trace, trace_primitives_map
 from .util import func, subval
 from .vspace import SparseObject, VSpace, vspace
 
-__all__ = ["make_vjp", "make_jvp", "backward_pass", "VJPNode", "JVPNode", "primitive_vjps",
-           "primitive_jvps", "defvjp", "defvjp_argnum", "defvjp_argnums", "defjvp",
-           "defjvp_argnum", "defjvp_argnums", "def_linear", "translate_vjp", "translate_jvp",
-           "add_outgrads", "sum_outgrads", "sparse_add", "sparse_object_types", "SparseBox",
-           "SparseObject", "VSpace", "vspace", "identity_vjp", "identity_jvp", "primitive",
-           "primitive_", "primitive_with_deprecation_warnings", "deprecated_defvjp",
-           "deprecated_defvjp_is_zero", "deprecated_defgrad", "deprecated_defvjp_message",
-           "Box", "Node", "getval", "isbox", "toposort", "trace", "func", "subval"]
+__all__ = [
+    "make_vjp",
+    "make_jvp",
+    "backward_pass",
+    "VJPNode",
+    "JVPNode",
+    "primitive_vjps",
+    "primitive_jvps",
+    "defvjp",
+    "defvjp_argnum",
+    "defvjp_argnums",
+    "defjvp",
+    "defjvp_argnum",
+    "defjvp_argnums",
+    "def_linear",
+    "translate_vjp",
+    "translate_jvp",
+    "add_outgrads",
+    "sum_outgrads",
+    "sparse_add",
+    "sparse_object_types",
+    "SparseBox",
+    "SparseObject",
+    "VSpace",
+    "vspace",
+    "identity_vjp",
+    "identity_jvp",
+    "primitive",
+    "primitive_",
+    "primitive_with_deprecation_warnings",
+    "deprecated_defvjp",
+    "deprecated_defvjp_is_zero",
+    "deprecated_defgrad",
+    "deprecated_defvjp_message",
+    "Box",
+    "Node",
+    "getval",
+    "isbox",
+    "toposort",
+    "trace",
+    "func",
+    "subval",
+]
 
 
 # =============================================================================
@@ -74,13 +119,15 @@ class _VJPRules:
         rules = getattr(self.vjp, "rules", None)
         for argnum in argnums:
             if rules is not None and argnum not in rules:
-                raise NotImplementedError(f"VJP of {_name(self.prim)} wrt argnum {argnum} not "
-                                          f"defined; register one with gradcy.extend.defvjp")
+                raise NotImplementedError(
+                    f"VJP of {_name(self.prim)} wrt argnum {argnum} not "
+                    f"defined; register one with gradcy.extend.defvjp"
+                )
 
         def vjp(g):
             out = self.vjp(argnums, g, ans, args, kwargs)
-            return tuple(vspace(args[a]).zeros() if o is None else o
-                         for a, o in zip(argnums, out))
+            return tuple(vspace(args[a]).zeros() if o is None else o for a, o in zip(argnums, out))
+
         return vjp
 
 
@@ -103,8 +150,10 @@ class _JVPRules:
         total = None
         for argnum, g in zip(argnums, gs):
             if argnum not in self.jvpmakers:
-                raise NotImplementedError(f"JVP of {_name(self.prim)} wrt argnum {argnum} not "
-                                          f"defined; register one with gradcy.extend.defjvp")
+                raise NotImplementedError(
+                    f"JVP of {_name(self.prim)} wrt argnum {argnum} not "
+                    f"defined; register one with gradcy.extend.defjvp"
+                )
             rule = self.jvpmakers[argnum]
             t = vspace(ans).zeros() if rule is None else rule(g, ans, *args, **kwargs)
             total = t if total is None else total + t
@@ -115,7 +164,7 @@ class _RuleRegistry(MutableMapping):
     """primitive -> its rules, read from and written to the primitives themselves."""
 
     def __init__(self, kind):
-        self.kind = kind            # "vjp" or "jvp"
+        self.kind = kind  # "vjp" or "jvp"
 
     def _has(self, prim):
         if type(prim) is not Primitive:
@@ -131,14 +180,18 @@ class _RuleRegistry(MutableMapping):
 
     def __setitem__(self, prim, rules):
         if type(prim) is not Primitive:
-            raise TypeError(f"primitive_{self.kind}s: keys are gradcy primitives (wrap the "
-                            f"function with gradcy.extend.primitive first), got {prim!r}")
+            raise TypeError(
+                f"primitive_{self.kind}s: keys are gradcy primitives (wrap the "
+                f"function with gradcy.extend.primitive first), got {prim!r}"
+            )
         if isinstance(rules, (_VJPRules, _JVPRules)):
             rules.restore(prim)
         elif self.kind == "vjp":
+
             def vjp_argnums(argnums, ans, args, kwargs):
                 vjp = rules(argnums, ans, args, kwargs)
                 return lambda g: tuple(vjp(g))
+
             defvjp_argnums(prim, vjp_argnums)
         else:
             defjvp_argnums(prim, rules)
@@ -178,8 +231,9 @@ class VJPNode(Node):
         try:
             vjpmaker = primitive_vjps[fun]
         except KeyError:
-            raise NotImplementedError(f"VJP of {_name(fun)} wrt argnums {parent_argnums} not "
-                                      f"defined") from None
+            raise NotImplementedError(
+                f"VJP of {_name(fun)} wrt argnums {parent_argnums} not defined"
+            ) from None
         self.vjp = vjpmaker(parent_argnums, value, args, kwargs)
 
     def initialize_root(self):
@@ -194,8 +248,9 @@ class JVPNode(Node):
         try:
             jvpmaker = primitive_jvps[fun]
         except KeyError:
-            raise NotImplementedError(f"JVP of {_name(fun)} wrt argnums {parent_argnums} not "
-                                      f"defined") from None
+            raise NotImplementedError(
+                f"JVP of {_name(fun)} wrt argnums {parent_argnums} not defined"
+            ) from None
         self.g = jvpmaker(parent_argnums, [p.g for p in parents], value, args, kwargs)
 
     def initialize_root(self, g):
@@ -269,8 +324,9 @@ def identity_jvp(g, *args, **kwargs):
     return g
 
 
-defvjp_direct(sparse_add, None, lambda g, ans, vs, x_prev, x_new: g,
-              lambda g, ans, vs, x_prev, x_new: g)
+defvjp_direct(
+    sparse_add, None, lambda g, ans, vs, x_prev, x_new: g, lambda g, ans, vs, x_prev, x_new: g
+)
 defjvp(sparse_add, None, identity_jvp, identity_jvp)
 
 
@@ -292,15 +348,15 @@ def translate_jvp(jvpfun, fun, argnum):
         return lambda g, ans, *args, **kwargs: fun(*subval(args, argnum, g), **kwargs)
     if callable(jvpfun):
         return jvpfun
-    raise TypeError(f"Bad JVP {jvpfun!r} for {_name(fun)}: expected a function, None or "
-                    f"'same'")
+    raise TypeError(f"Bad JVP {jvpfun!r} for {_name(fun)}: expected a function, None or 'same'")
 
 
 # =============================================================================
 # autograd's deprecated methods of primitives (prim.defvjp, prim.defgrad, prim.defvjp_is_zero)
 # =============================================================================
 deprecated_defvjp_message = (
-    "The {} method of primitives is deprecated; use gradcy.extend.defvjp(prim, maker, ...)")
+    "The {} method of primitives is deprecated; use gradcy.extend.defvjp(prim, maker, ...)"
+)
 
 
 def _deprecated_registrar(prim, what, to_maker):
@@ -311,15 +367,19 @@ def _deprecated_registrar(prim, what, to_maker):
         makers[argnum] = to_maker(fn, argnum)
         argnums = sorted(makers)
         defvjp(prim, *[makers[a] for a in argnums], argnums=argnums)
+
     return register
 
 
 def deprecated_defvjp(primitive_fun):
     """prim.defvjp(vjpfun, argnum=0), vjpfun(g, ans, vs, gvs, *args, **kwargs) -> cotangent."""
+
     def to_maker(vjpfun, argnum):
         def maker(ans, *args, **kwargs):
             return lambda g: vjpfun(g, ans, vspace(args[argnum]), vspace(g), *args, **kwargs)
+
         return maker
+
     return _deprecated_registrar(primitive_fun, "defvjp", to_maker)
 
 
@@ -333,10 +393,12 @@ def deprecated_defvjp_is_zero(primitive_fun):
     zero = set()
 
     def defvjp_is_zero(argnums=(0,)):
-        warnings.warn(deprecated_defvjp_message.format("defvjp_is_zero"), DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            deprecated_defvjp_message.format("defvjp_is_zero"), DeprecationWarning, stacklevel=2
+        )
         zero.update(argnums)
         defvjp(primitive_fun, *[None] * len(zero), argnums=sorted(zero))
+
     return defvjp_is_zero
 
 

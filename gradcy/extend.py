@@ -16,17 +16,44 @@ applies the rules:
 
 ``gradcy.test_util.check_grads`` checks a rule against finite differences.
 """
+
 from ._core import ArrayMeta, Box, Primitive
 from .vspace import SparseObject, VSpace, vspace
-from .registry import (def_linear, defjvp, defjvp_argnum, defjvp_argnums, defvjp,
-                       defvjp_argnum, defvjp_argnums, defvjp_direct, nondifferentiable,
-                       notrace_primitive,
-                       primitive, subval)
+from .registry import (
+    def_linear,
+    defjvp,
+    defjvp_argnum,
+    defjvp_argnums,
+    defvjp,
+    defvjp_argnum,
+    defvjp_argnums,
+    defvjp_direct,
+    nondifferentiable,
+    notrace_primitive,
+    primitive,
+    subval,
+)
 
-__all__ = ["primitive", "notrace_primitive", "nondifferentiable", "defvjp", "defvjp_argnum",
-           "defvjp_argnums", "defvjp_direct", "defjvp", "defjvp_argnum", "defjvp_argnums",
-           "def_linear", "subval", "Box", "Primitive", "ArrayMeta", "SparseObject", "VSpace",
-           "vspace"]
+__all__ = [
+    "primitive",
+    "notrace_primitive",
+    "nondifferentiable",
+    "defvjp",
+    "defvjp_argnum",
+    "defvjp_argnums",
+    "defvjp_direct",
+    "defjvp",
+    "defjvp_argnum",
+    "defjvp_argnums",
+    "def_linear",
+    "subval",
+    "Box",
+    "Primitive",
+    "ArrayMeta",
+    "SparseObject",
+    "VSpace",
+    "vspace",
+]
 # autograd.extend's node types and notrace registration
 from .core import JVPNode, VJPNode
 from .tracer import register_notrace

@@ -8,6 +8,7 @@
 The counters are the core's own (no sampling): saved bytes are the buffers the tape holds for
 VJPs (each buffer counted once), cotangent bytes the gradients in flight.
 """
+
 import os
 import sys
 import time
@@ -27,8 +28,15 @@ Site: TypeAlias = tuple[str, str]
 # (step, phase, node, op, saved_bytes, cotangent_bytes, traced_bytes): MemoryProfile.events
 Event: TypeAlias = tuple[int, str, int, str, int, int, int]
 
-__all__ = ["stats", "reset_peak", "profile", "MemoryProfile", "trace_memory", "saved_audit",
-           "SavedAudit"]
+__all__ = [
+    "stats",
+    "reset_peak",
+    "profile",
+    "MemoryProfile",
+    "trace_memory",
+    "saved_audit",
+    "SavedAudit",
+]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -126,17 +134,18 @@ class MemoryProfile:
         self.gradient: Any = None
         self.value: Any = None
         self.elapsed = 0.0
-        self._by_site: dict[Site, int] = {}   # saved bytes held now by nodes recorded there
-        self._site_of: dict[int, Site] = {}   # node -> (op, line)
-        self._last_saved = 0       # the tape's saved bytes at the previous event
+        self._by_site: dict[Site, int] = {}  # saved bytes held now by nodes recorded there
+        self._site_of: dict[int, Site] = {}  # node -> (op, line)
+        self._last_saved = 0  # the tape's saved bytes at the previous event
         self.peak_bytes = 0
         self.peak_step = 0
-        self.peak_sites: dict[Site, int] = {}   # (op, line) -> bytes held at the peak
+        self.peak_sites: dict[Site, int] = {}  # (op, line) -> bytes held at the peak
         self._phase = "forward"
 
     # the tape's observer
-    def __call__(self, event: str, index: int, name: str, saved_bytes: int,
-                 cotangent_bytes: int) -> None:
+    def __call__(
+        self, event: str, index: int, name: str, saved_bytes: int, cotangent_bytes: int
+    ) -> None:
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
         step = len(self.events)
         # saved bytes change only at these events, so the difference is this event's share
@@ -199,18 +208,25 @@ class MemoryProfile:
         most held at the peak: gradcy.numpy... at ...
         """
         n_fwd = sum(1 for e in self.events if e[1] == "forward")
-        lines = [f"gradcy memory profile: {n_fwd} nodes recorded, {len(self.events)} events, "
-                 f"{self.elapsed * 1e3:.1f} ms",
-                 f"peak saved + cotangent bytes: {_mb(self.peak_bytes)} at event "
-                 f"{self.peak_step} ({self.events[self.peak_step][1] if self.events else '-'})"]
+        lines = [
+            f"gradcy memory profile: {n_fwd} nodes recorded, {len(self.events)} events, "
+            f"{self.elapsed * 1e3:.1f} ms",
+            f"peak saved + cotangent bytes: {_mb(self.peak_bytes)} at event "
+            f"{self.peak_step} ({self.events[self.peak_step][1] if self.events else '-'})",
+        ]
         top = self.top_site()
         if top:
             lines.append(f"most held at the peak: {top[0]} at {top[1]} ({_mb(top[2])})")
         return "\n".join(lines)
 
-    def plot(self, path: str, baseline: Callable[..., Any] | None = None,
-             baseline_args: tuple[Any, ...] = (), baseline_label: str = "hand-written NumPy",
-             title: str | None = None) -> str:
+    def plot(
+        self,
+        path: str,
+        baseline: Callable[..., Any] | None = None,
+        baseline_args: tuple[Any, ...] = (),
+        baseline_label: str = "hand-written NumPy",
+        title: str | None = None,
+    ) -> str:
         """Draw the timeline to a PNG file (needs matplotlib).
 
         Parameters
@@ -248,28 +264,42 @@ class MemoryProfile:
         """
         try:
             import matplotlib
+
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError as exc:
-            raise ImportError("MemoryProfile.plot needs matplotlib: pip install 'gradcy[plot]'"
-                              ) from exc
+            raise ImportError(
+                "MemoryProfile.plot needs matplotlib: pip install 'gradcy[plot]'"
+            ) from exc
         fig, ax = plt.subplots(figsize=(8, 4.5))
         n = max(len(self.events) - 1, 1)
         xs = [e[0] / n for e in self.events]
-        ax.plot(xs, [(e[4] + e[5]) / 2**20 for e in self.events],
-                label="gradcy: saved + cotangent (engine counters)", lw=2)
+        ax.plot(
+            xs,
+            [(e[4] + e[5]) / 2**20 for e in self.events],
+            label="gradcy: saved + cotangent (engine counters)",
+            lw=2,
+        )
         if any(e[6] for e in self.events):
             base = self.events[0][6]
-            ax.plot(xs, [(e[6] - base) / 2**20 for e in self.events], ls=":",
-                    label="gradcy: tracemalloc")
+            ax.plot(
+                xs,
+                [(e[6] - base) / 2**20 for e in self.events],
+                ls=":",
+                label="gradcy: tracemalloc",
+            )
         first_bwd = next((e[0] for e in self.events if e[1] == "backward"), None)
         if first_bwd is not None:
             ax.axvspan(first_bwd / n, 1.0, color="0.92", zorder=0, label="backward pass")
         if baseline is not None:
             curve = trace_memory(baseline, *baseline_args)
             m = max(len(curve) - 1, 1)
-            ax.plot([i / m for i in range(len(curve))], [c / 2**20 for c in curve], ls="--",
-                    label=f"{baseline_label}: tracemalloc")
+            ax.plot(
+                [i / m for i in range(len(curve))],
+                [c / 2**20 for c in curve],
+                ls="--",
+                label=f"{baseline_label}: tracemalloc",
+            )
         ax.set_xlabel("fraction of the run (events)")
         ax.set_ylabel("MiB")
         ax.set_title(title or "Memory held over one differentiation")
@@ -313,16 +343,17 @@ def profile(fun: Callable[P, Any], argnum: ArgNum = 0) -> Callable[P, MemoryProf
     >>> prof.top_site()[0]
     'gradcy.numpy.sin'
     """
+
     def profiled(*args: P.args, **kwargs: P.kwargs) -> MemoryProfile:
         prof = MemoryProfile()
         start = time.perf_counter()
-        vjp, ans = _trace(fun, args, kwargs, argnum, "profile", consume=True,
-                             observer=prof)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "profile", consume=True, observer=prof)
         prof._phase = "backward"
         prof.gradient = _grad_of(vjp, ans, "profile", False)
         prof.value = ans
         prof.elapsed = time.perf_counter() - start
         return prof
+
     return profiled
 
 
@@ -358,6 +389,7 @@ def trace_memory(fn: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> lis
     def hook(frame: FrameType, event: str, arg: Any) -> None:
         if event == "c_return":
             samples.append(get()[0] - base)
+
     sys.setprofile(hook)
     try:
         fn(*args, **kwargs)
@@ -405,8 +437,9 @@ class SavedAudit:
         self.gradient: Any = None
         self._sites: dict[int, Site] = {}
 
-    def __call__(self, event: str, index: int, name: str, saved_bytes: int,
-                 cotangent_bytes: int) -> None:
+    def __call__(
+        self, event: str, index: int, name: str, saved_bytes: int, cotangent_bytes: int
+    ) -> None:
         if event == "forward":
             self._sites[index] = (name, _user_line())
 
@@ -445,10 +478,10 @@ def saved_audit(fun: Callable[P, Any], argnum: ArgNum = 0) -> Callable[P, SavedA
     >>> a.total, a.by_op["gradcy.numpy.sin"]          # sin keeps x; * 2.0 keeps nothing of x
     (8000, [1, 8000])
     """
+
     def audited(*args: P.args, **kwargs: P.kwargs) -> SavedAudit:
         audit = SavedAudit()
-        vjp, ans = _trace(fun, args, kwargs, argnum, "saved_audit", consume=True,
-                          observer=audit)
+        vjp, ans = _trace(fun, args, kwargs, argnum, "saved_audit", consume=True, observer=audit)
         tape = vjp._tape
         seen: set[int] = set()
         for i in range(len(tape)):
@@ -461,12 +494,15 @@ def saved_audit(fun: Callable[P, Any], argnum: ArgNum = 0) -> Callable[P, SavedA
                 if id(root) not in seen:
                     seen.add(id(root))
                     fresh += root.nbytes
-            for row in (audit.by_site.setdefault(site, [0, 0]),
-                        audit.by_op.setdefault(site[0], [0, 0])):
+            for row in (
+                audit.by_site.setdefault(site, [0, 0]),
+                audit.by_op.setdefault(site[0], [0, 0]),
+            ):
                 row[0] += 1
                 row[1] += fresh
         audit.total = tape.saved_bytes
         tape.observer = None
         audit.gradient = _grad_of(vjp, ans, "saved_audit", False)
         return audit
+
     return audited

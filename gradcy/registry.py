@@ -10,6 +10,7 @@ recorded call keeps for it (and, with ``recomputable=``, whether its output may 
 in the backward pass): nothing else sets them, so the statement a reader sees is the one in
 force (as PyTorch keeps what a formula saves in its derivatives.yaml entry).
 """
+
 from __future__ import annotations  # (Primitive[P, R]: generic in its stub only)
 
 from collections.abc import Callable, Iterable, Sequence
@@ -21,13 +22,24 @@ from ._core import Primitive
 from ._typing import P, R
 
 # what a reverse-mode registration's save= takes: what the rules read, per argument, or a saver
-Save: TypeAlias = (Iterable[int | str] | dict[int, Iterable[int | str]]
-                   | Callable[..., tuple[Any, Any]] | None)
+Save: TypeAlias = (
+    Iterable[int | str] | dict[int, Iterable[int | str]] | Callable[..., tuple[Any, Any]] | None
+)
 
-__all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_direct", "defvjp_argnum",
-           "defvjp_argnums",
-           "defjvp", "defjvp_argnum", "defjvp_argnums", "def_linear", "nondifferentiable",
-           "subval"]
+__all__ = [
+    "primitive",
+    "notrace_primitive",
+    "defvjp",
+    "defvjp_direct",
+    "defvjp_argnum",
+    "defvjp_argnums",
+    "defjvp",
+    "defjvp_argnum",
+    "defjvp_argnums",
+    "def_linear",
+    "nondifferentiable",
+    "subval",
+]
 
 
 def _qualname(fun):
@@ -37,10 +49,13 @@ def _qualname(fun):
 
 
 # the parameter entries the registration functions share (their docstrings' {prim} and {save})
-_shared_parameters = fill({
-    "prim": "Parameters\n----------\nprim : Primitive\n    A function wrapped by `primitive`.",
-    "save": "save : iterable of {'ans', 'args', int}, dict or callable, optional\n"
-            "    As in `defvjp`."})
+_shared_parameters = fill(
+    {
+        "prim": "Parameters\n----------\nprim : Primitive\n    A function wrapped by `primitive`.",
+        "save": "save : iterable of {'ans', 'args', int}, dict or callable, optional\n"
+        "    As in `defvjp`.",
+    }
+)
 
 
 def primitive(fun: Callable[P, R], name: str | None = None) -> Primitive[P, R]:
@@ -144,9 +159,13 @@ def nondifferentiable(*prims: Primitive[..., Any]) -> None:
 
 
 @_shared_parameters
-def defvjp(prim: Primitive[..., Any], *vjpmakers: Callable[..., Callable[[Any], Any]] | None,
-           argnums: Sequence[int] | None = None, save: Save = None,
-           recomputable: bool = False) -> None:
+def defvjp(
+    prim: Primitive[..., Any],
+    *vjpmakers: Callable[..., Callable[[Any], Any]] | None,
+    argnums: Sequence[int] | None = None,
+    save: Save = None,
+    recomputable: bool = False,
+) -> None:
     """Register the reverse-mode rules of a primitive, one per argument.
 
     {prim}
@@ -206,9 +225,13 @@ def defvjp(prim: Primitive[..., Any], *vjpmakers: Callable[..., Callable[[Any], 
 
 
 @_shared_parameters
-def defvjp_direct(prim: Primitive[..., Any], *rules: Callable[..., Any] | None,
-                  argnums: Sequence[int] | None = None, save: Save = None,
-                  recomputable: bool = False) -> None:
+def defvjp_direct(
+    prim: Primitive[..., Any],
+    *rules: Callable[..., Any] | None,
+    argnums: Sequence[int] | None = None,
+    save: Save = None,
+    recomputable: bool = False,
+) -> None:
     """Register reverse-mode rules called directly in the backward pass.
 
     Like `defvjp`, but a rule takes the cotangent with the values of the call:
@@ -244,7 +267,7 @@ def _set_saved(prim, save, recomputable=False):
     """What a call of prim keeps for its rules (the ``save=`` of every registration): a saver
     (callable) keeps a record of its own, else `Primitive.set_saved` reads the entries."""
     if callable(save):
-        prim.set_saved(None)        # (the saver's own fallback: everything)
+        prim.set_saved(None)  # (the saver's own fallback: everything)
         prim.save_fn = save
     else:
         prim.set_saved(save)
@@ -274,8 +297,9 @@ def _as_direct(maker):
 
 
 @_shared_parameters
-def defvjp_argnums(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
-                   save: Save = None) -> None:
+def defvjp_argnums(
+    prim: Primitive[..., Any], vjpmaker: Callable[..., Any], save: Save = None
+) -> None:
     """Register one reverse-mode rule for all the arguments of a primitive.
 
     {prim}
@@ -311,8 +335,10 @@ def _defvjp_argnums(prim, vjpmaker, save, dense_containers):
                 g = container_cotangent(g, ans)
             return vjpmaker(argnums, ans, args, kwargs)(g)
     else:
+
         def rule(argnums, g, g_owned, ans, args, kwargs):
             return vjpmaker(argnums, ans, args, kwargs)(g)
+
     defvjp_argnums_direct(prim, rule, vjpmaker, save)
 
 
@@ -337,8 +363,9 @@ def defvjp_write(prim, rule, save=None):
 
 
 @_shared_parameters
-def defvjp_argnum(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
-                  save: Save = None) -> None:
+def defvjp_argnum(
+    prim: Primitive[..., Any], vjpmaker: Callable[..., Any], save: Save = None
+) -> None:
     """Register one reverse-mode rule for all the arguments, called once per argument.
 
     {prim}
@@ -359,16 +386,21 @@ def defvjp_argnum(prim: Primitive[..., Any], vjpmaker: Callable[..., Any],
     >>> grad(sum_of_squares, argnum=(0, 1))(2.0, 5.0)
     (4.0, 10.0)
     """
+
     def vjp_argnums(argnums, ans, args, kwargs):
         vjps = [vjpmaker(argnum, ans, args, kwargs) for argnum in argnums]
         return lambda g: tuple(vjp(g) for vjp in vjps)
+
     _check_prim(prim, "defvjp_argnum")
     _defvjp_argnums(prim, vjp_argnums, save, _written_for_autograd(vjpmaker))
 
 
 @_shared_parameters
-def defjvp(prim: Primitive[..., Any], *jvpfuns: Callable[..., Any] | Literal["same"] | None,
-           argnums: Sequence[int] | None = None) -> None:
+def defjvp(
+    prim: Primitive[..., Any],
+    *jvpfuns: Callable[..., Any] | Literal["same"] | None,
+    argnums: Sequence[int] | None = None,
+) -> None:
     """Register the forward-mode rules of a primitive, one per argument.
 
     {prim}
@@ -454,12 +486,14 @@ def defjvp_argnum(prim: Primitive[..., Any], jvpmaker: Callable[..., Any]) -> No
     >>> print(float(value), float(tangent))           # |(x, y)|, x / |(x, y)|
     5.0 0.6
     """
+
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         total = None
         for argnum, g in zip(argnums, gs):
             t = jvpmaker(argnum, g, ans, args, kwargs)
             total = t if total is None else total + t
         return total
+
     defjvp_argnums(prim, jvp_argnums)
 
 
@@ -502,13 +536,19 @@ def def_linear(prim: Primitive[..., Any]) -> None:
     array([3., 3.])
     """
     _check_prim(prim, "def_linear")
-    defvjp_argnum(prim, lambda argnum, ans, args, kwargs:
-                  lambda g: prim(*subval(args, argnum, g), **kwargs), save=("args",))
-    defjvp_argnum(prim, lambda argnum, g, ans, args, kwargs:
-                  prim(*subval(args, argnum, g), **kwargs))
+    defvjp_argnum(
+        prim,
+        lambda argnum, ans, args, kwargs: lambda g: prim(*subval(args, argnum, g), **kwargs),
+        save=("args",),
+    )
+    defjvp_argnum(
+        prim, lambda argnum, g, ans, args, kwargs: prim(*subval(args, argnum, g), **kwargs)
+    )
 
 
 def _check_prim(prim, where):
     if not isinstance(prim, Primitive):
-        raise TypeError(f"{where}: expected a function wrapped by gradcy.extend.primitive, got "
-                        f"{prim!r}; wrap it first: f = primitive(f)")
+        raise TypeError(
+            f"{where}: expected a function wrapped by gradcy.extend.primitive, got "
+            f"{prim!r}; wrap it first: f = primitive(f)"
+        )

@@ -5,6 +5,7 @@ directions, the JVP and VJP of f with respect to argument argnum with central di
 (float64), recursively to `order`, and checks that every derivative has the type, dtype and
 shape of what it is the derivative of.
 """
+
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,8 +24,15 @@ EPS = 1e-6
 RTOL = 1e-5
 ATOL = 1e-6
 
-__all__ = ["check_grads", "check_vjp", "check_jvp", "scalar_close", "combo_check",
-           "check_equivalent", "make_numerical_jvp"]
+__all__ = [
+    "check_grads",
+    "check_vjp",
+    "check_jvp",
+    "scalar_close",
+    "combo_check",
+    "check_equivalent",
+    "make_numerical_jvp",
+]
 TOL = ATOL
 
 
@@ -48,8 +56,9 @@ def _vdot(a, b):
     """Real inner product of two values with the same structure."""
     total = 0.0
     for x, y in zip(_leaves(a), _leaves(b)):
-        total += _np.real(_np.vdot(_np.asarray(x, dtype=complex).ravel(),
-                                   _np.asarray(y, dtype=complex).ravel()))
+        total += _np.real(
+            _np.vdot(_np.asarray(x, dtype=complex).ravel(), _np.asarray(y, dtype=complex).ravel())
+        )
     return total
 
 
@@ -57,8 +66,9 @@ def _axpy(a, x, y):
     """y + a * x leafwise, keeping each leaf's type."""
     lx, _ = tree_flatten(x)
     ly, unflatten = tree_flatten(y)
-    return unflatten([_match_input(_np.asarray(yy) + a * _np.asarray(xx), yy)
-                      for xx, yy in zip(lx, ly)])
+    return unflatten(
+        [_match_input(_np.asarray(yy) + a * _np.asarray(xx), yy) for xx, yy in zip(lx, ly)]
+    )
 
 
 def scalar_close(a: Any, b: Any) -> bool:
@@ -97,7 +107,9 @@ def _name(f):
 
 
 # the parameters x and rs and the Raises section of check_vjp and check_jvp
-_one_direction_doc = fill({"x, rs and raises": """x : value
+_one_direction_doc = fill(
+    {
+        "x, rs and raises": """x : value
     The point.
 rs : numpy.random.RandomState, optional
     The source of the random directions (default: seeded with 0).
@@ -105,12 +117,13 @@ rs : numpy.random.RandomState, optional
 Raises
 ------
 AssertionError
-    Naming the function, with the analytic and numeric values."""})
+    Naming the function, with the analytic and numeric values."""
+    }
+)
 
 
 @_one_direction_doc
-def check_vjp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None
-              ) -> None:
+def check_vjp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None) -> None:
     """Check the VJP of ``f`` at ``x`` against central differences, along one random direction.
 
     For random ``u`` (shaped like the output) and ``v`` (shaped like ``x``), the inner
@@ -145,12 +158,12 @@ def check_vjp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None
     numeric = (_vdot(u, f(_axpy(EPS / 2, v, x))) - _vdot(u, f(_axpy(-EPS / 2, v, x)))) / EPS
     assert scalar_close(numeric, analytic), (
         f"Derivative (VJP) check of {name} failed at {x!r}:\n"
-        f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}")
+        f"  analytic (VJP) = {analytic!r}\n  numeric (central differences) = {numeric!r}"
+    )
 
 
 @_one_direction_doc
-def check_jvp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None
-              ) -> None:
+def check_jvp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None = None) -> None:
     """Check the JVP of ``f`` at ``x`` against central differences, along one random direction;
     the tangent must have the type, dtype and shape of the output.
 
@@ -177,12 +190,14 @@ def check_jvp(f: Callable[[Any], Any], x: Any, rs: _np.random.RandomState | None
     numeric_p = _vdot(u, numeric) / EPS
     assert scalar_close(numeric_p, analytic_p), (
         f"Derivative (JVP) check of {name} failed at {x!r}:\n"
-        f"  analytic (JVP) = {analytic_p!r}\n  numeric (central differences) = {numeric_p!r}")
+        f"  analytic (JVP) = {analytic_p!r}\n  numeric (central differences) = {numeric_p!r}"
+    )
 
 
 @unary_to_nary
-def check_grads(f: Callable[[Any], Any], x: Any, modes: str | Sequence[str] = ("fwd", "rev"),
-                order: int = 2) -> None:
+def check_grads(
+    f: Callable[[Any], Any], x: Any, modes: str | Sequence[str] = ("fwd", "rev"), order: int = 2
+) -> None:
     """Check the derivatives of ``f`` against central differences (float64), in reverse and/or
     forward mode, to a given order.
 
@@ -237,9 +252,11 @@ def _check(f, x, modes, order, rs):
     if "fwd" in modes:
         check_jvp(f, x, rs)
         if order > 1:
+
             def jvp_of(packed):
                 xx, vv = packed
                 return make_jvp(f)(xx)(vv)[1]
+
             jvp_of.__name__ = f"jvp_{name}"
             _check(jvp_of, (x, _random_like(x, rs)), modes, order - 1, rs)
     if "rev" in modes:
@@ -255,6 +272,7 @@ def _check(f, x, modes, order, rs):
                     return vjp_inner(uu)
                 finally:
                     vjp_inner.release()
+
             vjp_of.__name__ = f"vjp_{name}"
             _check(vjp_of, (x, _random_like(y, rs)), modes, order - 1, rs)
 
@@ -283,11 +301,13 @@ def combo_check(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[
     >>> from gradcy.test_util import combo_check
     >>> combo_check(np.sum, modes=["rev"], order=1)([onp.ones((2, 3))], axis=[None, 0, 1])
     """
+
     def checker(*arg_options, **kwarg_options):
         kw_items = [[(k, v) for v in vs] for k, vs in kwarg_options.items()]
         for a in itertools.product(*arg_options):
             for kw in itertools.product(*kw_items):
                 check_grads(fun, *args, **kwargs)(*a, **dict(kw))
+
     return checker
 
 
@@ -331,8 +351,10 @@ def make_numerical_jvp(f: Callable[[Any], Any], x: Any) -> Callable[[Any], Any]:
     >>> print(onp.round(jvp(onp.ones(2)), 6))                # cos(x)
     [1.       0.540302]
     """
+
     def jvp(v):
         return _scale(1.0 / EPS, _axpy(-1.0, f(_axpy(-EPS / 2, v, x)), f(_axpy(EPS / 2, v, x))))
+
     return jvp
 
 

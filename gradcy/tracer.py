@@ -12,6 +12,7 @@ record (value, primitive, arguments, keyword arguments, positions of the traced 
 their nodes). gradcy's differentiation does not go through these nodes (it sweeps the tape in
 Cython); they are for programs that inspect or replay a trace.
 """
+
 import sys
 import warnings
 from collections import defaultdict
@@ -30,15 +31,32 @@ from .vspace import VSpace
 from .wrap_util import wraps
 
 # (find_top_boxed_args, autograd's, is added by gradcy._autograd_rules)
-__all__ = ["trace", "Node", "primitive", "notrace_primitive", "register_notrace",
-           "notrace_primitives", "getval", "isbox", "new_box", "Box", "box_types",
-           "box_type_mappings", "trace_stack", "TraceStack",
-           "trace_primitives_map", "toposort", "subvals", "wraps"]
+__all__ = [
+    "trace",
+    "Node",
+    "primitive",
+    "notrace_primitive",
+    "register_notrace",
+    "notrace_primitives",
+    "getval",
+    "isbox",
+    "new_box",
+    "Box",
+    "box_types",
+    "box_type_mappings",
+    "trace_stack",
+    "TraceStack",
+    "trace_primitives_map",
+    "toposort",
+    "subvals",
+    "wraps",
+]
 
 
 class Node:
     """A node of a trace: subclasses define __init__(value, fun, args, kwargs, parent_argnums,
     parents) for a recorded call and initialize_root(*args) for the start node."""
+
     __slots__ = []
 
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
@@ -56,6 +74,7 @@ class Node:
 
 class _Trace:
     """One trace: a recording tape, and the node object of each of its node indices."""
+
     __slots__ = ("tape", "nodes", "__weakref__")
 
     def __init__(self):
@@ -71,8 +90,9 @@ class _Trace:
         parents = tuple(self.nodes[p] for p in info["parents"])
         ans, args, kwargs = info["saved"]
         node_type = type(parents[0]) if parents else Node
-        self.nodes[index] = node_type(ans, info["prim"], args, kwargs or {},
-                                      tuple(info["argnums"]), parents)
+        self.nodes[index] = node_type(
+            ans, info["prim"], args, kwargs or {}, tuple(info["argnums"]), parents
+        )
 
     def __index__(self):
         return self.tape.trace_id
@@ -133,8 +153,7 @@ def trace(start_node, fun, x):
             leaves, unflatten = tree_flatten(end_box)
             if any(type(v) is Box and v._tape is t.tape for v in leaves):
                 packed = pack_outputs(*leaves)
-                values = [v._value if type(v) is Box and v._tape is t.tape else v
-                          for v in leaves]
+                values = [v._value if type(v) is Box and v._tape is t.tape else v for v in leaves]
                 return unflatten(values), t.nodes[packed._node]
         if type(end_box) is Box and end_box._tape is t.tape:
             return end_box._value, t.nodes[end_box._node]
@@ -157,7 +176,7 @@ def getval(x):
     return x
 
 
-box_types = Box.types       # Box and the subclasses registered with Box.register (one set)
+box_types = Box.types  # Box and the subclasses registered with Box.register (one set)
 
 
 class _BoxTypeMappings(dict):
@@ -168,8 +187,11 @@ class _BoxTypeMappings(dict):
         sub = Box.type_mappings.get(value_type)
         if sub is not None:
             return sub
-        if value_type is Box or value_type in VSpace.mappings or issubclass(
-                value_type, (_np.ndarray, _np.inexact, tuple, list, dict)):
+        if (
+            value_type is Box
+            or value_type in VSpace.mappings
+            or issubclass(value_type, (_np.ndarray, _np.inexact, tuple, list, dict))
+        ):
             return Box
         raise KeyError(value_type)
 
@@ -196,8 +218,11 @@ class _TracePrimitivesMap(dict):
 
     def _fill(self):
         for name, mod in list(sys.modules.items()):
-            if mod is None or not (name == "gradcy.numpy" or name.startswith("gradcy.numpy.")
-                                   or name.startswith("gradcy.scipy.")):
+            if mod is None or not (
+                name == "gradcy.numpy"
+                or name.startswith("gradcy.numpy.")
+                or name.startswith("gradcy.scipy.")
+            ):
                 continue
             for v in list(vars(mod).values()):
                 if type(v) is Primitive:

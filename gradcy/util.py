@@ -1,4 +1,5 @@
 """Small helpers (autograd.util's API)."""
+
 from .registry import subval
 
 # (quick_grad_check and deprecation_msg, autograd's, are added by gradcy._autograd_rules)

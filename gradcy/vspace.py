@@ -10,6 +10,7 @@ element `dense` of `vs` (in place when it can) and returns the sum. A VJP rule m
 (e.g. the cotangent of one element of a large container); the tape adds it into the dense
 cotangent of the value, or materializes it (np.asarray) where a dense value is needed.
 """
+
 from typing import Any
 
 import numpy as _np
@@ -17,9 +18,20 @@ import numpy as _np
 from ._core import Box
 from ._pytree import flatten
 
-__all__ = ["vspace", "VSpace", "ArrayVSpace", "ComplexArrayVSpace", "ContainerVSpace",
-           "SequenceVSpace", "ListVSpace", "TupleVSpace", "DictVSpace", "NamedTupleVSpace",
-           "SparseObject", "container_cotangent"]
+__all__ = [
+    "vspace",
+    "VSpace",
+    "ArrayVSpace",
+    "ComplexArrayVSpace",
+    "ContainerVSpace",
+    "SequenceVSpace",
+    "ListVSpace",
+    "TupleVSpace",
+    "DictVSpace",
+    "NamedTupleVSpace",
+    "SparseObject",
+    "container_cotangent",
+]
 
 
 def _getval(x):
@@ -34,22 +46,25 @@ def vspace(value: Any) -> "VSpace":
     maker = VSpace.mappings.get(type(value))
     if maker is not None:
         return maker(value)
-    if isinstance(value, Box):           # (a registered Box subclass too)
+    if isinstance(value, Box):  # (a registered Box subclass too)
         return vspace(value._value)
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return NamedTupleVSpace(value)
     for base, maker in _BASE_MAKERS:
         if isinstance(value, base):
             return maker(value)
-    raise TypeError(f"vspace: no vector space for a value of type {type(value).__name__} "
-                    f"({value!r}); expected a float or complex array or scalar, or a "
-                    f"tuple/list/dict of these")
+    raise TypeError(
+        f"vspace: no vector space for a value of type {type(value).__name__} "
+        f"({value!r}); expected a float or complex array or scalar, or a "
+        f"tuple/list/dict of these"
+    )
 
 
 class VSpace:
     """A vector space. Subclasses define zeros/ones/randn/standard_basis and the underscore
     operations; the public operations below are those of autograd's VSpace."""
-    mappings: dict[type, Any] = {}     # value type -> VSpace class or maker
+
+    mappings: dict[type, Any] = {}  # value type -> VSpace class or maker
     iscomplex = False
 
     def __init__(self, value):
@@ -184,6 +199,7 @@ class ArrayVSpace(VSpace):
 
 class ComplexArrayVSpace(ArrayVSpace):
     """Complex arrays and scalars: a real space of twice the size."""
+
     iscomplex = True
 
     @property
@@ -288,7 +304,7 @@ class SequenceVSpace(ContainerVSpace):
         return enumerate(x)
 
     def _elems(self, x):
-        if type(x) is Box:                 # a traced sequence: its elements, traced
+        if type(x) is Box:  # a traced sequence: its elements, traced
             return [x[i] for i in range(len(x))]
         return x
 
@@ -372,6 +388,7 @@ class SparseObject:
     The tape accumulates it like any cotangent: adding it to a dense cotangent (either order)
     calls mut_add on a fresh copy, so no array the caller owns is modified; np.asarray(obj)
     (and obj.densify()) give the dense value, which is what reaches a leaf's gradient."""
+
     __slots__ = ("vs", "mut_add")
 
     def __init__(self, vs, mut_add):
@@ -408,7 +425,7 @@ class SparseObject:
             # traced dense cotangent (higher-order differentiation): add the dense value as a
             # constant through the traced add, which keeps the dependence on `other`
             return _np.add(other, self.densify())
-        return self.mut_add(self.vs.mut_add(None, other))   # into a fresh copy of `other`
+        return self.mut_add(self.vs.mut_add(None, other))  # into a fresh copy of `other`
 
     __radd__ = __add__
 
@@ -454,17 +471,19 @@ def container_cotangent(g, ans):
         values = [container_cotangent(g.get(k), a[k]) for k in keys]
         if any(_recording(v) for v in values):
             from .builtins import make_dict
+
             return make_dict(tuple(keys), *values)
         return dict(zip(keys, values))
     if isinstance(a, (tuple, list)) and type(g) in (tuple, list) and len(g) == len(a):
         values = [container_cotangent(gi, ai) for gi, ai in zip(g, a)]
         seq_type = type(a)
-        if hasattr(seq_type, "_fields"):            # a named tuple (EighResult, ...)
+        if hasattr(seq_type, "_fields"):  # a named tuple (EighResult, ...)
             return seq_type(*values)
         if seq_type is not tuple and seq_type is not list:
             seq_type = tuple if isinstance(a, tuple) else list
         if any(_recording(v) for v in values):
             from .builtins import make_sequence
+
             return make_sequence(seq_type, *values)
         return seq_type(values)
     if g is None:

@@ -7,6 +7,7 @@
 
 argnum may be an int or a tuple/list of ints (then x is the tuple of those arguments).
 """
+
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ def wraps(fun, namestr="{fun}", docstr="{doc}", **kwargs):
     """A decorator that names the decorated function after `fun` (namestr and docstr are
     format strings with the fields fun, doc and the given keywords); a function whose
     attributes cannot be set is returned unchanged."""
+
     def _wraps(f):
         try:
             f.__name__ = namestr.format(fun=get_name(fun), **kwargs)
@@ -37,25 +39,33 @@ def wraps(fun, namestr="{fun}", docstr="{doc}", **kwargs):
         except (AttributeError, TypeError):
             pass
         return f
+
     return _wraps
 
 
 def wrap_nary_f(fun, op, argnum):
     """Names an n-ary operator's result "{op}_of_{fun}_wrt_argnum_{argnum}"."""
-    return wraps(fun, "{op}_of_{fun}_wrt_argnum_{argnum}",
-                 "    {op} of function {fun} with respect to argument number {argnum}. It takes\n"
-                 "    the same arguments as {fun} and returns the {op}.\n    ",
-                 op=get_name(op), argnum=argnum)
+    return wraps(
+        fun,
+        "{op}_of_{fun}_wrt_argnum_{argnum}",
+        "    {op} of function {fun} with respect to argument number {argnum}. It takes\n"
+        "    the same arguments as {fun} and returns the {op}.\n    ",
+        op=get_name(op),
+        argnum=argnum,
+    )
 
 
 def unary_to_nary(unary_operator: Callable[..., Any]) -> Callable[..., Any]:
     """Turn unary_operator(fun, x, *op_args, **op_kwargs) into
     nary_operator(fun, argnum=0, *op_args, **op_kwargs)(*args, **kwargs)."""
+
     @wraps(unary_operator)
     def nary_operator(fun, argnum=0, *nary_op_args, **nary_op_kwargs):
         if type(argnum) not in (int, tuple, list):
-            raise TypeError(f"{get_name(unary_operator)}: argnum must be an int or a tuple of "
-                            f"ints, got {argnum!r}")
+            raise TypeError(
+                f"{get_name(unary_operator)}: argnum must be an int or a tuple of "
+                f"ints, got {argnum!r}"
+            )
 
         @wrap_nary_f(fun, unary_operator, argnum)
         def nary_f(*args, **kwargs):
@@ -65,13 +75,16 @@ def unary_to_nary(unary_operator: Callable[..., Any]) -> Callable[..., Any]:
             def unary_f(x):
                 subargs = subvals(args, zip(argnum, x) if multi else [(argnum, x)])
                 return fun(*subargs, **kwargs)
+
             try:
                 x = tuple(args[i] for i in argnum) if multi else args[argnum]
             except IndexError:
                 _check_argnum(args, argnum, get_name(unary_operator))
                 raise
             return unary_operator(unary_f, x, *nary_op_args, **nary_op_kwargs)
+
         return nary_f
+
     return nary_operator
 
 
@@ -81,12 +94,16 @@ def _check_argnum(args, argnum, fname, besides=""):
     else the call was given, for the error)."""
     n = len(args)
     multi = type(argnum) is tuple or type(argnum) is list
-    for i in (argnum if multi else (argnum,)):
+    for i in argnum if multi else (argnum,):
         if isinstance(i, bool) or not isinstance(i, (int, _np.integer)):
-            raise TypeError(f"{fname}: argnum must be an int or a tuple of ints, got "
-                            f"{argnum!r}; to differentiate by name use grad_named")
+            raise TypeError(
+                f"{fname}: argnum must be an int or a tuple of ints, got "
+                f"{argnum!r}; to differentiate by name use grad_named"
+            )
         if not -n <= i < n:
-            raise IndexError(f"{fname}: argnum={argnum!r} but the function was called with {n} "
-                             f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
-                             f"counts positional arguments from 0 (arguments passed by "
-                             f"keyword are not differentiated)")
+            raise IndexError(
+                f"{fname}: argnum={argnum!r} but the function was called with {n} "
+                f"positional argument{'' if n == 1 else 's'}{besides}; argnum "
+                f"counts positional arguments from 0 (arguments passed by "
+                f"keyword are not differentiated)"
+            )

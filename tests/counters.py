@@ -1,4 +1,5 @@
 """Engine counters around each test: shared by the engine and API test modules."""
+
 import contextlib
 import gc
 

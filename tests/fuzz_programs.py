@@ -69,6 +69,7 @@ out), which are generated with their failing modes skipped.
     python tests/fuzz_programs.py --programs 2000 --only dup_adv      # one class
     python tests/fuzz_programs.py --programs 1 --seed 123 --print     # one program, verbose
 """
+
 import argparse
 import gc
 import math
@@ -79,9 +80,21 @@ import traceback
 
 import numpy as onp
 
-FEATURES = ("dup_adv", "view_iop", "zerod_write", "input_view", "stale_view", "view_setitem",
-            "alias_iop", "identity_ops", "overwrite_saved", "computed_view", "int_cast",
-            "held_output", "subclass_arg")
+FEATURES = (
+    "dup_adv",
+    "view_iop",
+    "zerod_write",
+    "input_view",
+    "stale_view",
+    "view_setitem",
+    "alias_iop",
+    "identity_ops",
+    "overwrite_saved",
+    "computed_view",
+    "int_cast",
+    "held_output",
+    "subclass_arg",
+)
 # switched off, these are still generated but the listed modes are skipped for programs that
 # use them (they are too common to leave out); every other feature switched off is not generated
 MODE_SKIPS = {"stale_view": ("fwd",), "overwrite_saved": ("hvp",)}
@@ -90,19 +103,20 @@ MODES = ("rev", "fwd", "hvp", "vjp_of_jvp", "jvp_of_grad")
 CLASS_MODES = {"held_output": "held", "subclass_arg": "subclass"}
 EXTRA_MODES = tuple(CLASS_MODES.values())
 
-FD_STEP = 1e-6          # central differences of the NumPy program (first order)
-FD_STEP2 = 1e-5         # central differences of gradcy's gradient (second order)
-TOL = 1e-5              # |derivative - differences| <= TOL * (1 + max|differences|)
-VALUE_RTOL = 1e-12      # |gradcy value - NumPy value| <= VALUE_RTOL * max(1, |NumPy value|)
-TIE_GAP = 1e-3          # no maximum within this of a tie, no mask entry this close to its cut
-BOUND = 200.0           # values of every variable stay within this (keeps differences exact)
+FD_STEP = 1e-6  # central differences of the NumPy program (first order)
+FD_STEP2 = 1e-5  # central differences of gradcy's gradient (second order)
+TOL = 1e-5  # |derivative - differences| <= TOL * (1 + max|differences|)
+VALUE_RTOL = 1e-12  # |gradcy value - NumPy value| <= VALUE_RTOL * max(1, |NumPy value|)
+TIE_GAP = 1e-3  # no maximum within this of a tie, no mask entry this close to its cut
+BOUND = 200.0  # values of every variable stay within this (keeps differences exact)
 COUNTERS = ("live_tapes", "live_nodes", "saved_bytes")
 
 
 def _documented():
     from gradcy import _core
+
     return (
-        (ValueError, "written to after the view was taken"),        # stale view (buffer, input)
+        (ValueError, "written to after the view was taken"),  # stale view (buffer, input)
         (TypeError, "whose elements repeat (zero strides) or lie"),  # write through a view
         (NotImplementedError, "writing a value traced by an inner differentiation"),
         # NumPy 1.x only: buf[int array] = (view of buf) depends on NumPy's write order
@@ -145,6 +159,7 @@ def refusal_reason(message):
 # =============================================================================
 class Stmt:
     """One statement (maybe several lines) and the tags of what it exercises."""
+
     __slots__ = ("text", "tags")
 
     def __init__(self, text, tags=()):
@@ -154,7 +169,7 @@ class Stmt:
 class Program:
     def __init__(self, seed, x, y, stmts, terms):
         self.seed, self.x, self.y = seed, x, y
-        self.stmts, self.terms = list(stmts), list(terms)     # terms: Stmt with an expression
+        self.stmts, self.terms = list(stmts), list(terms)  # terms: Stmt with an expression
         self._fn = None
 
     def source(self):
@@ -172,32 +187,45 @@ class Program:
     def tags(self):
         return frozenset().union(*[s.tags for s in self.stmts + self.terms]) | self.extra
 
-    extra = frozenset()      # feature classes of checks beyond the statements (held, subclass)
-    held = None              # the held_output check's choices: (through a user primitive,
-                             # the write), or None
+    extra = frozenset()  # feature classes of checks beyond the statements (held, subclass)
+    held = None  # the held_output check's choices: (through a user primitive,
+    # the write), or None
 
     def out_fn(self):
         """The program returning the first loss term's array (before its sum)."""
         term = self.terms[0].text
         assert term.startswith("np.sum(") and term.endswith(")")
         body = [line for st in self.stmts for line in st.text.split("\n")]
-        body.append("return " + term[len("np.sum("):-1])
+        body.append("return " + term[len("np.sum(") : -1])
         ns = {"onp": onp}
-        exec(compile("def prog(np, x, y):\n" + "".join("    " + ln + "\n" for ln in body),
-                     f"<fuzz output {self.seed}>", "exec"), ns)
+        exec(
+            compile(
+                "def prog(np, x, y):\n" + "".join("    " + ln + "\n" for ln in body),
+                f"<fuzz output {self.seed}>",
+                "exec",
+            ),
+            ns,
+        )
         return ns["prog"]
 
     def replace(self, stmts=None, terms=None):
-        p = Program(self.seed, self.x, self.y, self.stmts if stmts is None else stmts,
-                    self.terms if terms is None else terms)
+        p = Program(
+            self.seed,
+            self.x,
+            self.y,
+            self.stmts if stmts is None else stmts,
+            self.terms if terms is None else terms,
+        )
         p.extra, p.held = self.extra, self.held
         return p
 
     def reproducer(self):
-        return (f"import numpy as onp\n{self.source()}"
-                f"x = {_lit(self.x)}\ny = {_lit(self.y)}\n"
-                f"# NumPy: prog(onp, x.copy(), y.copy()); gradcy: "
-                f"grad(lambda x, y: prog(gradcy.numpy, x, y), (0, 1))(x, y)")
+        return (
+            f"import numpy as onp\n{self.source()}"
+            f"x = {_lit(self.x)}\ny = {_lit(self.y)}\n"
+            f"# NumPy: prog(onp, x.copy(), y.copy()); gradcy: "
+            f"grad(lambda x, y: prog(gradcy.numpy, x, y), (0, 1))(x, y)"
+        )
 
 
 def _lit(v):
@@ -252,10 +280,24 @@ def reference(prog, x, y):
 BUFFER_SHAPES = ((), (5,), (4,), (3, 4), (4, 3), (2, 3), (2, 3, 2), (1, 4))
 X_SHAPES = ((), (3,), (4,), (2, 3), (3, 2))
 Y_SHAPES = ((), (2,), (3,))
-VIEW_OPS = ("{}.T", "np.transpose({})", "np.reshape({}, (-1,))", "np.ravel({})", "{}.flatten()",
-            "np.expand_dims({}, 0)", "np.squeeze({})", "np.flip({}, 0)", "{}[::-1]",
-            "np.real({})", "{}.real", "np.atleast_2d({})", "np.swapaxes({}, 0, -1)",
-            "np.moveaxis({}, 0, -1)", "np.ascontiguousarray({})", "np.diagonal({})")
+VIEW_OPS = (
+    "{}.T",
+    "np.transpose({})",
+    "np.reshape({}, (-1,))",
+    "np.ravel({})",
+    "{}.flatten()",
+    "np.expand_dims({}, 0)",
+    "np.squeeze({})",
+    "np.flip({}, 0)",
+    "{}[::-1]",
+    "np.real({})",
+    "{}.real",
+    "np.atleast_2d({})",
+    "np.swapaxes({}, 0, -1)",
+    "np.moveaxis({}, 0, -1)",
+    "np.ascontiguousarray({})",
+    "np.diagonal({})",
+)
 
 
 class _Reject(Exception):
@@ -263,8 +305,14 @@ class _Reject(Exception):
 
 
 # what a candidate may raise under NumPy: it is dropped
-_INVALID = (_Reject, ValueError, IndexError, TypeError, FloatingPointError,
-            onp.exceptions.AxisError)
+_INVALID = (
+    _Reject,
+    ValueError,
+    IndexError,
+    TypeError,
+    FloatingPointError,
+    onp.exceptions.AxisError,
+)
 
 
 class Generator:
@@ -273,7 +321,7 @@ class Generator:
     def __init__(self, seed, features=FEATURES, n_stmts=None):
         self.rng = onp.random.RandomState(seed)
         self.seed = seed
-        self.features = frozenset(features) | frozenset(MODE_SKIPS)   # what may be generated
+        self.features = frozenset(features) | frozenset(MODE_SKIPS)  # what may be generated
         r = self.rng
         self.x = self._input(X_SHAPES[r.randint(len(X_SHAPES))])
         self.y = self._input(Y_SHAPES[r.randint(len(Y_SHAPES))])
@@ -282,11 +330,12 @@ class Generator:
         # name -> dict(kind: input | buffer | temp | view (shares a buffer's or input's memory)
         # | alias (is that array); base: that buffer or input; stale: a write changed the
         # view's memory; writes: count; traced: holds values computed from x or y)
-        self.vars = {n: dict(kind="input", base=None, stale=False, writes=0, traced=True)
-                     for n in ("x", "y")}
+        self.vars = {
+            n: dict(kind="input", base=None, stale=False, writes=0, traced=True) for n in ("x", "y")
+        }
         self.counter = 0
-        self.read_pos = {}      # buffer -> bool mask of positions read through views
-        self._reads = []        # (name, index) read by the statement being built
+        self.read_pos = {}  # buffer -> bool mask of positions read through views
+        self._reads = []  # (name, index) read by the statement being built
         self._reset_env()
 
     def _input(self, shape):
@@ -351,14 +400,18 @@ class Generator:
         tags = set()
         for name, info in self.vars.items():
             if info["stale"] and _mentions(text, name):
-                tags.add("input_view" if self.vars[info["base"]]["kind"] == "input"
-                         else "stale_view")
+                tags.add(
+                    "input_view" if self.vars[info["base"]]["kind"] == "input" else "stale_view"
+                )
         return tags
 
     def writable(self):
-        return [n for n, i in self.vars.items()
-                if i["kind"] in ("buffer", "input", "alias")
-                and isinstance(self.env.get(n), onp.ndarray)]
+        return [
+            n
+            for n, i in self.vars.items()
+            if i["kind"] in ("buffer", "input", "alias")
+            and isinstance(self.env.get(n), onp.ndarray)
+        ]
 
     # ---- indices ------------------------------------------------------------------------
     def _slice(self, n):
@@ -372,8 +425,11 @@ class Generator:
                 break
         else:
             s = slice(None)
-        text = ("" if s.start is None else str(s.start)) + ":" + \
-               ("" if s.stop is None else str(s.stop))
+        text = (
+            ("" if s.start is None else str(s.start))
+            + ":"
+            + ("" if s.stop is None else str(s.stop))
+        )
         if s.step is not None:
             text += f":{s.step}"
         return text, s
@@ -427,14 +483,27 @@ class Generator:
         if nd == 0:
             text = self._pick(("...", "()", "None", "..., None"))
             return text, eval(f"onp.s_[{text}]", {"onp": onp}), {"zero_d"}
-        kind = self._pick(("basic", "basic", "basic", "ellipsis", "none", "adv", "adv", "adv2",
-                           "mask", "mask_full", "mask_data"))
+        kind = self._pick(
+            (
+                "basic",
+                "basic",
+                "basic",
+                "ellipsis",
+                "none",
+                "adv",
+                "adv",
+                "adv2",
+                "mask",
+                "mask_full",
+                "mask_data",
+            )
+        )
         tags = {kind}
         parts = []
         if kind in ("basic", "ellipsis", "none"):
             k = int(r.randint(1, nd + 1))
-            lead = kind == "ellipsis" and r.rand() < 0.5      # x[..., i] indexes the last dims
-            for d in (range(nd - k, nd) if lead else range(k)):
+            lead = kind == "ellipsis" and r.rand() < 0.5  # x[..., i] indexes the last dims
+            for d in range(nd - k, nd) if lead else range(k):
                 if r.rand() < 0.35:
                     parts.append(self._int(shape[d]))
                 else:
@@ -457,13 +526,13 @@ class Generator:
                 else:
                     parts.append((":", slice(None)))
             if r.rand() < 0.3:
-                parts = parts[:d + 1]
-        elif kind == "adv2":                           # two index arrays broadcast together
+                parts = parts[: d + 1]
+        elif kind == "adv2":  # two index arrays broadcast together
             if nd < 2:
                 return None
             length = int(r.randint(1, 4))
             a = self._adv(shape[0], length)
-            if nd >= 3 and r.rand() < 0.5:             # separated by a slice: dims go first
+            if nd >= 3 and r.rand() < 0.5:  # separated by a slice: dims go first
                 parts = [a, (":", slice(None)), self._adv(shape[2], length)]
             else:
                 parts = [a, self._adv(shape[1], 1 if r.rand() < 0.3 else length)]
@@ -476,13 +545,15 @@ class Generator:
             m = r.rand(*shape) < 0.5
             m.flat[r.randint(m.size)] = True
             parts.append((f"onp.array({m.tolist()!r})", m))
-        else:                                          # mask_data: np.greater(target, c)
+        else:  # mask_data: np.greater(target, c)
             if target is None:
                 return None
             c = _fmt(r.uniform(-0.5, 0.5))
             m = onp.greater(onp.asarray(self._val(target)), float(c))
-            if not m.any() or onp.min(onp.abs(onp.asarray(self._val(target)) - float(c))) \
-                    <= TIE_GAP:
+            if (
+                not m.any()
+                or onp.min(onp.abs(onp.asarray(self._val(target)) - float(c))) <= TIE_GAP
+            ):
                 return None
             parts.append((f"np.greater({target}, {c})", m))
         text = ", ".join(p[0] for p in parts) if parts else "()"
@@ -521,21 +592,41 @@ class Generator:
         r = self.rng
         a, av = self.expr(depth - 1)
         shape = onp.shape(av)
-        op = self._pick(("unary", "unary", "binary", "binary", "scale", "reduce", "reduce",
-                         "dot", "shape", "shape", "concat"))
+        op = self._pick(
+            (
+                "unary",
+                "unary",
+                "binary",
+                "binary",
+                "scale",
+                "reduce",
+                "reduce",
+                "dot",
+                "shape",
+                "shape",
+                "concat",
+            )
+        )
         if op == "unary":
             f = self._pick(("sin", "tanh", "exp", "cos"))
             if f == "exp" and onp.max(onp.asarray(av)) > 3:
                 f = "tanh"
             return f"np.{f}({a})"
         if op == "scale":
-            return self._pick((f"{a} * {self._const()}", f"{self._const()} * {a}",
-                               f"({a} + {self._const(-1, 1)})", f"-{_paren(a)}"))
+            return self._pick(
+                (
+                    f"{a} * {self._const()}",
+                    f"{self._const()} * {a}",
+                    f"({a} + {self._const(-1, 1)})",
+                    f"-{_paren(a)}",
+                )
+            )
         if op == "binary":
             b = self.shaped(self._broadcast_variant(shape), depth - 1)
             o = self._pick(("*", "+", "-"))
-            return f"{_paren(a)} {o} {_paren(b)}" if r.rand() < 0.7 else \
-                f"{_paren(b)} {o} {_paren(a)}"
+            return (
+                f"{_paren(a)} {o} {_paren(b)}" if r.rand() < 0.7 else f"{_paren(b)} {o} {_paren(a)}"
+            )
         if op == "reduce":
             if not shape:
                 return f"np.sum({a})"
@@ -578,7 +669,7 @@ class Generator:
         r = self.rng
         if r.rand() < 0.5 or not shape:
             return shape
-        s = list(shape[int(r.randint(0, len(shape) + 1)):])
+        s = list(shape[int(r.randint(0, len(shape) + 1)) :])
         for i in range(len(s)):
             if r.rand() < 0.3:
                 s[i] = 1
@@ -607,8 +698,14 @@ class Generator:
     # "temp" (name is assigned), "write" (into the array `name`) or "viewwrite" (through the
     # view `name`), index the written part.
     def statement(self):
-        kinds = ["write"] * 8 + ["temp"] * 4 + ["buffer"] * 2 + ["view"] * 2 + \
-            ["overlap"] * 2 + ["iop_whole"] * 2
+        kinds = (
+            ["write"] * 8
+            + ["temp"] * 4
+            + ["buffer"] * 2
+            + ["view"] * 2
+            + ["overlap"] * 2
+            + ["iop_whole"] * 2
+        )
         kinds += ["rows"]
         if "view_iop" in self.features:
             kinds += ["view_iop"] * 2
@@ -661,15 +758,23 @@ class Generator:
         idx_text, idx, tags = self.index(shape, target=target, write=True)
         op = self._pick(("=", "=", "+=", "-=", "*="))
         val = self._value(onp.empty(shape)[idx].shape, op)
-        if op == "=" and tags & {"mask", "mask_full", "mask_data"} and \
-                onp.shares_memory(eval(val, self.env), self._val(target)):
+        if (
+            op == "="
+            and tags & {"mask", "mask_full", "mask_data"}
+            and onp.shares_memory(eval(val, self.env), self._val(target))
+        ):
             # NumPy (2.4) does not copy an overlapping value for a boolean-mask write
             # (b[mask] = b[::-1] gives [4, 3, 3, 4] for [1, 2, 3, 4]); not a reference
             raise _Reject("mask write from an overlapping view")
         if op != "=" and tags & {"basic", "ellipsis", "none", "zero_d"}:
             self._reads.append((target, idx))
-        return [(f"{target}[{idx_text}] {op} {val}", tags | {"write" + op} | self._use_tags(val),
-                 ("write", target, idx))]
+        return [
+            (
+                f"{target}[{idx_text}] {op} {val}",
+                tags | {"write" + op} | self._use_tags(val),
+                ("write", target, idx),
+            )
+        ]
 
     def _s_iop_whole(self):
         target = self._target()
@@ -681,8 +786,13 @@ class Generator:
         op = self._pick(("+=", "-=", "*="))
         val = self._value(self._val(target).shape, op)
         self._reads.append((target, Ellipsis))
-        return [(f"{target} {op} {val}", tags | {"write" + op} | self._use_tags(val),
-                 ("write", target, Ellipsis))]
+        return [
+            (
+                f"{target} {op} {val}",
+                tags | {"write" + op} | self._use_tags(val),
+                ("write", target, Ellipsis),
+            )
+        ]
 
     def _s_overlap(self):
         """target[shifted] op= target[shifted the other way]: reads what it overwrites."""
@@ -699,8 +809,8 @@ class Generator:
             dst, src = src, dst
         u = self.rng.rand()
         if u < 0.2:
-            dst, src = f"{pre}::-1", f"{pre}:"                   # reverse in place
-        elif u < 0.35:                                           # an advanced destination
+            dst, src = f"{pre}::-1", f"{pre}:"  # reverse in place
+        elif u < 0.35:  # an advanced destination
             first = k if dst == f"{pre}{k}:" else 0
             dst = f"{pre}{list(range(first, first + shape[d] - k))!r}"
         op = self._pick(("=", "=", "+=", "*="))
@@ -708,8 +818,13 @@ class Generator:
         self._reads.append((target, Ellipsis))
         if op == "*=":
             val = f"(1.0 + 0.3 * np.tanh({val}))"
-        return [(f"{target}[{dst}] {op} {val}", {"self_overlap", "write" + op},
-                 ("write", target, eval(f"onp.s_[{dst}]")))]
+        return [
+            (
+                f"{target}[{dst}] {op} {val}",
+                {"self_overlap", "write" + op},
+                ("write", target, eval(f"onp.s_[{dst}]")),
+            )
+        ]
 
     def _s_temp(self):
         name = self._name("t")
@@ -720,8 +835,10 @@ class Generator:
         """A view of `base`: a basic index of its leading axes, or one of VIEW_OPS."""
         if self.rng.rand() < 0.6:
             shape = self._val(base).shape
-            parts = [self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
-                     for n in shape[:int(self.rng.randint(1, len(shape) + 1))]]
+            parts = [
+                self._slice(n) if self.rng.rand() < 0.7 else self._int(n)
+                for n in shape[: int(self.rng.randint(1, len(shape) + 1))]
+            ]
             return f"{base}[{', '.join(p[0] for p in parts)}]"
         return self._pick(VIEW_OPS).format(base)
 
@@ -735,8 +852,11 @@ class Generator:
         return [(f"{name} = {text}", {"view"}, ("temp", name, None))]
 
     def _views(self):
-        return [n for n, i in self.vars.items()
-                if i["kind"] == "view" and not i["stale"] and n in self.env]
+        return [
+            n
+            for n, i in self.vars.items()
+            if i["kind"] == "view" and not i["stale"] and n in self.env
+        ]
 
     def _s_view_iop(self):
         """v op= e on a view of a buffer or input (NumPy writes it through to the base)."""
@@ -753,15 +873,23 @@ class Generator:
         op = self._pick(("+=", "-=", "*="))
         val = self._value(v.shape, op)
         self._reads.append((name, Ellipsis))
-        return items + [(f"{name} {op} {val}", {"view_iop"} | self._use_tags(val),
-                         ("viewwrite", name, Ellipsis))]
+        return items + [
+            (
+                f"{name} {op} {val}",
+                {"view_iop"} | self._use_tags(val),
+                ("viewwrite", name, Ellipsis),
+            )
+        ]
 
     def _s_computed_view(self):
         """v = t[...] (or t.T, reshape, real, ... of t), then v op= e or v[idx] = e, for t an
         array gradcy computed (not a buffer or input): NumPy changes t too, so a later use of
         t must raise a documented error in every mode, first and second order alike."""
-        temps = [n for n, i in self.vars.items() if i["kind"] == "temp"
-                 and isinstance(self.env.get(n), onp.ndarray) and self.env[n].ndim]
+        temps = [
+            n
+            for n, i in self.vars.items()
+            if i["kind"] == "temp" and isinstance(self.env.get(n), onp.ndarray) and self.env[n].ndim
+        ]
         if not temps:
             raise _Reject("no computed array")
         base = self._pick(temps)
@@ -774,13 +902,19 @@ class Generator:
         if v.ndim and self.rng.rand() < 0.4:
             idx_text, idx, itags = self.index(v.shape, write=True)
             val = self._value(onp.empty(v.shape)[idx].shape, "=")
-            write = (f"{name}[{idx_text}] = {val}", tags | itags | self._use_tags(val),
-                     ("viewwrite", name, idx))
+            write = (
+                f"{name}[{idx_text}] = {val}",
+                tags | itags | self._use_tags(val),
+                ("viewwrite", name, idx),
+            )
         else:
             op = self._pick(("+=", "-=", "*="))
             val = self._value(v.shape, op)
-            write = (f"{name} {op} {val}", tags | self._use_tags(val),
-                     ("viewwrite", name, Ellipsis))
+            write = (
+                f"{name} {op} {val}",
+                tags | self._use_tags(val),
+                ("viewwrite", name, Ellipsis),
+            )
         return [(f"{name} = {text}", tags, ("temp", name, None)), write]
 
     def _s_rows(self):
@@ -795,20 +929,29 @@ class Generator:
         inner = f"(1.0 + 0.3 * np.tanh({inner}))" if op == "*=" else f"0.5 * {inner}"
         tags = {"rows"} | ({"view_iop"} if self._val(target).ndim > 1 else set())
         self._reads.append((target, Ellipsis))
-        return [(f"for row in {target}:\n    row {op} {inner}", tags,
-                 ("write", target, Ellipsis))]
+        return [(f"for row in {target}:\n    row {op} {inner}", tags, ("write", target, Ellipsis))]
 
     def _s_view_setitem(self):
-        views = [n for n in self._views() if isinstance(self._val(n), onp.ndarray)
-                 and self._val(n).ndim and self._val(n).flags.writeable]
+        views = [
+            n
+            for n in self._views()
+            if isinstance(self._val(n), onp.ndarray)
+            and self._val(n).ndim
+            and self._val(n).flags.writeable
+        ]
         if not views:
             raise _Reject("no view")
         name = self._pick(views)
         shape = self._val(name).shape
         idx_text, idx, tags = self.index(shape, write=True)
         val = self._value(onp.empty(shape)[idx].shape, "=")
-        return [(f"{name}[{idx_text}] = {val}", {"view_setitem"} | tags | self._use_tags(val),
-                 ("viewwrite", name, idx))]
+        return [
+            (
+                f"{name}[{idx_text}] = {val}",
+                {"view_setitem"} | tags | self._use_tags(val),
+                ("viewwrite", name, idx),
+            )
+        ]
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def _register(self, name, kind):
@@ -818,9 +961,11 @@ class Generator:
         base = None
         if isinstance(v, onp.ndarray):
             for other, info in self.vars.items():
-                if info["kind"] in ("buffer", "input") and \
-                        isinstance(self.env.get(other), onp.ndarray) and \
-                        onp.shares_memory(v, self.env[other]):
+                if (
+                    info["kind"] in ("buffer", "input")
+                    and isinstance(self.env.get(other), onp.ndarray)
+                    and onp.shares_memory(v, self.env[other])
+                ):
                     base = other
                     if v is self.env[other]:
                         kind = "alias"
@@ -860,7 +1005,7 @@ class Generator:
         for text, tags, (what, name, idx) in items:
             tags = set(tags)
             if what == "viewwrite" and self.vars[name]["base"] is None:
-                what = "iop_temp"                   # t += e on a temporary: no base to track
+                what = "iop_temp"  # t += e on a temporary: no base to track
             if what in ("write", "viewwrite"):
                 base = self._root(name) if what == "write" else self.vars[name]["base"]
                 b = self.env[base]
@@ -873,9 +1018,12 @@ class Generator:
                 info = self.vars[base]
                 info["writes"] += 1
                 self._note_reads(self._traced(text.split("\n")[-1].split("= ", 1)[-1]))
-                if info["kind"] == "buffer" and not info["traced"] and \
-                        self.read_pos.get(base) is not None and \
-                        self.read_pos[base][onp.asarray(written).reshape(-1)].any():
+                if (
+                    info["kind"] == "buffer"
+                    and not info["traced"]
+                    and self.read_pos.get(base) is not None
+                    and self.read_pos[base][onp.asarray(written).reshape(-1)].any()
+                ):
                     tags.add("overwrite_saved")
                 if self._traced(text.split("\n")[-1].split("= ", 1)[-1]):
                     info["traced"] = True
@@ -902,12 +1050,15 @@ class Generator:
                     if "identity_ops" not in self.features:
                         raise _Reject("an op returning its argument itself")
                     tags.add("identity_ops")
-            elif what != "iop_temp":                # views whose memory changed go stale
+            elif what != "iop_temp":  # views whose memory changed go stale
                 written = onp.asarray(written).reshape(-1)
                 for vname, vinfo in self.vars.items():
-                    if vinfo["kind"] == "view" and vinfo["base"] == base and vname != name and \
-                            onp.intersect1d(self._positions(self.env[vname], base),
-                                            written).size:
+                    if (
+                        vinfo["kind"] == "view"
+                        and vinfo["base"] == base
+                        and vname != name
+                        and onp.intersect1d(self._positions(self.env[vname], base), written).size
+                    ):
                         vinfo["stale"] = True
             self._note_reads(self._traced(text.split("\n")[-1].split("= ", 1)[-1]))
             self.stmts.append(Stmt(text, tags))
@@ -926,8 +1077,8 @@ class Generator:
                 continue
             base = self._root(name) if info["kind"] != "view" else info["base"]
             if self.vars[base]["kind"] != "buffer" or self.vars[base]["traced"]:
-                continue            # (a buffer holding traced values is written functionally
-                                    # under nested differentiation: nothing saved changes)
+                continue  # (a buffer holding traced values is written functionally
+                # under nested differentiation: nothing saved changes)
             b = self.env[base]
             if info["kind"] == "view":
                 pos = self._positions(self.env[name], base)
@@ -962,7 +1113,7 @@ class Generator:
                 n_stmts = len(self.stmts)
                 try:
                     term = self._int_cast()
-                except _INVALID + (AttributeError,):     # (a float has no astype)
+                except _INVALID + (AttributeError,):  # (a float has no astype)
                     del self.stmts[n_stmts:]
                     self._replay()
                     continue
@@ -971,11 +1122,23 @@ class Generator:
         prog = Program(self.seed, self.x, self.y, self.stmts, terms)
         if "held_output" in self.features and self.rng.rand() < 0.2:
             extra.add("held_output")
-            prog.held = (bool(self.rng.rand() < 0.4),
-                         self._pick(("ans *= 0.0", "ans[...] = 1.0", "ans += 2.0",
-                                     "v = ans.reshape(-1)\nv[0] = 7.0")))
-        if "subclass_arg" in self.features and self.rng.rand() < 0.15 and \
-                isinstance(self.x, onp.ndarray) and self.x.ndim:
+            prog.held = (
+                bool(self.rng.rand() < 0.4),
+                self._pick(
+                    (
+                        "ans *= 0.0",
+                        "ans[...] = 1.0",
+                        "ans += 2.0",
+                        "v = ans.reshape(-1)\nv[0] = 7.0",
+                    )
+                ),
+            )
+        if (
+            "subclass_arg" in self.features
+            and self.rng.rand() < 0.15
+            and isinstance(self.x, onp.ndarray)
+            and self.x.ndim
+        ):
             extra.add("subclass_arg")
         prog.extra = frozenset(extra)
         return prog
@@ -985,8 +1148,14 @@ class Generator:
         boundary, and a loss term that reads i's values: sum(i * w) * sum(sin(x))."""
         text, v = self.expr(int(self.rng.randint(1, 3)))
         v = 3.0 * onp.asarray(v, dtype=float)
-        how = self._pick(("({e}).astype(int)", "np.asarray({e}, dtype=int)",
-                          "np.floor({e}).astype(np.int64)", "np.rint({e}).astype(int)"))
+        how = self._pick(
+            (
+                "({e}).astype(int)",
+                "np.asarray({e}, dtype=int)",
+                "np.floor({e}).astype(np.int64)",
+                "np.rint({e}).astype(int)",
+            )
+        )
         edge = v - onp.floor(v) - 0.5 if "rint" in how else v - onp.round(v)
         if onp.min(onp.abs(edge)) <= TIE_GAP:
             raise _Reject("near a rounding boundary")
@@ -994,7 +1163,7 @@ class Generator:
         stmt = f"{name} = " + how.format(e=f"3.0 * {_paren(text)}")
         self._reads = []
         self._commit([(stmt, {"int_cast"}, ("temp", name, None))])
-        self.vars[name]["kind"] = "int"          # not written, viewed or read by later code
+        self.vars[name]["kind"] = "int"  # not written, viewed or read by later code
         shape = onp.shape(self.env[name])
         n = int(onp.prod(shape))
         w = f"onp.linspace({self._const(-1.5, -0.2)}, {self._const(0.2, 1.5)}, {n})"
@@ -1008,8 +1177,9 @@ class Generator:
         for name, info in self.vars.items():
             stale_cls = None
             if info["stale"]:
-                stale_cls = "input_view" if self.vars[info["base"]]["kind"] == "input" \
-                    else "stale_view"
+                stale_cls = (
+                    "input_view" if self.vars[info["base"]]["kind"] == "input" else "stale_view"
+                )
                 if stale_cls not in self.features or r.rand() < 0.5:
                     continue
             if info["kind"] in ("temp", "view") and r.rand() < 0.3:
@@ -1021,8 +1191,9 @@ class Generator:
             w = f"onp.linspace({_fmt(r.uniform(-1.5, 0))}, {_fmt(r.uniform(0.2, 1.5))}, {n})"
             if shape:
                 w = f"{w}.reshape({shape!r})"
-            form = self._pick(("np.sum({v} * {w})", "np.sum(np.sin({v}) * {w})",
-                               "np.sum(np.tanh({v}) * {w})"))
+            form = self._pick(
+                ("np.sum({v} * {w})", "np.sum(np.sin({v}) * {w})", "np.sum(np.tanh({v}) * {w})")
+            )
             terms.append(Stmt(form.format(v=name, w=w), {stale_cls} if stale_cls else ()))
         if not terms:
             terms.append(Stmt("np.sum(np.sin(x) * 0.7)"))
@@ -1034,8 +1205,12 @@ def _mentions(text, name):
 
 
 def _paren(t):
-    return t if t.replace("_", "").replace(".", "").isalnum() or \
-        (t.endswith(")") and t.startswith("np.") and _balanced_call(t)) else f"({t})"
+    return (
+        t
+        if t.replace("_", "").replace(".", "").isalnum()
+        or (t.endswith(")") and t.startswith("np.") and _balanced_call(t))
+        else f"({t})"
+    )
 
 
 def _balanced_call(t):
@@ -1098,6 +1273,7 @@ class RegisteredArray(onp.ndarray):
 def _user_prims():
     """exp as a user's primitive whose rule reads its output (the held_output class)."""
     from gradcy.extend import Box, defvjp, primitive
+
     Box.register(RegisteredArray)
     user_exp = primitive(lambda a: onp.exp(a))
     defvjp(user_exp, lambda ans, a: lambda g: g * ans)
@@ -1122,8 +1298,9 @@ def _close(got, want, tol):
     got, want = _array(got), _array(want)
     if got.shape != want.shape:
         return False
-    return float(onp.max(onp.abs(got - want), initial=0.0)) <= \
-        tol * (1.0 + float(onp.max(onp.abs(want), initial=0.0)))
+    return float(onp.max(onp.abs(got - want), initial=0.0)) <= tol * (
+        1.0 + float(onp.max(onp.abs(want), initial=0.0))
+    )
 
 
 def _axpy(a, v, x):
@@ -1138,11 +1315,14 @@ class Checker:
 
     def __init__(self, prog):
         import gradcy.numpy as gnp
+
         self.prog, self.gnp = prog, gnp
         self.x, self.y = prog.x, prog.y
-        rs = onp.random.RandomState(prog.seed + 7)       # the tangent for fwd and second order
-        self.v = tuple(onp.asarray(rs.randn(*a.shape)) if isinstance(a, onp.ndarray)
-                       else float(rs.randn()) for a in (self.x, self.y))
+        rs = onp.random.RandomState(prog.seed + 7)  # the tangent for fwd and second order
+        self.v = tuple(
+            onp.asarray(rs.randn(*a.shape)) if isinstance(a, onp.ndarray) else float(rs.randn())
+            for a in (self.x, self.y)
+        )
         self.value, self.smooth = reference(prog, self.x, self.y)
         self._fd = self._fd_dir = self._fd2 = None
 
@@ -1150,7 +1330,7 @@ class Checker:
     def numpy_f(self, x, y):
         try:
             return float(self.prog.fn()(onp, _copy(x), _copy(y)))
-        except Exception as e:     # the fuzzer's own fault, not gradcy's
+        except Exception as e:  # the fuzzer's own fault, not gradcy's
             raise Failure("reference", f"NumPy raised {e!r} near the inputs") from e
 
     def gradcy_f(self, x, y):
@@ -1183,12 +1363,16 @@ class Checker:
         first order does, or agrees with NumPy), a failure."""
         if self._fd2 is None:
             from gradcy import grad
+
             try:
                 self._fd2 = self._central(grad(self.gradcy_f, (0, 1)), FD_STEP2, *self.v)
-            except Exception as e:   # (any exception: classified below)
+            except Exception as e:  # (any exception: classified below)
                 if any(isinstance(e, t) and m in str(e) for t, m in _documented()):
-                    raise Failure("nested_returned", f"second order returned where the "
-                                  f"gradient raises {str(e).splitlines()[0][:200]}") from None
+                    raise Failure(
+                        "nested_returned",
+                        f"second order returned where the "
+                        f"gradient raises {str(e).splitlines()[0][:200]}",
+                    ) from None
                 raise
         return self._fd2
 
@@ -1205,8 +1389,9 @@ class Checker:
             want = f"{type(a).__name__} {onp.result_type(a)} {onp.shape(a)}"
             got = f"{type(g).__name__} {onp.result_type(g)} {onp.shape(g)}"
             if strict:
-                ok = type(g) is type(a) and (not isinstance(a, onp.ndarray) or
-                                             (g.dtype == a.dtype and g.shape == a.shape))
+                ok = type(g) is type(a) and (
+                    not isinstance(a, onp.ndarray) or (g.dtype == a.dtype and g.shape == a.shape)
+                )
             else:
                 ok = onp.result_type(g) == onp.result_type(a) and onp.shape(g) == onp.shape(a)
             if not ok:
@@ -1215,15 +1400,19 @@ class Checker:
     def _derivs(self, got, want, what):
         for name, g, w in zip("xy", got, want):
             if not _close(g, w, TOL):
-                raise Failure("grad", f"{what} d/d{name}: gradcy {_array(g).tolist()}, "
-                              f"central differences {_array(w).round(8).tolist()}")
+                raise Failure(
+                    "grad",
+                    f"{what} d/d{name}: gradcy {_array(g).tolist()}, "
+                    f"central differences {_array(w).round(8).tolist()}",
+                )
 
     def mode_rev(self):
         from gradcy import grad, make_vjp, value_and_grad
+
         x, y = _copy(self.x), _copy(self.y)
         if self.prog.seed % 2 == 0:
             val, gs = value_and_grad(self.gradcy_f, (0, 1))(x, y)
-        else:                        # two sweeps of one tape give the same gradient
+        else:  # two sweeps of one tape give the same gradient
             vjp, val = make_vjp(self.gradcy_f, (0, 1))(x, y)
             try:
                 gs = vjp(onp.float64(1.0))
@@ -1240,20 +1429,24 @@ class Checker:
         self._types(gs, (self.x, self.y))
         self._derivs(gs, self.fd_grad(), "gradient")
         if self.prog.seed % 4 == 1:  # float32 in, float32 out
-            x32, y32 = (a.astype(onp.float32) if isinstance(a, onp.ndarray) else a
-                        for a in (self.x, self.y))
+            x32, y32 = (
+                a.astype(onp.float32) if isinstance(a, onp.ndarray) else a for a in (self.x, self.y)
+            )
             self._types(grad(self.gradcy_f, (0, 1))(x32, y32), (x32, y32))
 
     def mode_fwd(self):
         from gradcy import make_jvp
+
         val, jv = make_jvp(self.gradcy_f, (0, 1))(_copy(self.x), _copy(self.y))(self.v)
         self._value(val)
         if not _close(jv, self.fd_dir(), TOL):
-            raise Failure("grad", f"JVP: gradcy {float(jv)!r}, central differences "
-                          f"{self.fd_dir()!r}")
+            raise Failure(
+                "grad", f"JVP: gradcy {float(jv)!r}, central differences {self.fd_dir()!r}"
+            )
 
     def mode_hvp(self):
         from gradcy import make_hvp
+
         hvp, _ = make_hvp(self.gradcy_f, (0, 1))(_copy(self.x), _copy(self.y))
         try:
             hv = hvp(self.v)
@@ -1267,12 +1460,14 @@ class Checker:
 
         def jvp(x, y):
             return make_jvp(self.gradcy_f, (0, 1))(x, y)(self.v)[1]
+
         hv = grad(jvp, (0, 1))(_copy(self.x), _copy(self.y))
         self._types(hv, (self.x, self.y), strict=False)
         self._derivs(hv, self.fd_hvp(), "VJP of the JVP")
 
     def mode_jvp_of_grad(self):
         from gradcy import grad, make_jvp
+
         _, hv = make_jvp(grad(self.gradcy_f, (0, 1)), (0, 1))(_copy(self.x), _copy(self.y))(self.v)
         self._types(hv, (self.x, self.y), strict=False)
         self._derivs(hv, self.fd_hvp(), "JVP of the gradient")
@@ -1287,6 +1482,7 @@ class Checker:
     def mode_held(self):
         """make_vjp of the program's output array, a write into that output, then the VJP."""
         from gradcy import make_vjp
+
         through_user, write = self.prog.held
         out = self.prog.out_fn()
 
@@ -1297,6 +1493,7 @@ class Checker:
         def numpy_out(x, y):
             a = _array(out(onp, _copy(x), _copy(y)))
             return onp.exp(a) if through_user else a
+
         vjp, ans = make_vjp(f, (0, 1))(_copy(self.x), _copy(self.y))
         try:
             g = onp.random.RandomState(self.prog.seed + 11).uniform(-1, 1, onp.shape(ans))
@@ -1314,7 +1511,7 @@ class Checker:
                 if "read-only" not in str(e):
                     raise
                 self._expect("held output read-only")
-            except TypeError:           # a NumPy scalar output: nothing to write into
+            except TypeError:  # a NumPy scalar output: nothing to write into
                 pass
             got = vjp(g)
         finally:
@@ -1340,7 +1537,8 @@ class Checker:
         """x as np.matrix and as a masked array: refused naming the type; as a subclass
         registered through autograd's API: the plain program's gradient."""
         from gradcy import grad
-        _prims()                        # (registers RegisteredArray)
+
+        _prims()  # (registers RegisteredArray)
         refused = [("numpy.ma.MaskedArray", onp.ma.array(self.x, mask=False))]
         if self.x.ndim == 2:
             refused.append(("numpy.matrix", onp.asmatrix(self.x)))
@@ -1355,9 +1553,8 @@ class Checker:
             else:
                 raise Failure("subclass", f"a {name} argument was differentiated")
         try:
-            got = grad(self.gradcy_f, (0, 1))(_copy(self.x).view(RegisteredArray),
-                                             _copy(self.y))
-        except TypeError as e:          # a write into an array of the subclass: refused
+            got = grad(self.gradcy_f, (0, 1))(_copy(self.x).view(RegisteredArray), _copy(self.y))
+        except TypeError as e:  # a write into an array of the subclass: refused
             if "an ndarray subclass registered for differentiation" not in str(e):
                 raise
             self._expect("write into a registered subclass refused")
@@ -1372,7 +1569,7 @@ class Checker:
             status, kind, detail = "pass", "", ""
         except Failure as e:
             status, kind, detail = "fail", e.kind, e.detail
-        except Exception as e:       # classified below
+        except Exception as e:  # classified below
             documented = any(isinstance(e, t) and m in str(e) for t, m in _documented())
             if documented:
                 status, kind, detail = "raised", type(e).__name__, str(e).split("\n")[0]
@@ -1392,6 +1589,7 @@ class Checker:
 
 def _counters():
     from gradcy import memory
+
     s = memory.stats()
     return tuple(s[k] for k in COUNTERS)
 
@@ -1402,6 +1600,7 @@ def _counters():
 def shrink(prog, mode, kind, budget=300):
     """A smaller program failing `mode` the same way: statements and loss terms are dropped
     while it still does (and stays valid, smooth NumPy)."""
+
     def fails(p):
         try:
             c = Checker(p)
@@ -1418,10 +1617,10 @@ def shrink(prog, mode, kind, budget=300):
             while i >= 0 and budget > 0:
                 if field == "terms" and len(items) == 1:
                     break
-                trial = prog.replace(**{field: items[:i] + items[i + 1:]})
+                trial = prog.replace(**{field: items[:i] + items[i + 1 :]})
                 budget -= 1
                 if fails(trial):
-                    prog, items, changed = trial, items[:i] + items[i + 1:], True
+                    prog, items, changed = trial, items[:i] + items[i + 1 :], True
                 i -= 1
     return prog
 
@@ -1435,17 +1634,18 @@ def feature_class(prog):
 class Summary:
     def __init__(self):
         self.programs = 0
-        self.counts = {m: {"pass": 0, "fail": 0, "raised": 0, "skipped": 0}
-                       for m in MODES + EXTRA_MODES}
-        self.expected = {}          # documented errors that answered a later class's check
-        self.raised = {}            # (mode, message head) -> count
-        self.failures = []          # (seed, mode, kind, detail, program)
-        self.skipped = 0            # programs not smooth at their inputs (none expected)
+        self.counts = {
+            m: {"pass": 0, "fail": 0, "raised": 0, "skipped": 0} for m in MODES + EXTRA_MODES
+        }
+        self.expected = {}  # documented errors that answered a later class's check
+        self.raised = {}  # (mode, message head) -> count
+        self.failures = []  # (seed, mode, kind, detail, program)
+        self.skipped = 0  # programs not smooth at their inputs (none expected)
         # per feature class (each FEATURES tag a program has, "other" for none): programs run,
         # refused (some mode raised a documented error), wrong (some mode failed)
         self.classes = {}
-        self.reasons = {}           # refusal reason (REFUSALS) -> programs refused for it
-        self.refused = []           # (seed, feature classes, reason) of the programs refused
+        self.reasons = {}  # refusal reason (REFUSALS) -> programs refused for it
+        self.refused = []  # (seed, feature classes, reason) of the programs refused
 
     def add(self, other):
         self.programs += other.programs
@@ -1487,32 +1687,46 @@ class Summary:
     def refused_outside(self, classes, reasons=()):
         """Seeds of the refused programs that have none of the feature `classes`, refused for
         a reason not in `reasons`."""
-        return [seed for seed, tags, reason in self.refused
-                if not tags & set(classes) and reason not in reasons]
+        return [
+            seed
+            for seed, tags, reason in self.refused
+            if not tags & set(classes) and reason not in reasons
+        ]
 
     def counts_table(self):
-        lines = [f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",
-                 f"  {'mode':<12} {'pass':>6} {'fail':>6} {'raised':>7} {'skipped':>8}"]
+        lines = [
+            f"fuzz: {self.programs} programs run ({self.skipped} skipped as not smooth)",
+            f"  {'mode':<12} {'pass':>6} {'fail':>6} {'raised':>7} {'skipped':>8}",
+        ]
         for m in MODES + EXTRA_MODES:
             c = self.counts[m]
             if sum(c.values()):
-                lines.append(f"  {m:<12} {c['pass']:>6} {c['fail']:>6} {c['raised']:>7} "
-                             f"{c['skipped']:>8}")
+                lines.append(
+                    f"  {m:<12} {c['pass']:>6} {c['fail']:>6} {c['raised']:>7} {c['skipped']:>8}"
+                )
         run = self.programs - self.skipped
         refused = len(self.refused)
-        lines.append(f"  programs: {run} run, {refused} refused "
-                     f"({100.0 * refused / max(run, 1):.1f}%), "
-                     f"{len({f[0] for f in self.failures})} wrong")
+        lines.append(
+            f"  programs: {run} run, {refused} refused "
+            f"({100.0 * refused / max(run, 1):.1f}%), "
+            f"{len({f[0] for f in self.failures})} wrong"
+        )
         if self.classes:
             lines.append(f"  {'class':<16} {'run':>6} {'refused':>8} {'wrong':>6}")
             for cls, (n, r, w) in sorted(self.classes.items()):
                 lines.append(f"  {cls:<16} {n:>6} {r:>8} {w:>6}")
         if self.expected:
-            lines.append("  expected errors (passes of held / subclass): " + ", ".join(
-                f"{k} {v}" for k, v in sorted(self.expected.items())))
+            lines.append(
+                "  expected errors (passes of held / subclass): "
+                + ", ".join(f"{k} {v}" for k, v in sorted(self.expected.items()))
+            )
         if self.reasons:
-            lines.append("  refused by reason: " + ", ".join(
-                f"{k} {v}" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1])))
+            lines.append(
+                "  refused by reason: "
+                + ", ".join(
+                    f"{k} {v}" for k, v in sorted(self.reasons.items(), key=lambda kv: -kv[1])
+                )
+            )
         return lines
 
     def report(self, shrink_failures=True, show=3):
@@ -1530,8 +1744,10 @@ class Summary:
             groups.setdefault(key, []).append((seed, detail, small))
         for (cls, mode, kind), items in sorted(groups.items()):
             seeds = sorted(s for s, _, _ in items)
-            lines.append(f"  FAIL [{cls}] {mode} {kind}: {len(items)} program(s), seeds "
-                         f"{', '.join(map(str, seeds[:20]))}{' ...' if len(seeds) > 20 else ''}")
+            lines.append(
+                f"  FAIL [{cls}] {mode} {kind}: {len(items)} program(s), seeds "
+                f"{', '.join(map(str, seeds[:20]))}{' ...' if len(seeds) > 20 else ''}"
+            )
             for seed, detail, small in sorted(items, key=lambda it: len(it[2].source()))[:show]:
                 lines.append(f"    seed {seed}: {detail.splitlines()[0][:300]}")
                 lines += ["      " + ln for ln in small.source().splitlines()]
@@ -1549,8 +1765,9 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
         if not checker.smooth:
             summary.skipped += 1
             continue
-        skip = {m for f, ms in MODE_SKIPS.items() if f not in features and f in prog.tags()
-                for m in ms}
+        skip = {
+            m for f, ms in MODE_SKIPS.items() if f not in features and f in prog.tags() for m in ms
+        }
         raised, failed = None, False
         for mode in modes:
             if mode in skip:
@@ -1616,8 +1833,10 @@ def main(argv=None):
             for m in modes:
                 print(f"#   {m}: {Checker(prog).run(m)}")
         total.add(s)
-    print(f"seeds {a.seed}..{a.seed + a.programs - 1}, features: {', '.join(features) or '-'}, "
-          f"{time.time() - t0:.1f} s")
+    print(
+        f"seeds {a.seed}..{a.seed + a.programs - 1}, features: {', '.join(features) or '-'}, "
+        f"{time.time() - t0:.1f} s"
+    )
     print(total.report(shrink_failures=not a.no_shrink, show=a.show))
     return 1 if total.failures else 0
 

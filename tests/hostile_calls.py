@@ -12,6 +12,7 @@ exits 0 when no call crashed or raised SystemError and the engine's counters cam
 zero once every tape of the pool was released; tests/test_core_safety.py runs each group in
 a subprocess of its own (a crash kills only that process; hostile calls change module state).
 """
+
 import gc
 import inspect
 import json
@@ -28,15 +29,27 @@ from gradcy._core import ArrayMeta, Box, OwnedBuffer, Primitive, SparseCotangent
 from gradcy._recompute import Recomputed
 from gradcy._rules import VJP, ArgnumVJP, ElementwiseRule, JointVJP
 
-GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", "others",
-          "rules")
+GROUPS = ("core_functions", "core_tests_functions", "Tape", "Box", "Primitive", "others", "rules")
 # the classes each group constructs and calls; tests/test_core_safety.py checks that every class
 # a compiled part (gradcy/_*.pyx) defines, but its exceptions and enums, is here
-CLASSES = {"Tape": (Tape,), "Box": (Box,), "Primitive": (Primitive,),
-           "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed, _TypeMappings),
-           "rules": (VJP, ArgnumVJP, JointVJP, ElementwiseRule)}
-KINDS = ("unbroadcast", "neg_unbroadcast", "mul", "div", "neg", "times_d", "neg_times_d",
-         "times_ans", "tanh")
+CLASSES = {
+    "Tape": (Tape,),
+    "Box": (Box,),
+    "Primitive": (Primitive,),
+    "others": (SparseCotangent, OwnedBuffer, ArrayMeta, Recomputed, _TypeMappings),
+    "rules": (VJP, ArgnumVJP, JointVJP, ElementwiseRule),
+}
+KINDS = (
+    "unbroadcast",
+    "neg_unbroadcast",
+    "mul",
+    "div",
+    "neg",
+    "times_d",
+    "neg_times_d",
+    "times_ans",
+    "tanh",
+)
 
 
 class Pool:
@@ -71,21 +84,68 @@ class Pool:
 
         root = onp.zeros(3, onp.int8)
         self.values = [None] * self.LIVE_SLOTS + [
-            fwd, rel, inner, self.fwd_leaf, self.released_leaf, self.nested, Box.__new__(Box),
-            self.prim, Primitive(len, "hostile.len"),
+            fwd,
+            rel,
+            inner,
+            self.fwd_leaf,
+            self.released_leaf,
+            self.nested,
+            Box.__new__(Box),
+            self.prim,
+            Primitive(len, "hostile.len"),
             Primitive(lambda *a, **k: pool.live.release(), "hostile.releases"),
-            None, 0, 1, -1, 2, 3, 5000, 2 ** 31, 2 ** 62, -2 ** 63, 2 ** 64, 1.5, float("nan"),
-            True, "s", b"b", object(), ReleasesOnIndex(), ReleasesOnDel,
-            (), (0,), (None,), ((0, 1),), ((0, 1), (0, 1)), ((0,),), ((-5, 2 ** 62),), [0, -1],
-            {}, {0: 1}, slice(None, None, -1), Ellipsis,
-            onp.zeros(3), onp.zeros(()), onp.arange(6.0).reshape(2, 3)[:, ::-1],
-            onp.array([1, None], dtype=object), onp.zeros(0), root,
+            None,
+            0,
+            1,
+            -1,
+            2,
+            3,
+            5000,
+            2**31,
+            2**62,
+            -(2**63),
+            2**64,
+            1.5,
+            float("nan"),
+            True,
+            "s",
+            b"b",
+            object(),
+            ReleasesOnIndex(),
+            ReleasesOnDel,
+            (),
+            (0,),
+            (None,),
+            ((0, 1),),
+            ((0, 1), (0, 1)),
+            ((0,),),
+            ((-5, 2**62),),
+            [0, -1],
+            {},
+            {0: 1},
+            slice(None, None, -1),
+            Ellipsis,
+            onp.zeros(3),
+            onp.zeros(()),
+            onp.arange(6.0).reshape(2, 3)[:, ::-1],
+            onp.array([1, None], dtype=object),
+            onp.zeros(0),
+            root,
             as_strided(root, shape=(1, 3), strides=(-1, 1)),
-            onp.float32(1), onp.dtype(float), float, onp.sin, onp.add,
-            ArrayMeta.__new__(ArrayMeta), SparseCotangent((0,), onp.ones(1), (3,), float, False),
-            SparseCotangent.__new__(SparseCotangent), OwnedBuffer(onp.zeros(4), "here"),
-            OwnedBuffer.__new__(OwnedBuffer), OwnedBuffer(None, None),
-            lambda *a, **k: None, lambda *a, **k: pool.live.release(), len,
+            onp.float32(1),
+            onp.dtype(float),
+            float,
+            onp.sin,
+            onp.add,
+            ArrayMeta.__new__(ArrayMeta),
+            SparseCotangent((0,), onp.ones(1), (3,), float, False),
+            SparseCotangent.__new__(SparseCotangent),
+            OwnedBuffer(onp.zeros(4), "here"),
+            OwnedBuffer.__new__(OwnedBuffer),
+            OwnedBuffer(None, None),
+            lambda *a, **k: None,
+            lambda *a, **k: pool.live.release(),
+            len,
         ]
         self.live = None
         self.refresh()
@@ -99,8 +159,12 @@ class Pool:
         for _ in range(5000):
             live.new_constant(0.0)
         self.live = live
-        self.values[:self.LIVE_SLOTS] = [live, live.new_leaf(onp.arange(3.0)),
-                                         live.new_constant(onp.zeros(3)), live.new_leaf(2.0)]
+        self.values[: self.LIVE_SLOTS] = [
+            live,
+            live.new_leaf(onp.arange(3.0)),
+            live.new_constant(onp.zeros(3)),
+            live.new_leaf(2.0),
+        ]
 
     def tape(self, forward=False):
         t = Tape(forward)
@@ -144,7 +208,7 @@ class Runner:
             sys.stderr.flush()
         try:
             fn(*args)
-        except SystemError as e:        # a C-API call on a wrong object: a bug, not an error
+        except SystemError as e:  # a C-API call on a wrong object: a bug, not an error
             self.failures.append(f"{label}{tuple(map(short, args))}: SystemError {e}")
         except Exception:
             self.errors += 1
@@ -179,8 +243,11 @@ class Runner:
                 if type(attr).__name__ == "getset_descriptor":
                     self.call(f"{cls.__name__}.{name}", getattr, (obj, name))
                     if self.rng.random() < 0.3:
-                        self.call(f"{cls.__name__}.{name}=", setattr,
-                                  (obj, name, self.rng.choice(self.pool.values)))
+                        self.call(
+                            f"{cls.__name__}.{name}=",
+                            setattr,
+                            (obj, name, self.rng.choice(self.pool.values)),
+                        )
                 elif callable(attr):
                     self.exercise(f"{cls.__name__}.{name}", getattr(cls, name), (obj,))
 
@@ -212,20 +279,32 @@ def rules(r, pool):
             r.errors += 1
 
     values = pool.values
-    fns = [lambda *a, **k: a[0], lambda *a, **k: None, lambda *a, **k: onp.ones((4, 5)),
-           lambda *a, **k: (1.0, 2.0, 3.0), lambda *a, **k: pool.live.release(), len]
+    fns = [
+        lambda *a, **k: a[0],
+        lambda *a, **k: None,
+        lambda *a, **k: onp.ones((4, 5)),
+        lambda *a, **k: (1.0, 2.0, 3.0),
+        lambda *a, **k: pool.live.release(),
+        len,
+    ]
     for cls in (VJP, ArgnumVJP, JointVJP, ElementwiseRule):
         r.exercise(f"{cls.__name__}()", cls)
     for kind in KINDS + ("nope",):
-        for argnum in (-2 ** 31, -1, 0, 1, 2, 5, 2 ** 31 - 1):
+        for argnum in (-(2**31), -1, 0, 1, 2, 5, 2**31 - 1):
             for fn in fns[:3] + [None, 1.0]:
                 for ufunc in (None, onp.cos, 1.0):
                     construct("ElementwiseRule", ElementwiseRule, (kind, fn, argnum, ufunc))
     for _ in range(200):
-        construct("JointVJP", JointVJP, (r.rng.choice(fns + values), r.rng.choice(values),
-                                         r.rng.choice(values)))
-        construct("ArgnumVJP", ArgnumVJP, ({r.rng.choice((-1, 0, 1, 2, "a", None)):
-                                            r.rng.choice(fns + values)},))
+        construct(
+            "JointVJP",
+            JointVJP,
+            (r.rng.choice(fns + values), r.rng.choice(values), r.rng.choice(values)),
+        )
+        construct(
+            "ArgnumVJP",
+            ArgnumVJP,
+            ({r.rng.choice((-1, 0, 1, 2, "a", None)): r.rng.choice(fns + values)},),
+        )
     construct("VJP", VJP, ())
     rule_objects = [m for m in made if type(m) is ElementwiseRule]
     for m in rule_objects[:40]:
@@ -242,8 +321,15 @@ def rules(r, pool):
                     for _ in range(10):
                         args = [r.rng.choice(values) for _ in range(r.rng.randint(0, 5))]
                         r.call(f"{cls.__name__}.{name}", getattr(cls, name), (obj, *args))
-    shapes = [onp.ones(3), onp.ones((2, 3)), onp.ones(()), 2.0, onp.ones(3, onp.float32),
-              onp.ones(3, complex), onp.arange(3)]
+    shapes = [
+        onp.ones(3),
+        onp.ones((2, 3)),
+        onp.ones(()),
+        2.0,
+        onp.ones(3, onp.float32),
+        onp.ones(3, complex),
+        onp.arange(3),
+    ]
     for vjp in made:
         if not isinstance(vjp, VJP):
             continue
@@ -270,7 +356,7 @@ def _sweep(prim, args):
 
 def short(v):
     try:
-        if isinstance(v, onp.ndarray):     # (its layout says more than its values)
+        if isinstance(v, onp.ndarray):  # (its layout says more than its values)
             r = f"ndarray{v.shape}{v.dtype}{v.strides}"
         else:
             r = repr(v) if not isinstance(v, (Box, Tape)) else type(v).__name__
@@ -293,7 +379,7 @@ def run(group, seed, trace=False):
     elif group == "Primitive":
         for p in pool.instances(Primitive):
             r.exercise("Primitive.__call__", p)
-        r.attributes(Primitive)             # (sets their public attributes to hostile values)
+        r.attributes(Primitive)  # (sets their public attributes to hostile values)
         for p in pool.instances(Primitive):
             r.exercise("Primitive.__call__", p)
     elif group == "others":

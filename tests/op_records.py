@@ -15,6 +15,7 @@ Fields of a record:
   fast     the arguments whose VJP is a C ElementwiseRule (gradcy._rules)
   integer  the arguments that take integers (not differentiated, not drawn as floats)
 """
+
 from dataclasses import dataclass
 
 import numpy as onp

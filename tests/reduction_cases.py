@@ -3,6 +3,7 @@ keepdims=, dtype= arguments: gradcy/numpy/reductions.py (sum, mean, prod, max, m
 their nan variants), statistics.py (var, std, median, average, their nan variants) and
 calculus.py (cumsum, cumprod, nancumsum, nancumprod). test_reductions.py, test_statistics.py and
 test_calculus.py each run these checks over the names of their own family."""
+
 import inspect
 import warnings
 
@@ -27,8 +28,19 @@ X3 = distinct(2, 3, 4)
 AXES = [None, 0, -1, (0, 2), (-1, -3), ()]
 AXIS_KEEP = [(a, k) for a in AXES for k in (False, True)]
 # each family's names (their rules' files)
-REDUCTIONS = ["sum", "mean", "prod", "max", "min", "ptp", "nansum", "nanmean", "nanprod",
-              "nanmax", "nanmin"]
+REDUCTIONS = [
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "ptp",
+    "nansum",
+    "nanmean",
+    "nanprod",
+    "nanmax",
+    "nanmin",
+]
 STATISTICS = ["var", "std", "median", "average", "nanvar", "nanstd", "nanmedian"]
 CALCULUS = ["cumsum", "cumprod", "nancumsum", "nancumprod"]
 
@@ -44,14 +56,14 @@ def smooth(name, axis, keepdims):
     f = getattr(np, name)
     x = rand(2, 3, 4, positive=(name == "prod"))
     if name == "std" and axis == ():
-        return                   # std over no axes is 0 everywhere: not differentiable
+        return  # std over no axes is 0 everywhere: not differentiable
     check_deep(lambda x: f(x, axis=axis, keepdims=keepdims), x)
 
 
 def chooser(name, axis, keepdims):
     f = getattr(np, name)
     if name == "ptp" and axis == ():
-        return                   # ptp over no axes is constant 0
+        return  # ptp over no axes is constant 0
     check_deep(lambda x: f(x, axis=axis, keepdims=keepdims), X3)
 
 
@@ -96,8 +108,9 @@ def make_jvp_low_precision_tangents(name, dtype):
     for axis in (None, 0, (0, 1), -1):
         if name.startswith(("cum", "nancum")) and isinstance(axis, tuple):
             continue
-        for keepdims in ((False,) if name.startswith(("cum", "nancum")) or name == "average"
-                         else (False, True)):
+        for keepdims in (
+            (False,) if name.startswith(("cum", "nancum")) or name == "average" else (False, True)
+        ):
             kw = {"keepdims": True} if keepdims else {}
             y, t = raw_tangent(lambda x: f(x, axis=axis, **kw), (x,), 0)
             assert t.dtype == y.dtype == dtype and t.shape == y.shape, (name, axis, t.dtype)
@@ -153,10 +166,11 @@ def _tricky_cases():
     nans = with_nans(3, 4)
     zeros = rand(3, 4, positive=True)
     zeros[0, 1] = zeros[2, 1] = zeros[2, 3] = zeros[1, 0] = 0.0
-    w = onp.array([[True, False, True, True], [False, True, True, False],
-                   [True, True, False, True]])
+    w = onp.array(
+        [[True, False, True, True], [False, True, True, False], [True, True, False, True]]
+    )
     mask_max = ties.copy()
-    mask_max[0, 1] = 9.0                     # the maximum of row 0, masked out by `w`
+    mask_max[0, 1] = 9.0  # the maximum of row 0, masked out by `w`
     return [
         ("max ties", lambda x: np.max(x, axis=1), ties),
         ("min ties", lambda x: np.min(x), ties),
@@ -182,9 +196,14 @@ def _tricky_cases():
         ("cumprod zeros T", lambda x: np.cumprod(x, axis=0), zeros),
         ("std const row", lambda x: np.std(x, axis=1), ties),
         ("average w", lambda x: np.average(x, 1, onp.arange(1.0, 5.0)), ties),
-    ] + ([("var mean=", lambda x: np.var(x, axis=1, mean=onp.ones((3, 1))), ties),
-          ("std correction", lambda x: np.std(x, axis=0, correction=1), ties)]
-         if VAR_MEAN_CORRECTION else [])
+    ] + (
+        [
+            ("var mean=", lambda x: np.var(x, axis=1, mean=onp.ones((3, 1))), ties),
+            ("std correction", lambda x: np.std(x, axis=0, correction=1), ties),
+        ]
+        if VAR_MEAN_CORRECTION
+        else []
+    )
 
 
 def tricky_cases_of(names):
@@ -211,7 +230,8 @@ def _kept(record):
     """Which of the output and the array arguments the record holds (not as ArrayMeta)."""
     ans, args, _ = record
     return ("ans",) * isinstance(ans, (onp.ndarray, onp.generic)) + tuple(
-        i for i, a in enumerate(args) if isinstance(a, onp.ndarray))
+        i for i, a in enumerate(args) if isinstance(a, onp.ndarray)
+    )
 
 
 def saved_set(name, expect):

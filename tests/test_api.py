@@ -1,6 +1,7 @@
 """The differentiation operators (gradcy/differential_operators.py) against analytic and
 central-difference references: argnums, input types and containers, higher order, errors,
 counters, custom primitives, NumPy protocols and threads."""
+
 import gc
 import threading
 
@@ -8,10 +9,24 @@ import numpy as onp
 import pytest
 
 import gradcy.numpy as anp
-from gradcy import (EscapedValueError, MissingVJPError, _core, elementwise_grad, grad,
-                    grad_and_aux, grad_named, hessian, hessian_vector_product,
-                    holomorphic_grad, jacobian, make_vjp, multigrad_dict,
-                    tensor_jacobian_product, value_and_grad, vector_jacobian_product)
+from gradcy import (
+    EscapedValueError,
+    MissingVJPError,
+    _core,
+    elementwise_grad,
+    grad,
+    grad_and_aux,
+    grad_named,
+    hessian,
+    hessian_vector_product,
+    holomorphic_grad,
+    jacobian,
+    make_vjp,
+    multigrad_dict,
+    tensor_jacobian_product,
+    value_and_grad,
+    vector_jacobian_product,
+)
 from gradcy.extend import defvjp, primitive
 
 
@@ -119,8 +134,7 @@ def test_jacobian():
     M = onp.array([[0.1, 0.2], [0.3, 0.4]])
     J = jacobian(lambda m: anp.sin(m) * 3.0)(M)
     assert J.shape == (2, 2, 2, 2)
-    onp.testing.assert_allclose(J, num_jac(lambda m: onp.sin(m) * 3.0, M), rtol=1e-7,
-                                atol=1e-10)
+    onp.testing.assert_allclose(J, num_jac(lambda m: onp.sin(m) * 3.0, M), rtol=1e-7, atol=1e-10)
 
     # scalar output
     J = jacobian(f_scalar)(X3)
@@ -262,7 +276,7 @@ def test_float32_array_gives_float32_gradient():
     x = onp.array([0.3, -0.8, 1.4], dtype=onp.float32)
 
     def f(x):
-        return anp.sum(anp.tanh(x) * 2.0 + x * 0.1)   # Python scalars must not promote
+        return anp.sum(anp.tanh(x) * 2.0 + x * 0.1)  # Python scalars must not promote
 
     g = grad(f)(x)
     assert g.dtype == onp.float32 and g.shape == (3,)
@@ -293,12 +307,20 @@ def test_complex_input_follows_autograd_convention():
 
 def test_containers_of_inputs_keep_their_structure():
     def f(p):
-        return anp.sum(p["w"] * p["w"]) + p["b"] * 3.0 + anp.sum(anp.sin(p["pair"][0])) \
-            + p["pair"][1] * p["lst"][0] + p["lst"][1] * 2.0
+        return (
+            anp.sum(p["w"] * p["w"])
+            + p["b"] * 3.0
+            + anp.sum(anp.sin(p["pair"][0]))
+            + p["pair"][1] * p["lst"][0]
+            + p["lst"][1] * 2.0
+        )
 
-    p = {"w": onp.array([1.0, 2.0]), "b": 0.5,
-         "pair": (onp.array([0.1, 0.2], dtype=onp.float32), onp.float64(2.0)),
-         "lst": [onp.array(3.0), 4.0]}
+    p = {
+        "w": onp.array([1.0, 2.0]),
+        "b": 0.5,
+        "pair": (onp.array([0.1, 0.2], dtype=onp.float32), onp.float64(2.0)),
+        "lst": [onp.array(3.0), 4.0],
+    }
     g = grad(f)(p)
     assert type(g) is dict and set(g) == set(p)
     onp.testing.assert_allclose(g["w"], 2 * p["w"])
@@ -338,7 +360,7 @@ def test_grad_of_grad_of_grad():
     x = 0.4
     # third derivative of exp(sin(x))
     s, c = onp.sin(x), onp.cos(x)
-    ref = onp.exp(s) * (c ** 3 - 3 * s * c - c)
+    ref = onp.exp(s) * (c**3 - 3 * s * c - c)
     assert d3(x) == pytest.approx(ref, rel=1e-10)
 
 
@@ -411,8 +433,19 @@ def _raising(x):
     raise _Boom("inside f")
 
 
-@pytest.mark.parametrize("op", [grad, value_and_grad, grad_and_aux, elementwise_grad, make_vjp,
-                                jacobian, hessian, holomorphic_grad])
+@pytest.mark.parametrize(
+    "op",
+    [
+        grad,
+        value_and_grad,
+        grad_and_aux,
+        elementwise_grad,
+        make_vjp,
+        jacobian,
+        hessian,
+        holomorphic_grad,
+    ],
+)
 def test_counters_zero_when_f_raises(op):
     x = onp.array([0.1, 0.2]) + (0j if op is holomorphic_grad else 0)
     with pytest.raises(_Boom):
@@ -480,7 +513,7 @@ def _scaled(x, y):
 
 
 scaled = primitive(_scaled)
-defvjp(scaled, lambda ans, x, y: lambda g: g * y)     # argument 1 has no VJP
+defvjp(scaled, lambda ans, x, y: lambda g: g * y)  # argument 1 has no VJP
 
 
 def _novjp(x):
@@ -492,7 +525,7 @@ novjp = primitive(_novjp)
 
 def test_missing_vjp_error_names_primitive_and_argument():
     assert scaled.name.endswith("_scaled")
-    g = grad(lambda x: anp.sum(scaled(x, 3.0)))(X3)        # argument 0 only: fine
+    g = grad(lambda x: anp.sum(scaled(x, 3.0)))(X3)  # argument 0 only: fine
     onp.testing.assert_allclose(g, onp.full(3, 3.0))
     with pytest.raises(MissingVJPError) as e:
         grad(lambda y: anp.sum(scaled(X3, y)))(onp.ones(3))
@@ -504,8 +537,11 @@ def test_missing_vjp_error_names_primitive_and_argument():
         grad(lambda x: anp.sum(novjp(x)))(X3)
     assert_counters_zero()
     # no error when no cotangent reaches the primitive
-    assert grad(lambda x: anp.sum(x) + 0.0 * anp.sum(novjp(onp.ones(3))))(X3).tolist() == \
-        [1.0, 1.0, 1.0]
+    assert grad(lambda x: anp.sum(x) + 0.0 * anp.sum(novjp(onp.ones(3))))(X3).tolist() == [
+        1.0,
+        1.0,
+        1.0,
+    ]
 
 
 # =============================================================================
@@ -521,15 +557,16 @@ def test_nondifferentiable_functions_work_on_traced_values():
         z = anp.zeros_like(x)
         fl = anp.floor(x)
         pos = anp.greater_equal(x, 0.7)
-        return x[i] * 10.0 + anp.sum(x * mask) + anp.sum(z + x * fl) + anp.sum(x * pos) \
-            + x[x.argmin()]
+        return (
+            x[i] * 10.0 + anp.sum(x * mask) + anp.sum(z + x * fl) + anp.sum(x * pos) + x[x.argmin()]
+        )
 
     g = grad(f)(x)
     ref = onp.zeros(4)
     ref[onp.argmax(x)] += 10.0
-    ref += (x > 0)
+    ref += x > 0
     ref += onp.floor(x)
-    ref += (x >= 0.7)
+    ref += x >= 0.7
     ref[onp.argmin(x)] += 1.0
     onp.testing.assert_allclose(g, ref)
 
@@ -541,11 +578,11 @@ def test_plain_numpy_on_traced_values_is_routed_and_differentiated():
     c = onp.array([2.0, -1.0, 0.5])
 
     def f(x):
-        y = onp.sin(x)                 # __array_ufunc__
-        y = c * y + y * c              # ndarray * Box, Box * ndarray
-        y = onp.exp(y) + c             # ufunc, then Box + ndarray
-        y = c + y                      # ndarray + Box
-        return onp.sum(y)              # __array_function__
+        y = onp.sin(x)  # __array_ufunc__
+        y = c * y + y * c  # ndarray * Box, Box * ndarray
+        y = onp.exp(y) + c  # ufunc, then Box + ndarray
+        y = c + y  # ndarray + Box
+        return onp.sum(y)  # __array_function__
 
     g = grad(f)(X3)
     ref = onp.exp(2 * c * onp.sin(X3)) * 2 * c * onp.cos(X3)
@@ -580,7 +617,7 @@ def test_nested_differentiation_has_no_perturbation_confusion():
 def test_identity_and_python_iteration():
     assert grad(lambda x: x)(2.0) == 1.0
     onp.testing.assert_array_equal(jacobian(lambda x: x)(X3), onp.eye(3))
-    g = grad(lambda x: sum(xi * xi for xi in x))(X3)     # builtin sum starts from int 0
+    g = grad(lambda x: sum(xi * xi for xi in x))(X3)  # builtin sum starts from int 0
     onp.testing.assert_allclose(g, 2 * X3)
     g = grad(lambda x: x[0] * x[1] + len(x))(X3)
     onp.testing.assert_allclose(g, [X3[1], X3[0], 0.0])
@@ -615,8 +652,10 @@ def test_two_threads_differentiate_concurrently():
         except BaseException as e:
             errors.append(e)
 
-    threads = [threading.Thread(target=run, args=(fa, xa, ga_ref)),
-               threading.Thread(target=run, args=(fb, xb, gb_ref))]
+    threads = [
+        threading.Thread(target=run, args=(fa, xa, ga_ref)),
+        threading.Thread(target=run, args=(fb, xb, gb_ref)),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -629,9 +668,11 @@ COVERED = {"gradcy.differential_operators.pack_outputs"}
 
 def test_container_outputs_differentiate_in_both_modes():
     from gradcy.test_util import check_grads
+
     x = onp.array([0.3, -0.7, 1.1])
-    check_grads(lambda x: (anp.sin(x), {"a": x * 2.0, "b": [anp.tanh(x)]}),
-                modes=("fwd", "rev"), order=2)(x)
+    check_grads(
+        lambda x: (anp.sin(x), {"a": x * 2.0, "b": [anp.tanh(x)]}), modes=("fwd", "rev"), order=2
+    )(x)
 
 
 def test_make_hvp_and_make_ggnvp_match_autograd():
@@ -640,7 +681,7 @@ def test_make_hvp_and_make_ggnvp_match_autograd():
     from gradcy import make_ggnvp, make_hvp
 
     def fun(x, np=anp):
-        return np.sum(np.sin(x) * x ** 2)
+        return np.sum(np.sin(x) * x**2)
 
     x = onp.array([0.3, -0.8, 1.2])
     v = onp.array([1.0, 0.5, -2.0])
@@ -648,7 +689,7 @@ def test_make_hvp_and_make_ggnvp_match_autograd():
     a_hvp, a_g = autograd.make_hvp(lambda x: fun(x, agnp))(x)
     onp.testing.assert_allclose(g, a_g)
     onp.testing.assert_allclose(hvp(v), a_hvp(v))
-    onp.testing.assert_allclose(hvp(v * 2.0), a_hvp(v * 2.0))   # reused at the same point
+    onp.testing.assert_allclose(hvp(v * 2.0), a_hvp(v * 2.0))  # reused at the same point
     W = onp.arange(6.0).reshape(3, 2) / 5.0
 
     def f(x, np=anp):
@@ -670,6 +711,7 @@ def _no_general_path(monkeypatch):
 
     def fail(*a, **k):
         raise AssertionError("the general path ran")
+
     monkeypatch.setattr(_reverse_mode, "_trace", fail)
 
 
@@ -688,8 +730,8 @@ def test_fast_path_runs_plain_calls_without_the_general_path(monkeypatch):
     assert type(gf) is float and gf == 6.0
     g0 = grad(lambda s: s * s)(onp.array(3.0))
     assert type(g0) is onp.ndarray and g0.shape == () and g0 == 6.0
-    v, g = value_and_grad(lambda a: anp.sum(a ** 2))(x)
-    assert v == onp.sum(x ** 2)
+    v, g = value_and_grad(lambda a: anp.sum(a**2))(x)
+    assert v == onp.sum(x**2)
     onp.testing.assert_allclose(g, 2 * x)
     # an input the output does not depend on: zeros of its dtype and shape
     gx, gz = grad(lambda a, z: anp.sum(a), argnum=(0, 1))(x, y32)
@@ -716,6 +758,7 @@ def test_fast_path_releases_everything_when_f_raises():
     def f(a):
         anp.sin(a)
         raise KeyError("boom")
+
     with pytest.raises(KeyError):
         grad(f)(onp.ones(4))
     with pytest.raises(KeyError):

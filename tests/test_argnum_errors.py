@@ -1,6 +1,7 @@
 """An argnum that names no positional argument raises an error naming the operator, argnum and
 the number of arguments (not a bare IndexError from a tuple), before anything is traced; an
 argnum in range (negative ones included) still differentiates that argument."""
+
 import re
 
 import numpy as onp
@@ -8,14 +9,27 @@ import pytest
 
 import gradcy
 import gradcy.numpy as anp
-from gradcy import (deriv, elementwise_grad, grad, grad_and_aux, hessian,
-                    hessian_tensor_product, hessian_vector_product, holomorphic_grad, jacobian,
-                    make_ggnvp, make_hvp, make_jvp, make_vjp, tensor_jacobian_product,
-                    value_and_grad, vector_jacobian_product)
+from gradcy import (
+    deriv,
+    elementwise_grad,
+    grad,
+    grad_and_aux,
+    hessian,
+    hessian_tensor_product,
+    hessian_vector_product,
+    holomorphic_grad,
+    jacobian,
+    make_ggnvp,
+    make_hvp,
+    make_jvp,
+    make_vjp,
+    tensor_jacobian_product,
+    value_and_grad,
+    vector_jacobian_product,
+)
 
 from gradcy.differential_operators import make_jvp_reversemode
 from gradcy.test_util import check_grads
-
 
 
 def f2(x, y):
@@ -48,11 +62,12 @@ OPERATORS = [
     (lambda fun, argnum: make_ggnvp(fun, f_argnum=argnum), "make_ggnvp", f2, ()),
     # autograd's operators built with gradcy.wrap_util.unary_to_nary
     (make_jvp_reversemode, "make_jvp_reversemode", f2, ()),
-    (lambda fun, argnum: check_grads(fun, argnum, modes=["rev"], order=1), "check_grads", f2,
-     ()),
+    (lambda fun, argnum: check_grads(fun, argnum, modes=["rev"], order=1), "check_grads", f2, ()),
 ]
-IDS = [name if op is not hessian_vector_product else "hessian_vector_product"
-       for op, name, _, _ in OPERATORS]
+IDS = [
+    name if op is not hessian_vector_product else "hessian_vector_product"
+    for op, name, _, _ in OPERATORS
+]
 
 
 def _args():
@@ -67,26 +82,32 @@ def test_out_of_range_names_argnum_and_count(op, name, fun, extra, argnum):
     def counted(*a):
         calls.append(1)
         return fun(*a)
+
     with pytest.raises(IndexError) as info:
         op(counted, argnum)(*_args(), *extra)
     msg = str(info.value)
-    assert msg.startswith(f"{name}: argnum={argnum!r} but the function was called with 2 "
-                          f"positional arguments"), msg
+    assert msg.startswith(
+        f"{name}: argnum={argnum!r} but the function was called with 2 positional arguments"
+    ), msg
     if extra:
         assert "besides the vector" in msg, msg
-    assert calls == []                    # raised before the function ran
+    assert calls == []  # raised before the function ran
 
 
 @pytest.mark.parametrize("op,name,fun,extra", OPERATORS, ids=IDS)
 def test_non_integer_argnum_names_it(op, name, fun, extra):
-    with pytest.raises(TypeError, match=re.escape(f"{name}: argnum must be an int or a tuple "
-                                                  f"of ints, got 'y'")):
+    with pytest.raises(
+        TypeError, match=re.escape(f"{name}: argnum must be an int or a tuple of ints, got 'y'")
+    ):
         op(fun, "y")(*_args(), *extra)
 
 
 def test_one_argument_is_singular():
-    with pytest.raises(IndexError, match=r"grad: argnum=1 but the function was called with 1 "
-                                         r"positional argument;"):
+    with pytest.raises(
+        IndexError,
+        match=r"grad: argnum=1 but the function was called with 1 "
+        r"positional argument;",
+    ):
         grad(lambda x, y=2.0: x * y, 1)(3.0)
 
 

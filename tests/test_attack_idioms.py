@@ -1,6 +1,7 @@
 """Adversarial programs against the idiom table (gradcy/_fuse.pyx): a rule of the user's own
 registered on a fused primitive itself (gradcy.numpy.fusion.sigmoid, ..., callable and public)
 must not change the gradient of the written-out form, which is made of other operations."""
+
 import os
 import subprocess
 import sys
@@ -45,14 +46,22 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("name", ["sigmoid", "softplus", "tanh", "softmax", "log_softmax",
-                                  "logsumexp"])
+@pytest.mark.parametrize(
+    "name", ["sigmoid", "softplus", "tanh", "softmax", "log_softmax", "logsumexp"]
+)
 def test_a_rule_on_the_fused_primitive_leaves_the_written_out_form_alone(name):
     # the written-out form was recorded as the fused primitive, whose rule is then the user's
     # (here zero): its gradient was silently zero
     root = os.path.dirname(os.path.dirname(os.path.abspath(gradcy.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [root] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    r = subprocess.run([sys.executable, "-c", _SCRIPT.replace("{name}", name)],
-                       capture_output=True, text=True, env=env, timeout=120)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([root] + os.environ.get("PYTHONPATH", "").split(os.pathsep)),
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", _SCRIPT.replace("{name}", name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

@@ -2,6 +2,7 @@
 pass, with the traced values of its own differentiation or of a finished inner one gets its
 results one level deeper (_swept_value); which results are wrapped is decided by walking the
 containers they are (_differentiable)."""
+
 import numpy as onp
 import pytest
 
@@ -21,11 +22,13 @@ def _through_a_rule(make):
     def vjp(g):
         seen.append(made(held["x"]))
         return g * 2.0
+
     defvjp(twice, lambda ans, a: vjp)
 
     def f(x):
         held["x"] = x
         return np.sum(twice(x))
+
     return grad(f)(onp.array([1.0, 2.0])), seen[0]
 
 
@@ -35,15 +38,17 @@ def test_a_list_holding_itself_returned_during_the_sweep():
         lst = [1]
         lst.append(lst)
         return lst
+
     g, r = _through_a_rule(selfref)
     assert g.tolist() == [2.0, 2.0]
-    assert type(r) is list and r[1] is r            # (integers only: returned plain)
+    assert type(r) is list and r[1] is r  # (integers only: returned plain)
 
     def selfref_float():
         lst = [1, {"a": (2,)}]
         lst.append(lst)
         lst.append(0.5)
         return lst
+
     g, r = _through_a_rule(selfref_float)
     assert g.tolist() == [2.0, 2.0]
     assert r._value[2] is r._value and r._value[3] == 0.5  # (a float in it: one level deeper)
@@ -55,9 +60,10 @@ def test_a_container_nested_deeper_than_the_c_stack_returned_during_the_sweep():
         for _ in range(300000):
             v = [v]
         return v
+
     g, r = _through_a_rule(deep)
     assert g.tolist() == [2.0, 2.0]
-    assert type(r._value) is list                   # (the float at the bottom is found)
+    assert type(r._value) is list  # (the float at the bottom is found)
 
 
 def test_a_value_escaped_between_forward_and_backward_pass_raises_in_a_rule():
@@ -70,7 +76,7 @@ def test_a_value_escaped_between_forward_and_backward_pass_raises_in_a_rule():
     defvjp(p, lambda ans, a: lambda g: g * leak["b"])
     x = onp.array([1.0, 2.0])
     vjp, _ = make_vjp(lambda z: np.sum(p(z)))(x)
-    grad(lambda z: (leak.__setitem__("b", z * 2.0), np.sum(z))[1])(x)   # unrelated, finished
+    grad(lambda z: (leak.__setitem__("b", z * 2.0), np.sum(z))[1])(x)  # unrelated, finished
     try:
         with pytest.raises(gradcy.EscapedValueError, match="already finished"):
             vjp(1.0)
@@ -91,6 +97,7 @@ def test_values_of_a_differentiation_begun_during_the_backward_pass_are_computed
     def runs_a_grad(g):
         grad(lambda z: (leak.__setitem__("b", z * 2.0), np.sum(z))[1])(onp.ones(2))
         return g
+
     q = primitive(lambda a: a * 1.0)
     defvjp(q, lambda ans, a: runs_a_grad)
     p = primitive(lambda a: a * 2.0)
@@ -115,6 +122,7 @@ def test_values_of_a_differentiation_begun_in_another_thread_during_the_forward_
 
         def inner():
             out["g"] = grad(f)(v)
+
         if threaded:
             th = threading.Thread(target=inner)
             th.start()
@@ -122,6 +130,7 @@ def test_values_of_a_differentiation_begun_in_another_thread_during_the_forward_
         else:
             inner()
         return np.sum(out["g"] * onp.array([1.0, 2.0]))
+
     v = onp.array([0.4, 1.3])
     a, b = v
     want = onp.array([[-onp.sin(a) * b, onp.cos(a)], [onp.cos(a), 0.0]]) @ [1.0, 2.0]

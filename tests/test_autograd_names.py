@@ -1,6 +1,7 @@
 """autograd's extra names (grad_np_sum, unbroadcast_f, ...) are added to the gradcy modules
 autograd has them in by gradcy._autograd_rules.install(), once, at the end of gradcy/__init__:
 at once to the modules gradcy imports, and to the gradcy.scipy modules as each is imported."""
+
 import subprocess
 import sys
 import textwrap
@@ -8,10 +9,10 @@ import textwrap
 import pytest
 
 
-
 def _run(code):
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 

@@ -7,6 +7,7 @@ The second half checks what autograd programs reach beyond the operators: autogr
 paths (core, tracer, wrap_util, misc.tracers), list arguments, r_/c_, the generalized convolve,
 const_graph's replay, and the registry views.
 """
+
 import importlib
 import types
 
@@ -20,8 +21,12 @@ from gradcy.test_util import check_grads
 RTOL = 1e-7
 ATOL = 1e-12
 
-COVERED = {"gradcy.numpy.make_diagonal", "gradcy.core.sparse_add",
-           "gradcy.scipy.signal.windows", "gradcy.scipy.signal.unwindows"}
+COVERED = {
+    "gradcy.numpy.make_diagonal",
+    "gradcy.core.sparse_add",
+    "gradcy.scipy.signal.windows",
+    "gradcy.scipy.signal.unwindows",
+}
 
 
 def _imports(backend):
@@ -32,12 +37,23 @@ def _imports(backend):
     blt = importlib.import_module(f"{backend}.builtins")
     return types.SimpleNamespace(
         np=importlib.import_module(f"{backend}.numpy"),
-        grad=root.grad, value_and_grad=root.value_and_grad, jacobian=root.jacobian,
-        hessian=root.hessian, elementwise_grad=root.elementwise_grad,
-        make_vjp=root.make_vjp, hessian_tensor_product=root.hessian_tensor_product,
-        adam=opt.adam, sgd=opt.sgd, rmsprop=opt.rmsprop, flatten=misc.flatten,
-        tuple=blt.tuple, list=blt.list, dict=blt.dict, isinstance=blt.isinstance,
-        backend=backend)
+        grad=root.grad,
+        value_and_grad=root.value_and_grad,
+        jacobian=root.jacobian,
+        hessian=root.hessian,
+        elementwise_grad=root.elementwise_grad,
+        make_vjp=root.make_vjp,
+        hessian_tensor_product=root.hessian_tensor_product,
+        adam=opt.adam,
+        sgd=opt.sgd,
+        rmsprop=opt.rmsprop,
+        flatten=misc.flatten,
+        tuple=blt.tuple,
+        list=blt.list,
+        dict=blt.dict,
+        isinstance=blt.isinstance,
+        backend=backend,
+    )
 
 
 AUTOGRAD = _imports("autograd")
@@ -57,8 +73,13 @@ def assert_same(a, b, what="result"):
     assert len(la) == len(lb), f"{what}: {len(la)} leaves under autograd, {len(lb)} under gradcy"
     for i, (x, y) in enumerate(zip(la, lb)):
         assert onp.shape(x) == onp.shape(y), f"{what}[{i}]: shape {onp.shape(x)} vs {onp.shape(y)}"
-        onp.testing.assert_allclose(onp.asarray(y), onp.asarray(x), rtol=RTOL, atol=ATOL,
-                                    err_msg=f"{what}[{i}] ({GRADCY.backend} vs autograd)")
+        onp.testing.assert_allclose(
+            onp.asarray(y),
+            onp.asarray(x),
+            rtol=RTOL,
+            atol=ATOL,
+            err_msg=f"{what}[{i}] ({GRADCY.backend} vs autograd)",
+        )
 
 
 def run_both(program, *args):
@@ -102,8 +123,13 @@ def logistic_regression_adam(L, X, y):
         return -np.sum(np.log(label_probabilities)) + 0.01 * np.dot(weights, weights)
 
     trace = []
-    weights = L.adam(L.grad(training_loss), np.zeros(X.shape[1]), num_iters=60, step_size=0.1,
-                     callback=lambda w, i, g: trace.append(training_loss(w)))
+    weights = L.adam(
+        L.grad(training_loss),
+        np.zeros(X.shape[1]),
+        num_iters=60,
+        step_size=0.1,
+        callback=lambda w, i, g: trace.append(training_loss(w)),
+    )
     loss, g = L.value_and_grad(training_loss)(weights)
     return weights, loss, g, trace
 
@@ -130,7 +156,7 @@ def mlp_sgd(L, X, y):
         return np.dot(flat, flat)
 
     def objective(params, i):
-        idx = slice((i % 3) * 20, (i % 3) * 20 + 20)           # mini-batches
+        idx = slice((i % 3) * 20, (i % 3) * 20 + 20)  # mini-batches
         log_lik = np.sum(predict(params, X[idx]) * targets[idx])
         return -log_lik + 1e-3 * l2(params)
 
@@ -138,6 +164,7 @@ def mlp_sgd(L, X, y):
 
     def callback(params, i, g):
         seen.append((i, objective(params, i), g[0][0][0, 0]))
+
     trained = L.sgd(L.grad(objective), params, callback=callback, num_iters=25, step_size=0.05)
     final = L.grad(objective)(trained, 0)
     return trained, final, seen
@@ -146,8 +173,12 @@ def mlp_sgd(L, X, y):
 def mlp_rmsprop_dict(L, X, y):
     np = L.np
     rs = _rs(2)
-    params = {"W1": 0.3 * rs.randn(X.shape[1], 5), "b1": onp.zeros(5),
-              "w2": 0.3 * rs.randn(5), "b2": 0.0}
+    params = {
+        "W1": 0.3 * rs.randn(X.shape[1], 5),
+        "b1": onp.zeros(5),
+        "w2": 0.3 * rs.randn(5),
+        "b2": 0.0,
+    }
 
     def loss(p, i):
         h = np.tanh(np.dot(X, p["W1"]) + p["b1"])
@@ -187,8 +218,12 @@ def gp_marginal_likelihood(L, X, y, log_params):
         sign, logdet = np.linalg.slogdet(K)
         Lc = np.linalg.cholesky(K)
         logdet_chol = 2 * np.sum(np.log(np.diag(Lc)))
-        return (0.5 * np.dot(y, alpha) + 0.25 * logdet + 0.25 * logdet_chol
-                + 0.5 * X.shape[0] * np.log(2 * np.pi))
+        return (
+            0.5 * np.dot(y, alpha)
+            + 0.25 * logdet
+            + 0.25 * logdet_chol
+            + 0.5 * X.shape[0] * np.log(2 * np.pi)
+        )
 
     value, g = L.value_and_grad(neg_log_marginal)(log_params)
     h = L.hessian(neg_log_marginal)(log_params)
@@ -199,13 +234,13 @@ def higher_order(L, x, s):
     np = L.np
 
     def f(x):
-        return np.sum(np.sin(x) * x ** 2) + np.prod(np.cos(x[:2]))
+        return np.sum(np.sin(x) * x**2) + np.prod(np.cos(x[:2]))
 
     def scalar(t):
-        return np.exp(np.sin(t)) * t ** 3
+        return np.exp(np.sin(t)) * t**3
 
     def vec(x):
-        return np.stack([np.sum(x ** 2), np.sum(np.sin(x) * x), np.dot(x, x[::-1])])
+        return np.stack([np.sum(x**2), np.sum(np.sin(x) * x), np.dot(x, x[::-1])])
 
     d2 = L.grad(L.grad(scalar))(s)
     d3 = L.grad(L.grad(L.grad(scalar)))(s)
@@ -229,14 +264,20 @@ def where_clip_index(L, x, w):
     np = L.np
 
     def f(x, w):
-        a = np.where(x > 0, x ** 2, -x)
+        a = np.where(x > 0, x**2, -x)
         b = np.clip(x * w, -0.5, 0.7)
         c = np.concatenate([a[1:4], b[[0, 2, 5]], x[x > 0.2], w[::2]])
         m = np.maximum(x, 0.1) * np.minimum(w, 0.3)
         d = np.reshape(np.outer(x[:3], w[-3:]), (9,)).T
-        e = np.abs(x) ** 1.5 + np.sqrt(w ** 2 + 1.0)
-        return (np.sum(c ** 2) + np.mean(m) + np.dot(d, d[::-1]) + np.sum(e * x[:, None][:, 0])
-                + np.max(x) - np.min(w))
+        e = np.abs(x) ** 1.5 + np.sqrt(w**2 + 1.0)
+        return (
+            np.sum(c**2)
+            + np.mean(m)
+            + np.dot(d, d[::-1])
+            + np.sum(e * x[:, None][:, 0])
+            + np.max(x)
+            - np.min(w)
+        )
 
     value = f(x, w)
     gx, gw = L.grad(f, (0, 1))(x, w)
@@ -254,7 +295,7 @@ def builtin_containers(L, x):
         assert L.isinstance(pair, tuple) and L.isinstance(lst, list) and L.isinstance(d, dict)
         flat, unflatten = L.flatten(d)
         back = unflatten(flat * 3.0)
-        return np.sum(back["a"] * back["b"]) + np.sum(flat ** 2)
+        return np.sum(back["a"] * back["b"]) + np.sum(flat**2)
 
     return L.value_and_grad(f)(x)
 
@@ -282,8 +323,12 @@ def test_mlp_rmsprop_dict():
 def test_rnn_loss():
     rs = _rs(5)
     T, d_in, d_h, d_out = 7, 3, 5, 2
-    params = {"W_in": 0.5 * rs.randn(d_in, d_h), "W_h": 0.5 * rs.randn(d_h, d_h),
-              "b": 0.1 * rs.randn(d_h), "W_out": 0.5 * rs.randn(d_h, d_out)}
+    params = {
+        "W_in": 0.5 * rs.randn(d_in, d_h),
+        "W_h": 0.5 * rs.randn(d_h, d_h),
+        "b": 0.1 * rs.randn(d_h),
+        "W_out": 0.5 * rs.randn(d_h, d_out),
+    }
     run_both(rnn_loss, rs.randn(T, d_in), rs.randn(T, d_out), params)
 
 
@@ -323,6 +368,7 @@ def lists_and_index_tricks(L, x, s):
         c = np.sum(np.r_[x, s * x, 1.0] ** 2) + np.sum(np.c_[x, np.sin(x)] ** 3)
         d = np.sum(np.make_diagonal(np.outer(x, x), 0, -1, -2) * 1.5)
         return a + b + c + d
+
     return f(x, s), L.grad(f, (0, 1))(x, s)
 
 
@@ -332,12 +378,14 @@ def test_lists_r_c_make_diagonal():
 
 def general_convolve(L, A, B):
     import importlib
+
     conv = importlib.import_module(f"{L.backend}.scipy.signal").convolve
 
     def f(A, B):
         out = conv(A, B, axes=([1], [1]), dot_axes=([0], [2]), mode="same")
         out2 = conv(A[0, :, 0], B[0, :, 0], mode="valid")
-        return L.np.sum(out ** 2) + L.np.sum(out2 * 3.0)
+        return L.np.sum(out**2) + L.np.sum(out2 * 3.0)
+
     return f(A, B), L.grad(f, (0, 1))(A, B)
 
 
@@ -350,6 +398,7 @@ def test_convolve_axes_dot_axes():
 def test_convolution_windows_rules():
     pytest.importorskip("scipy")
     import gradcy.scipy.signal as gss
+
     x = _rs(22).randn(3, 5, 4)
     W = gss._windows(x, (2, 3))
     assert W.shape == (3, 4, 2, 2, 3)
@@ -358,8 +407,7 @@ def test_convolution_windows_rules():
     G = _rs(23).randn(*W.shape)
     onp.testing.assert_allclose(onp.sum(W * G), onp.sum(x * gss._unwindows(G, x.shape, (2, 3))))
     check_grads(lambda x: gss._windows(x, (2, 3)), modes=["fwd", "rev"], order=2)(x)
-    check_grads(lambda G: gss._unwindows(G, x.shape, (2, 3)), modes=["fwd", "rev"],
-                order=2)(G)
+    check_grads(lambda G: gss._unwindows(G, x.shape, (2, 3)), modes=["fwd", "rev"], order=2)(G)
 
 
 def test_make_diagonal_and_sparse_add_rules():
@@ -371,10 +419,12 @@ def test_make_diagonal_and_sparse_add_rules():
         gnp.make_diagonal(D)
     from gradcy.core import sparse_add
     from gradcy.vspace import SparseObject, vspace
+
     x = _rs(13).randn(4)
 
-    def f(x, y):       # x + (a sparse object that adds y to element 1)
+    def f(x, y):  # x + (a sparse object that adds y to element 1)
         return sparse_add(vspace(x), x, SparseObject(vspace(x), lambda d: d + 0.0))
+
     check_grads(f, modes=["fwd", "rev"], order=2)(x, 0.0)
 
 
@@ -392,6 +442,7 @@ def test_integer_types_of_traced_values_are_constants():
         rows = gnp.int64(W[:, -1])
         assert isinstance(rows, onp.ndarray) and rows.dtype == onp.int64
         return gnp.sum(W[rows] ** 2)
+
     W = onp.array([[1.0, 2.0, 1.0], [3.0, 4.0, 0.0]])
     expected = onp.zeros_like(W)
     expected[1] += 2 * W[1]
@@ -415,6 +466,7 @@ def test_unary_to_nary_and_names():
     @unary_to_nary
     def double_at(fun, x, scale=2.0):
         return scale * fun(x)
+
     f = double_at(lambda a, b: a * b, argnum=1, scale=3.0)
     assert f(2.0, 5.0) == 30.0
     g = double_at(lambda a, b: a + b, (0, 1))
@@ -422,6 +474,7 @@ def test_unary_to_nary_and_names():
 
     def foo(x):
         return x
+
     assert gradcy.grad(foo, 1).__name__ == "grad_of_foo_wrt_argnum_1"
     assert gradcy.grad.__doc__.lstrip().startswith("Returns a function which")
 
@@ -432,26 +485,31 @@ def test_check_grads_argnum_and_messages():
     @primitive
     def foo(x):
         return x * 2.0
+
     defvjp(foo, lambda ans, x: lambda g: g * 2.001)
     with pytest.raises(AssertionError, match=r"\(VJP\) check of foo failed"):
         check_grads(foo, modes=["rev"])(1.0)
     # argnum: the string argument is not differentiated
     check_grads(lambda s, x: gnp.sum(gnp.einsum(s, x, x)), argnum=1)("ij,ij->", onp.ones((2, 2)))
     with pytest.raises(AssertionError, match=r"\(JVP\) check of jvp_bar failed"):
+
         @primitive
         def bar(x):
             return x * 2.0
+
         gradcy.extend.defjvp(bar, lambda g, ans, x: baz(g) * 2.0)
 
         @primitive
         def baz(x):
             return x
+
         gradcy.extend.defjvp(baz, lambda g, ans, x: g * 1.001)
         check_grads(bar, modes=["fwd"])(1.0)
 
 
 def test_core_make_vjp_make_jvp_are_unary():
     from gradcy import core
+
     vjp, ans = core.make_vjp(gnp.sin, 0.3)
     assert ans == onp.sin(0.3) and vjp(1.0) == onp.cos(0.3)
     vjp.release()
@@ -460,6 +518,7 @@ def test_core_make_vjp_make_jvp_are_unary():
 
 def test_primitive_vjps_view_pop_and_restore():
     from gradcy.core import primitive_jvps, primitive_vjps
+
     x = _rs(14).randn(3)
     before = gradcy.grad(lambda x: gnp.sum(gnp.tanh(x)))(x)
     rules = primitive_vjps.pop(gnp.tanh)
@@ -473,9 +532,10 @@ def test_primitive_vjps_view_pop_and_restore():
     (g,) = primitive_vjps[gnp.tanh]((0,), ans, (x,), {})(onp.ones(3))
     onp.testing.assert_allclose(g, before)
     assert primitive_jvps[gnp.tanh]((0,), (onp.ones(3),), ans, (x,), {}).shape == (3,)
-    assert gnp.iscomplex not in primitive_vjps     # not differentiable: no entry
+    assert gnp.iscomplex not in primitive_vjps  # not differentiable: no entry
     # a new rule in autograd's form (argnums, ans, args, kwargs) -> vjp(g) -> cotangents
     from gradcy.extend import primitive
+
     twice = primitive(lambda x: 2.0 * x)
     primitive_vjps[twice] = lambda argnums, ans, args, kwargs: lambda g: (2.0 * g for _ in argnums)
     assert gradcy.grad(twice)(1.5) == 2.0
@@ -483,6 +543,7 @@ def test_primitive_vjps_view_pop_and_restore():
 
 def test_deprecated_primitive_methods():
     from gradcy.core import primitive
+
     mul = primitive(lambda x, y: x * y)
     with pytest.warns(DeprecationWarning):
         mul.defgrad(lambda ans, x, y: lambda g: y * g)
@@ -503,6 +564,7 @@ def test_tracer_nodes_and_python_evaluators():
 
         def initialize_root(self):
             self.name, self.parents = "x", []
+
     LOG = []
     root = Recorder.new_root()
     value, end = trace(root, lambda x: gnp.sin(x + x) * 3.0, 0.4)
@@ -527,17 +589,19 @@ def test_tracer_nodes_and_python_evaluators():
 # =============================================================================
 def test_const_graph_replays_without_calling_the_function():
     from gradcy.misc import const_graph
+
     calls = []
 
     def foo(x, y):
         calls.append(None)
-        return gradcy.grad(lambda x: gnp.sum(gnp.sin(x) * y + x ** 2))(x * y)
+        return gradcy.grad(lambda x: gnp.sum(gnp.sin(x) * y + x**2))(x * y)
+
     fast = const_graph(foo)
     rs = _rs(17)
     for _k in range(4):
         x, y = rs.randn(3), rs.randn(3)
         onp.testing.assert_allclose(fast(x, y), foo(x, y), rtol=1e-13)
-    assert len(calls) == 4 + 1          # foo itself 4 times, fast only at the first call
+    assert len(calls) == 4 + 1  # foo itself 4 times, fast only at the first call
     assert gradcy.memory.stats()["live_tapes"] == 0
 
 
@@ -548,6 +612,7 @@ def test_const_graph_of_a_gradient_matches_the_chain():
         for _ in range(50):
             x = gnp.sin(x) * 1.0001 + 0.01 * x
         return gnp.sum(x)
+
     g = gradcy.grad(chain)
     fast = const_graph(g)
     for x in (onp.array([0.1, 0.5, 0.9]), onp.array([-0.3, 0.2, 1.4])):
@@ -556,6 +621,7 @@ def test_const_graph_of_a_gradient_matches_the_chain():
 
 def test_const_graph_refuses_what_it_cannot_replay():
     from gradcy.misc import const_graph
+
     with pytest.raises(ValueError, match="independent"):
         const_graph(lambda x: 3.0)(1.0)
 
@@ -563,17 +629,18 @@ def test_const_graph_refuses_what_it_cannot_replay():
         buf = gnp.zeros(3)
         buf[1] = x
         buf[2] += 2.0 * x
-        return gnp.sum(buf ** 2)
+        return gnp.sum(buf**2)
+
     # writes into arrays recorded directly: refused, not replayed wrong
     f = const_graph(writes)
-    for _ in range(2):           # a failed recording leaves the function recordable
+    for _ in range(2):  # a failed recording leaves the function recordable
         with pytest.raises(NotImplementedError, match="writes into an array"):
             f(2.0)
     # inside a gradient the writes are on the inner tape; the outer recording holds only
     # functional calls (at_set), so it replays: d/dx sum([0, x, 2x]**2) * x = 10 x**2
     f = const_graph(lambda x: gradcy.grad(writes)(x) * x)
     for x in (2.0, 1.0, 3.0):
-        assert f(x) == gradcy.grad(writes)(x) * x == 10 * x ** 2
+        assert f(x) == gradcy.grad(writes)(x) * x == 10 * x**2
     # constants made by constructors during the recording are replayed as constants
     f = const_graph(lambda x: gnp.sum(x * gnp.ones(3) + gnp.arange(3.0)))
     for x in (1.0, 2.5):
@@ -585,12 +652,14 @@ def test_const_graph_refuses_what_it_cannot_replay():
 # =============================================================================
 def _views(backend):
     import importlib
+
     return types.SimpleNamespace(
         vjps=importlib.import_module(f"{backend}.numpy.numpy_vjps"),
         jvps=importlib.import_module(f"{backend}.numpy.numpy_jvps"),
         fft=importlib.import_module(f"{backend}.numpy.fft"),
         linalg=importlib.import_module(f"{backend}.numpy.linalg"),
-        np=importlib.import_module(f"{backend}.numpy"))
+        np=importlib.import_module(f"{backend}.numpy"),
+    )
 
 
 def _rule_cases(V):
@@ -616,16 +685,15 @@ def _rule_cases(V):
         "dot_adjoint_1": v.dot_adjoint_1(A, g35, V.np.metadata(A), V.np.metadata(B)),
         "tensordot_adjoint_0": v.tensordot_adjoint_0(B, g35, 1, 2, 2),
         "tensordot_adjoint_1": v.tensordot_adjoint_1(A, g35, ([1], [0]), 2, 2),
-        "grad_concatenate_args": v.grad_concatenate_args(2, onp.concatenate([A, x]), (0, A, x),
-                                                          {})(
-            rs.randn(6, 4)),
+        "grad_concatenate_args": v.grad_concatenate_args(2, onp.concatenate([A, x]), (0, A, x), {})(
+            rs.randn(6, 4)
+        ),
         "grad_einsum": v.grad_einsum(1, A @ B, ("ij,jk->ik", A, B), {})(g35),
         "unbroadcast": v.unbroadcast(rs.randn(2, 3, 4), V.np.metadata(rs.randn(1, 4))),
         "unbroadcast_f": v.unbroadcast_f(rs.randn(4), lambda g: 2.0 * g)(g34),
         "balanced_eq": v.balanced_eq(onp.array([1.0, 2.0, 2.0]), 2.0, onp.array([0.0, 2.0, 1.0])),
         "replace_zero": v.replace_zero(onp.array([0.0, 2.0]), 5.0),
-        "repeat_to_match_shape": v.repeat_to_match_shape(rs.randn(3, 1), (3, 4), float, 1,
-                                                         True)[0],
+        "repeat_to_match_shape": v.repeat_to_match_shape(rs.randn(3, 1), (3, 4), float, 1, True)[0],
         "match_complex": v.match_complex(1.0, onp.array([1.0 + 2j])),
         "grad_sort": v.grad_sort(onp.sort(x[0]), x[0])(rs.randn(4)),
         "fwd_grad_sort": V.jvps.fwd_grad_sort(rs.randn(4), onp.sort(x[0]), x[0]),
@@ -635,9 +703,11 @@ def _rule_cases(V):
         "grad_cholesky": V.linalg.grad_cholesky(onp.linalg.cholesky(S), S)(g34[:, :3]),
         "norm_vjp": V.linalg.norm_vjp(onp.linalg.norm(x), x)(0.7),
         "fft_grad": V.fft.fft_grad(V.fft.get_fft_args, V.fft.fft, onp.fft.fft(x), x)(
-            rs.randn(3, 4) + 1j * rs.randn(3, 4)),
+            rs.randn(3, 4) + 1j * rs.randn(3, 4)
+        ),
         "rfft_grad": V.fft.rfft_grad(V.fft.get_fft_args, V.fft.irfft, onp.fft.rfft(x), x)(
-            rs.randn(3, 3) + 1j * rs.randn(3, 3)),
+            rs.randn(3, 3) + 1j * rs.randn(3, 3)
+        ),
         "truncate_pad": V.fft.truncate_pad(x, (2, 6)),
         "make_rfft_factors": V.fft.make_rfft_factors([1], (3, 3), [3, 3], [3, 4], None),
         "get_fftn_args": V.fft.get_fftn_args(x, None, None)[0],
@@ -654,6 +724,7 @@ def test_rule_views_agree_with_autograds_helpers():
 def test_scipy_rule_views_agree():
     pytest.importorskip("scipy")
     import importlib
+
     rs = _rs(21)
     x, a, b = rs.rand(4) * 0.8 + 0.1, rs.rand(4) + 1.0, rs.rand(4) + 1.5
     xm, m = rs.randn(3), rs.randn(3)
@@ -663,14 +734,19 @@ def test_scipy_rule_views_agree():
         sp = importlib.import_module(f"{backend}.scipy.special")
         mvn = importlib.import_module(f"{backend}.scipy.stats.multivariate_normal")
         C = onp.eye(3) * 2.0
-        vals = [st.beta.grad_beta_logpdf_arg0(x, a, b), st.beta.grad_beta_logpdf_arg2(x, a, b),
-                st.gamma.grad_gamma_logpdf_arg1(x, a), st.t.grad_tlogpdf_x(x, a, 0.1, 1.3),
-                st.t.grad_tlogpdf_df(x, a, 0.1, 1.3), st.t.grad_tlogpdf_diff(x, a),
-                mvn.covgrad(xm, m, C), sig.compute_conv_size(5, 3, "valid"),
-                tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []),
-                                     "full")[1]["out"]["conv"]),
-                sp.make_grad_logsumexp(onp.log(onp.sum(onp.exp(x))), x)(1.5),
-                sp.make_gammainc_vjp_arg1(1)(None, a, x)(onp.ones(4))]
+        vals = [
+            st.beta.grad_beta_logpdf_arg0(x, a, b),
+            st.beta.grad_beta_logpdf_arg2(x, a, b),
+            st.gamma.grad_gamma_logpdf_arg1(x, a),
+            st.t.grad_tlogpdf_x(x, a, 0.1, 1.3),
+            st.t.grad_tlogpdf_df(x, a, 0.1, 1.3),
+            st.t.grad_tlogpdf_diff(x, a),
+            mvn.covgrad(xm, m, C),
+            sig.compute_conv_size(5, 3, "valid"),
+            tuple(sig.parse_axes((3, 4), (4, 2), ([1], [0]), ([], []), "full")[1]["out"]["conv"]),
+            sp.make_grad_logsumexp(onp.log(onp.sum(onp.exp(x))), x)(1.5),
+            sp.make_gammainc_vjp_arg1(1)(None, a, x)(onp.ones(4)),
+        ]
         if backend == "autograd":
             expected = vals
     for i, (e, g) in enumerate(zip(expected, vals)):

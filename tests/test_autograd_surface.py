@@ -6,6 +6,7 @@ except: modules imported under another name (`np`, `anp`, `warnings`), objects o
 standard library (`partial`, `reduce`, ...), and names bound only as the target of a
 module-level for loop (leftovers such as `type_` or `method_name`).
 """
+
 import ast
 import importlib
 import inspect
@@ -36,6 +37,7 @@ def _loop_leftovers(module):
         for n in ast.walk(node):
             if isinstance(n, ast.Name):
                 into.add(n.id)
+
     for stmt in tree.body:
         if isinstance(stmt, ast.For):
             targets(stmt.target, loop)
@@ -58,11 +60,11 @@ def public_names(module):
             continue
         try:
             value = getattr(module, name)
-        except AttributeError:          # numpy names that dir() lists but getattr refuses
+        except AttributeError:  # numpy names that dir() lists but getattr refuses
             continue
         if isinstance(value, types.ModuleType):
             if value.__name__ != f"{module.__name__}.{name}":
-                continue                # an import alias (np, anp, warnings)
+                continue  # an import alias (np, anp, warnings)
         elif (getattr(value, "__module__", None) or "").split(".")[0] in sys.stdlib_module_names:
             continue
         out[name] = value
@@ -70,7 +72,7 @@ def public_names(module):
 
 
 def _target(modname):
-    return TARGET + modname[len(SOURCE):]
+    return TARGET + modname[len(SOURCE) :]
 
 
 MODULES = _modules()
@@ -78,9 +80,16 @@ MODULES = _modules()
 
 def test_module_list_is_autograds():
     # the walk found autograd's modules (a broken walk must not pass vacuously)
-    for m in ["autograd.core", "autograd.tracer", "autograd.wrap_util", "autograd.util",
-              "autograd.numpy.numpy_boxes", "autograd.misc.tracers",
-              "autograd.scipy.stats.dirichlet", "autograd.test_util"]:
+    for m in [
+        "autograd.core",
+        "autograd.tracer",
+        "autograd.wrap_util",
+        "autograd.util",
+        "autograd.numpy.numpy_boxes",
+        "autograd.misc.tracers",
+        "autograd.scipy.stats.dirichlet",
+        "autograd.test_util",
+    ]:
         assert m in MODULES
     assert len(MODULES) == 37
 
@@ -121,9 +130,10 @@ def _effective_params(fun):
 
 
 def _generic(params):
-    return all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-               or p.name == "called_by_autograd_dispatcher"
-               for p in params)
+    return all(
+        p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "called_by_autograd_dispatcher"
+        for p in params
+    )
 
 
 def _accepts(mine, theirs):
@@ -142,8 +152,9 @@ def _accepts(mine, theirs):
             if i < len(positional):
                 # an optional parameter is often passed by name (argnum=, modes=, order=)
                 if positional[i].name != p.name and p.default is not p.empty:
-                    problems.append(f"parameter {i} is {positional[i].name!r}, "
-                                    f"autograd's {p.name!r}")
+                    problems.append(
+                        f"parameter {i} is {positional[i].name!r}, autograd's {p.name!r}"
+                    )
             elif not var_pos:
                 problems.append(f"no positional parameter {i} ({p.name!r})")
         elif p.name not in names and not var_kw:
@@ -167,14 +178,16 @@ def test_signatures(modname, name):
     mine = getattr(importlib.import_module(_target(modname)), name)
     params = _effective_params(value)
     if _generic(params):
-        return                           # autograd's primitive wrapper: (*args, **kwargs)
+        return  # autograd's primitive wrapper: (*args, **kwargs)
     try:
         inspect.signature(mine)
     except (TypeError, ValueError):
         pytest.fail(f"{_target(modname)}.{name} has no inspectable signature")
     problems = _accepts(mine, params)
-    assert not problems, f"{_target(modname)}.{name}{inspect.signature(mine)} vs autograd's " \
-                         f"{[str(p) for p in params]}: {problems}"
+    assert not problems, (
+        f"{_target(modname)}.{name}{inspect.signature(mine)} vs autograd's "
+        f"{[str(p) for p in params]}: {problems}"
+    )
 
 
 def test_alias_resolves_every_module_to_gradcys():
@@ -182,6 +195,7 @@ def test_alias_resolves_every_module_to_gradcys():
     interpreter: this one has the real autograd loaded)."""
     import os
     import subprocess
+
     here = os.path.dirname(os.path.abspath(__file__))
     code = (
         "import sys, importlib, autograd_alias\n"
@@ -196,15 +210,25 @@ def test_alias_resolves_every_module_to_gradcys():
         "from autograd import grad\n"
         "assert grad(lambda x: np.sum(np.sin(x)))(1.0) == np.cos(1.0)\n"
         "autograd_alias.check_no_real_autograd()\n"
-        "print('ok', len(mods))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=here), timeout=300)
+        "print('ok', len(mods))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=here),
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok", str(len(MODULES))]
     # installing after the real autograd was imported is refused
-    late = subprocess.run([sys.executable, "-c", "import autograd, autograd_alias"],
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=here),
-                          timeout=300)
+    late = subprocess.run(
+        [sys.executable, "-c", "import autograd, autograd_alias"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=here),
+        timeout=300,
+    )
     assert late.returncode != 0 and "already imported" in late.stderr
 
 
@@ -223,7 +247,7 @@ def test_star_imports_bind_the_public_names_only():
     exec("from gradcy import *", ns)
     assert "grad" in ns and "hessian" in ns
     assert not {"tuple", "list", "dict", "isinstance", "type"} & set(ns)
-    assert gradcy.tuple is not builtins.tuple          # still there for autograd's users
+    assert gradcy.tuple is not builtins.tuple  # still there for autograd's users
     ns = {}
     exec("from gradcy.numpy import *", ns)
     assert {"sin", "sum", "linalg", "fft", "random"} <= set(ns)

@@ -7,6 +7,7 @@ Each NumPy operation on a batch equals the same operation applied to each tangen
 set of functions covering elementwise chains, matrix products, reductions, indexing, reshapes
 and operations without a batched rule (run tangent by tangent inside the pass).
 """
+
 import numpy as onp
 import pytest
 
@@ -22,57 +23,97 @@ rng = onp.random.default_rng(0)
 def _per_tangent(fn, batch_arg_index, args):
     """fn applied to each tangent of args[batch_arg_index] (an array (B,) + shape), stacked."""
     data = args[batch_arg_index]
-    return onp.stack([fn(*[a[b] if i == batch_arg_index else a for i, a in enumerate(args)])
-                      for b in range(data.shape[0])])
+    return onp.stack(
+        [
+            fn(*[a[b] if i == batch_arg_index else a for i, a in enumerate(args)])
+            for b in range(data.shape[0])
+        ]
+    )
 
 
 _OPS = {
-    "multiply row": (lambda t, a: t * a, (rng.standard_normal((4, 3, 5)),
-                                          rng.standard_normal(5))),
-    "multiply wider": (lambda t, a: a * t, (rng.standard_normal((4, 5)),
-                                            rng.standard_normal((3, 5)))),
-    "add batches": (lambda t, a: t + t * a, (rng.standard_normal((4, 3)),
-                                             rng.standard_normal(3))),
-    "divide, negate": (lambda t, a: -(t / a) - t, (rng.standard_normal((4, 3)),
-                                                   rng.standard_normal(3) + 3)),
-    "exp chain": (lambda t, a: t * onp.exp(a) * onp.cos(a) / (1 + a * a), (
-        rng.standard_normal((4, 6)), rng.standard_normal(6))),
-    "matrix @ vector": (lambda t, a: a @ t, (rng.standard_normal((4, 3)),
-                                             rng.standard_normal((5, 3)))),
-    "stack @ vector": (lambda t, a: a @ t, (rng.standard_normal((4, 3)),
-                                            rng.standard_normal((2, 5, 3)))),
-    "vector @ matrix": (lambda t, a: t @ a, (rng.standard_normal((4, 3)),
-                                             rng.standard_normal((3, 5)))),
-    "vector @ stack": (lambda t, a: t @ a, (rng.standard_normal((4, 3)),
-                                            rng.standard_normal((2, 3, 5)))),
-    "matrix @ matrix": (lambda t, a: t @ a, (rng.standard_normal((4, 2, 3)),
-                                             rng.standard_normal((2, 3, 5)))),
-    "matrix @ batched matrix": (lambda t, a: a @ t, (rng.standard_normal((4, 3, 2)),
-                                                     rng.standard_normal((2, 5, 3)))),
-    "dot vector": (lambda t, a: onp.dot(a, t), (rng.standard_normal((4, 3)),
-                                                rng.standard_normal((5, 3)))),
-    "dot matrix": (lambda t, a: onp.dot(a, t), (rng.standard_normal((4, 3, 2)),
-                                                rng.standard_normal((5, 3)))),
-    "dot from batch": (lambda t, a: onp.dot(t, a), (rng.standard_normal((4, 2, 3)),
-                                                    rng.standard_normal((3, 5)))),
-    "sum axis": (lambda t, a: onp.sum(t * a, axis=-1), (rng.standard_normal((4, 3, 5)),
-                                                         rng.standard_normal(5))),
-    "sum all": (lambda t, a: onp.sum(t) + onp.mean(t * a, axis=(0, 1)), (
-        rng.standard_normal((4, 3, 5)), rng.standard_normal(5))),
-    "reduce": (lambda t, a: onp.add.reduce(t, axis=1)[:, None] + onp.add.accumulate(t, axis=0),
-               (rng.standard_normal((4, 3, 5)), None)),
-    "reshape, transpose": (lambda t, a: t.reshape(5, -1).T.ravel() + onp.transpose(t).ravel(),
-                           (rng.standard_normal((4, 3, 5)), None)),
-    "index": (lambda t, a: t[1:, ::2] + t[..., onp.array([0, 2, 4])][1:], (
-        rng.standard_normal((4, 3, 5)), None)),
-    "broadcast, expand": (lambda t, a: onp.broadcast_to(t, (2, 3, 5)).sum(0)
-                          + onp.squeeze(onp.expand_dims(t, 1), 1), (
-        rng.standard_normal((4, 3, 5)), None)),
-    "where": (lambda t, a: onp.where(a > 0, t, -t), (rng.standard_normal((4, 5)),
-                                                      rng.standard_normal(5))),
-    "no batched rule (per tangent)": (lambda t, a: onp.cumsum(onp.sort(a) * t)
-                                      + onp.concatenate([t, t])[:5], (
-        rng.standard_normal((4, 5)), rng.standard_normal(5))),
+    "multiply row": (lambda t, a: t * a, (rng.standard_normal((4, 3, 5)), rng.standard_normal(5))),
+    "multiply wider": (
+        lambda t, a: a * t,
+        (rng.standard_normal((4, 5)), rng.standard_normal((3, 5))),
+    ),
+    "add batches": (lambda t, a: t + t * a, (rng.standard_normal((4, 3)), rng.standard_normal(3))),
+    "divide, negate": (
+        lambda t, a: -(t / a) - t,
+        (rng.standard_normal((4, 3)), rng.standard_normal(3) + 3),
+    ),
+    "exp chain": (
+        lambda t, a: t * onp.exp(a) * onp.cos(a) / (1 + a * a),
+        (rng.standard_normal((4, 6)), rng.standard_normal(6)),
+    ),
+    "matrix @ vector": (
+        lambda t, a: a @ t,
+        (rng.standard_normal((4, 3)), rng.standard_normal((5, 3))),
+    ),
+    "stack @ vector": (
+        lambda t, a: a @ t,
+        (rng.standard_normal((4, 3)), rng.standard_normal((2, 5, 3))),
+    ),
+    "vector @ matrix": (
+        lambda t, a: t @ a,
+        (rng.standard_normal((4, 3)), rng.standard_normal((3, 5))),
+    ),
+    "vector @ stack": (
+        lambda t, a: t @ a,
+        (rng.standard_normal((4, 3)), rng.standard_normal((2, 3, 5))),
+    ),
+    "matrix @ matrix": (
+        lambda t, a: t @ a,
+        (rng.standard_normal((4, 2, 3)), rng.standard_normal((2, 3, 5))),
+    ),
+    "matrix @ batched matrix": (
+        lambda t, a: a @ t,
+        (rng.standard_normal((4, 3, 2)), rng.standard_normal((2, 5, 3))),
+    ),
+    "dot vector": (
+        lambda t, a: onp.dot(a, t),
+        (rng.standard_normal((4, 3)), rng.standard_normal((5, 3))),
+    ),
+    "dot matrix": (
+        lambda t, a: onp.dot(a, t),
+        (rng.standard_normal((4, 3, 2)), rng.standard_normal((5, 3))),
+    ),
+    "dot from batch": (
+        lambda t, a: onp.dot(t, a),
+        (rng.standard_normal((4, 2, 3)), rng.standard_normal((3, 5))),
+    ),
+    "sum axis": (
+        lambda t, a: onp.sum(t * a, axis=-1),
+        (rng.standard_normal((4, 3, 5)), rng.standard_normal(5)),
+    ),
+    "sum all": (
+        lambda t, a: onp.sum(t) + onp.mean(t * a, axis=(0, 1)),
+        (rng.standard_normal((4, 3, 5)), rng.standard_normal(5)),
+    ),
+    "reduce": (
+        lambda t, a: onp.add.reduce(t, axis=1)[:, None] + onp.add.accumulate(t, axis=0),
+        (rng.standard_normal((4, 3, 5)), None),
+    ),
+    "reshape, transpose": (
+        lambda t, a: t.reshape(5, -1).T.ravel() + onp.transpose(t).ravel(),
+        (rng.standard_normal((4, 3, 5)), None),
+    ),
+    "index": (
+        lambda t, a: t[1:, ::2] + t[..., onp.array([0, 2, 4])][1:],
+        (rng.standard_normal((4, 3, 5)), None),
+    ),
+    "broadcast, expand": (
+        lambda t, a: onp.broadcast_to(t, (2, 3, 5)).sum(0) + onp.squeeze(onp.expand_dims(t, 1), 1),
+        (rng.standard_normal((4, 3, 5)), None),
+    ),
+    "where": (
+        lambda t, a: onp.where(a > 0, t, -t),
+        (rng.standard_normal((4, 5)), rng.standard_normal(5)),
+    ),
+    "no batched rule (per tangent)": (
+        lambda t, a: onp.cumsum(onp.sort(a) * t) + onp.concatenate([t, t])[:5],
+        (rng.standard_normal((4, 5)), rng.standard_normal(5)),
+    ),
 }
 
 
@@ -97,8 +138,9 @@ def test_a_product_chain_stays_unformed_until_needed():
     onp.testing.assert_allclose(out.data, -(data * a * b) / c + data * c, rtol=RTOL)
 
 
-@pytest.mark.parametrize("case", ["A @ e", "e @ A", "e @ stack", "dot(A, e)", "dot(e, A)",
-                                  "dot(e, v)", "int A @ e"])
+@pytest.mark.parametrize(
+    "case", ["A @ e", "e @ A", "e @ stack", "dot(A, e)", "dot(e, A)", "dot(e, v)", "int A @ e"]
+)
 def test_a_product_with_the_standard_basis_selects(case):
     """The unit vectors as a batch (hessian's tangents): A @ e_b is A's column b, taken as a
     view of A (no product), equal to the product tangent by tangent."""
@@ -136,25 +178,36 @@ def _functions():
     B = rng.standard_normal((4, 4))
     y = rng.standard_normal(7)
     return {
-        "logistic": (lambda w: np.sum(np.log1p(np.exp(-(A @ w)))) - np.dot(y, A @ w),
-                     rng.standard_normal(4)),
-        "tanh layer": (lambda w: np.sum(np.tanh(A @ np.sin(B @ w)) ** 2),
-                       rng.standard_normal(4)),
+        "logistic": (
+            lambda w: np.sum(np.log1p(np.exp(-(A @ w)))) - np.dot(y, A @ w),
+            rng.standard_normal(4),
+        ),
+        "tanh layer": (lambda w: np.sum(np.tanh(A @ np.sin(B @ w)) ** 2), rng.standard_normal(4)),
         "quadratic form": (lambda w: w @ B @ w + np.dot(w, w) ** 2, rng.standard_normal(4)),
-        "matrix parameter": (lambda W: np.sum(np.tanh(A @ W) * (A @ W)) + np.trace(W.T @ B @ W),
-                             rng.standard_normal((4, 3))),
-        "log-sum-exp": (lambda w: np.log(np.sum(np.exp(A @ w))) + np.max(A @ w),
-                        rng.standard_normal(4)),
-        "indexing, reshape": (lambda w: np.sum(w[::2] * w[1::2]) + np.sum(w.reshape(2, 2).T
-                                                                         @ w.reshape(2, 2)) ** 2,
-                              rng.standard_normal(4)),
-        "sort, cumsum, where": (lambda w: np.sum(np.cumsum(np.sort(w) ** 3))
-                                + np.sum(np.where(w > 0, w ** 2, np.sin(w))),
-                                rng.standard_normal(5)),
-        "division, power": (lambda w: np.sum(w ** 3 / (1.0 + w ** 2)) + np.prod(w[:3]),
-                            rng.standard_normal(5)),
-        "einsum, outer": (lambda w: np.einsum("i,ij,j->", w, B, w) * np.sum(np.outer(w, w)),
-                          rng.standard_normal(4)),
+        "matrix parameter": (
+            lambda W: np.sum(np.tanh(A @ W) * (A @ W)) + np.trace(W.T @ B @ W),
+            rng.standard_normal((4, 3)),
+        ),
+        "log-sum-exp": (
+            lambda w: np.log(np.sum(np.exp(A @ w))) + np.max(A @ w),
+            rng.standard_normal(4),
+        ),
+        "indexing, reshape": (
+            lambda w: np.sum(w[::2] * w[1::2]) + np.sum(w.reshape(2, 2).T @ w.reshape(2, 2)) ** 2,
+            rng.standard_normal(4),
+        ),
+        "sort, cumsum, where": (
+            lambda w: np.sum(np.cumsum(np.sort(w) ** 3)) + np.sum(np.where(w > 0, w**2, np.sin(w))),
+            rng.standard_normal(5),
+        ),
+        "division, power": (
+            lambda w: np.sum(w**3 / (1.0 + w**2)) + np.prod(w[:3]),
+            rng.standard_normal(5),
+        ),
+        "einsum, outer": (
+            lambda w: np.einsum("i,ij,j->", w, B, w) * np.sum(np.outer(w, w)),
+            rng.standard_normal(4),
+        ),
         "float32": (lambda w: np.sum(np.tanh(w) ** 3), rng.standard_normal(3).astype("float32")),
     }
 
@@ -173,10 +226,14 @@ def test_batched_hessian_equals_reverse_over_reverse(name):
             _hessian_batched(grad(f), (x,), {}, 0)
         onp.testing.assert_allclose(hessian(f)(x), ref, rtol=RTOL, atol=1e-12)
         return
-    H = _hessian_batched(grad(f), (x,), {}, 0)       # the batched pass itself, no fallback
+    H = _hessian_batched(grad(f), (x,), {}, 0)  # the batched pass itself, no fallback
     assert type(H) is onp.ndarray and H.shape == x.shape + x.shape and H.dtype == x.dtype
-    onp.testing.assert_allclose(H, ref, rtol=1e-5 if x.dtype == onp.float32 else RTOL,
-                                atol=1e-5 if x.dtype == onp.float32 else 1e-12)
+    onp.testing.assert_allclose(
+        H,
+        ref,
+        rtol=1e-5 if x.dtype == onp.float32 else RTOL,
+        atol=1e-5 if x.dtype == onp.float32 else 1e-12,
+    )
 
 
 def test_hessian_takes_the_batched_pass_on_large_numpy_data():
@@ -184,14 +241,16 @@ def test_hessian_takes_the_batched_pass_on_large_numpy_data():
     _NUMPY_BUDGET (there it is about 2x faster than a reverse pass per row); hessian's result
     is the batched pass's, equal to reverse over reverse."""
     import gradcy._second_order as so
+
     X = rng.standard_normal((so._NUMPY_MIN // 4, 4))
     w = rng.standard_normal(4)
 
     def f(w, X):
         return np.sum(np.log1p(np.exp(X @ w)))
+
     assert so._batchable((w, X), {}, 0)
-    assert not so._batchable((w, X[:100]), {}, 0)                      # small: reverse
-    assert not so._batchable((rng.standard_normal(2000), X), {}, 0)    # over the budget
+    assert not so._batchable((w, X[:100]), {}, 0)  # small: reverse
+    assert not so._batchable((rng.standard_normal(2000), X), {}, 0)  # over the budget
     H = hessian(f)(w, X)
     onp.testing.assert_array_equal(H, so._hessian_batched(grad(f), (w, X), {}, 0))
     onp.testing.assert_allclose(H, jacobian(jacobian(f))(w, X), rtol=RTOL)
@@ -201,17 +260,18 @@ def test_batched_hessian_in_pieces_equals_one_batch(monkeypatch):
     """Dask data: batches of at most _LAZY_STEP tangents, computed together; the pieces give
     the Hessian of one batch."""
     import gradcy._second_order as so
+
     da = pytest.importorskip("dask.array")
     f, x = _functions()["tanh layer"]
     A = rng.standard_normal((6, 4))
 
     def g(w, A):
         return f(w) + np.sum(np.sin(A @ w))
+
     Ad = da.from_array(A, chunks=3)
     whole = so._hessian_batched(grad(g), (x, Ad), {}, 0)
     monkeypatch.setattr(so, "_LAZY_STEP", 3)
-    onp.testing.assert_allclose(so._hessian_batched(grad(g), (x, Ad), {}, 0), whole,
-                                rtol=RTOL)
+    onp.testing.assert_allclose(so._hessian_batched(grad(g), (x, Ad), {}, 0), whole, rtol=RTOL)
     onp.testing.assert_allclose(whole, jacobian(jacobian(g))(x, A), rtol=RTOL)
 
 
@@ -221,5 +281,5 @@ def test_hessian_falls_back_where_a_batch_cannot_go():
     x = rng.standard_normal(3)
     assert not _batchable((x,), {}, (0,))
     assert not _batchable((onp.arange(3),), {}, 0)
-    third = grad(lambda x: np.sum(hessian(lambda x: np.sum(x ** 4))(x)))(x)
+    third = grad(lambda x: np.sum(hessian(lambda x: np.sum(x**4))(x)))(x)
     onp.testing.assert_allclose(third, 24 * x, rtol=RTOL)

@@ -1,6 +1,7 @@
 """benchmarks/ and examples/demo.py: the hand-written reference gradients against finite
 differences and gradcy, the peers harness (memnet variants, driver, progress count, time/RSS
 guard) at tiny sizes, and the demo's profile and plot."""
+
 import argparse
 import importlib.util
 import pathlib
@@ -18,7 +19,7 @@ import peer_workloads as pw
 import peers
 import reference_gradients as ref
 
-COVERED = set()          # registers no primitive
+COVERED = set()  # registers no primitive
 
 
 def _load_demo():
@@ -64,7 +65,7 @@ def test_chain_hand_gradients_match_finite_differences_and_gradcy(name):
     g = hand(x, z)
     onp.testing.assert_allclose(g, _complex_step_grad(lambda x: F(onp)(x, z), x), rtol=1e-10)
     onp.testing.assert_allclose(g, grad(F(gnp))(x, z), rtol=1e-10, atol=1e-12)
-    onp.testing.assert_array_equal(inputs(4, seed=3)[0], x)      # inputs untouched
+    onp.testing.assert_array_equal(inputs(4, seed=3)[0], x)  # inputs untouched
 
 
 def test_sinchain_hand_gradient_and_jvp():
@@ -95,10 +96,10 @@ def test_dropped_hand_gradient():
 def test_memnet_hand_gradient_matches_finite_differences():
     W, x = _data(2, 3)
     S = 4
-    loss = ref.memnet_inplace(onp)                 # plain NumPy runs it as is
-    onp.testing.assert_allclose(ref.hand_memnet(W, x, S),
-                                _numeric_grad(lambda W: loss(W, x, S), W), rtol=1e-6,
-                                atol=1e-9)
+    loss = ref.memnet_inplace(onp)  # plain NumPy runs it as is
+    onp.testing.assert_allclose(
+        ref.hand_memnet(W, x, S), _numeric_grad(lambda W: loss(W, x, S), W), rtol=1e-6, atol=1e-9
+    )
     # the concatenating spelling computes the same loss
     assert ref.memnet_concat(onp)(W, x, S) == pytest.approx(loss(W, x, S))
 
@@ -127,21 +128,23 @@ def test_memnet_hand_gradient_does_not_touch_its_inputs():
 # =============================================================================
 def test_memnet_gradcy_cell_uses_the_softmax_primitive():
     from gradcy._core import Tape, pop_active, push_active
+
     W, x = _data(2, 3)
     t = Tape()
     push_active(t)
     try:
         loss = pw.memnet_functions(gnp)["memnet_inplace"](t.new_leaf(W), x, 3)
-        names = [t.node_info(i)["primitive"] for i in range(len(t))]      # loss keeps them
+        names = [t.node_info(i)["primitive"] for i in range(len(t))]  # loss keeps them
         del loss
     finally:
         pop_active(t)
         t.release()
-    assert names.count("gradcy.scipy.special.softmax") == 3          # one per step
+    assert names.count("gradcy.scipy.special.softmax") == 3  # one per step
     assert "gradcy.numpy.max" not in names and "gradcy.numpy.exp" not in names
     # the other libraries keep the max/exp/sum spelling
-    onp.testing.assert_allclose(pw.memnet_softmax(onp)(onp.array([[0.0, onp.log(3.0)]])),
-                                [[0.25, 0.75]])
+    onp.testing.assert_allclose(
+        pw.memnet_softmax(onp)(onp.array([[0.0, onp.log(3.0)]])), [[0.25, 0.75]]
+    )
 
 
 @pytest.mark.parametrize("variant", ["memnet_inplace", "memnet_concat"])
@@ -149,8 +152,7 @@ def test_memnet_softmax_primitive_and_manual_spelling_agree(variant):
     W, x = _data(4, 8, seed=2)
     spelled = pw.memnet_functions(gnp, softmax=ref.softmax_rows(gnp))[variant]
     prim = pw.memnet_functions(gnp)[variant]
-    onp.testing.assert_allclose(grad(prim)(W, x, 5), grad(spelled)(W, x, 5), rtol=1e-12,
-                                atol=1e-14)
+    onp.testing.assert_allclose(grad(prim)(W, x, 5), grad(spelled)(W, x, 5), rtol=1e-12, atol=1e-14)
     onp.testing.assert_allclose(prim(W, x, 5), spelled(W, x, 5), rtol=1e-14)
 
 
@@ -158,16 +160,17 @@ def test_memnet_softmax_primitive_and_manual_spelling_agree(variant):
 @pytest.mark.parametrize("variant", ["concat", "inplace"])
 def test_memnet_torch_variants_match_hand(variant):
     import torch
+
     W, x = _data(4, 8)
     g = pw.memnet_torch_grad(torch, W, x, 5, variant).numpy()
     onp.testing.assert_allclose(g, ref.hand_memnet(W, x, 5), rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("autograd") is None,
-                    reason="autograd not installed")
+@pytest.mark.skipif(importlib.util.find_spec("autograd") is None, reason="autograd not installed")
 def test_memnet_autograd_concat_matches_hand():
     import autograd.numpy as anp
     from autograd import grad as agrad
+
     W, x = _data(4, 8)
     g = agrad(pw.memnet_functions(anp)["memnet_concat"])(W, x, 5)
     onp.testing.assert_allclose(g, ref.hand_memnet(W, x, 5), rtol=1e-9, atol=1e-12)
@@ -182,12 +185,16 @@ def test_rows_and_labels():
     assert pw.lib_label("gradcy", None) == "gradcy"
     args = argparse.Namespace(S=[3, 7])
     assert peers.cases(["dotchain", "memnet"], args) == [
-        ("dotchain", None), ("memnet", 3), ("memnet", 7)]
+        ("dotchain", None),
+        ("memnet", 3),
+        ("memnet", 7),
+    ]
 
 
 def test_driver_runs_memnet_end_to_end(capsys):
-    rc = peers.main(["--workloads", "memnet", "--S", "3", "--libs", "numpy,gradcy",
-                     "--repeats", "1"])
+    rc = peers.main(
+        ["--workloads", "memnet", "--S", "3", "--libs", "numpy,gradcy", "--repeats", "1"]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     rows = [line for line in out.splitlines() if line.startswith("| ")]
@@ -202,17 +209,20 @@ def test_driver_runs_memnet_end_to_end(capsys):
 
 def test_progress_counts_only_the_libraries_that_run(capsys, monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "autograd" else real(name, *a))
-    rc = peers.main(["--workloads", "dropped", "--libs", "numpy,autograd,gradcy",
-                     "--repeats", "1", "--quick"])
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "autograd" else real(name, *a)
+    )
+    rc = peers.main(
+        ["--workloads", "dropped", "--libs", "numpy,autograd,gradcy", "--repeats", "1", "--quick"]
+    )
     assert rc == 0
     captured = capsys.readouterr()
-    progress = [line.split("]")[0] + "]" for line in captured.err.splitlines()
-                if line.startswith("[")]
+    progress = [
+        line.split("]")[0] + "]" for line in captured.err.splitlines() if line.startswith("[")
+    ]
     assert progress == ["[1/2]", "[2/2]"]
     assert "not installed (n/a in the table): autograd" in captured.err
-    assert "| \" | autograd | n/a | | | | | | not installed |" in captured.out
+    assert '| " | autograd | n/a | | | | | | not installed |' in captured.out
 
 
 def _worker_args(**kw):
@@ -222,20 +232,25 @@ def _worker_args(**kw):
 
 
 def test_guard_stops_a_slow_run():
-    r = peers.run_worker("gradcy", "memnet", _worker_args(max_seconds=1e-3), timeout=120,
-                         variant="inplace", S=256)
+    r = peers.run_worker(
+        "gradcy", "memnet", _worker_args(max_seconds=1e-3), timeout=120, variant="inplace", S=256
+    )
     assert r["status"] == "n/a" and r["reason"].startswith("too slow"), r
 
 
 def test_guard_stops_a_large_run():
-    r = peers.run_worker("numpy", "memnet", _worker_args(max_gib=1e-3), timeout=120,
-                         variant="inplace", S=512)
+    r = peers.run_worker(
+        "numpy", "memnet", _worker_args(max_gib=1e-3), timeout=120, variant="inplace", S=512
+    )
     assert r["status"] == "n/a" and r["reason"].startswith("too large"), r
 
 
 def test_unknown_variant_is_reported():
-    r = peers.worker("autograd", "memnet", argparse.Namespace(
-        repeats=1, D=10, quick=False, S=2, variant="inplace"))
+    r = peers.worker(
+        "autograd",
+        "memnet",
+        argparse.Namespace(repeats=1, D=10, quick=False, S=2, variant="inplace"),
+    )
     assert r["status"] == "n/a" and "no 'inplace' variant" in r["reason"]
 
 
@@ -245,8 +260,9 @@ def test_unknown_variant_is_reported():
 def test_demo_profiles_the_chain_with_progress_and_plots_it(tmp_path):
     demo = _load_demo()
     printed = []
-    runs, prof = demo.profile_chain(8, rounds=3,
-                                    log=lambda *a, **kw: printed.append(a[0] if a else ""))
+    runs, prof = demo.profile_chain(
+        8, rounds=3, log=lambda *a, **kw: printed.append(a[0] if a else "")
+    )
     assert {"gradcy", "hand-written NumPy"} <= set(runs)
     assert all(r["agrees"] for r in runs.values())
     x, z = ref.dotchain_inputs(8)
@@ -257,8 +273,11 @@ def test_demo_profiles_the_chain_with_progress_and_plots_it(tmp_path):
     names = [p.strip() for p in printed if p.strip() in labels]
     n = len(labels)
     assert names == [labels[(r + k) % n] for r in range(3) for k in range(n)]
-    assert [p for p in printed if p.startswith("[round")] == ["[round 1/3]", "[round 2/3]",
-                                                             "[round 3/3]"]
+    assert [p for p in printed if p.startswith("[round")] == [
+        "[round 1/3]",
+        "[round 2/3]",
+        "[round 3/3]",
+    ]
     for r in runs.values():
         assert len(r["all_seconds"]) == 3
         assert r["seconds"] == sorted(r["all_seconds"])[1]
@@ -276,5 +295,5 @@ def test_demo_late_hold_tells_a_released_curve_from_a_held_one():
     times = [0.0, 1.0, 2.0, 3.0, 4.0]
     released = dict(times=times, curve=[0.0, 4.0, 2.0, 1.0, 0.0], peak=4.0)
     held = dict(times=times, curve=[0.0, 4.0, 4.0, 4.0, 4.0], peak=4.0)
-    assert demo.late_hold(released) == 0.125    # the last quarter (t >= 3): 1 and 0, of 4
+    assert demo.late_hold(released) == 0.125  # the last quarter (t >= 3): 1 and 0, of 4
     assert demo.late_hold(held) == 1.0

@@ -2,6 +2,7 @@
 rkhs.py): ``class PointBox(Box, Point)``, ``PointBox.register(Point)``,
 ``PointVSpace.register(Point)``, primitives that are methods of Point. Gradients with respect
 to a Point are Points, checked against central differences."""
+
 import math
 
 import numpy as onp
@@ -23,7 +24,7 @@ class Point:
     @primitive
     def energy(self, k):
         """k * a**2 + sin(b): a method that is a primitive."""
-        return k * self.a ** 2 + math.sin(self.b)
+        return k * self.a**2 + math.sin(self.b)
 
     def __add__(self, other):
         return vspace(self).add(self, other)
@@ -35,9 +36,11 @@ class Point:
         return f"Point({self.a!r}, {self.b!r})"
 
 
-defvjp(Point.energy,
-       lambda ans, p, k: lambda g: Point(g * 2 * k * p.a, g * math.cos(p.b)),
-       lambda ans, p, k: lambda g: g * p.a ** 2)
+defvjp(
+    Point.energy,
+    lambda ans, p, k: lambda g: Point(g * 2 * k * p.a, g * math.cos(p.b)),
+    lambda ans, p, k: lambda g: g * p.a**2,
+)
 
 
 @primitive
@@ -46,8 +49,11 @@ def shift(p, c):
     return Point(p.a + c, p.b * c)
 
 
-defvjp(shift, lambda ans, p, c: lambda g: Point(g.a, g.b * c),
-       lambda ans, p, c: lambda g: g.a + g.b * p.b)
+defvjp(
+    shift,
+    lambda ans, p, c: lambda g: Point(g.a, g.b * c),
+    lambda ans, p, c: lambda g: g.a + g.b * p.b,
+)
 
 
 class PointBox(Box, Point):
@@ -143,7 +149,7 @@ def test_gradient_of_unused_point_is_vspace_zeros():
 
 def test_ordinary_arrays_keep_the_plain_box():
     seen = []
-    grad(lambda x: (seen.append(type(x)), np.sum(x ** 2))[1])(onp.ones(3))
+    grad(lambda x: (seen.append(type(x)), np.sum(x**2))[1])(onp.ones(3))
     assert seen == [Box]
 
 
@@ -184,6 +190,7 @@ def test_grad_wrt_type_with_a_box_but_no_vspace_raises():
 
     class NoSpaceBox(Box):
         pass
+
     NoSpaceBox.register(NoSpace)
     with pytest.raises(TypeError, match=r"argument 1 is a NoSpace.*MyVSpace\.register\(T\)"):
         grad(lambda x, o: x, argnum=1)(1.0, NoSpace())

@@ -1,5 +1,6 @@
 """Gradient checks of gradcy/numpy/calculus.py: cumsum, cumprod, nancumsum, nancumprod,
 cumulative_sum, cumulative_prod, diff, ediff1d, gradient, trapezoid, interp."""
+
 import numpy as onp
 import pytest
 
@@ -139,8 +140,9 @@ def _cumprod_brute(x, u):
     return out
 
 
-@pytest.mark.parametrize("zeros", [[], [(0, 2)], [(0, 0)], [(0, 4)], [(0, 1), (0, 3)],
-                                   [(0, 1), (1, 1), (1, 2)]])
+@pytest.mark.parametrize(
+    "zeros", [[], [(0, 2)], [(0, 0)], [(0, 4)], [(0, 1), (0, 3)], [(0, 1), (1, 1), (1, 2)]]
+)
 def test_cumprod_with_zeros(zeros):
     x = rand(2, 5, positive=True) * onp.array([1, -1, 1, 1, -1])
     for idx in zeros:
@@ -154,7 +156,7 @@ def test_cumprod_with_zeros(zeros):
     assert onp.allclose(vjp(u.T), _cumprod_brute(x, u))
     vjp.release()
     per_row = onp.array([sum(1 for r, _ in zeros if r == row) for row in range(2)])
-    if per_row.max() <= 1:       # exact to second order with one zero per slice
+    if per_row.max() <= 1:  # exact to second order with one zero per slice
         check_deep(lambda x: np.cumprod(x, axis=1), x)
     else:
         check_deep(lambda x: np.cumprod(x, axis=1), x, order=1)
@@ -185,7 +187,9 @@ def test_jvp_agrees_with_vjp(case):
     cases.jvp_agrees_with_vjp(case)
 
 
-@pytest.mark.parametrize("name,expect", [
-    ("cumsum", ()), ("cumprod", ("ans", 0)), ("nancumprod", ("ans", 0)), ("nancumsum", (0,))])
+@pytest.mark.parametrize(
+    "name,expect",
+    [("cumsum", ()), ("cumprod", ("ans", 0)), ("nancumprod", ("ans", 0)), ("nancumsum", (0,))],
+)
 def test_saved_set(name, expect):
     cases.saved_set(name, expect)

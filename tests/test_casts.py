@@ -1,6 +1,7 @@
 """Every path by which a traced float becomes an integer or boolean value is a constant with
 zero derivative (as np.trunc and JAX give): the value is NumPy's, the gradient (reverse mode,
 forward mode, second order) is zero, and the result is a plain array (usable as an index)."""
+
 import warnings
 
 import numpy as onp
@@ -22,38 +23,44 @@ CASTS = {
     "astype(int)": (lambda x: x.astype(int), lambda x: x.astype(int)),
     "astype(bool)": (lambda x: x.astype(bool), lambda x: x.astype(bool)),
     "astype(np.int32)": (lambda x: x.astype(np.int32), lambda x: x.astype(onp.int32)),
-    "astype(uint8) of abs": (lambda x: np.abs(x).astype(onp.uint8),
-                             lambda x: onp.abs(x).astype(onp.uint8)),
-    "asarray(dtype=int)": (lambda x: np.asarray(x, dtype=int),
-                           lambda x: onp.asarray(x, dtype=int)),
+    "astype(uint8) of abs": (
+        lambda x: np.abs(x).astype(onp.uint8),
+        lambda x: onp.abs(x).astype(onp.uint8),
+    ),
+    "asarray(dtype=int)": (lambda x: np.asarray(x, dtype=int), lambda x: onp.asarray(x, dtype=int)),
     "asarray(x, int)": (lambda x: np.asarray(x, int), lambda x: onp.asarray(x, int)),
     "array(dtype=int)": (lambda x: np.array(x, dtype=int), lambda x: onp.array(x, dtype=int)),
-    "array(list, dtype=int)": (lambda x: np.array([x[0], x[1]], dtype=int),
-                               lambda x: onp.array([x[0], x[1]], dtype=int)),
+    "array(list, dtype=int)": (
+        lambda x: np.array([x[0], x[1]], dtype=int),
+        lambda x: onp.array([x[0], x[1]], dtype=int),
+    ),
     "rint().astype(int)": (lambda x: np.rint(x).astype(int), lambda x: onp.rint(x).astype(int)),
-    "clip().astype(int)": (lambda x: np.clip(x, 0, 1).astype(int),
-                           lambda x: onp.clip(x, 0, 1).astype(int)),
+    "clip().astype(int)": (
+        lambda x: np.clip(x, 0, 1).astype(int),
+        lambda x: onp.clip(x, 0, 1).astype(int),
+    ),
     "floor_divide": (lambda x: np.floor_divide(x, 0.7), lambda x: onp.floor_divide(x, 0.7)),
     "//": (lambda x: x // 0.7, lambda x: x // 0.7),
     "divmod()[0]": (lambda x: np.divmod(x, 0.7)[0], lambda x: onp.divmod(x, 0.7)[0]),
     "sum(dtype=int)": (lambda x: np.sum(x, dtype=int), lambda x: onp.sum(x, dtype=int)),
     "x.sum(dtype=int)": (lambda x: x.sum(dtype=int), lambda x: x.sum(dtype=int)),
-    "cumsum(dtype=int)": (lambda x: np.cumsum(x, dtype=int),
-                          lambda x: onp.cumsum(x, dtype=int)),
+    "cumsum(dtype=int)": (lambda x: np.cumsum(x, dtype=int), lambda x: onp.cumsum(x, dtype=int)),
     "prod(dtype=int)": (lambda x: np.prod(x, dtype=int), lambda x: onp.prod(x, dtype=int)),
     "add(dtype=int, casting=unsafe)": (
         lambda x: np.add(x, 0.5, dtype=int, casting="unsafe"),
-        lambda x: onp.add(x, 0.5, dtype=int, casting="unsafe")),
-    "einsum(dtype=int)": (lambda x: np.einsum("i->", x, dtype=int, casting="unsafe"),
-                          lambda x: onp.einsum("i->", x, dtype=int, casting="unsafe")),
+        lambda x: onp.add(x, 0.5, dtype=int, casting="unsafe"),
+    ),
+    "einsum(dtype=int)": (
+        lambda x: np.einsum("i->", x, dtype=int, casting="unsafe"),
+        lambda x: onp.einsum("i->", x, dtype=int, casting="unsafe"),
+    ),
     "int()": (lambda x: int(x[1]), lambda x: int(x[1])),
     "np.int64()": (lambda x: np.int64(x[1]), lambda x: onp.int64(x[1])),
     "comparison": (lambda x: x > 0.5, lambda x: x > 0.5),
 }
-if hasattr(onp, "astype"):          # numpy.astype: NumPy >= 2.1
+if hasattr(onp, "astype"):  # numpy.astype: NumPy >= 2.1
     CASTS["np.astype(x, int)"] = (lambda x: np.astype(x, int), lambda x: onp.astype(x, int))
-    CASTS["numpy.astype(x, int)"] = (lambda x: onp.astype(x, int),
-                                     lambda x: onp.astype(x, int))
+    CASTS["numpy.astype(x, int)"] = (lambda x: onp.astype(x, int), lambda x: onp.astype(x, int))
 
 
 def _program(cast):
@@ -64,7 +71,7 @@ def _check_constant(ours, numpys):
     """ours (gradcy) and numpys (NumPy) are the same program: the value is NumPy's, and its
     derivative is zero in reverse mode, forward mode and second order."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")      # (the output depends on x only through the cast)
+        warnings.simplefilter("ignore")  # (the output depends on x only through the cast)
         value = _program(ours)(X)
         assert value == onp.sum(onp.asarray(numpys(X)) * 1.5)
         g = grad(_program(ours))(X)
@@ -75,8 +82,10 @@ def _check_constant(ours, numpys):
         for i in range(4):
             e = onp.zeros(4)
             e[i] = eps
-            fd = (onp.sum(onp.asarray(numpys(X + e)) * 1.5)
-                  - onp.sum(onp.asarray(numpys(X - e)) * 1.5)) / (2 * eps)
+            fd = (
+                onp.sum(onp.asarray(numpys(X + e)) * 1.5)
+                - onp.sum(onp.asarray(numpys(X - e)) * 1.5)
+            ) / (2 * eps)
             assert fd == 0.0
         ans, tangent = make_jvp(_program(ours))(X)(onp.ones(4))
         assert ans == value and tangent == 0.0
@@ -96,6 +105,7 @@ def _setitem(dtype, idx, value, shape=(4,), fill=0):
         b = m.full(shape, fill, dtype)
         b[idx] = value(m, x)
         return b
+
     return program
 
 
@@ -111,6 +121,7 @@ def _copyto(**kwargs):
         b = m.ones(4, int)
         m.copyto(b, x * 2.0, **kwargs)
         return b
+
     return program
 
 
@@ -127,6 +138,7 @@ def _out_casting(call):
         r = call(m, x, b)
         assert r is b
         return b
+
     return program
 
 
@@ -151,6 +163,7 @@ def _ufunc_at(m, x):
 def _at(method, ufunc, fill=0):
     """x.at[1:3].<method>(v) on an integer buffer against its NumPy form (a copy, then
     numpy.<ufunc>.at, or a plain write for set)."""
+
     def program(m, x):
         v = x[:2] * 3.0
         if m is np:
@@ -161,6 +174,7 @@ def _at(method, ufunc, fill=0):
         else:
             ufunc.at(b, slice(1, 3), v)
         return b
+
     return program
 
 
@@ -170,8 +184,7 @@ WRITES = {
     "b[...] = x, 0-d": _setitem(int, Ellipsis, lambda m, x: x[3], shape=()),
     "b[[0, 2]] = x[1:3]": _setitem(int, [0, 2], lambda m, x: x[1:3]),
     "b[[0, 0]] = x[1:3]": _setitem(int, [0, 0], lambda m, x: x[1:3]),
-    "b[mask] = x": _setitem(int, onp.array([True, False, True, True]),
-                            lambda m, x: x[1:] * 3.0),
+    "b[mask] = x": _setitem(int, onp.array([True, False, True, True]), lambda m, x: x[1:] * 3.0),
     "int32 b[:] = x": _setitem(onp.int32, slice(None), lambda m, x: x * 7.0),
     "uint8 b[:] = abs(x)": _setitem(onp.uint8, slice(None), lambda m, x: m.abs(x) * 23.0),
     "bool b[:] = x": _setitem(bool, slice(None), lambda m, x: x - 0.3),
@@ -182,9 +195,11 @@ WRITES = {
     "copyto(where=)": _copyto(casting="unsafe", where=onp.array([True, False, True, True])),
     "ufunc out= int32, casting=unsafe": _out,
     "clip out= int, casting=unsafe": _out_casting(
-        lambda m, x, b: m.clip(x * 1.5, -2.5, 2.5, out=b, casting="unsafe")),
+        lambda m, x, b: m.clip(x * 1.5, -2.5, 2.5, out=b, casting="unsafe")
+    ),
     "concatenate out= int, casting=unsafe": _out_casting(
-        lambda m, x, b: m.concatenate([x[2:], x[:2] * 3.0], out=b, casting="unsafe")),
+        lambda m, x, b: m.concatenate([x[2:], x[:2] * 3.0], out=b, casting="unsafe")
+    ),
     "put": _put,
     "fill_diagonal": _fill_diagonal,
     "add.at": _ufunc_at,
@@ -208,6 +223,7 @@ def test_write_into_integer_buffer_replays_under_const_graph(name):
 
     def loss(x):
         return np.sum(program(np, x) * x)
+
     fast = const_graph(value_and_grad(loss))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -227,6 +243,7 @@ def test_augmented_write_into_integer_buffer_refuses_as_numpy():
         b = np.zeros(4, int)
         b[:] += x
         return np.sum(b * 1.0)
+
     with pytest.raises(TypeError, match="same_kind"):
         grad(f)(X)
 
@@ -240,6 +257,7 @@ def test_integer_value_into_integer_buffer_keeps_its_gradient():
         b[0] = x[1]
         b[1:] = x[1:] * 3
         return np.sum(b * 1.5)
+
     onp.testing.assert_array_equal(grad(f)(xi), [0.0, 6.0, 4.5])
     assert make_jvp(f)(xi)(onp.ones(3))[1] == 10.5
 
@@ -256,6 +274,7 @@ def test_write_into_lower_precision_float_buffer_keeps_its_gradient():
     # float64 into float32: NumPy rounds to float32, the gradient goes through the cast
     def f(x):
         return np.sum(_float32_writes(np, x) * 2.0)
+
     value = f(X)
     assert value == onp.sum(_float32_writes(onp, X) * 2.0) and value.dtype == onp.float32
     g = grad(f)(X)
@@ -269,8 +288,16 @@ def test_write_into_lower_precision_float_buffer_keeps_its_gradient():
     onp.testing.assert_allclose(h, [0.0, *(2 * X[1:])], rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["astype(int)", "asarray(dtype=int)", "sum(dtype=int)",
-                                  "cumsum(dtype=int)", "add(dtype=int, casting=unsafe)"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "astype(int)",
+        "asarray(dtype=int)",
+        "sum(dtype=int)",
+        "cumsum(dtype=int)",
+        "add(dtype=int, casting=unsafe)",
+    ],
+)
 def test_cast_result_is_a_plain_array(name):
     seen = []
 
@@ -278,6 +305,7 @@ def test_cast_result_is_a_plain_array(name):
         c = CASTS[name][0](x)
         seen.append(type(c))
         return np.sum(x)
+
     grad(f)(X)
     assert seen[0] in (onp.ndarray, onp.int64)
 
@@ -308,4 +336,4 @@ def test_integer_arithmetic_of_an_integer_argument_is_recorded():
     # the gradient (only a float rounded to an integer is a constant)
     xi = onp.array([1, 2, 3])
     onp.testing.assert_array_equal(grad(lambda x: np.sum(np.cumsum(x) * 1.0))(xi), [3, 2, 1])
-    onp.testing.assert_array_equal(grad(lambda x: np.sum(x ** 2) * 1.0)(xi), [2, 4, 6])
+    onp.testing.assert_array_equal(grad(lambda x: np.sum(x**2) * 1.0)(xi), [2, 4, 6])

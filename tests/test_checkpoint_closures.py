@@ -2,6 +2,7 @@
 of the checkpointed call, so their gradients arrive and the block is recomputed in the backward
 pass; a traced value the function reaches otherwise (an attribute) raises naming checkpoint and
 the fix."""
+
 import numpy as onp
 import pytest
 
@@ -24,6 +25,7 @@ def counted(block):
     def f(h):
         calls.append(1)
         return block(h)
+
     return f, calls
 
 
@@ -36,12 +38,14 @@ def two_layers(W, h, wrap):
 def test_closure_over_traced_weights(argnum):
     got = grad(lambda W, h: two_layers(W, h, checkpoint), argnum)(W0, H0)
     want = grad(lambda W, h: two_layers(W, h, lambda f: f), argnum)(W0, H0)
-    for g, w in zip(got if type(argnum) is tuple else [got],
-                    want if type(argnum) is tuple else [want]):
+    for g, w in zip(
+        got if type(argnum) is tuple else [got], want if type(argnum) is tuple else [want]
+    ):
         onp.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
     if argnum == 0:
         onp.testing.assert_allclose(
-            got, central_gradient(lambda W: two_layers(W, H0, lambda f: f), W0), rtol=1e-6)
+            got, central_gradient(lambda W: two_layers(W, H0, lambda f: f), W0), rtol=1e-6
+        )
 
 
 def test_closed_weights_only_traced_is_checkpointed():
@@ -51,6 +55,7 @@ def test_closed_weights_only_traced_is_checkpointed():
         out = np.sum(checkpoint(f)(H0) ** 2)
         loss.calls = calls
         return out
+
     g = grad(loss)(W0)
     assert len(loss.calls) == 2
     onp.testing.assert_allclose(g, grad(lambda W: np.sum(np.tanh(H0 @ W) ** 2))(W0), rtol=1e-12)
@@ -63,6 +68,7 @@ def test_closure_over_a_list_of_weights():
 
     def ref(params, h):
         return np.sum(np.tanh(h @ params[0] + params[1]) ** 2)
+
     got = grad(loss)([W0, B0], H0)
     want = grad(ref)([W0, B0], H0)
     for g, w in zip(got, want):
@@ -72,6 +78,7 @@ def test_closure_over_a_list_of_weights():
 def test_closure_in_forward_mode():
     def f(W):
         return checkpoint(lambda h: np.tanh(h @ W))(H0)
+
     t = RS.randn(3, 3)
     got = make_jvp(f)(W0)(t)[1]
     want = make_jvp(lambda W: np.tanh(H0 @ W))(W0)(t)[1]
@@ -87,6 +94,7 @@ def test_traced_attribute_raises_naming_checkpoint():
         layer = Layer()
         layer.W = W
         return np.sum(checkpoint(layer)(H0))
+
     with pytest.raises(ValueError, match=r"checkpoint\(.*Pass it as an argument"):
         grad(loss)(W0)
 
@@ -94,5 +102,7 @@ def test_traced_attribute_raises_naming_checkpoint():
 def test_closure_of_plain_values_unchanged():
     def loss(h):
         return np.sum(checkpoint(lambda h: np.tanh(h @ W0))(h))
-    onp.testing.assert_allclose(grad(loss)(H0),
-                                grad(lambda h: np.sum(np.tanh(h @ W0)))(H0), rtol=1e-12)
+
+    onp.testing.assert_allclose(
+        grad(loss)(H0), grad(lambda h: np.sum(np.tanh(h @ W0)))(H0), rtol=1e-12
+    )

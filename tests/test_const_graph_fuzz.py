@@ -16,6 +16,7 @@ its inputs (errors naming const_graph), or raise the documented errors of a trac
 differs, fails. Most calls must replay
 (fewer recordings than calls).
 """
+
 import numpy as onp
 import pytest
 
@@ -32,9 +33,13 @@ def _fresh_inputs(x, y, seed):
 
     def draw(v, scale):
         return fp._axpy(0.0, v, rs.randn(*onp.shape(v)) * scale)
-    return [(fp._axpy(-2.0, x, x), fp._axpy(-2.0, y, y)),          # the sign flip
-            (fp._axpy(-1.5, x, x), fp._axpy(-1.5, y, y)),          # scaled by -0.5
-            (draw(x, 1.0), draw(y, 1.0)), (draw(x, 3.0), draw(y, 3.0))]
+
+    return [
+        (fp._axpy(-2.0, x, x), fp._axpy(-2.0, y, y)),  # the sign flip
+        (fp._axpy(-1.5, x, x), fp._axpy(-1.5, y, y)),  # scaled by -0.5
+        (draw(x, 1.0), draw(y, 1.0)),
+        (draw(x, 3.0), draw(y, 3.0)),
+    ]
 
 
 def _leaves(v):
@@ -46,7 +51,8 @@ def _same(got, want):
     got, want = _leaves(got), _leaves(want)
     return len(got) == len(want) and all(
         g.shape == w.shape and g.dtype == w.dtype and onp.array_equal(g, w, equal_nan=True)
-        for g, w in zip(got, want))
+        for g, w in zip(got, want)
+    )
 
 
 def _close(got, want):
@@ -55,9 +61,11 @@ def _close(got, want):
     a packed mask), with shape and dtype."""
     got, want = _leaves(got), _leaves(want)
     return len(got) == len(want) and all(
-        g.shape == w.shape and g.dtype == w.dtype
+        g.shape == w.shape
+        and g.dtype == w.dtype
         and onp.allclose(g, w, rtol=1e-12, atol=1e-14, equal_nan=True)
-        for g, w in zip(got, want))
+        for g, w in zip(got, want)
+    )
 
 
 def _eager(fn, x, y):
@@ -74,6 +82,7 @@ def _check_program(seed, stats):
 
     def value(x, y):
         return fn(gnp, x, y)
+
     for name, f in (("value", value), ("grad", gradcy.grad(value, (0, 1)))):
         cached = tracers.const_graph_unary(lambda xs, f=f: f(*xs))
         recordings = []
@@ -82,6 +91,7 @@ def _check_program(seed, stats):
         def counting(fun, x, record=record, recordings=recordings):
             recordings.append(x)
             return record(fun, x)
+
         tracers._record = counting
         try:
             want, err = _eager(f, prog.x, prog.y)
@@ -94,13 +104,15 @@ def _check_program(seed, stats):
             except Exception as e:
                 # writes into arrays cannot be replayed; a recording raises what a traced
                 # differentiation of the program raises (views read after a write...)
-                documented = [(t, m) for t, m in fp._documented()
-                              if isinstance(e, t) and m in str(e)]
+                documented = [
+                    (t, m) for t, m in fp._documented() if isinstance(e, t) and m in str(e)
+                ]
                 # (and an output that does not depend on the inputs has nothing to record,
                 # as in autograd: the gradient of a program that overwrites x and y)
-                assert documented or (isinstance(e, (NotImplementedError, ValueError))
-                                      and str(e).startswith("const_graph: ")), (
-                    seed, prog.source(), e)
+                assert documented or (
+                    isinstance(e, (NotImplementedError, ValueError))
+                    and str(e).startswith("const_graph: ")
+                ), (seed, prog.source(), e)
                 stats["refused"] += 1
                 continue
             assert _close(got, want), (seed, name, "recording", prog.source(), got, want)
@@ -121,11 +133,21 @@ def _check_program(seed, stats):
             tracers._record = record
 
 
-@pytest.mark.parametrize("first", range(0, PROGRAMS, CHUNK),
-                         ids=lambda s: f"seeds{s}-{s + CHUNK - 1}")
+@pytest.mark.parametrize(
+    "first", range(0, PROGRAMS, CHUNK), ids=lambda s: f"seeds{s}-{s + CHUNK - 1}"
+)
 def test_const_graph_replays_match_eager_gradcy(first):
-    stats = dict.fromkeys(("calls", "masked calls", "recordings", "refused",
-                           "eager raises", "eager raises at a fresh input"), 0)
+    stats = dict.fromkeys(
+        (
+            "calls",
+            "masked calls",
+            "recordings",
+            "refused",
+            "eager raises",
+            "eager raises at a fresh input",
+        ),
+        0,
+    )
     for seed in range(first, first + CHUNK):
         _check_program(seed, stats)
     # most gradients are recorded and replayed (most value functions write into arrays), many

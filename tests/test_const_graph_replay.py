@@ -1,6 +1,7 @@
 """const_graph's two executors of a recorded program: the compiled straight-line function
 (programs up to tracers._MAX_COMPILED_STEPS steps) and the step interpreter (longer ones) give
 exactly the same values, and both free intermediates as they go."""
+
 import gc
 import weakref
 
@@ -53,6 +54,7 @@ def test_program_runs_compiled_up_to_the_limit_only(monkeypatch):
         for _ in range(5):
             x = gnp.sin(x) * 2.0
         return x
+
     x = onp.array([0.3, 0.7])
     prog = _program(chain, x)
     # compiled at the first replay (gradcy.jit replaces a program before it replays)
@@ -70,10 +72,11 @@ def test_replay_frees_intermediates(limit, monkeypatch):
     peak, refs = [], []
 
     def track(v):
-        out = onp.array(v)                   # a new array, whose life the weakref follows
+        out = onp.array(v)  # a new array, whose life the weakref follows
         refs.append(weakref.ref(out))
         peak.append(sum(r() is not None for r in refs))
         return out
+
     tracked = gradcy.extend.primitive(track)
     gradcy.extend.defvjp(tracked, lambda ans, v: lambda g: g)
 
@@ -81,6 +84,7 @@ def test_replay_frees_intermediates(limit, monkeypatch):
         for _ in range(30):
             x = tracked(x * 1.5)
         return x
+
     fast = const_graph(chain)
     x = onp.ones(3)
     fast(x)
@@ -112,6 +116,7 @@ def recordings(monkeypatch):
     def counting(fun, x):
         seen.append(x)
         return record(fun, x)
+
     monkeypatch.setattr(tracers, "_record", counting)
     return seen
 
@@ -123,7 +128,7 @@ def test_issue_examples_recompute_the_masks(recordings):
     f = const_graph(lambda x: gnp.sum(gnp.where(x > 0, x, 0.0)))
     assert f(onp.array([2.5, -1.0])) == 2.5
     assert f(onp.array([-2.5, 1.0])) == 1.0
-    assert len(recordings) == 2            # one each: replayed, not recorded again
+    assert len(recordings) == 2  # one each: replayed, not recorded again
 
 
 # functions whose values or gradients depend on masks, orders and positions; replayed at the
@@ -172,7 +177,7 @@ def test_masks_are_recomputed_at_new_inputs(name, recordings):
 
 
 def _branchy(x):
-    if gnp.sum(x) > 0:              # a Python branch on a value: guarded
+    if gnp.sum(x) > 0:  # a Python branch on a value: guarded
         return gnp.sum(gnp.sin(x))
     return gnp.sum(gnp.cos(x)) * 2.0
 
@@ -181,7 +186,7 @@ def test_python_branch_on_a_value_records_each_branch_once(recordings):
     fast = const_graph(gradcy.grad(_branchy))
     for x in (X1, -X1, X1, -X1, 2 * X1):
         assert onp.array_equal(fast(x), gradcy.grad(_branchy)(x))
-    assert len(recordings) == 2      # one per branch; later calls replay the matching program
+    assert len(recordings) == 2  # one per branch; later calls replay the matching program
 
 
 @pytest.mark.parametrize("limit", [100_000, 0])
@@ -189,9 +194,10 @@ def test_guards_hold_in_both_executors(limit, monkeypatch, recordings):
     monkeypatch.setattr(tracers, "_MAX_COMPILED_STEPS", limit)
 
     def f(x):
-        i = int(gnp.argmax(x))                        # an int read, used as a constant index
-        n = len(x[x > 0])                             # the length of a value-shaped array
+        i = int(gnp.argmax(x))  # an int read, used as a constant index
+        n = len(x[x > 0])  # the length of a value-shaped array
         return x[i] * float(n) + gnp.sum(x[x > 0]) * x.shape[0]
+
     fast = const_graph(f)
     xs = [X1, -X1, onp.array([3.0, 2.0, 1.0]), X1 * 2, onp.array([-1.0, 5.0, 0.5])]
     for x in xs + xs:
@@ -202,28 +208,37 @@ def test_guards_hold_in_both_executors(limit, monkeypatch, recordings):
 
 def test_float_and_tolist_reads_are_checked(recordings):
     def f(x):
-        c = float(gnp.sum(x))               # a value as a Python constant
+        c = float(gnp.sum(x))  # a value as a Python constant
         return gnp.sum(x * c) + sum(x.tolist())
+
     fast = const_graph(f)
     for x in (X1, X1, -X1):
         assert fast(x) == f(x)
-    assert len(recordings) == 2             # X1 replayed once; -X1 reads other values
+    assert len(recordings) == 2  # X1 replayed once; -X1 reads other values
 
 
 def test_signature_changes_record_again(recordings):
     f = gradcy.grad(lambda x: gnp.sum(gnp.tanh(x) * gnp.size(x)))
     fast = const_graph(f)
-    calls = [X1, onp.array([1.0, 2.0]), X1.astype(onp.float32), 0.5, onp.float64(0.5),
-             onp.array(0.5), X1 * 3]
+    calls = [
+        X1,
+        onp.array([1.0, 2.0]),
+        X1.astype(onp.float32),
+        0.5,
+        onp.float64(0.5),
+        onp.array(0.5),
+        X1 * 3,
+    ]
     for x in calls:
         got, want = fast(x), f(x)
         assert onp.array_equal(got, want) and onp.result_type(got) == onp.result_type(want)
-    assert len(recordings) == 6             # X1 * 3 replays X1's program
+    assert len(recordings) == 6  # X1 * 3 replays X1's program
 
 
 def test_container_arguments_and_outputs():
     def f(x, d):
         return gnp.sum(gnp.maximum(x, 0.0) * d["w"]) + d["b"][0] * gnp.sum(x)
+
     g = gradcy.grad(f, argnum=(0, 1))
     fast = const_graph(g)
     d = {"w": W, "b": [onp.array(2.0)]}
@@ -259,8 +274,9 @@ def test_comparison_output_replays():
 
 def test_numpy_conversion_and_reads_of_the_inputs_are_checked(recordings):
     def f(x):
-        i = onp.asarray(gnp.argmax(x))      # plain NumPy's conversion of a recorded value
+        i = onp.asarray(gnp.argmax(x))  # plain NumPy's conversion of a recorded value
         return x[int(i)] * float(x[0])
+
     fast = const_graph(f)
     xs = [onp.array([1.0, 3.0, 2.0]), onp.array([5.0, 3.0, 2.0]), onp.array([1.0, 3.0, 2.0])]
     for x in xs:
@@ -283,7 +299,8 @@ def test_indices_computed_from_the_inputs_inside_containers(limit, monkeypatch):
         return gnp.sum(x[i, j] ** 2)
 
     def head(x):
-        return gnp.sum(x[:gnp.argmax(x[0]) + 1] * 2.0)
+        return gnp.sum(x[: gnp.argmax(x[0]) + 1] * 2.0)
+
     for f in (pairs, head, gradcy.grad(pairs), gradcy.grad(head)):
         fast = const_graph(f)
         for x in (a, -a, a[::-1], a.T.copy(), a):
@@ -295,8 +312,11 @@ def test_integer_casts_replay_as_constants_of_the_new_inputs():
     const_graph replay recomputes it at each call (the recording keeps it as a step)."""
     g = gradcy.grad(lambda x: gnp.sum((x * 3).astype(int) * x + (x > 0) * x))
     fast = const_graph(g)
-    for x in (onp.array([0.5, -1.2, 2.7]), onp.array([-0.5, 1.2, -2.7]),
-              onp.array([1.5, 0.4, -0.2])):
+    for x in (
+        onp.array([0.5, -1.2, 2.7]),
+        onp.array([-0.5, 1.2, -2.7]),
+        onp.array([1.5, 0.4, -0.2]),
+    ):
         expected = onp.trunc(x * 3) + (x > 0)
         assert onp.array_equal(g(x), expected)
         assert onp.array_equal(fast(x), expected)
@@ -305,8 +325,10 @@ def test_integer_casts_replay_as_constants_of_the_new_inputs():
 def test_matmul_gradients_replay_without_recording_again(recordings):
     """The transposes of matmul's rules ask whether a value is an array, which reads no value:
     no guard on it, so a new input replays."""
+
     def f(W, x):
         return gnp.sum(gnp.tanh(x @ W) @ W)
+
     fast = const_graph(gradcy.grad(f, (0, 1)))
     rs = onp.random.RandomState(5)
     for _ in range(3):
@@ -319,9 +341,11 @@ def test_matmul_gradients_replay_without_recording_again(recordings):
 def test_shape_reads_of_a_list_of_pieces_of_different_shapes():
     """array_split's pieces (2, 2) and (1, 2): the shape guard of the list is the shapes of its
     pieces (NumPy's shape of it raises)."""
+
     def loss(x):
         a, b = gnp.array_split(x, 2)
         return gnp.sum(gnp.tanh(a)) + gnp.sum(b * b)
+
     fast = const_graph(gradcy.grad(loss))
     x = onp.arange(6.0).reshape(3, 2) / 6.0
     for v in (x, -x, x * 2):

@@ -1,6 +1,7 @@
 """Gradient checks of the conversions and ranges of gradcy/numpy/manipulation.py (asanyarray ...
 require real_if_close unwrap full, linspace logspace geomspace) and of the tuple-valued ufuncs of
 gradcy/numpy/elementwise.py (modf frexp divmod, i0)."""
+
 import numpy as onp
 
 import gradcy.numpy as np
@@ -14,7 +15,7 @@ from vjp_harness import check, rand, total
 def test_conversions():
     x = rand(3, 4)
     check(lambda a: np.asanyarray(a), x)
-    check(lambda a: np.ascontiguousarray(a), onp.asarray(0.3))     # 0-d in, 1-d out
+    check(lambda a: np.ascontiguousarray(a), onp.asarray(0.3))  # 0-d in, 1-d out
     check(lambda a: np.ascontiguousarray(a.T), x)
     check(lambda a: np.asfortranarray(a), x)
     check(lambda a: np.asarray_chkfinite(a), x)
@@ -87,8 +88,11 @@ def test_logspace_geomspace():
     check(lambda a, b: np.logspace(a, b, 4, base=2.0, axis=1), rand(3), rand(3, seed=1))
     check(lambda a, b: np.logspace(a, b, 3, True, onp.array([2.0, 3.0])), 0.1, rand(2))
     check(lambda a, b: np.geomspace(a, b, 5), 0.5, 3.0)
-    check(lambda a, b: np.geomspace(a, b, 4, endpoint=False, axis=-1),
-          rand(2, positive=True), -rand(2, positive=True) * -1.0)
+    check(
+        lambda a, b: np.geomspace(a, b, 4, endpoint=False, axis=-1),
+        rand(2, positive=True),
+        -rand(2, positive=True) * -1.0,
+    )
     check(lambda a, b: np.geomspace(a, b, 3), -2.0, -0.5)
 
 

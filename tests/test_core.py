@@ -1,6 +1,7 @@
 """Struct-level tests of the engine (gradcy/_core.pyx) through the private hooks of
 gradcy._core_tests: arena growth and order, release, escaped values, cotangent accumulation,
 dead-node release, the consuming sweep, and the lifetime of make_vjp's tape."""
+
 import gc
 
 import numpy as onp
@@ -157,7 +158,7 @@ def test_release_is_idempotent_and_counters_return_to_zero():
     z = anp.exp(y) * b
     s = delta()
     assert s["live_tapes"] == 1
-    assert s["live_nodes"] == 4   # leaf, tanh, exp, multiply
+    assert s["live_nodes"] == 4  # leaf, tanh, exp, multiply
     assert s["saved_bytes"] > 0
     t.release()
     assert t.released
@@ -182,7 +183,7 @@ def test_release_after_backward_and_with_pending_cotangents():
     t = opened(Tape())
     b = t.new_leaf(onp.ones(10))
     y = anp.sum(anp.sin(b))
-    ct.accumulate(t, 1, onp.ones(10))      # a cotangent left in a slot
+    ct.accumulate(t, 1, onp.ones(10))  # a cotangent left in a slot
     assert delta()["cotangent_bytes"] == 80
     t.release()
     t.release()
@@ -239,7 +240,7 @@ def test_accumulate_never_mutates_a_user_array_a_view_or_a_readonly_array():
         user = onp.arange(4.0)
         user_copy = user.copy()
         ct.accumulate(t, i, user)
-        assert ct.cotangent_id(t, i) == id(user)      # first arrival is stored as is
+        assert ct.cotangent_id(t, i) == id(user)  # first arrival is stored as is
         ct.accumulate(t, i, onp.ones(4))
         onp.testing.assert_array_equal(user, user_copy)
         assert ct.cotangent_id(t, i) != id(user)
@@ -280,7 +281,7 @@ def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
         g = onp.array([1.0, 2.0, 3.0])
         ct.accumulate(t, a._node, g)
         ct.accumulate(t, b._node, g)
-        del g                                    # only the two slots hold it now
+        del g  # only the two slots hold it now
         assert ct.cotangent_id(t, a._node) == ct.cotangent_id(t, b._node)
         ct.accumulate(t, a._node, onp.full(3, 10.0))
         onp.testing.assert_array_equal(ct.cotangent_object(t, b._node), [1.0, 2.0, 3.0])
@@ -292,12 +293,12 @@ def test_accumulate_same_object_in_two_slots_is_not_mutated_through_either():
 
 def test_accumulate_reuses_an_engine_owned_buffer():
     with leaf_slot(5) as (t, i):
-        ct.accumulate(t, i, onp.ones(5))          # a fresh array: the slot is its only owner
+        ct.accumulate(t, i, onp.ones(5))  # a fresh array: the slot is its only owner
         assert ct.cotangent_refcount(t, i) == 1
         first = ct.cotangent_id(t, i)
         for k in range(2, 6):
             ct.accumulate(t, i, onp.full(5, float(k)))
-            assert ct.cotangent_id(t, i) == first   # added in place
+            assert ct.cotangent_id(t, i) == first  # added in place
             assert ct.cotangent_refcount(t, i) == 1
         onp.testing.assert_array_equal(ct.cotangent_object(t, i), onp.full(5, 15.0))
         assert ct.node_struct(t, i)["cot_bytes"] == 40
@@ -348,8 +349,12 @@ defvjp(pair_sum, lambda ans, a, b: lambda g: g, lambda ans, a, b: lambda g: g, s
 
 # a primitive whose VJP returns its saved argument itself when the cotangent is 1
 dot_c = primitive(lambda x, c: onp.dot(x, c), name="tests.dot_c")
-defvjp(dot_c, lambda ans, x, c: lambda g: c if (onp.ndim(g) == 0 and g == 1.0) else g * c,
-       None, save=(1,))
+defvjp(
+    dot_c,
+    lambda ans, x, c: lambda g: c if (onp.ndim(g) == 0 and g == 1.0) else g * c,
+    None,
+    save=(1,),
+)
 
 
 def test_identity_vjp_to_two_parents_keeps_every_array_intact():
@@ -407,10 +412,12 @@ def test_repeated_fresh_cotangents_accumulate_in_one_buffer():
 
     def fresh_vjp(ans, x):
         def vjp(g):
-            out = g * 2.0           # a new array the engine alone will own
+            out = g * 2.0  # a new array the engine alone will own
             ids.append(id(out))
             return out
+
         return vjp
+
     defvjp(fresh, fresh_vjp, save=())
 
     def f(x):
@@ -453,7 +460,7 @@ def test_dropped_value_releases_its_node_immediately_with_cascade():
         assert s3["saved_bytes"] == s0["saved_bytes"] + 2 * x.nbytes
         j = z._node
         (p,) = ct.node_struct(t, j)["parents"]
-        assert not ct.node_struct(t, p)["released"]   # consumed: kept while exp lives
+        assert not ct.node_struct(t, p)["released"]  # consumed: kept while exp lives
         del z
         s4 = stats()
         assert s4["live_nodes"] == s0["live_nodes"]
@@ -487,11 +494,11 @@ def test_dead_values_inside_grad_release_during_the_forward_pass():
     marks = {}
 
     def f(x):
-        a = anp.tanh(x)                     # saves its output: n * 8 bytes
+        a = anp.tanh(x)  # saves its output: n * 8 bytes
         marks["with_a"] = stats()
         del a
         marks["without_a"] = stats()
-        b = anp.exp(anp.tanh(x))            # two nodes saving their outputs
+        b = anp.exp(anp.tanh(x))  # two nodes saving their outputs
         marks["with_b"] = stats()
         del b
         marks["without_b"] = stats()
@@ -521,7 +528,7 @@ def test_unreachable_nodes_release_before_the_sweep():
     keep = []
 
     def f(x):
-        keep.append(anp.exp(x))             # alive at backward time, but not reachable
+        keep.append(anp.exp(x))  # alive at backward time, but not reachable
         keep.append(anp.tanh(anp.cos(x)))
         return anp.sum(anp.sin(x))
 
@@ -546,7 +553,7 @@ def test_nodes_recorded_after_the_output_release_before_the_sweep():
 
     def f(x):
         out = anp.sum(anp.sin(x))
-        keep.append(anp.exp(x))             # recorded after the output, kept alive
+        keep.append(anp.exp(x))  # recorded after the output, kept alive
         return out
 
     vjp, _ = make_vjp(f)(x)
@@ -574,7 +581,7 @@ def test_grad_and_aux_values_computed_after_the_output_do_not_stay_saved(monkeyp
 
     def f(x):
         out = anp.sum(anp.sin(x))
-        return out, anp.exp(x)              # aux: recorded after the output
+        return out, anp.exp(x)  # aux: recorded after the output
 
     g, aux = gradcy.grad_and_aux(f)(x)
     monkeypatch.undo()
@@ -582,10 +589,10 @@ def test_grad_and_aux_values_computed_after_the_output_do_not_stay_saved(monkeyp
     onp.testing.assert_allclose(aux, onp.exp(x))
     exp_node = next(e[1] for e in events if e[0] == "forward" and e[2] == "gradcy.numpy.exp")
     last_forward = max(k for k, e in enumerate(events) if e[0] == "forward")
-    sweep = [e for e in events[last_forward + 1:] if e[0] == "release"]
+    sweep = [e for e in events[last_forward + 1 :] if e[0] == "release"]
     # the exp node's record (x.nbytes of saved output) goes first, before any VJP runs
     assert sweep and sweep[0][1] == exp_node, sweep
-    assert sweep[0][3] == x.nbytes       # only sin's saved x remains
+    assert sweep[0][3] == x.nbytes  # only sin's saved x remains
 
 
 def test_vjp_raising_mid_sweep_leaves_no_cotangents_or_records():
@@ -594,7 +601,9 @@ def test_vjp_raising_mid_sweep_leaves_no_cotangents_or_records():
     def boom_vjp(ans, x):
         def vjp(g):
             raise ZeroDivisionError("vjp failed")
+
         return vjp
+
     defvjp(boom, boom_vjp, save=())
     x = onp.ones(50)
 
@@ -620,6 +629,7 @@ def test_vjp_raising_mid_sweep_leaves_no_cotangents_or_records():
 
 def test_raising_observer_leaks_no_reference():
     import sys
+
     prim = anp.tanh
     before = sys.getrefcount(prim)
     for _ in range(20):
@@ -630,6 +640,7 @@ def test_raising_observer_leaks_no_reference():
         def obs(*e):
             if e[0] == "release":
                 raise RuntimeError("observer failed")
+
         t.observer = obs
         with pytest.raises(RuntimeError, match="observer failed"):
             t.backward(t.pin(y), onp.ones(3), True, [0])
@@ -655,10 +666,11 @@ def test_grad_sweep_releases_saved_bytes_monotonically():
         return anp.sum(x)
 
     # grad's consuming sweep (what _core.grad_fast runs), with an observer on its tape
-    vjp, _ = _tracing._trace(f, (x0,), {}, 0, "grad", consume=True,
-                                           observer=lambda *e: events.append(e))
+    vjp, _ = _tracing._trace(
+        f, (x0,), {}, 0, "grad", consume=True, observer=lambda *e: events.append(e)
+    )
     g = vjp(1.0)
-    assert vjp._tape is None                      # consumed: the tape went with the sweep
+    assert vjp._tape is None  # consumed: the tape went with the sweep
     onp.testing.assert_allclose(g, grad(f)(x0), rtol=1e-12)
 
     # reference gradient by the chain rule
@@ -672,8 +684,8 @@ def test_grad_sweep_releases_saved_bytes_monotonically():
 
     last_forward = max(k for k, e in enumerate(events) if e[0] == "forward")
     forward_peak = events[last_forward][3]
-    sweep = [e for e in events[last_forward + 1:] if e[0] == "release"]
-    assert len(sweep) >= 41                    # every dot/tanh/sum node released in the sweep
+    sweep = [e for e in events[last_forward + 1 :] if e[0] == "release"]
+    assert len(sweep) >= 41  # every dot/tanh/sum node released in the sweep
     saved = [e[3] for e in sweep]
     assert all(b <= a for a, b in zip(saved, saved[1:])), saved
     assert saved[0] <= forward_peak
@@ -701,7 +713,7 @@ def test_make_vjp_reusable_until_released():
     g1 = vjp(v)
     s = delta()
     assert s["live_tapes"] == 1 and s["saved_bytes"] > 0
-    assert s["cotangent_bytes"] == 0            # cotangents are gone after each sweep
+    assert s["cotangent_bytes"] == 0  # cotangents are gone after each sweep
     g2 = vjp(v)
     g3 = vjp(2 * v)
     assert g1.tobytes() == g2.tobytes()
@@ -739,8 +751,9 @@ def test_gradcy_exports_errors():
 def _vjp_runs(f, x):
     """(gradient, names of the primitives whose VJPs ran) of a non-consuming sweep."""
     events = []
-    vjp, _ = _tracing._trace(f, (x,), {}, 0, "make_vjp", consume=False,
-                                           observer=lambda *e: events.append(e))
+    vjp, _ = _tracing._trace(
+        f, (x,), {}, 0, "make_vjp", consume=False, observer=lambda *e: events.append(e)
+    )
     try:
         g = vjp(1.0)
     finally:
@@ -754,9 +767,9 @@ def test_view_cotangents_are_added_into_the_parents_slot():
     def f(x):
         y = anp.sin(x)
         a = anp.sum(y[:500] * 2.0)
-        b = anp.sum(y[250:750][::2] * 3.0)        # a view of a view
+        b = anp.sum(y[250:750][::2] * 3.0)  # a view of a view
         c = anp.sum(y[None, 10:20, ...][:, 3] * 5.0)
-        return a + b + c + anp.sum(y)             # sum(y) runs first: y has a dense slot
+        return a + b + c + anp.sum(y)  # sum(y) runs first: y has a dense slot
 
     g, ran = _vjp_runs(f, x)
     w = onp.ones(1000)
@@ -764,20 +777,30 @@ def test_view_cotangents_are_added_into_the_parents_slot():
     w[250:750:2] += 3.0
     w[13] += 5.0
     onp.testing.assert_allclose(g, onp.cos(x) * w, rtol=1e-13)
-    assert not [n for n in ran if n.endswith("getitem")], ran   # every view's cotangent forwarded
+    assert not [n for n in ran if n.endswith("getitem")], ran  # every view's cotangent forwarded
     assert ran.count("gradcy.numpy.multiply") == 3
     assert_counters_zero()
 
 
-@pytest.mark.parametrize("case", ["advanced", "bool", "scalar", "no-parent-slot", "shared-slot",
-                                  "float32-view", "traced-cotangent"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "advanced",
+        "bool",
+        "scalar",
+        "no-parent-slot",
+        "shared-slot",
+        "float32-view",
+        "traced-cotangent",
+    ],
+)
 def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
     x = onp.linspace(0.1, 1.0, 12).reshape(3, 4)
 
     def f(x):
         y = anp.sin(x)
         if case == "advanced":
-            v = anp.sum(y[[0, 0, 2]] * 2.0)       # repeated rows: must accumulate twice
+            v = anp.sum(y[[0, 0, 2]] * 2.0)  # repeated rows: must accumulate twice
         elif case == "bool":
             v = anp.sum(y[True] * 2.0)
         elif case == "scalar":
@@ -785,7 +808,7 @@ def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
         elif case == "no-parent-slot":
             return anp.sum(y[1:] * 2.0)
         elif case == "shared-slot":
-            z = y + y                             # add's VJP hands the same g to both arguments
+            z = y + y  # add's VJP hands the same g to both arguments
             return anp.sum(z[1] * 2.0) + anp.sum(z)
         elif case == "float32-view":
             v = anp.sum(anp.astype(y[1:], onp.float32) * 2.0)
@@ -816,9 +839,13 @@ def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
         e = onp.zeros_like(x)
         e[i] = eps
         num[i] = (ref(x + e) - ref(x - e)) / (2 * eps)
-    onp.testing.assert_allclose(g, num, rtol=1e-6 if case != "float32-view" else 1e-5,
-                                atol=1e-8 if case != "float32-view" else 1e-5)
-    if case == "traced-cotangent":                # second order: traced cotangents never forward
+    onp.testing.assert_allclose(
+        g,
+        num,
+        rtol=1e-6 if case != "float32-view" else 1e-5,
+        atol=1e-8 if case != "float32-view" else 1e-5,
+    )
+    if case == "traced-cotangent":  # second order: traced cotangents never forward
         h = gradcy.hessian(lambda x: f(x))(x)
         assert h.shape == (3, 4, 3, 4)
     assert_counters_zero()
@@ -827,11 +854,13 @@ def test_views_that_cannot_forward_keep_their_own_slot_and_stay_correct(case):
 def test_install_hooks_rejects_unknown_names_and_wrong_kinds():
     with pytest.raises(TypeError, match=r"install_hooks: unknown hook 'outt'; the hooks are out, "):
         _core.install_hooks(outt=print)
-    with pytest.raises(TypeError,
-                       match=r"hook 'getitem' is a gradcy Primitive, got builtin_function"):
+    with pytest.raises(
+        TypeError, match=r"hook 'getitem' is a gradcy Primitive, got builtin_function"
+    ):
         _core.install_hooks(getitem=print)
     with pytest.raises(TypeError, match=r"hook 'out' must be callable, got int"):
         _core.install_hooks(out=3)
-    with pytest.raises(TypeError,
-                       match=r"write, before_write and after_write are installed together"):
+    with pytest.raises(
+        TypeError, match=r"write, before_write and after_write are installed together"
+    ):
         _core.install_hooks(write=None)

@@ -6,6 +6,7 @@ checkpoint bodies; forward mode and second order through checkpoint.
 
 Anything that crashed the interpreter before it was fixed runs in a subprocess: the test
 checks the subprocess's exit code and what it printed."""
+
 import enum
 import json
 import os
@@ -34,10 +35,16 @@ def run_python(source, *args, timeout=600):
     # otherwise find an installed one first)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(source),
-                        *args], capture_output=True, text=True, timeout=timeout, cwd=HERE,
-                       env=env)
+        [ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
+    p = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(source), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=HERE,
+        env=env,
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -51,7 +58,7 @@ def run_json(source, timeout=600):
 # =============================================================================
 # 6. A tape released while something records onto it
 # =============================================================================
-RELEASE_SCENARIOS = r'''
+RELEASE_SCENARIOS = r"""
 import gc, json
 import numpy as onp
 import gradcy.numpy as np
@@ -172,7 +179,7 @@ for name, fn in list(globals().items()):
 gc.collect()
 out["stats"] = {k: v for k, v in _core.stats().items() if not k.startswith("peak")}
 print(json.dumps(out))
-'''
+"""
 
 
 def test_tapes_released_while_recording_raise_cleanly_in_a_subprocess():
@@ -198,7 +205,7 @@ def test_tapes_released_while_recording_raise_cleanly_in_a_subprocess():
 # =============================================================================
 # 7. Threads
 # =============================================================================
-THREADS = r'''
+THREADS = r"""
 import gc, json, sys, threading
 import numpy as onp
 import gradcy.numpy as np
@@ -272,7 +279,7 @@ shared = None
 gc.collect()
 stats = {k: v for k, v in _core.stats().items() if not k.startswith("peak")}
 print(json.dumps({"errors": errors, "wrong": wrong[:5], "stats": stats}))
-'''
+"""
 
 
 @pytest.mark.parametrize("owners,workers,rounds,steps", [(1, 3, 150, 60), (4, 4, 10, 2000)])
@@ -291,6 +298,7 @@ def test_recording_from_another_thread_while_the_owner_runs_is_traced():
     """The rule: any thread may apply ops to a differentiation's values while its function
     runs; they are recorded on that differentiation's tape like the owner's own ops."""
     import threading
+
     x0 = onp.array([0.4, -0.7, 1.3])
 
     def f(x):
@@ -301,8 +309,9 @@ def test_recording_from_another_thread_while_the_owner_runs_is_traced():
         return np.sum(result["y"] ** 2)
 
     g = grad(f)(x0)
-    assert onp.allclose(g, central_gradient(lambda v: onp.sum((onp.sin(v) * v) ** 2), x0),
-                        atol=1e-6)
+    assert onp.allclose(
+        g, central_gradient(lambda v: onp.sum((onp.sin(v) * v) ** 2), x0), atol=1e-6
+    )
 
 
 # =============================================================================
@@ -314,13 +323,16 @@ import hostile_calls
 
 @pytest.mark.parametrize("group", hostile_calls.GROUPS)
 def test_hostile_calls_never_crash(group):
-    rc, out, err = run_python(f"import runpy, sys; sys.argv = ['hostile_calls.py', {group!r}, "
-                              f"'0', '--trace']; runpy.run_path('hostile_calls.py', "
-                              f"run_name='__main__')")
+    rc, out, err = run_python(
+        f"import runpy, sys; sys.argv = ['hostile_calls.py', {group!r}, "
+        f"'0', '--trace']; runpy.run_path('hostile_calls.py', "
+        f"run_name='__main__')"
+    )
     calls = err.split("Fatal Python error")[0].strip().splitlines()
     last_call = calls[-1] if calls else ""
-    assert rc == 0, (f"exit code {rc} (-11: segmentation fault); last call: {last_call}\n"
-                     f"{out[-3000:]}")
+    assert rc == 0, (
+        f"exit code {rc} (-11: segmentation fault); last call: {last_call}\n{out[-3000:]}"
+    )
     summary = out.strip().splitlines()[-1]
     print(summary)
     assert int(summary.split("calls=")[1].split()[0]) > 1000
@@ -334,6 +346,7 @@ def test_hostile_calls_cover_every_engine_class():
     import pkgutil
 
     import gradcy
+
     covered = {c for group in hostile_calls.CLASSES.values() for c in group}
     found = set()
     for m in pkgutil.iter_modules(gradcy.__path__):
@@ -342,9 +355,13 @@ def test_hostile_calls_cover_every_engine_class():
         mod = importlib.import_module(f"gradcy.{m.name}")
         if mod.__file__.endswith(".py"):
             continue
-        found.update(v for v in vars(mod).values() if isinstance(v, type)
-                     and v.__module__ == mod.__name__
-                     and not issubclass(v, (BaseException, enum.Enum)))
+        found.update(
+            v
+            for v in vars(mod).values()
+            if isinstance(v, type)
+            and v.__module__ == mod.__name__
+            and not issubclass(v, (BaseException, enum.Enum))
+        )
     assert found and found <= covered, sorted(c.__name__ for c in found - covered)
     assert gradcy.__file__.startswith(ROOT)
 
@@ -361,18 +378,22 @@ def test_engine_parts_listed_once():
 
     package = os.path.dirname(os.path.abspath(_core.__file__))
     names = os.listdir(package)
-    sources = {n[:-len(".pyx")] for n in names if n.startswith("_") and n.endswith(".pyx")}
-    compiled = {n.split(".")[0] for n in names
-                if n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))}
-    assert compiled == sources, (f"compiled without a .pyx: {sorted(compiled - sources)}; "
-                                 f".pyx not compiled: {sorted(sources - compiled)}")
+    sources = {n[: -len(".pyx")] for n in names if n.startswith("_") and n.endswith(".pyx")}
+    compiled = {
+        n.split(".")[0] for n in names if n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    }
+    assert compiled == sources, (
+        f"compiled without a .pyx: {sorted(compiled - sources)}; "
+        f".pyx not compiled: {sorted(sources - compiled)}"
+    )
     with open(os.path.join(HERE, os.pardir, "docs", "architecture.md")) as f:
         doc = f.read()
     table = doc.split("| Part | What it holds |", 1)[1].split("\n\n", 1)[0]
     listed = re.findall(r"^\| `(_\w+)` \|", table, re.M)
     assert len(listed) == len(set(listed)), listed
     assert set(listed) == sources - {"_core", "_core_tests"}, sorted(
-        set(listed) ^ (sources - {"_core", "_core_tests"}))
+        set(listed) ^ (sources - {"_core", "_core_tests"})
+    )
 
 
 def test_hostile_strides_in_layout_region():
@@ -393,7 +414,7 @@ def test_hostile_strides_in_layout_region():
 def test_node_methods_check_the_tape_and_the_index():
     t = Tape()
     b = t.new_leaf(onp.ones(2))
-    for i in (-1, 1, 2 ** 40):
+    for i in (-1, 1, 2**40):
         with pytest.raises(IndexError, match="not on this tape"):
             t.node_flags(i)
         with pytest.raises(IndexError, match="not on this tape"):
@@ -405,9 +426,13 @@ def test_node_methods_check_the_tape_and_the_index():
     with pytest.raises(ValueError, match="another tape"):
         other.pin(b)
     t.release()
-    for call in (lambda: t.node_flags(0), lambda: t.mark_stale(0), lambda: t.pin(b),
-                 lambda: t.replace_saved(0, 0, 1.0),
-                 lambda: _core.transfer_box(b, b)):
+    for call in (
+        lambda: t.node_flags(0),
+        lambda: t.mark_stale(0),
+        lambda: t.pin(b),
+        lambda: t.replace_saved(0, 0, 1.0),
+        lambda: _core.transfer_box(b, b),
+    ):
         with pytest.raises(EscapedValueError, match="released"):
             call()
     with pytest.raises(TypeError):
@@ -421,11 +446,11 @@ def test_boxes_not_made_by_a_tape_and_detached_boxes_raise():
         np.sin(stray)
     t = Tape()
     a, b = t.new_leaf(onp.ones(2)), t.new_leaf(onp.zeros(2))
-    _core.transfer_box(a, b)          # b is left detached
+    _core.transfer_box(a, b)  # b is left detached
     with pytest.raises(EscapedValueError):
         np.sin(b)
     assert onp.array_equal(np.sin(a)._value, onp.sin(onp.zeros(2)))
-    _core.transfer_box(a, a)          # onto itself: nothing changes
+    _core.transfer_box(a, a)  # onto itself: nothing changes
     assert t.node_flags(a._node)[1]
     t.release()
 
@@ -435,7 +460,7 @@ def test_boxes_not_made_by_a_tape_and_detached_boxes_raise():
 # =============================================================================
 @primitive
 def square_into_buffer(x):
-    out = np.zeros(x.shape)           # a plain array: the body runs on plain values
+    out = np.zeros(x.shape)  # a plain array: the body runs on plain values
     assert type(out) is onp.ndarray
     out[...] = x * x
     return out
@@ -463,11 +488,11 @@ V = onp.array([0.5, 1.0, -0.7])
 def test_constructor_inside_a_primitive_body_is_plain():
     def f(x):
         return np.sum(square_into_buffer(x) * x)
-    assert onp.allclose(grad(f)(X), 3 * X ** 2)
-    assert onp.allclose(make_jvp(f)(X)(V)[1], onp.dot(3 * X ** 2, V))
+
+    assert onp.allclose(grad(f)(X), 3 * X**2)
+    assert onp.allclose(make_jvp(f)(X)(V)[1], onp.dot(3 * X**2, V))
     # called on plain values inside a differentiation, too
-    assert type(grad(lambda x: np.sum(square_into_buffer(onp.ones(2)) * x))(X[:2])) is \
-        onp.ndarray
+    assert type(grad(lambda x: np.sum(square_into_buffer(onp.ones(2)) * x))(X[:2])) is onp.ndarray
 
 
 def test_checkpoint_body_filling_a_buffer_composes():
@@ -476,6 +501,7 @@ def test_checkpoint_body_filling_a_buffer_composes():
 
     def f_plain(x):
         return onp.sum(segment_plain(segment_plain(x)) ** 2)
+
     assert onp.allclose(f(X), f_plain(X))
     assert onp.allclose(grad(f)(X), central_gradient(f_plain, X), rtol=1e-6, atol=1e-6)
 
@@ -489,9 +515,10 @@ def test_suspension_ends_with_the_body_also_when_it_raises():
     def f(x):
         with pytest.raises(ArithmeticError):
             fails(x)
-        buf = np.zeros(3)              # the differentiation is active again: an owned buffer
-        buf[1:] = x[:2] * 2.0          # (into a plain array this would raise)
-        return np.sum(buf * x)         # 2 x0 x1 + 2 x1 x2
+        buf = np.zeros(3)  # the differentiation is active again: an owned buffer
+        buf[1:] = x[:2] * 2.0  # (into a plain array this would raise)
+        return np.sum(buf * x)  # 2 x0 x1 + 2 x1 x2
+
     assert onp.allclose(grad(f)(X), [2 * X[1], 2 * X[0] + 2 * X[2], 2 * X[1]])
 
 
@@ -499,10 +526,12 @@ def test_a_differentiation_inside_a_primitive_body_is_active_there():
     @primitive
     def inner_grad(x):
         def g(y):
-            buf = np.zeros(y.shape)    # this inner differentiation owns it
-            buf[...] = y ** 3
+            buf = np.zeros(y.shape)  # this inner differentiation owns it
+            buf[...] = y**3
             return np.sum(buf)
+
         return grad(g)(x)
+
     defvjp(inner_grad, lambda ans, x: lambda g: g * 6 * x)
 
     assert onp.allclose(grad(lambda x: np.sum(inner_grad(x)))(X), 6 * X)
@@ -517,6 +546,7 @@ def test_make_jvp_through_checkpoint_matches_finite_differences():
 
     def f_plain(x):
         return segment_plain(segment_plain(x)) ** 2
+
     value, tangent = make_jvp(f)(X)(V)
     eps = 1e-6
     fd = (f_plain(X + eps * V) - f_plain(X - eps * V)) / (2 * eps)
@@ -530,9 +560,10 @@ def test_checkpoint_with_two_traced_arguments_in_forward_mode():
         return np.sin(a) * b + a
 
     def f(x):
-        return mix(x, x ** 2)
+        return mix(x, x**2)
+
     _, tangent = make_jvp(f)(X)(V)
-    expected = (onp.cos(X) * X ** 2 + onp.sin(X) * 2 * X + 1) * V
+    expected = (onp.cos(X) * X**2 + onp.sin(X) * 2 * X + 1) * V
     assert onp.allclose(tangent, expected)
 
 
@@ -542,6 +573,7 @@ def test_second_order_through_checkpoint():
 
     def f_plain(x):
         return onp.sum(segment_plain(segment_plain(x)) ** 2)
+
     hv = hessian_vector_product(f)(X, V)
     g = grad(f)
     eps = 1e-5

@@ -8,6 +8,7 @@
   entry in the API reference.
 - Every public name has an entry (an autodoc directive) in the API reference, docs/api/.
 """
+
 import doctest
 import importlib
 import importlib.util
@@ -19,16 +20,26 @@ import pytest
 
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-DOCUMENTED_MODULES = ["gradcy", "gradcy.extend", "gradcy.memory", "gradcy.misc",
-                      "gradcy.misc.optimizers", "gradcy.test_util", "gradcy.builtins"]
+DOCUMENTED_MODULES = [
+    "gradcy",
+    "gradcy.extend",
+    "gradcy.memory",
+    "gradcy.misc",
+    "gradcy.misc.optimizers",
+    "gradcy.test_util",
+    "gradcy.builtins",
+]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 FENCE = re.compile(r"^\s*(```|~~~)")
 DIRECTIVE = re.compile(r"^\.\. (auto\w+|currentmodule|py:\w+)::\s*([\w.]+)")
 
 
 def _pages():
-    return sorted(p for p in DOCS.rglob("*") if p.suffix in (".md", ".rst")
-                  and "_build" not in p.relative_to(DOCS).parts)
+    return sorted(
+        p
+        for p in DOCS.rglob("*")
+        if p.suffix in (".md", ".rst") and "_build" not in p.relative_to(DOCS).parts
+    )
 
 
 def _page_text(path):
@@ -50,16 +61,25 @@ def _run(test):
 
 def test_the_pages_exist():
     names = {p.relative_to(DOCS).as_posix() for p in _pages()}
-    for page in ["index.md", "tutorial.md", "coming-from-autograd.md", "coming-from-pytorch.md",
-                 "coming-from-jax.md", "benchmarks.md", "changelog.md", "api/index.rst"]:
+    for page in [
+        "index.md",
+        "tutorial.md",
+        "coming-from-autograd.md",
+        "coming-from-pytorch.md",
+        "coming-from-jax.md",
+        "benchmarks.md",
+        "changelog.md",
+        "api/index.rst",
+    ]:
         assert page in names
 
 
 @pytest.mark.parametrize("page", [p.relative_to(DOCS).as_posix() for p in _pages()])
 def test_page_examples_run(page):
     path = DOCS / page
-    test = doctest.DocTestParser().get_doctest(_page_text(path), {"__name__": "__docs__"},
-                                               page, str(path), 0)
+    test = doctest.DocTestParser().get_doctest(
+        _page_text(path), {"__name__": "__docs__"}, page, str(path), 0
+    )
     _run(test)
 
 
@@ -100,11 +120,10 @@ def _reference_entries():
                 continue
             if not kind.startswith("auto") or kind == "automodule":
                 continue
-            modname, _, name = (target.rpartition(".") if "." in target
-                                else (current, None, target))
+            modname, _, name = target.rpartition(".") if "." in target else (current, None, target)
             obj = getattr(importlib.import_module(modname), name)
             body = [line]
-            for following in lines[i + 1:]:
+            for following in lines[i + 1 :]:
                 if following and not following[0].isspace():
                     break
                 body.append(following)
@@ -130,11 +149,19 @@ def test_every_public_name_has_an_example():
     assert not missing, f"public names without an example: {sorted(missing)}"
 
 
-@pytest.mark.parametrize("path,obj", sorted(PUBLIC.values(), key=lambda po: po[0]),
-                         ids=sorted(path for path, _ in PUBLIC.values()))
+@pytest.mark.parametrize(
+    "path,obj",
+    sorted(PUBLIC.values(), key=lambda po: po[0]),
+    ids=sorted(path for path, _ in PUBLIC.values()),
+)
 def test_docstring_examples_run(path, obj):
-    tests = [t for t in doctest.DocTestFinder(recurse=True).find(
-        obj, path, module=False, globs={"__name__": "__docs__"}) if t.examples]
+    tests = [
+        t
+        for t in doctest.DocTestFinder(recurse=True).find(
+            obj, path, module=False, globs={"__name__": "__docs__"}
+        )
+        if t.examples
+    ]
     if not tests:
         pytest.skip(f"{path}: its examples are on its API reference page (run above)")
     for test in tests:
@@ -144,8 +171,9 @@ def test_docstring_examples_run(path, obj):
 @pytest.mark.parametrize("modname", DOCUMENTED_MODULES)
 def test_module_docstring_examples_run(modname):
     mod = importlib.import_module(modname)
-    for test in doctest.DocTestFinder(recurse=False).find(mod, modname,
-                                                          globs={"__name__": "__docs__"}):
+    for test in doctest.DocTestFinder(recurse=False).find(
+        mod, modname, globs={"__name__": "__docs__"}
+    ):
         _run(test)
 
 
@@ -159,11 +187,13 @@ def test_a_wrong_example_fails():
 def test_every_figure_a_page_shows_is_drawn_by_the_build():
     """The pages' figures (_generated/NAME.png) are drawn at build time by
     docs/_ext/gradcy_figures.py, never committed: each one a page names is one it draws."""
-    spec = importlib.util.spec_from_file_location("gradcy_figures",
-                                                  DOCS / "_ext" / "gradcy_figures.py")
+    spec = importlib.util.spec_from_file_location(
+        "gradcy_figures", DOCS / "_ext" / "gradcy_figures.py"
+    )
     figures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(figures)
-    shown = {m.group(1) for p in _pages()
-             for m in re.finditer(r"_generated/([\w.-]+)", p.read_text())}
+    shown = {
+        m.group(1) for p in _pages() for m in re.finditer(r"_generated/([\w.-]+)", p.read_text())
+    }
     assert shown, "no page shows a generated figure"
     assert shown <= set(figures.FIGURES), sorted(shown - set(figures.FIGURES))

@@ -1,6 +1,7 @@
 """gradcy standing in for autograd in libraries built on it (issue #22): the reduced cases of
 what PennyLane 0.45.1's autograd interface relies on. The switch itself (gradcy.autograd_alias)
 is checked in fresh interpreters, since it renames gradcy's traced-value class."""
+
 import os
 import subprocess
 import sys
@@ -22,9 +23,13 @@ from gradcy.vspace import ArrayVSpace, VSpace
 
 
 def run_python(code, env=None):
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=120,
-                         env=None if env is None else {**os.environ, **env})
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=None if env is None else {**os.environ, **env},
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
@@ -64,16 +69,24 @@ def test_alias_resolves_autograd_and_names_the_box_as_autograd_does():
 
 def test_alias_refuses_after_the_real_autograd():
     pytest.importorskip("autograd")
-    out = subprocess.run([sys.executable, "-c", "import autograd, gradcy.autograd_alias"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "import autograd, gradcy.autograd_alias"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode != 0 and "the real autograd is already imported" in out.stderr
 
 
 def test_alias_runs_a_script(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text("import sys, autograd\nprint(autograd.__name__, sys.argv[1:])\n")
-    out = subprocess.run([sys.executable, "-m", "gradcy.autograd_alias", str(script), "a"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "gradcy.autograd_alias", str(script), "a"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "gradcy ['a']"
 
@@ -129,7 +142,7 @@ Box.register(ArrayBoxRegistered)
 
 def test_registered_subclass_is_an_argument_and_a_result_as_in_autograd():
     x = onp.array([0.5, 1.5]).view(Registered)
-    c = onp.array([2.0, 3.0]).view(Registered)     # a constant next to a traced value
+    c = onp.array([2.0, 3.0]).view(Registered)  # a constant next to a traced value
     g = grad(lambda v: np.sum(np.sin(v) * c))(x)
     assert g.tolist() == (onp.cos([0.5, 1.5]) * [2.0, 3.0]).tolist()
     g = grad(lambda v: np.sum(v * c))(onp.array([0.5, 1.5]))
@@ -137,7 +150,7 @@ def test_registered_subclass_is_an_argument_and_a_result_as_in_autograd():
 
 
 def test_array_box_register_accepts_the_subclass():
-    assert Box.type_mappings[ArrayBoxRegistered] is Box       # as autograd's ArrayBox
+    assert Box.type_mappings[ArrayBoxRegistered] is Box  # as autograd's ArrayBox
     x = onp.array([1.0, 2.0]).view(ArrayBoxRegistered)
     assert grad(lambda v: np.sum(v * v))(x).tolist() == [2.0, 4.0]
 
@@ -149,8 +162,8 @@ def test_unregistered_subclass_stays_refused_next_to_a_registered_one():
     with pytest.raises(TypeError, match=r"test_drop_in.Unregistered \(a subclass of"):
         grad(lambda v: np.sum(v * c))(onp.array([0.5, 1.5]).view(Registered))
     with pytest.raises(TypeError, match="numpy.matrix"):
-        grad(lambda v: np.sum(v * onp.matrix([[1.0, 2.0]])))(
-            onp.array([0.5, 1.5]).view(Registered))
+        grad(lambda v: np.sum(v * onp.matrix([[1.0, 2.0]])))(onp.array([0.5, 1.5]).view(Registered))
+
 
 # ---- traced containers (causes 5 and 6) -----------------------------------------------------
 @primitive
@@ -160,8 +173,12 @@ def _execute(parameters, scale):
     return sum(onp.cos(getval(p)) for ps in parameters for p in ps) * scale
 
 
-defvjp(_execute, lambda ans, parameters, scale: lambda g: gtuple(
-    [glist([-g * scale * onp.sin(p) for p in ps]) for ps in parameters]))
+defvjp(
+    _execute,
+    lambda ans, parameters, scale: (
+        lambda g: gtuple([glist([-g * scale * onp.sin(p) for p in ps]) for ps in parameters])
+    ),
+)
 
 
 def _circuit(x):
@@ -172,8 +189,9 @@ def test_primitive_of_a_traced_container_uses_its_rule():
     x = 0.3
     expected = -3.0 * (onp.sin(x) + 2.0 * onp.sin(2 * x) + 2 * x * onp.sin(x * x))
     assert grad(_circuit)(x) == pytest.approx(expected, rel=1e-12)
-    second = -3.0 * (onp.cos(x) + 4.0 * onp.cos(2 * x) + 2 * onp.sin(x * x)
-                     + 4 * x * x * onp.cos(x * x))
+    second = -3.0 * (
+        onp.cos(x) + 4.0 * onp.cos(2 * x) + 2 * onp.sin(x * x) + 4 * x * x * onp.cos(x * x)
+    )
     assert hessian(_circuit)(x) == pytest.approx(second, rel=1e-12)
 
 
@@ -182,12 +200,20 @@ def test_traced_containers_are_sequence_and_dict_boxes():
 
     def f(x):
         t, d = gtuple([x, x]), make_dict(("a",), x)
-        seen.append((isinstance(x, SequenceBox), isinstance(t, SequenceBox),
-                     isinstance(d, DictBox), isinstance(t, DictBox), type(t._value).__name__))
+        seen.append(
+            (
+                isinstance(x, SequenceBox),
+                isinstance(t, SequenceBox),
+                isinstance(d, DictBox),
+                isinstance(t, DictBox),
+                type(t._value).__name__,
+            )
+        )
         return t[0] * t[1] + gdict(a=x)["a"]
+
     assert grad(f)(2.0) == 5.0
     assert seen == [(False, True, True, False, "tuple")]
-    assert type(gtuple([1.0, 2.0])) is tuple     # no traced element: a plain tuple
+    assert type(gtuple([1.0, 2.0])) is tuple  # no traced element: a plain tuple
 
 
 # ---- a traced value used inside a VJP of its own differentiation (cause 7) -------------------
@@ -203,12 +229,15 @@ def test_vjp_may_use_traced_values_of_its_own_differentiation():
             # the rule reads a traced value of this same differentiation (PennyLane's VJPs
             # run tapes that hold the traced parameters)
             return g * 2.0 * onp.ones(np.shape(held["x"])) * np.ndim(held["x"])
+
         return vjp
+
     defvjp(scaled, vjp_maker)
 
     def f(x):
         held["x"] = x
         return np.sum(scaled(x))
+
     assert grad(f)(onp.ones(3)).tolist() == [2.0, 2.0, 2.0]
     assert gradcy.grad(f)(onp.ones((2, 2))).tolist() == [[4.0, 4.0], [4.0, 4.0]]
 
@@ -217,7 +246,8 @@ def test_alias_ndarray_subclass_operators_defer_to_the_traced_value():
     # PennyLane's tensor: an ndarray subclass whose __array_ufunc__ calls ndarray's and wraps
     # what it returns; tensor + traced value must reach the traced value's __radd__, as it
     # does under autograd < 1.9 (the version PennyLane pins)
-    out = run_python("""
+    out = run_python(
+        """
         import gradcy.autograd_alias
         import numpy as onp, autograd
         class Tensor(onp.ndarray):
@@ -226,7 +256,9 @@ def test_alias_ndarray_subclass_operators_defer_to_the_traced_value():
                 return onp.asarray(super().__array_ufunc__(ufunc, method, *args, **kwargs))
         c = onp.array(0.3).view(Tensor)
         print(autograd.grad(lambda a: c + a * a)(2.0))
-    """, env={"GRADCY_AUTOGRAD_VERSION": "1.8.0"})
+    """,
+        env={"GRADCY_AUTOGRAD_VERSION": "1.8.0"},
+    )
     assert out.strip() == "4.0"
 
 
@@ -248,6 +280,7 @@ def test_second_order_through_a_vjp_that_strips_one_level():
     def f(x):
         held["x"] = x
         return opaque_sin(x)
+
     x = 0.4
     assert grad(f)(x) == pytest.approx(onp.cos(x), rel=1e-14)
     assert grad(grad(f))(x) == pytest.approx(-onp.sin(x), rel=1e-14)
@@ -293,6 +326,7 @@ def _sin_cos_vjp(ans, x):
         if not isinstance(g, SequenceBox):
             g = [getval(e) for e in g]
         return np.einsum("i,i", g, np.stack([np.cos(x), -np.sin(x)]))
+
     return vjp
 
 
@@ -313,8 +347,9 @@ def test_dict_output_cotangent_is_dense_and_traced_as_a_dict_box():
     # zeros before the VJP reads it; at second order it is one traced dict (a DictBox)
     seen = []
     p = primitive(lambda x: {"a": onp.sin(x), "b": onp.cos(x)})
-    defvjp(p, lambda ans, x: lambda g: (seen.append(g),
-                                        g["a"] * onp.cos(x) - g["b"] * onp.sin(x))[1])
+    defvjp(
+        p, lambda ans, x: lambda g: (seen.append(g), g["a"] * onp.cos(x) - g["b"] * onp.sin(x))[1]
+    )
     assert grad(lambda x: p(x)["a"] * 2.0)(0.3) == pytest.approx(2 * onp.cos(0.3), rel=1e-15)
     assert type(seen[0]) is dict and onp.asarray(seen[0]["b"]).tolist() == 0.0
     mixed = grad(lambda c: grad(lambda x: p(x)["a"] * c)(0.3))(2.0)
@@ -329,9 +364,10 @@ def test_container_cotangent_traced_by_an_outer_differentiation_is_one_traced_co
     # gradients: zeros and "Output seems independent of input" otherwise)
     def f(x, c):
         s = _sin_cos(x)
-        return s[0] * c + s[1] * c ** 2
+        return s[0] * c + s[1] * c**2
+
     x, c = 0.3, 0.7
-    assert grad(f)(x, c) == pytest.approx(onp.cos(x) * c - onp.sin(x) * c ** 2, rel=1e-14)
+    assert grad(f)(x, c) == pytest.approx(onp.cos(x) * c - onp.sin(x) * c**2, rel=1e-14)
     mixed = grad(lambda c: grad(f)(x, c))(c)
     assert mixed == pytest.approx(onp.cos(x) - 2 * c * onp.sin(x), rel=1e-14)
 
@@ -360,6 +396,7 @@ def _shifted_vjp_a(ans, a, b, h):
         up = _shifted(h.a + onp.pi / 2, h.b, _Holder(h.a + onp.pi / 2, h.b))
         down = _shifted(h.a - onp.pi / 2, h.b, _Holder(h.a - onp.pi / 2, h.b))
         return _strip(g * (up - down) / 2)
+
     return vjp
 
 
@@ -373,10 +410,12 @@ def test_outer_backward_pass_runs_on_values_of_a_finished_inner_differentiation(
     # values (EscapedValueError before)
     def f(v):
         return _shifted(v[0], v[1], _Holder(v[0], v[1]))
+
     v = onp.array([0.4, 1.3])
     a, b = v
-    assert hessian(f)(v) == pytest.approx(onp.array([[-onp.sin(a) * b, onp.cos(a)],
-                                                      [onp.cos(a), 0.0]]), abs=1e-14)
+    assert hessian(f)(v) == pytest.approx(
+        onp.array([[-onp.sin(a) * b, onp.cos(a)], [onp.cos(a), 0.0]]), abs=1e-14
+    )
 
 
 def test_a_value_escaped_before_the_backward_pass_still_raises_in_a_rule():
@@ -401,6 +440,7 @@ def test_a_container_computed_in_a_rule_stays_one_level_deeper():
     def f(x, c):
         held["x"] = x
         return opaque(x) * c
+
     x, c = 0.4, 1.7
     assert grad(f)(x, c) == pytest.approx(onp.cos(x) * c, rel=1e-15)
     assert grad(lambda c: grad(f)(x, c))(c) == pytest.approx(onp.cos(x), rel=1e-15)
@@ -414,21 +454,26 @@ def test_traced_container_as_an_array_operand(spec):
 
     def f(c):
         return np.sum(np.einsum(spec, gtuple([c, c * c, 2.0 * c]), jac))
+
     c = 0.5
-    assert grad(f)(c) == pytest.approx(onp.sum(onp.array([1.0, 2 * c, 2.0]) @ jac.reshape(3, -1)),
-                                       rel=1e-15)
+    assert grad(f)(c) == pytest.approx(
+        onp.sum(onp.array([1.0, 2 * c, 2.0]) @ jac.reshape(3, -1)), rel=1e-15
+    )
 
 
 # ---- the gradient of a registered ndarray subclass is what autograd's backward pass makes ------
-@pytest.mark.parametrize("f, shape, expected", [
-    # (measured under autograd 1.8.0 and 1.9.1 with the subclass registered as here)
-    (lambda x: 2.0 * x, (), onp.float64),       # the seed is a plain 0-d array: arithmetic on
-    (lambda x: np.sin(x), (), Registered),      # it gives a NumPy scalar; rules that compute
-    (lambda x: x * x, (), Registered),          # with the argument keep its class
-    (lambda x: np.sum(x), (), onp.ndarray),
-    (lambda x: np.sum(2.0 * x), (2,), onp.ndarray),
-    (lambda x: np.sum(np.sin(x)), (2,), Registered),
-])
+@pytest.mark.parametrize(
+    "f, shape, expected",
+    [
+        # (measured under autograd 1.8.0 and 1.9.1 with the subclass registered as here)
+        (lambda x: 2.0 * x, (), onp.float64),  # the seed is a plain 0-d array: arithmetic on
+        (lambda x: np.sin(x), (), Registered),  # it gives a NumPy scalar; rules that compute
+        (lambda x: x * x, (), Registered),  # with the argument keep its class
+        (lambda x: np.sum(x), (), onp.ndarray),
+        (lambda x: np.sum(2.0 * x), (2,), onp.ndarray),
+        (lambda x: np.sum(np.sin(x)), (2,), Registered),
+    ],
+)
 def test_registered_subclass_gradient_type_is_autograds(f, shape, expected):
     # PennyLane's tests: qml.grad of a 0-d tensor is a float under parameter-shift (its VJP
     # returns NumPy scalars) and a tensor under backprop; gradcy made every such gradient a

@@ -27,6 +27,7 @@ nor an entry in SKIPPED (so new primitives must be added here), when a spec or s
 primitive that does not exist, and when a differentiable argument of a primitive is swept by
 no spec.
 """
+
 import warnings
 import zlib
 
@@ -49,8 +50,9 @@ try:
     import gradcy.scipy.signal as gss
     import gradcy.scipy.special as gsp
     import gradcy.scipy.stats as gst
+
     HAVE_SCIPY = True
-except ImportError:          # optional extra
+except ImportError:  # optional extra
     HAVE_SCIPY = False
 
 # This module registers no primitive and checks no derivative values, so it vouches for none in
@@ -61,7 +63,7 @@ F16, F32, F64 = onp.dtype(onp.float16), onp.dtype(onp.float32), onp.dtype(onp.fl
 C64, C128 = onp.dtype(onp.complex64), onp.dtype(onp.complex128)
 ALL = (F16, F32, F64, C64, C128)
 REAL = (F16, F32, F64)
-LAPACK = (F32, F64, C64, C128)       # numpy.linalg has no float16 loops
+LAPACK = (F32, F64, C64, C128)  # numpy.linalg has no float16 loops
 LAPACK_REAL = (F32, F64)
 KINDS = ("pyfloat", "npscalar", "0d", "nd")
 
@@ -150,8 +152,17 @@ class Spec:
 
 SPECS = []
 # functions new in NumPy 2: swept where the installed NumPy has them (1.26 names trapezoid trapz)
-NUMPY2_NAMES = {"matrix_transpose", "unstack", "cumulative_sum", "cumulative_prod", "matvec",
-                "vecmat", "vecdot", "linalg.vector_norm", "linalg.matrix_norm"}
+NUMPY2_NAMES = {
+    "matrix_transpose",
+    "unstack",
+    "cumulative_sum",
+    "cumulative_prod",
+    "matvec",
+    "vecmat",
+    "vecdot",
+    "linalg.vector_norm",
+    "linalg.matrix_norm",
+}
 TRAPEZOID = "trapezoid" if hasattr(onp, "trapezoid") else "trapz"
 
 
@@ -160,8 +171,20 @@ def _numpy_has(name):
     return hasattr(getattr(onp, mod) if mod else onp, attr)
 
 
-def add(prim, fn, *, argnum=0, label=None, shape=(2, 3), lo=0.3, hi=0.9, scalar=True,
-        dtypes=ALL, gen=None, kinds=None):
+def add(
+    prim,
+    fn,
+    *,
+    argnum=0,
+    label=None,
+    shape=(2, 3),
+    lo=0.3,
+    hi=0.9,
+    scalar=True,
+    dtypes=ALL,
+    gen=None,
+    kinds=None,
+):
     """A spec; scalar=False: n-d input only (kinds: an explicit subset of KINDS)."""
     if prim in NUMPY2_NAMES and not _numpy_has(prim):
         return
@@ -171,8 +194,9 @@ def add(prim, fn, *, argnum=0, label=None, shape=(2, 3), lo=0.3, hi=0.9, scalar=
         label = f"@{argnum}" if argnum else ""
     if kinds is None:
         kinds = KINDS if scalar else ("nd",)
-    SPECS.append(Spec(prim, label, fn, argnum, tuple(shape), lo, hi, tuple(kinds), tuple(dtypes),
-                      gen))
+    SPECS.append(
+        Spec(prim, label, fn, argnum, tuple(shape), lo, hi, tuple(kinds), tuple(dtypes), gen)
+    )
 
 
 def gen_wellcond(rs, shape, complex_):
@@ -205,11 +229,24 @@ for _r in ELEMENTWISE.values():
         continue
     _swept = _r.swept or (0, 1)
     if 0 in _swept:
-        add(_r.name, lambda x, K, f=_f, lo=_lo, hi=_hi: f(x, K((3,), lo, hi)), shape=(2, 1),
-            lo=_lo, hi=_hi, dtypes=_dt)
+        add(
+            _r.name,
+            lambda x, K, f=_f, lo=_lo, hi=_hi: f(x, K((3,), lo, hi)),
+            shape=(2, 1),
+            lo=_lo,
+            hi=_hi,
+            dtypes=_dt,
+        )
     if 1 in _swept:
-        add(_r.name, lambda x, K, f=_f, lo=_lo, hi=_hi: f(K((2, 3), lo, hi), x), argnum=1,
-            shape=(3,), lo=_lo, hi=_hi, dtypes=_dt)
+        add(
+            _r.name,
+            lambda x, K, f=_f, lo=_lo, hi=_hi: f(K((2, 3), lo, hi), x),
+            argnum=1,
+            shape=(3,),
+            lo=_lo,
+            hi=_hi,
+            dtypes=_dt,
+        )
 add("ldexp", lambda x, K: gnp.ldexp(x, onp.array([1, 2, 3])), shape=(2, 1), dtypes=REAL)
 _COND = onp.array([True, False, True])
 add("where", lambda x, K: gnp.where(_COND, x, K((3,))), argnum=1, shape=(2, 1))
@@ -217,10 +254,24 @@ add("where", lambda x, K: gnp.where(_COND, K((2, 3)), x), argnum=2, shape=(3,))
 add("clip", lambda x, K: gnp.clip(x, 0.4, 0.8), shape=(2, 3), lo=0.2, hi=1.0, dtypes=REAL)
 add("full", lambda x, K: gnp.full((2, 3), x), argnum=1, shape=(3,))
 add("full_like", lambda x, K: gnp.full_like(K((2, 3)), x), argnum=1, shape=(3,))
-add("clip", lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), x, K((3,), 0.8, 0.9)), argnum=1,
-    shape=(3,), lo=0.2, hi=0.4, dtypes=REAL)
-add("clip", lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), K((3,), 0.1, 0.2), x), argnum=2,
-    shape=(3,), lo=0.6, hi=0.8, dtypes=REAL)
+add(
+    "clip",
+    lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), x, K((3,), 0.8, 0.9)),
+    argnum=1,
+    shape=(3,),
+    lo=0.2,
+    hi=0.4,
+    dtypes=REAL,
+)
+add(
+    "clip",
+    lambda x, K: gnp.clip(K((2, 3), 0.0, 1.0), K((3,), 0.1, 0.2), x),
+    argnum=2,
+    shape=(3,),
+    lo=0.6,
+    hi=0.8,
+    dtypes=REAL,
+)
 
 
 # ---- reductions: axis 1 of a (2, 3) array, axis None for scalars ----------------------------
@@ -228,19 +279,52 @@ def _ax(x):
     return 1 if gnp.ndim(x) >= 2 else None
 
 
-REDUCTIONS = [("sum", True), ("mean", True), ("prod", True), ("max", False), ("min", False),
-              ("nanmax", False), ("nanmin", False), ("nansum", True), ("nanmean", True),
-              ("nanprod", True), ("var", True), ("std", True), ("nanvar", True),
-              ("nanstd", True), ("ptp", False), ("median", False), ("nanmedian", False),
-              ("average", True), ("cumsum", True), ("cumprod", True), ("nancumsum", True),
-              ("nancumprod", True)]
+REDUCTIONS = [
+    ("sum", True),
+    ("mean", True),
+    ("prod", True),
+    ("max", False),
+    ("min", False),
+    ("nanmax", False),
+    ("nanmin", False),
+    ("nansum", True),
+    ("nanmean", True),
+    ("nanprod", True),
+    ("var", True),
+    ("std", True),
+    ("nanvar", True),
+    ("nanstd", True),
+    ("ptp", False),
+    ("median", False),
+    ("nanmedian", False),
+    ("average", True),
+    ("cumsum", True),
+    ("cumprod", True),
+    ("nancumsum", True),
+    ("nancumprod", True),
+]
 for _n, _c in REDUCTIONS:
     _f = getattr(gnp, _n)
     add(_n, lambda x, K, f=_f: f(x, _ax(x)), dtypes=ALL if _c else REAL)
-for _n, _c in [("sum", True), ("mean", True), ("prod", True), ("max", False), ("min", False),
-               ("var", True), ("std", True), ("ptp", False), ("median", False)]:
-    add(_n, lambda x, K, f=getattr(gnp, _n): f(x, axis=0, keepdims=True), label=":keepdims",
-        shape=(2, 3), scalar=False, dtypes=ALL if _c else REAL)
+for _n, _c in [
+    ("sum", True),
+    ("mean", True),
+    ("prod", True),
+    ("max", False),
+    ("min", False),
+    ("var", True),
+    ("std", True),
+    ("ptp", False),
+    ("median", False),
+]:
+    add(
+        _n,
+        lambda x, K, f=getattr(gnp, _n): f(x, axis=0, keepdims=True),
+        label=":keepdims",
+        shape=(2, 3),
+        scalar=False,
+        dtypes=ALL if _c else REAL,
+    )
 add("var", lambda x, K: gnp.var(x, 1, ddof=1), label=":ddof", scalar=False)
 add("average", lambda x, K: gnp.average(K(gnp.shape(x)), _ax(x), x), argnum=2)
 add("trace", lambda x, K: gnp.trace(x), shape=(3, 3), scalar=False)
@@ -277,10 +361,12 @@ add("make_diagonal", lambda x, K: gnp.make_diagonal(x, 0, -1, -2), shape=(2, 3),
 add("tril", lambda x, K: gnp.tril(x), shape=(3, 3), scalar=False)
 add("triu", lambda x, K: gnp.triu(x, 1), shape=(3, 3), scalar=False)
 add("take", lambda x, K: gnp.take(x, [0, 2, 2]), scalar=False)
-add("take_along_axis",
-    lambda x, K: gnp.take_along_axis(x, onp.array([[0, 2], [1, 1]]), axis=1), scalar=False)
-add("compress", lambda x, K: gnp.compress([True, False, True], x, axis=1), argnum=1,
-    scalar=False)
+add(
+    "take_along_axis",
+    lambda x, K: gnp.take_along_axis(x, onp.array([[0, 2], [1, 1]]), axis=1),
+    scalar=False,
+)
+add("compress", lambda x, K: gnp.compress([True, False, True], x, axis=1), argnum=1, scalar=False)
 add("split", lambda x, K: gnp.split(x, 3, axis=1)[1], scalar=False)
 add("array_split", lambda x, K: gnp.array_split(x, 2, axis=1)[0], scalar=False)
 add("hsplit", lambda x, K: gnp.hsplit(x, 3)[0], scalar=False)
@@ -288,37 +374,59 @@ add("vsplit", lambda x, K: gnp.vsplit(x, 2)[1], scalar=False)
 add("dsplit", lambda x, K: gnp.dsplit(x, 2)[0], shape=(2, 3, 2), scalar=False)
 add("_wrap.container_take", lambda x, K: gnp.split(x, 2)[1], shape=(4,), scalar=False)
 add("_wrap.getitem", lambda x, K: x[1:, ::2], scalar=False)
-add("_wrap.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,),
-    scalar=False)
+add("_wrap.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,), scalar=False)
 add("_wrap.getitem", lambda x, K: x[()], label=":0d", kinds=("npscalar", "0d"))
-add("_wrap.astype",
-    lambda x, K: W.astype(x, C128 if gnp.iscomplexobj(x) else F64), label=":up")
-add("_wrap.astype",
-    lambda x, K: W.astype(x, C64 if gnp.iscomplexobj(x) else F32), label=":down")
+add("_wrap.astype", lambda x, K: W.astype(x, C128 if gnp.iscomplexobj(x) else F64), label=":up")
+add("_wrap.astype", lambda x, K: W.astype(x, C64 if gnp.iscomplexobj(x) else F32), label=":down")
 add("_wrap.array_from_args", lambda x, K: gnp.array([x, K(gnp.shape(x))]))
 add("_wrap.array_from_args", lambda x, K: gnp.array([K(gnp.shape(x)), x]), argnum=1)
-add("_wrap.concatenate_args", lambda x, K: gnp.concatenate([x, K((1, 3))]),
-    argnum=1, shape=(2, 3), scalar=False)
-add("_wrap.concatenate_args", lambda x, K: gnp.stack([K(gnp.shape(x)), x]),
-    label=":stack", argnum=2)
-add("indexing.untake",
-    lambda x, K: indexing.untake(x, [0, 0, 2], (4,), onp.dtype(x.dtype)), shape=(3,),
-    scalar=False)
-add("indexing.unrepeat", lambda x, K: indexing.unrepeat(x, 3, None, (2, 2)), shape=(12,),
-    scalar=False)
-add("products.diagonal_scatter",
-    lambda x, K: products.diagonal_scatter(x, (3, 3), onp.dtype(x.dtype)), shape=(3,),
-    scalar=False)
+add(
+    "_wrap.concatenate_args",
+    lambda x, K: gnp.concatenate([x, K((1, 3))]),
+    argnum=1,
+    shape=(2, 3),
+    scalar=False,
+)
+add(
+    "_wrap.concatenate_args", lambda x, K: gnp.stack([K(gnp.shape(x)), x]), label=":stack", argnum=2
+)
+add(
+    "indexing.untake",
+    lambda x, K: indexing.untake(x, [0, 0, 2], (4,), onp.dtype(x.dtype)),
+    shape=(3,),
+    scalar=False,
+)
+add(
+    "indexing.unrepeat",
+    lambda x, K: indexing.unrepeat(x, 3, None, (2, 2)),
+    shape=(12,),
+    scalar=False,
+)
+add(
+    "products.diagonal_scatter",
+    lambda x, K: products.diagonal_scatter(x, (3, 3), onp.dtype(x.dtype)),
+    shape=(3,),
+    scalar=False,
+)
 add("at_add", lambda x, K: indexed_updates.at_add(x, [0, 2, 2], K((3,))), shape=(4,), scalar=False)
 add("at_add", lambda x, K: indexed_updates.at_add(K((4,)), [0, 2, 2], x), argnum=2, shape=(3,))
 add("at_set", lambda x, K: indexed_updates.at_set(x, [0, 2], K((2,))), shape=(4,), scalar=False)
 add("at_set", lambda x, K: indexed_updates.at_set(K((4,)), [0, 2], x), argnum=2, shape=(2,))
-add("strided_view", lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
-    shape=(4,), scalar=False)
-add("whole_of", lambda x, K: inplace.whole_of(x[::-1], onp.arange(3, -1, -1)), shape=(4,),
-    scalar=False)
-add("gradcy.differential_operators.pack_outputs",
-    lambda x, K: pack_outputs(x, K((2,)))[0], label="")
+add(
+    "strided_view",
+    lambda x, K: inplace.strided_view(x, 1, (2,), (2 * x.itemsize,)),
+    shape=(4,),
+    scalar=False,
+)
+add(
+    "whole_of",
+    lambda x, K: inplace.whole_of(x[::-1], onp.arange(3, -1, -1)),
+    shape=(4,),
+    scalar=False,
+)
+add(
+    "gradcy.differential_operators.pack_outputs", lambda x, K: pack_outputs(x, K((2,)))[0], label=""
+)
 
 # ---- the rest of gradcy.numpy (statistics, polynomials, ranges, selections, ...) -----------
 for _n in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite", "require"):
@@ -327,16 +435,26 @@ add("real_if_close", lambda x, K: gnp.real_if_close(x))
 add("append", lambda x, K: gnp.append(x, K((3,))))
 add("append", lambda x, K: gnp.append(K((2, 3)), x), argnum=1)
 add("broadcast_arrays", lambda x, K: gnp.broadcast_arrays(x, K((3,)))[0], shape=(2, 1))
-add("broadcast_arrays", lambda x, K: gnp.broadcast_arrays(K((2, 1)), x)[1], argnum=1,
-    shape=(3,))
+add("broadcast_arrays", lambda x, K: gnp.broadcast_arrays(K((2, 1)), x)[1], argnum=1, shape=(3,))
 add("choose", lambda x, K: gnp.choose(onp.array([0, 1, 0]), x), argnum=1, scalar=False)
-add("choose", lambda x, K: gnp.choose(onp.array([0, 1, 0]), [x, K((3,))]), label=":list",
-    argnum=1, shape=(3,), scalar=False)
-add("select", lambda x, K: gnp.select([onp.array([True, False, False]),
-                                       onp.array([False, True, False])], [x, K((3,))], 0.5),
-    argnum=1, shape=(3,), scalar=False)
-add("select", lambda x, K: gnp.select([onp.array([True, False, False])], [K((3,))], x),
-    argnum=2)
+add(
+    "choose",
+    lambda x, K: gnp.choose(onp.array([0, 1, 0]), [x, K((3,))]),
+    label=":list",
+    argnum=1,
+    shape=(3,),
+    scalar=False,
+)
+add(
+    "select",
+    lambda x, K: gnp.select(
+        [onp.array([True, False, False]), onp.array([False, True, False])], [x, K((3,))], 0.5
+    ),
+    argnum=1,
+    shape=(3,),
+    scalar=False,
+)
+add("select", lambda x, K: gnp.select([onp.array([True, False, False])], [K((3,))], x), argnum=2)
 for _n in ("convolve", "correlate"):
     _f = getattr(gnp, _n)
     add(_n, lambda x, K, f=_f: f(x, K((4,)), "full"), shape=(3,), scalar=False)
@@ -347,55 +465,129 @@ add("corrcoef", lambda x, K: gnp.corrcoef(x), scalar=False, dtypes=REAL)  # comp
 for _n in ("cumulative_sum", "cumulative_prod"):
     _f = getattr(gnp, _n, None)
     add(_n, lambda x, K, f=_f: f(x, axis=1), scalar=False)
-    add(_n, lambda x, K, f=_f: f(x, include_initial=True), label=":initial", shape=(3,),
-        scalar=False)
+    add(
+        _n,
+        lambda x, K, f=_f: f(x, include_initial=True),
+        label=":initial",
+        shape=(3,),
+        scalar=False,
+    )
 add("delete", lambda x, K: gnp.delete(x, [0], axis=1), scalar=False)
 add("diagflat", lambda x, K: gnp.diagflat(x), shape=(2, 2))
 add("diff", lambda x, K: gnp.diff(x, 1, 1), scalar=False)
 add("diff", lambda x, K: gnp.diff(K((2, 3)), 1, -1, x), argnum=3, shape=(2, 1), scalar=False)
-add("diff", lambda x, K: gnp.diff(K((2, 3)), 1, -1, K((2, 1)), x), argnum=4, shape=(2, 1),
-    scalar=False)
-add("divmod", lambda x, K: gnp.divmod(x, K((3,), 0.2, 0.3))[1], label="[1]", shape=(2, 1),
-    dtypes=REAL)
-add("divmod", lambda x, K: gnp.divmod(x, K((3,), 0.2, 0.3))[0], label="[0]", shape=(2, 1),
-    dtypes=REAL)
-add("divmod", lambda x, K: gnp.divmod(K((2, 3)), x)[1], label="@1[1]", argnum=1, shape=(3,),
-    lo=0.2, hi=0.3, dtypes=REAL)
+add(
+    "diff",
+    lambda x, K: gnp.diff(K((2, 3)), 1, -1, K((2, 1)), x),
+    argnum=4,
+    shape=(2, 1),
+    scalar=False,
+)
+add(
+    "divmod",
+    lambda x, K: gnp.divmod(x, K((3,), 0.2, 0.3))[1],
+    label="[1]",
+    shape=(2, 1),
+    dtypes=REAL,
+)
+add(
+    "divmod",
+    lambda x, K: gnp.divmod(x, K((3,), 0.2, 0.3))[0],
+    label="[0]",
+    shape=(2, 1),
+    dtypes=REAL,
+)
+add(
+    "divmod",
+    lambda x, K: gnp.divmod(K((2, 3)), x)[1],
+    label="@1[1]",
+    argnum=1,
+    shape=(3,),
+    lo=0.2,
+    hi=0.3,
+    dtypes=REAL,
+)
 add("ediff1d", lambda x, K: gnp.ediff1d(x), scalar=False)
 add("ediff1d", lambda x, K: gnp.ediff1d(K((3,)), x), argnum=1)
 add("ediff1d", lambda x, K: gnp.ediff1d(K((3,)), None, x), argnum=2)
-add("extract", lambda x, K: gnp.extract(onp.array([[True, False, True], [False, True, True]]),
-                                        x), argnum=1, scalar=False)
+add(
+    "extract",
+    lambda x, K: gnp.extract(onp.array([[True, False, True], [False, True, True]]), x),
+    argnum=1,
+    scalar=False,
+)
 add("frexp", lambda x, K: gnp.frexp(x)[0], label="[0]", dtypes=REAL)
 add("modf", lambda x, K: gnp.modf(x)[0], label="[0]", lo=1.2, hi=1.9, dtypes=REAL)
 add("nextafter", lambda x, K: gnp.nextafter(x, K((3,))), shape=(2, 1), dtypes=REAL)
 for _n in ("linspace", "logspace", "geomspace"):
     _f = getattr(gnp, _n)
-    add(_n, lambda x, K, f=_f: f(x, K((2,), 2.0, 3.0), 4), shape=(2,), lo=0.5, hi=1.0,
-        dtypes=REAL if _n == "geomspace" else ALL)
-    add(_n, lambda x, K, f=_f: f(K((2,), 0.5, 1.0), x, 4), argnum=1, shape=(2,), lo=2.0,
-        hi=3.0, dtypes=REAL if _n == "geomspace" else ALL)
+    add(
+        _n,
+        lambda x, K, f=_f: f(x, K((2,), 2.0, 3.0), 4),
+        shape=(2,),
+        lo=0.5,
+        hi=1.0,
+        dtypes=REAL if _n == "geomspace" else ALL,
+    )
+    add(
+        _n,
+        lambda x, K, f=_f: f(K((2,), 0.5, 1.0), x, 4),
+        argnum=1,
+        shape=(2,),
+        lo=2.0,
+        hi=3.0,
+        dtypes=REAL if _n == "geomspace" else ALL,
+    )
 add("gradient", lambda x, K: gnp.gradient(x), shape=(4,), scalar=False)
 add("i0", lambda x, K: gnp.i0(x), dtypes=REAL)
 add("insert", lambda x, K: gnp.insert(x, 1, K((3,)), axis=0), scalar=False)
 add("insert", lambda x, K: gnp.insert(K((2, 3)), 1, x, axis=0), argnum=2, shape=(3,))
 _XP = onp.array([0.0, 0.4, 1.0])
 add("interp", lambda x, K: gnp.interp(x, _XP, K((3,))), lo=0.1, hi=0.9, dtypes=REAL)
-add("interp", lambda x, K: gnp.interp(K((2,), 0.1, 0.9), x, K((3,))), argnum=1, shape=(3,),
+add(
+    "interp",
+    lambda x, K: gnp.interp(K((2,), 0.1, 0.9), x, K((3,))),
+    argnum=1,
+    shape=(3,),
     gen=lambda rs, shape, c: onp.sort(rs.uniform(0, 1, shape)) + onp.arange(3) * 0.3,
-    scalar=False, dtypes=REAL)
-add("interp", lambda x, K: gnp.interp(K((2,), 0.1, 0.9), _XP, x), argnum=2, shape=(3,),
-    scalar=False, dtypes=REAL)
-add("bincount", lambda x, K: gnp.bincount(onp.array([0, 2, 2]), x), argnum=1, shape=(3,),
-    scalar=False, dtypes=REAL)
+    scalar=False,
+    dtypes=REAL,
+)
+add(
+    "interp",
+    lambda x, K: gnp.interp(K((2,), 0.1, 0.9), _XP, x),
+    argnum=2,
+    shape=(3,),
+    scalar=False,
+    dtypes=REAL,
+)
+add(
+    "bincount",
+    lambda x, K: gnp.bincount(onp.array([0, 2, 2]), x),
+    argnum=1,
+    shape=(3,),
+    scalar=False,
+    dtypes=REAL,
+)
 add("meshgrid", lambda x, K: gnp.meshgrid(x, K((3,)))[0], shape=(2,), scalar=False)
 add("meshgrid", lambda x, K: gnp.meshgrid(K((3,)), x)[1], argnum=1, shape=(2,), scalar=False)
-for _n, _q in (("percentile", (20, 80)), ("nanpercentile", (20, 80)),
-               ("quantile", (0.2, 0.8)), ("nanquantile", (0.2, 0.8))):
+for _n, _q in (
+    ("percentile", (20, 80)),
+    ("nanpercentile", (20, 80)),
+    ("quantile", (0.2, 0.8)),
+    ("nanquantile", (0.2, 0.8)),
+):
     _f = getattr(gnp, _n)
     add(_n, lambda x, K, f=_f, q=_q: f(x, q[0], axis=_ax(x)), dtypes=REAL)
-    add(_n, lambda x, K, f=_f: f(K((2, 3)), x, axis=1), argnum=1, shape=(2,), lo=_q[0],
-        hi=_q[1], dtypes=REAL)
+    add(
+        _n,
+        lambda x, K, f=_f: f(K((2, 3)), x, axis=1),
+        argnum=1,
+        shape=(2,),
+        lo=_q[0],
+        hi=_q[1],
+        dtypes=REAL,
+    )
 for _n in ("polyadd", "polysub", "polymul"):
     _f = getattr(gnp, _n)
     add(_n, lambda x, K, f=_f: f(x, K((2,))), shape=(3,), scalar=False)
@@ -407,205 +599,523 @@ add("polyval", lambda x, K: gnp.polyval(K((3,)), x), argnum=1)
 add("resize", lambda x, K: gnp.resize(x, (4, 2)), scalar=False)
 add("sort_complex", lambda x, K: gnp.sort_complex(x), shape=(3,), scalar=False)
 add(TRAPEZOID, lambda x, K: getattr(gnp, TRAPEZOID)(x), scalar=False)
-add(TRAPEZOID, lambda x, K: getattr(gnp, TRAPEZOID)(K((2, 3)), x), argnum=1, shape=(3,),
-    gen=lambda rs, shape, c: onp.arange(3.0) + rs.uniform(0, 0.5, 3), scalar=False,
-    dtypes=REAL)
-add(TRAPEZOID, lambda x, K: getattr(gnp, TRAPEZOID)(K((2, 3)), None, x), argnum=2,
-    kinds=("pyfloat", "npscalar", "0d"))
-add("trim_zeros", lambda x, K: gnp.trim_zeros(x), shape=(4,), scalar=False,
-    gen=lambda rs, shape, c: onp.array([0.0, 0.5, 0.7, 0.0]))
+add(
+    TRAPEZOID,
+    lambda x, K: getattr(gnp, TRAPEZOID)(K((2, 3)), x),
+    argnum=1,
+    shape=(3,),
+    gen=lambda rs, shape, c: onp.arange(3.0) + rs.uniform(0, 0.5, 3),
+    scalar=False,
+    dtypes=REAL,
+)
+add(
+    TRAPEZOID,
+    lambda x, K: getattr(gnp, TRAPEZOID)(K((2, 3)), None, x),
+    argnum=2,
+    kinds=("pyfloat", "npscalar", "0d"),
+)
+add(
+    "trim_zeros",
+    lambda x, K: gnp.trim_zeros(x),
+    shape=(4,),
+    scalar=False,
+    gen=lambda rs, shape, c: onp.array([0.0, 0.5, 0.7, 0.0]),
+)
 add("unstack", lambda x, K: gnp.unstack(x)[1], scalar=False)
-add("unwrap", lambda x, K: gnp.unwrap(x), shape=(4,), scalar=False, dtypes=REAL,
-    gen=lambda rs, shape, c: onp.array([0.0, 3.0, 6.5, 1.0]))
+add(
+    "unwrap",
+    lambda x, K: gnp.unwrap(x),
+    shape=(4,),
+    scalar=False,
+    dtypes=REAL,
+    gen=lambda rs, shape, c: onp.array([0.0, 3.0, 6.5, 1.0]),
+)
 add("vander", lambda x, K: gnp.vander(x), shape=(3,), scalar=False)
 
 # ---- products ---------------------------------------------------------------------------------
 #            name        shape0  shape1  extra args
-PRODUCTS = [("dot", (2, 3), (3,)), ("inner", (2, 3), (3,)), ("outer", (2,), (3,)),
-            ("kron", (2, 2), (2,)), ("matmul", (2, 3), (3, 2)), ("matvec", (2, 3), (3,)),
-            ("vecmat", (3,), (3, 2)), ("vecdot", (2, 3), (3,)), ("vdot", (3,), (3,)),
-            ("cross", (3,), (3,))]
+PRODUCTS = [
+    ("dot", (2, 3), (3,)),
+    ("inner", (2, 3), (3,)),
+    ("outer", (2,), (3,)),
+    ("kron", (2, 2), (2,)),
+    ("matmul", (2, 3), (3, 2)),
+    ("matvec", (2, 3), (3,)),
+    ("vecmat", (3,), (3, 2)),
+    ("vecdot", (2, 3), (3,)),
+    ("vdot", (3,), (3,)),
+    ("cross", (3,), (3,)),
+]
 for _n, _s0, _s1 in PRODUCTS:
     _f = getattr(gnp, _n, None)
     add(_n, lambda x, K, f=_f, s=_s1: f(x, K(s)), shape=_s0, scalar=False)
     add(_n, lambda x, K, f=_f, s=_s0: f(K(s), x), argnum=1, shape=_s1, scalar=False)
 add("tensordot", lambda x, K: gnp.tensordot(x, K((3, 2)), 1), shape=(2, 3), scalar=False)
-add("tensordot", lambda x, K: gnp.tensordot(K((2, 2, 3)), x, 2), argnum=1, shape=(2, 3),
-    scalar=False)
+add(
+    "tensordot",
+    lambda x, K: gnp.tensordot(K((2, 2, 3)), x, 2),
+    argnum=1,
+    shape=(2, 3),
+    scalar=False,
+)
 add("dot", lambda x, K: gnp.dot(x, K((3,))), label=":scalar", shape=(), scalar=True)
 add("einsum", lambda x, K: gnp.einsum("ij,j->i", x, K((3,))), argnum=1, scalar=False)
-add("einsum", lambda x, K: gnp.einsum("ij,j->i", K((2, 3)), x), argnum=2, shape=(3,),
-    scalar=False)
+add("einsum", lambda x, K: gnp.einsum("ij,j->i", K((2, 3)), x), argnum=2, shape=(3,), scalar=False)
 
 # ---- numpy.linalg -------------------------------------------------------------------------
 LA = gnp.linalg
-add("linalg.det", lambda x, K: LA.det(x), shape=(3, 3), gen=gen_wellcond, scalar=False,
-    dtypes=LAPACK)
-add("linalg.inv", lambda x, K: LA.inv(x), shape=(3, 3), gen=gen_wellcond, scalar=False,
-    dtypes=LAPACK)
-add("linalg.slogdet", lambda x, K: LA.slogdet(x)[1], shape=(3, 3), gen=gen_wellcond,
-    scalar=False, dtypes=LAPACK)
-add("linalg.matrix_power", lambda x, K: LA.matrix_power(x, 3), shape=(3, 3), scalar=False,
-    dtypes=LAPACK)
-add("linalg.pinv", lambda x, K: LA.pinv(x), shape=(3, 2), gen=gen_wellcond, scalar=False,
-    dtypes=LAPACK)
+add(
+    "linalg.det",
+    lambda x, K: LA.det(x),
+    shape=(3, 3),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.inv",
+    lambda x, K: LA.inv(x),
+    shape=(3, 3),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.slogdet",
+    lambda x, K: LA.slogdet(x)[1],
+    shape=(3, 3),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.matrix_power",
+    lambda x, K: LA.matrix_power(x, 3),
+    shape=(3, 3),
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.pinv",
+    lambda x, K: LA.pinv(x),
+    shape=(3, 2),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
 add("linalg.norm", lambda x, K: LA.norm(x), scalar=False, dtypes=LAPACK)
-add("linalg.norm", lambda x, K: LA.norm(x, axis=1), label=":axis", scalar=False,
-    dtypes=LAPACK)
-add("linalg.vector_norm", lambda x, K: LA.vector_norm(x), shape=(3,), scalar=False,
-    dtypes=LAPACK)
+add("linalg.norm", lambda x, K: LA.norm(x, axis=1), label=":axis", scalar=False, dtypes=LAPACK)
+add("linalg.vector_norm", lambda x, K: LA.vector_norm(x), shape=(3,), scalar=False, dtypes=LAPACK)
 add("linalg.matrix_norm", lambda x, K: LA.matrix_norm(x), scalar=False, dtypes=LAPACK)
-add("linalg.cholesky", lambda x, K: LA.cholesky(x), shape=(3, 3), gen=gen_spd, scalar=False,
-    dtypes=LAPACK)
+add(
+    "linalg.cholesky",
+    lambda x, K: LA.cholesky(x),
+    shape=(3, 3),
+    gen=gen_spd,
+    scalar=False,
+    dtypes=LAPACK,
+)
 for _k in range(2):
-    add("linalg.eigh", lambda x, K, k=_k: LA.eigh(x)[k], label=f"[{_k}]", shape=(3, 3),
-        gen=gen_sym, scalar=False, dtypes=LAPACK)
-add("linalg.eigvalsh", lambda x, K: LA.eigvalsh(x), shape=(3, 3), gen=gen_sym, scalar=False,
-    dtypes=LAPACK)
+    add(
+        "linalg.eigh",
+        lambda x, K, k=_k: LA.eigh(x)[k],
+        label=f"[{_k}]",
+        shape=(3, 3),
+        gen=gen_sym,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+add(
+    "linalg.eigvalsh",
+    lambda x, K: LA.eigvalsh(x),
+    shape=(3, 3),
+    gen=gen_sym,
+    scalar=False,
+    dtypes=LAPACK,
+)
 for _k in range(2):
-    add("linalg.eig", lambda x, K, k=_k: LA.eig(x)[k], label=f"[{_k}]", shape=(3, 3),
-        gen=gen_sym, scalar=False, dtypes=LAPACK)
-add("linalg.eigvals", lambda x, K: LA.eigvals(x), shape=(3, 3), gen=gen_sym, scalar=False,
-    dtypes=LAPACK)
+    add(
+        "linalg.eig",
+        lambda x, K, k=_k: LA.eig(x)[k],
+        label=f"[{_k}]",
+        shape=(3, 3),
+        gen=gen_sym,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+add(
+    "linalg.eigvals",
+    lambda x, K: LA.eigvals(x),
+    shape=(3, 3),
+    gen=gen_sym,
+    scalar=False,
+    dtypes=LAPACK,
+)
 for _k in range(2):
-    add("linalg.qr", lambda x, K, k=_k: LA.qr(x)[k], label=f"[{_k}]", shape=(3, 2),
-        gen=gen_wellcond, scalar=False, dtypes=LAPACK)
+    add(
+        "linalg.qr",
+        lambda x, K, k=_k: LA.qr(x)[k],
+        label=f"[{_k}]",
+        shape=(3, 2),
+        gen=gen_wellcond,
+        scalar=False,
+        dtypes=LAPACK,
+    )
 for _k in range(3):
-    add("linalg.svd", lambda x, K, k=_k: LA.svd(x, full_matrices=False)[k], label=f"[{_k}]",
-        shape=(3, 2), gen=gen_wellcond, scalar=False, dtypes=LAPACK)
-add("linalg.svdvals", lambda x, K: LA.svdvals(x), shape=(3, 2), gen=gen_wellcond,
-    scalar=False, dtypes=LAPACK)
-add("linalg.solve", lambda x, K: LA.solve(x, K((3,))), shape=(3, 3), gen=gen_wellcond,
-    scalar=False, dtypes=LAPACK)
-add("linalg.solve", lambda x, K: LA.solve(K.wellcond(3), x), argnum=1, shape=(3, 2),
-    scalar=False, dtypes=LAPACK)
-add("linalg.lstsq", lambda x, K: LA.lstsq(x, K((3,)))[0], shape=(3, 2), gen=gen_wellcond,
-    scalar=False, dtypes=LAPACK)
-add("linalg.lstsq", lambda x, K: LA.lstsq(K.wellcond(3, 2), x)[0], argnum=1, shape=(3,),
-    scalar=False, dtypes=LAPACK)
-add("linalg.tensorinv",
-    lambda x, K: LA.tensorinv(gnp.reshape(x, (2, 2, 4)), ind=2), shape=(4, 4),
-    gen=gen_wellcond, scalar=False, dtypes=LAPACK)
-add("linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(x, (2, 2, 4)), K((2, 2))), shape=(4, 4),
-    gen=gen_wellcond, scalar=False, dtypes=LAPACK)
-add("linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(K.wellcond(4), (2, 2, 4)), x), argnum=1,
-    shape=(2, 2), scalar=False, dtypes=LAPACK)
+    add(
+        "linalg.svd",
+        lambda x, K, k=_k: LA.svd(x, full_matrices=False)[k],
+        label=f"[{_k}]",
+        shape=(3, 2),
+        gen=gen_wellcond,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+add(
+    "linalg.svdvals",
+    lambda x, K: LA.svdvals(x),
+    shape=(3, 2),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.solve",
+    lambda x, K: LA.solve(x, K((3,))),
+    shape=(3, 3),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.solve",
+    lambda x, K: LA.solve(K.wellcond(3), x),
+    argnum=1,
+    shape=(3, 2),
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.lstsq",
+    lambda x, K: LA.lstsq(x, K((3,)))[0],
+    shape=(3, 2),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.lstsq",
+    lambda x, K: LA.lstsq(K.wellcond(3, 2), x)[0],
+    argnum=1,
+    shape=(3,),
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.tensorinv",
+    lambda x, K: LA.tensorinv(gnp.reshape(x, (2, 2, 4)), ind=2),
+    shape=(4, 4),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.tensorsolve",
+    lambda x, K: LA.tensorsolve(gnp.reshape(x, (2, 2, 4)), K((2, 2))),
+    shape=(4, 4),
+    gen=gen_wellcond,
+    scalar=False,
+    dtypes=LAPACK,
+)
+add(
+    "linalg.tensorsolve",
+    lambda x, K: LA.tensorsolve(gnp.reshape(K.wellcond(4), (2, 2, 4)), x),
+    argnum=1,
+    shape=(2, 2),
+    scalar=False,
+    dtypes=LAPACK,
+)
 
 # ---- numpy.fft ----------------------------------------------------------------------------
 FFT = gnp.fft
-for _n, _shape, _c in [("fft", (4,), True), ("ifft", (4,), True), ("fft2", (2, 4), True),
-                       ("ifft2", (2, 4), True), ("fftn", (2, 4), True), ("ifftn", (2, 4), True),
-                       ("rfft", (4,), False), ("rfft2", (2, 4), False),
-                       ("rfftn", (2, 4), False), ("irfft", (3,), True),
-                       ("irfft2", (2, 3), True), ("irfftn", (2, 3), True),
-                       ("hfft", (3,), True), ("ihfft", (4,), False),
-                       ("fftshift", (2, 3), True), ("ifftshift", (2, 3), True)]:
-    add("fft." + _n, lambda x, K, f=getattr(FFT, _n): f(x), shape=_shape, scalar=False,
-        dtypes=ALL if _c else REAL)
+for _n, _shape, _c in [
+    ("fft", (4,), True),
+    ("ifft", (4,), True),
+    ("fft2", (2, 4), True),
+    ("ifft2", (2, 4), True),
+    ("fftn", (2, 4), True),
+    ("ifftn", (2, 4), True),
+    ("rfft", (4,), False),
+    ("rfft2", (2, 4), False),
+    ("rfftn", (2, 4), False),
+    ("irfft", (3,), True),
+    ("irfft2", (2, 3), True),
+    ("irfftn", (2, 3), True),
+    ("hfft", (3,), True),
+    ("ihfft", (4,), False),
+    ("fftshift", (2, 3), True),
+    ("ifftshift", (2, 3), True),
+]:
+    add(
+        "fft." + _n,
+        lambda x, K, f=getattr(FFT, _n): f(x),
+        shape=_shape,
+        scalar=False,
+        dtypes=ALL if _c else REAL,
+    )
 add("fft.fft", lambda x, K: FFT.fft(x, 6, axis=0), label=":n", shape=(4, 2), scalar=False)
-add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,),
-    scalar=False)
+add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,), scalar=False)
 
 # ---- implicit functions -------------------------------------------------------------------
-add("gradcy.misc.fixed_points.fixed_point",
-    lambda x, K: fixed_point(lambda a: lambda z: 0.5 * z + a, x, onp.zeros_like(K(gnp.shape(x))),
-                             lambda u, v: gnp.max(gnp.abs(u - v)), 1e-3), label="", argnum=5)
+add(
+    "gradcy.misc.fixed_points.fixed_point",
+    lambda x, K: fixed_point(
+        lambda a: lambda z: 0.5 * z + a,
+        x,
+        onp.zeros_like(K(gnp.shape(x))),
+        lambda u, v: gnp.max(gnp.abs(u - v)),
+        1e-3,
+    ),
+    label="",
+    argnum=5,
+)
 
 
 # ---- scipy ------------------------------------------------------------------------------------
 if HAVE_SCIPY:
-    for _n, _lo, _hi in [("digamma", 0.5, 2.0), ("psi", 0.5, 2.0), ("erf", 0.3, 0.9),
-                         ("erfc", 0.3, 0.9), ("erfinv", 0.2, 0.8), ("erfcinv", 0.3, 0.8),
-                         ("expit", 0.3, 0.9), ("gamma", 0.5, 2.0), ("gammaln", 0.5, 2.0),
-                         ("i0", 0.3, 0.9), ("i1", 0.3, 0.9), ("j0", 0.3, 0.9),
-                         ("j1", 0.3, 0.9), ("y0", 0.5, 2.0), ("y1", 0.5, 2.0),
-                         ("logit", 0.2, 0.8), ("rgamma", 0.5, 2.0)]:
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(x), lo=_lo,
-            hi=_hi, dtypes=REAL)
+    for _n, _lo, _hi in [
+        ("digamma", 0.5, 2.0),
+        ("psi", 0.5, 2.0),
+        ("erf", 0.3, 0.9),
+        ("erfc", 0.3, 0.9),
+        ("erfinv", 0.2, 0.8),
+        ("erfcinv", 0.3, 0.8),
+        ("expit", 0.3, 0.9),
+        ("gamma", 0.5, 2.0),
+        ("gammaln", 0.5, 2.0),
+        ("i0", 0.3, 0.9),
+        ("i1", 0.3, 0.9),
+        ("j0", 0.3, 0.9),
+        ("j1", 0.3, 0.9),
+        ("y0", 0.5, 2.0),
+        ("y1", 0.5, 2.0),
+        ("logit", 0.2, 0.8),
+        ("rgamma", 0.5, 2.0),
+    ]:
+        add(
+            "gradcy.scipy.special." + _n,
+            lambda x, K, f=getattr(gsp, _n): f(x),
+            lo=_lo,
+            hi=_hi,
+            dtypes=REAL,
+        )
     for _n in ("beta", "betaln"):
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(x, K((3,), 1, 2)),
-            shape=(2, 1), lo=1.0, hi=2.0, dtypes=REAL)
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(K((2, 3), 1, 2), x),
-            argnum=1, shape=(3,), lo=1.0, hi=2.0, dtypes=REAL)
-    add("gradcy.scipy.special.betainc",
-        lambda x, K: gsp.betainc(K((3,), 1, 2), K((3,), 1, 2), x), argnum=2, shape=(2, 3),
-        lo=0.2, hi=0.8, dtypes=REAL)
+        add(
+            "gradcy.scipy.special." + _n,
+            lambda x, K, f=getattr(gsp, _n): f(x, K((3,), 1, 2)),
+            shape=(2, 1),
+            lo=1.0,
+            hi=2.0,
+            dtypes=REAL,
+        )
+        add(
+            "gradcy.scipy.special." + _n,
+            lambda x, K, f=getattr(gsp, _n): f(K((2, 3), 1, 2), x),
+            argnum=1,
+            shape=(3,),
+            lo=1.0,
+            hi=2.0,
+            dtypes=REAL,
+        )
+    add(
+        "gradcy.scipy.special.betainc",
+        lambda x, K: gsp.betainc(K((3,), 1, 2), K((3,), 1, 2), x),
+        argnum=2,
+        shape=(2, 3),
+        lo=0.2,
+        hi=0.8,
+        dtypes=REAL,
+    )
     for _n in ("gammainc", "gammaincc", "iv", "ive", "jv"):
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(K((3,), 1, 2), x),
-            argnum=1, shape=(2, 3), lo=0.5, hi=2.0, dtypes=REAL)
+        add(
+            "gradcy.scipy.special." + _n,
+            lambda x, K, f=getattr(gsp, _n): f(K((3,), 1, 2), x),
+            argnum=1,
+            shape=(2, 3),
+            lo=0.5,
+            hi=2.0,
+            dtypes=REAL,
+        )
     for _n in ("jn", "yn", "polygamma"):
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(1, x), argnum=1,
-            lo=0.5, hi=2.0, dtypes=REAL)
-    add("gradcy.scipy.special.multigammaln", lambda x, K: gsp.multigammaln(x, 2), lo=2.0,
-        hi=3.0, dtypes=REAL)
+        add(
+            "gradcy.scipy.special." + _n,
+            lambda x, K, f=getattr(gsp, _n): f(1, x),
+            argnum=1,
+            lo=0.5,
+            hi=2.0,
+            dtypes=REAL,
+        )
+    add(
+        "gradcy.scipy.special.multigammaln",
+        lambda x, K: gsp.multigammaln(x, 2),
+        lo=2.0,
+        hi=3.0,
+        dtypes=REAL,
+    )
     add("gradcy.scipy.special.logsumexp", lambda x, K: gsp.logsumexp(x, _ax(x)), dtypes=REAL)
-    add("gradcy.scipy.special.logsumexp",
-        lambda x, K: gsp.logsumexp(K(gnp.shape(x)), _ax(x), x), argnum=2, dtypes=REAL)
+    add(
+        "gradcy.scipy.special.logsumexp",
+        lambda x, K: gsp.logsumexp(K(gnp.shape(x)), _ax(x), x),
+        argnum=2,
+        dtypes=REAL,
+    )
     for _n in ("softmax", "log_softmax"):
-        add("gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(x, _ax(x)),
-            dtypes=REAL)
+        add(
+            "gradcy.scipy.special." + _n, lambda x, K, f=getattr(gsp, _n): f(x, _ax(x)), dtypes=REAL
+        )
 
     # scipy.stats: each argument with a rule, the others constants of the case's dtype
     def _stats_specs(mod, names, domains, argnums_of):
         for name in names:
             f = getattr(getattr(gst, mod), name)
             for k in argnums_of[name]:
+
                 def fn(x, K, f=f, k=k):
                     args = [K((3,), lo, hi) for lo, hi in domains]
                     args[k] = x
                     return f(*args)
+
                 lo, hi = domains[k]
-                add(f"gradcy.scipy.stats.{mod}.{name}", fn, argnum=k, shape=(2, 3), lo=lo,
-                    hi=hi, dtypes=REAL)
+                add(
+                    f"gradcy.scipy.stats.{mod}.{name}",
+                    fn,
+                    argnum=k,
+                    shape=(2, 3),
+                    lo=lo,
+                    hi=hi,
+                    dtypes=REAL,
+                )
 
     _ALL3, _ALL4 = (0, 1, 2), (0, 1, 2, 3)
-    _stats_specs("norm", ["pdf", "cdf", "logpdf", "logcdf", "sf", "logsf"],
-                 [(-1, 1), (-0.5, 0.5), (0.5, 2)], {n: _ALL3 for n in
-                                                   ["pdf", "cdf", "logpdf", "logcdf", "sf",
-                                                    "logsf"]})
-    _stats_specs("t", ["pdf", "logpdf", "cdf", "logcdf"], [(-1, 1), (2, 5), (-0.5, 0.5), (0.5, 2)],
-                 {"pdf": _ALL4, "logpdf": _ALL4, "cdf": (0, 2, 3), "logcdf": (0, 2, 3)})
-    _stats_specs("beta", ["pdf", "logpdf", "cdf"], [(0.2, 0.8), (1.5, 3), (1.5, 3)],
-                 {"pdf": _ALL3, "logpdf": _ALL3, "cdf": (0,)})
-    _stats_specs("chi2", ["pdf", "logpdf", "cdf"], [(0.5, 2), (2, 4)],
-                 {"pdf": (0, 1), "logpdf": (0, 1), "cdf": (0,)})
-    _stats_specs("gamma", ["pdf", "logpdf", "cdf"], [(0.5, 2), (1.5, 3)],
-                 {"pdf": (0, 1), "logpdf": (0, 1), "cdf": (0,)})
+    _stats_specs(
+        "norm",
+        ["pdf", "cdf", "logpdf", "logcdf", "sf", "logsf"],
+        [(-1, 1), (-0.5, 0.5), (0.5, 2)],
+        {n: _ALL3 for n in ["pdf", "cdf", "logpdf", "logcdf", "sf", "logsf"]},
+    )
+    _stats_specs(
+        "t",
+        ["pdf", "logpdf", "cdf", "logcdf"],
+        [(-1, 1), (2, 5), (-0.5, 0.5), (0.5, 2)],
+        {"pdf": _ALL4, "logpdf": _ALL4, "cdf": (0, 2, 3), "logcdf": (0, 2, 3)},
+    )
+    _stats_specs(
+        "beta",
+        ["pdf", "logpdf", "cdf"],
+        [(0.2, 0.8), (1.5, 3), (1.5, 3)],
+        {"pdf": _ALL3, "logpdf": _ALL3, "cdf": (0,)},
+    )
+    _stats_specs(
+        "chi2",
+        ["pdf", "logpdf", "cdf"],
+        [(0.5, 2), (2, 4)],
+        {"pdf": (0, 1), "logpdf": (0, 1), "cdf": (0,)},
+    )
+    _stats_specs(
+        "gamma",
+        ["pdf", "logpdf", "cdf"],
+        [(0.5, 2), (1.5, 3)],
+        {"pdf": (0, 1), "logpdf": (0, 1), "cdf": (0,)},
+    )
     for _n in ("pmf", "logpmf", "cdf"):
-        add(f"gradcy.scipy.stats.poisson.{_n}",
-            lambda x, K, f=getattr(gst.poisson, _n): f(onp.array([0, 1, 3]), x), argnum=1,
-            shape=(2, 3), lo=0.5, hi=2.0, dtypes=REAL)
+        add(
+            f"gradcy.scipy.stats.poisson.{_n}",
+            lambda x, K, f=getattr(gst.poisson, _n): f(onp.array([0, 1, 3]), x),
+            argnum=1,
+            shape=(2, 3),
+            lo=0.5,
+            hi=2.0,
+            dtypes=REAL,
+        )
     _SIMPLEX = onp.array([0.2, 0.3, 0.5])
     for _n in ("pdf", "logpdf"):
         _f = getattr(gst.dirichlet, _n)
-        add(f"gradcy.scipy.stats.dirichlet.{_n}",
-            lambda x, K, f=_f: f(x, K((3,), 1.5, 3)), shape=(3,), scalar=False, dtypes=REAL,
-            gen=lambda rs, shape, c: _SIMPLEX)
-        add(f"gradcy.scipy.stats.dirichlet.{_n}",
-            lambda x, K, f=_f: f(onp.asarray(_SIMPLEX, K.dt), x), argnum=1, shape=(3,),
-            lo=1.5, hi=3.0, scalar=False, dtypes=REAL)
+        add(
+            f"gradcy.scipy.stats.dirichlet.{_n}",
+            lambda x, K, f=_f: f(x, K((3,), 1.5, 3)),
+            shape=(3,),
+            scalar=False,
+            dtypes=REAL,
+            gen=lambda rs, shape, c: _SIMPLEX,
+        )
+        add(
+            f"gradcy.scipy.stats.dirichlet.{_n}",
+            lambda x, K, f=_f: f(onp.asarray(_SIMPLEX, K.dt), x),
+            argnum=1,
+            shape=(3,),
+            lo=1.5,
+            hi=3.0,
+            scalar=False,
+            dtypes=REAL,
+        )
     _MVN = gst.multivariate_normal
     for _n in ("pdf", "logpdf"):
         _f = getattr(_MVN, _n)
-        add(f"gradcy.scipy.stats.multivariate_normal.{_n}",
-            lambda x, K, f=_f: f(x, K((2,), -0.5, 0.5), K.spd(2)), shape=(2,), lo=-1, hi=1,
-            scalar=False, dtypes=LAPACK_REAL)
-        add(f"gradcy.scipy.stats.multivariate_normal.{_n}",
-            lambda x, K, f=_f: f(K((2,), -1, 1), x, K.spd(2)), argnum=1, shape=(2,), lo=-0.5,
-            hi=0.5, scalar=False, dtypes=LAPACK_REAL)
-        add(f"gradcy.scipy.stats.multivariate_normal.{_n}",
-            lambda x, K, f=_f: f(K((2,), -1, 1), K((2,), -0.5, 0.5), x), argnum=2,
-            shape=(2, 2), gen=gen_spd, scalar=False, dtypes=LAPACK_REAL)
-    add("gradcy.scipy.stats.multivariate_normal.entropy",
-        lambda x, K: _MVN.entropy(K((2,), -0.5, 0.5), x), argnum=1, shape=(2, 2), gen=gen_spd,
-        scalar=False, dtypes=LAPACK_REAL)
+        add(
+            f"gradcy.scipy.stats.multivariate_normal.{_n}",
+            lambda x, K, f=_f: f(x, K((2,), -0.5, 0.5), K.spd(2)),
+            shape=(2,),
+            lo=-1,
+            hi=1,
+            scalar=False,
+            dtypes=LAPACK_REAL,
+        )
+        add(
+            f"gradcy.scipy.stats.multivariate_normal.{_n}",
+            lambda x, K, f=_f: f(K((2,), -1, 1), x, K.spd(2)),
+            argnum=1,
+            shape=(2,),
+            lo=-0.5,
+            hi=0.5,
+            scalar=False,
+            dtypes=LAPACK_REAL,
+        )
+        add(
+            f"gradcy.scipy.stats.multivariate_normal.{_n}",
+            lambda x, K, f=_f: f(K((2,), -1, 1), K((2,), -0.5, 0.5), x),
+            argnum=2,
+            shape=(2, 2),
+            gen=gen_spd,
+            scalar=False,
+            dtypes=LAPACK_REAL,
+        )
+    add(
+        "gradcy.scipy.stats.multivariate_normal.entropy",
+        lambda x, K: _MVN.entropy(K((2,), -0.5, 0.5), x),
+        argnum=1,
+        shape=(2, 2),
+        gen=gen_spd,
+        scalar=False,
+        dtypes=LAPACK_REAL,
+    )
 
-    add("gradcy.scipy.linalg.cho_factor", lambda x, K: gsla.cho_factor(x)[0], shape=(3, 3),
-        gen=gen_spd, scalar=False, dtypes=LAPACK_REAL)
-    add("gradcy.scipy.linalg.cho_factor", lambda x, K: gsla.cho_factor(x, lower=True)[0],
-        label=":lower", shape=(3, 3), gen=gen_spd, scalar=False, dtypes=LAPACK_REAL)
+    add(
+        "gradcy.scipy.linalg.cho_factor",
+        lambda x, K: gsla.cho_factor(x)[0],
+        shape=(3, 3),
+        gen=gen_spd,
+        scalar=False,
+        dtypes=LAPACK_REAL,
+    )
+    add(
+        "gradcy.scipy.linalg.cho_factor",
+        lambda x, K: gsla.cho_factor(x, lower=True)[0],
+        label=":lower",
+        shape=(3, 3),
+        gen=gen_spd,
+        scalar=False,
+        dtypes=LAPACK_REAL,
+    )
 
     def _banded(rs, shape, complex_):
         ab = 0.3 * rs.uniform(-1, 1, shape)
@@ -613,72 +1123,152 @@ if HAVE_SCIPY:
         if complex_:
             ab = ab + 0.1j * rs.uniform(-1, 1, shape)
         return ab
-    add("gradcy.scipy.linalg.solve_banded",
-        lambda x, K: gsla.solve_banded((1, 1), x, K((4,))), argnum=1, shape=(3, 4), gen=_banded,
-        scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_banded",
-        lambda x, K: gsla.solve_banded((1, 1), onp.asarray(_banded(onp.random.RandomState(0),
-                                                                  (3, 4), K.complex), K.dt), x),
-        argnum=2, shape=(4,), scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_sylvester",
-        lambda x, K: gsla.solve_sylvester(x, K.wellcond(2), K((2, 2))), shape=(2, 2),
-        gen=gen_wellcond, scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_sylvester",
-        lambda x, K: gsla.solve_sylvester(K.wellcond(2), x, K((2, 2))), argnum=1, shape=(2, 2),
-        gen=gen_wellcond, scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_sylvester",
-        lambda x, K: gsla.solve_sylvester(K.wellcond(2), K.wellcond(2), x), argnum=2,
-        shape=(2, 2), scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_triangular",
-        lambda x, K: gsla.solve_triangular(x, K((3,)), lower=True), shape=(3, 3),
-        gen=gen_lower, scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.solve_triangular",
-        lambda x, K: gsla.solve_triangular(onp.tril(K.wellcond(3)), x, lower=True), argnum=1,
-        shape=(3,), scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.linalg.sqrtm", lambda x, K: gsla.sqrtm(x), shape=(2, 2), gen=gen_spd,
-        scalar=False, dtypes=LAPACK)
-    add("gradcy.scipy.signal.convolve", lambda x, K: gss.convolve(x, K((4,))), shape=(3,),
-        scalar=False)
-    add("gradcy.scipy.signal.convolve", lambda x, K: gss.convolve(K((4,)), x), argnum=1,
-        shape=(3,), scalar=False)
-    add("gradcy.scipy.signal.windows", lambda x, K: gss._windows(x, (2,)), shape=(2, 3),
-        scalar=False)
-    add("gradcy.scipy.signal.unwindows", lambda x, K: gss._unwindows(x, (2, 3), (2,)),
-        shape=(2, 2, 2), scalar=False)
+
+    add(
+        "gradcy.scipy.linalg.solve_banded",
+        lambda x, K: gsla.solve_banded((1, 1), x, K((4,))),
+        argnum=1,
+        shape=(3, 4),
+        gen=_banded,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_banded",
+        lambda x, K: gsla.solve_banded(
+            (1, 1), onp.asarray(_banded(onp.random.RandomState(0), (3, 4), K.complex), K.dt), x
+        ),
+        argnum=2,
+        shape=(4,),
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_sylvester",
+        lambda x, K: gsla.solve_sylvester(x, K.wellcond(2), K((2, 2))),
+        shape=(2, 2),
+        gen=gen_wellcond,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_sylvester",
+        lambda x, K: gsla.solve_sylvester(K.wellcond(2), x, K((2, 2))),
+        argnum=1,
+        shape=(2, 2),
+        gen=gen_wellcond,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_sylvester",
+        lambda x, K: gsla.solve_sylvester(K.wellcond(2), K.wellcond(2), x),
+        argnum=2,
+        shape=(2, 2),
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_triangular",
+        lambda x, K: gsla.solve_triangular(x, K((3,)), lower=True),
+        shape=(3, 3),
+        gen=gen_lower,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.solve_triangular",
+        lambda x, K: gsla.solve_triangular(onp.tril(K.wellcond(3)), x, lower=True),
+        argnum=1,
+        shape=(3,),
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.linalg.sqrtm",
+        lambda x, K: gsla.sqrtm(x),
+        shape=(2, 2),
+        gen=gen_spd,
+        scalar=False,
+        dtypes=LAPACK,
+    )
+    add(
+        "gradcy.scipy.signal.convolve",
+        lambda x, K: gss.convolve(x, K((4,))),
+        shape=(3,),
+        scalar=False,
+    )
+    add(
+        "gradcy.scipy.signal.convolve",
+        lambda x, K: gss.convolve(K((4,)), x),
+        argnum=1,
+        shape=(3,),
+        scalar=False,
+    )
+    add(
+        "gradcy.scipy.signal.windows",
+        lambda x, K: gss._windows(x, (2,)),
+        shape=(2, 3),
+        scalar=False,
+    )
+    add(
+        "gradcy.scipy.signal.unwindows",
+        lambda x, K: gss._unwindows(x, (2, 3), (2,)),
+        shape=(2, 2, 2),
+        scalar=False,
+    )
     _T = onp.array([0.0, 0.3, 0.6])
-    add("gradcy.scipy.integrate.odeint",
-        lambda x, K: gsi.odeint(lambda y, t: -y, x, _T), label="", argnum=1, shape=(2,),
-        scalar=False, dtypes=REAL)
-    add("gradcy.scipy.integrate.odeint",
+    add(
+        "gradcy.scipy.integrate.odeint",
+        lambda x, K: gsi.odeint(lambda y, t: -y, x, _T),
+        label="",
+        argnum=1,
+        shape=(2,),
+        scalar=False,
+        dtypes=REAL,
+    )
+    add(
+        "gradcy.scipy.integrate.odeint",
         lambda x, K: gsi.odeint(lambda y, t, th: -th * y, K((2,)), _T, args=(x,)),
-        label=":args", argnum=3, shape=(2,), scalar=True, dtypes=REAL)
+        label=":args",
+        argnum=3,
+        shape=(2,),
+        scalar=True,
+        dtypes=REAL,
+    )
 
 # Primitives with a VJP that the sweep does not build, and why.
 SKIPPED = {
     "gradcy.builtins.make_sequence": "builds a traced tuple or list (autograd's SequenceBox) of "
-                                     "its elements: no array output of its own; each element "
-                                     "keeps its dtype, checked in test_drop_in.py",
+    "its elements: no array output of its own; each element "
+    "keeps its dtype, checked in test_drop_in.py",
     "gradcy.builtins.make_dict": "builds a traced dict (autograd's DictBox): no array output of "
-                                 "its own, checked in test_drop_in.py",
+    "its own, checked in test_drop_in.py",
     "gradcy.core.sparse_add": "autograd.core's sum of a dense value and a SparseObject (not an "
-                              "array): identity rules, checked in test_autograd_parity.py",
-    "gradcy.numpy.softmax (fused exp, sum, divide)":
+    "array): identity rules, checked in test_autograd_parity.py",
+    "gradcy.numpy.softmax (fused exp, sum, divide)": (
         "recorded only by reverse-mode tapes in place of a written-out softmax (the sweep finds "
-        "primitives on a forward-mode tape): float16/32/64 checked in test_fusion.py",
+        "primitives on a forward-mode tape): float16/32/64 checked in test_fusion.py"
+    ),
 }
 # the other fused idioms likewise (gradcy.numpy.fusion.IDIOMS): dtypes checked in test_idioms.py
-SKIPPED.update({
-    f"gradcy.numpy.{_n}": "recorded only by reverse-mode tapes in place of the idiom written "
-                          "out: float16/32/64 checked in test_idioms.py"
-    for _n in ("logsumexp (fused max, subtract, exp, sum, log, add)",
-               "log_softmax (fused exp, sum, log, subtract)",
-               "sigmoid (fused negative, exp, add, divide)", "softplus (fused exp, add, log)",
-               "tanh (fused exp, subtract, add, divide)")})
+SKIPPED.update(
+    {
+        f"gradcy.numpy.{_n}": "recorded only by reverse-mode tapes in place of the idiom written "
+        "out: float16/32/64 checked in test_idioms.py"
+        for _n in (
+            "logsumexp (fused max, subtract, exp, sum, log, add)",
+            "log_softmax (fused exp, sum, log, subtract)",
+            "sigmoid (fused negative, exp, add, divide)",
+            "softplus (fused exp, add, log)",
+            "tanh (fused exp, subtract, add, divide)",
+        )
+    }
+)
 # Primitives whose differentiable arguments are not all swept one by one, and why.
 ARGS_SAMPLED = {
     "gradcy.numpy.meshgrid": "one rule for its 32 argument positions; positions 0 and 1 swept",
 }
-
 
 
 # =============================================================================
@@ -720,7 +1310,8 @@ def _same_kind(out, like, what):
     if isinstance(like, onp.ndarray):
         assert isinstance(out, onp.ndarray), f"{what}: {_describe(out)}, expected ndarray"
         assert out.dtype == like.dtype and out.shape == like.shape, (
-            f"{what}: {_describe(out)}, expected {_describe(like)}")
+            f"{what}: {_describe(out)}, expected {_describe(like)}"
+        )
     else:
         assert type(out) is type(like), f"{what}: {_describe(out)}, expected {_describe(like)}"
 
@@ -748,7 +1339,7 @@ def check_case(spec, dtype, kind):
         return spec.fn(z, K)
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # ComplexWarning and the like from the plain call
+        warnings.simplefilter("ignore")  # ComplexWarning and the like from the plain call
         plain = f(x)
     assert not isinstance(plain, (tuple, list)), "the sweep needs one output"
     xdtype = onp.result_type(x)
@@ -758,10 +1349,12 @@ def check_case(spec, dtype, kind):
     c = raw_cotangent(f, (x,), 0)
     if c is not None:
         assert onp.shape(c) == xshape, (
-            f"raw cotangent: shape {onp.shape(c)}, input {xshape} ({_describe(c)})")
+            f"raw cotangent: shape {onp.shape(c)}, input {xshape} ({_describe(c)})"
+        )
         assert dtype_ok(c, xdtype), (
             f"raw cotangent: dtype {onp.result_type(c)} leaked into a {xdtype} input "
-            f"({_describe(c)})")
+            f"({_describe(c)})"
+        )
 
     # the front end: make_vjp (and grad for real scalar outputs)
     vjp, ans = make_vjp(f)(x)
@@ -785,11 +1378,13 @@ def check_case(spec, dtype, kind):
         yv = y._value
         if t is not None:
             assert onp.shape(t) == onp.shape(yv) and onp.result_type(t) == onp.result_type(yv), (
-                f"tangent on the tape: {_describe(t)}, output {_describe(yv)}")
+                f"tangent on the tape: {_describe(t)}, output {_describe(yv)}"
+            )
     finally:
         tape.release()
     assert spec.prim in recorded, (
-        f"the case does not record {spec.prim} (recorded: {sorted(recorded)})")
+        f"the case does not record {spec.prim} (recorded: {sorted(recorded)})"
+    )
     if kind == "npscalar" and dtype in (F64, C128):
         # downstream of a Python-float input, a NumPy-scalar value carries a Python-scalar
         # tangent (arctan(x) for x a float): rules must take it
@@ -800,7 +1395,8 @@ def check_case(spec, dtype, kind):
             if t is not None:
                 assert onp.shape(t) == onp.shape(y._value), (
                     f"tangent from a Python-scalar tangent: {_describe(t)}, output "
-                    f"{_describe(y._value)}")
+                    f"{_describe(y._value)}"
+                )
         finally:
             tape.release()
     # ... and through make_jvp
@@ -813,6 +1409,7 @@ def test_the_sweep_catches_a_leak():
     """A rule that widens a float32 cotangent to float64 (hidden by make_vjp's final cast) and a
     case that does not record its primitive both fail the checks."""
     from gradcy.extend import defjvp, defvjp_direct, primitive
+
     leaky = primitive(onp.sin, "leaky_sin")
     defvjp_direct(leaky, lambda g, ans, x: g * gnp.cos(gnp.astype(x, F64)), save=(0,))
     defjvp(leaky, lambda g, ans, x: g * gnp.cos(x))
@@ -834,8 +1431,10 @@ def test_every_primitive_has_a_sweep_entry():
     prims = primitives_with_vjps()
     specced = {s.prim for s in SPECS}
     missing = sorted(set(prims) - specced - set(SKIPPED))
-    assert not missing, (f"primitives with a VJP but no dtype-sweep spec and no SKIPPED "
-                         f"entry (add one in tests/test_dtype_sweep.py): {missing}")
+    assert not missing, (
+        f"primitives with a VJP but no dtype-sweep spec and no SKIPPED "
+        f"entry (add one in tests/test_dtype_sweep.py): {missing}"
+    )
     unknown = sorted((specced | set(SKIPPED)) - set(prims))
     assert not unknown, f"specs or skips for primitives that do not exist: {unknown}"
     both = sorted(specced & set(SKIPPED))

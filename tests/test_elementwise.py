@@ -1,4 +1,5 @@
 """Derivative checks of the elementwise VJPs and JVPs (gradcy/numpy/elementwise.py)."""
+
 import inspect
 
 import numpy as onp
@@ -35,8 +36,8 @@ def _domain(name, shape, seed=0):
 def test_unary(name):
     f = getattr(np, name)
     check_deep(f, _domain(name, (3, 4)))
-    check_deep(f, _domain(name, (), seed=1))                     # 0-d array
-    check_deep(f, float(_domain(name, (), seed=2)))              # Python float
+    check_deep(f, _domain(name, (), seed=1))  # 0-d array
+    check_deep(f, float(_domain(name, (), seed=2)))  # Python float
 
 
 def test_aliases_share_rules():
@@ -63,23 +64,24 @@ def _binary_args(name, xshape, yshape, seed=0):
 def test_binary(name):
     f = getattr(np, name)
     x, y = _binary_args(name, (3, 1), (4,))
-    check_deep(f, x, y)                                          # broadcasting both ways
-    check_deep(f, *_binary_args(name, (2, 3), (2, 3), seed=1))   # same shape
+    check_deep(f, x, y)  # broadcasting both ways
+    check_deep(f, *_binary_args(name, (2, 3), (2, 3), seed=1))  # same shape
     x0, y0 = _binary_args(name, (), (), seed=2)
-    check_deep(f, x0, y0)                                        # 0-d arrays
-    check_deep(f, x, y0)                                         # array with 0-d array
+    check_deep(f, x0, y0)  # 0-d arrays
+    check_deep(f, x, y0)  # array with 0-d array
     c = 1.7 if name not in ("fmod", "remainder") else 0.7
-    check_deep(lambda a: f(a, c), x)                             # Python-float second operand
-    check_deep(lambda b: f(c, b), y)                             # Python-float first operand
-    check_deep(lambda s: f(x, s), c)                             # traced Python float
+    check_deep(lambda a: f(a, c), x)  # Python-float second operand
+    check_deep(lambda b: f(c, b), y)  # Python-float first operand
+    check_deep(lambda s: f(x, s), c)  # traced Python float
 
 
 def test_ldexp():
     i = onp.array([[-1], [0], [3]])
     check_deep(lambda x: np.ldexp(x, i), rand(4))
     check_deep(lambda x: np.ldexp(x, 2), rand(2, 3))
-    assert onp.allclose(elementwise_grad(lambda x: np.ldexp(x, onp.array([0, 1, 2])))(rand(3)),
-                        [1.0, 2.0, 4.0])
+    assert onp.allclose(
+        elementwise_grad(lambda x: np.ldexp(x, onp.array([0, 1, 2])))(rand(3)), [1.0, 2.0, 4.0]
+    )
 
 
 def test_operators_with_python_floats():
@@ -89,20 +91,31 @@ def test_operators_with_python_floats():
     check_deep(lambda a: a / 2.5 - 1.5, x)
     check_deep(lambda a: 2.5 / (a * a + 1.0), x)
     check_deep(lambda a: (a * a + 1.0) ** 1.5, x)
-    check_deep(lambda a: a ** 2 + a ** 3 + a ** 0 + a ** 1, x)
-    check_deep(lambda a: 2.0 ** a, x)
+    check_deep(lambda a: a**2 + a**3 + a**0 + a**1, x)
+    check_deep(lambda a: 2.0**a, x)
     check_deep(lambda a: -a + (+a), x)
     check_deep(lambda a: abs(a), away_from_zero(3, 4))
 
 
-FLOAT32_FUNS = [lambda a: a * 2.5, lambda a: np.abs(a) ** 2.5,
-                lambda a: np.exp2(a), lambda a: np.log2(np.abs(a) + 1.0),
-                lambda a: np.maximum(a, 0.0), lambda a: np.deg2rad(a), lambda a: np.sinc(a),
-                lambda a: np.clip(a, -0.5, 0.5), lambda a: np.where(a > 0, a, 0.0),
-                lambda a: np.power(2.0, a), lambda a: np.logaddexp(a, 0.5),
-                lambda a: np.arctan2(a, 2.0), lambda a: np.hypot(1.5, a),
-                lambda a: np.copysign(a, -1.0), lambda a: np.heaviside(0.5, a),
-                lambda a: np.divide(1.5, a), lambda a: np.fmod(a, 0.7)]
+FLOAT32_FUNS = [
+    lambda a: a * 2.5,
+    lambda a: np.abs(a) ** 2.5,
+    lambda a: np.exp2(a),
+    lambda a: np.log2(np.abs(a) + 1.0),
+    lambda a: np.maximum(a, 0.0),
+    lambda a: np.deg2rad(a),
+    lambda a: np.sinc(a),
+    lambda a: np.clip(a, -0.5, 0.5),
+    lambda a: np.where(a > 0, a, 0.0),
+    lambda a: np.power(2.0, a),
+    lambda a: np.logaddexp(a, 0.5),
+    lambda a: np.arctan2(a, 2.0),
+    lambda a: np.hypot(1.5, a),
+    lambda a: np.copysign(a, -1.0),
+    lambda a: np.heaviside(0.5, a),
+    lambda a: np.divide(1.5, a),
+    lambda a: np.fmod(a, 0.7),
+]
 
 
 def test_float32_with_python_scalars_stays_float32():
@@ -126,16 +139,23 @@ def test_make_jvp_float32_tangents_are_float32(name):
         funs = [lambda a: f(a, onp.array([1, 2, 3, 4]))]
     else:
         y = onp.abs(away_from_zero(4, seed=1)).astype(onp.float32)
-        funs = [lambda a: f(a, y), lambda b: f(y, b), lambda a: f(a, 1.5),
-                lambda a: f(a, onp.float32(1.5))]
+        funs = [
+            lambda a: f(a, y),
+            lambda b: f(y, b),
+            lambda a: f(a, 1.5),
+            lambda a: f(a, onp.float32(1.5)),
+        ]
     for fun in funs:
-        for arg in (x, x[0, 0]):                            # an array and a float32 scalar
+        for arg in (x, x[0, 0]):  # an array and a float32 scalar
             out, t = raw_tangent(fun, (onp.asarray(arg),), 0)
-            want = onp.result_type(fun(onp.asarray(arg)))   # the dtype NumPy gives
-            if arg is x:        # (NumPy 1.x widens some float32 scalars, as for f(a, 1.5))
+            want = onp.result_type(fun(onp.asarray(arg)))  # the dtype NumPy gives
+            if arg is x:  # (NumPy 1.x widens some float32 scalars, as for f(a, 1.5))
                 assert want == (onp.float64 if name == "float_power" else onp.float32)
             assert onp.result_type(out) == want and onp.result_type(t) == want, (
-                name, onp.result_type(out), onp.result_type(t))
+                name,
+                onp.result_type(out),
+                onp.result_type(t),
+            )
             assert onp.shape(t) == onp.shape(out)
     for fun in FLOAT32_FUNS:
         out, t = raw_tangent(fun, (rand(3, 4).astype(onp.float32),), 0)
@@ -149,27 +169,28 @@ def test_power_guards_zero_base():
     x = onp.array([0.0, 2.0])
     # gradient wrt the exponent at base 0 is 0 (log(0) guarded), not nan
     gy = elementwise_grad(lambda y: np.power(x, y))(onp.array([1.5, 1.5]))
-    assert onp.allclose(gy, [0.0, onp.log(2.0) * 2.0 ** 1.5])
+    assert onp.allclose(gy, [0.0, onp.log(2.0) * 2.0**1.5])
     # x ** 0 at x = 0: zero gradient, for a constant and for an array exponent
-    assert onp.array_equal(elementwise_grad(lambda a: a ** 0)(x), [0.0, 0.0])
+    assert onp.array_equal(elementwise_grad(lambda a: a**0)(x), [0.0, 0.0])
     assert onp.array_equal(elementwise_grad(lambda a: np.power(a, onp.zeros(2)))(x), [0.0, 0.0])
     assert onp.all(onp.isfinite(elementwise_grad(lambda y: np.float_power(x, y))(onp.ones(2))))
     assert onp.allclose(elementwise_grad(lambda a: np.power(a, 1.0))(x), [1.0, 1.0])
-    assert onp.allclose(elementwise_grad(lambda a: a ** 3)(x), 3 * x ** 2)
+    assert onp.allclose(elementwise_grad(lambda a: a**3)(x), 3 * x**2)
     # forward mode has the same guards
-    assert onp.allclose(fwd_diag(lambda y: np.power(x, y), onp.array([1.5, 1.5])),
-                        [0.0, onp.log(2.0) * 2.0 ** 1.5])
-    assert onp.array_equal(fwd_diag(lambda a: a ** 0, x), [0.0, 0.0])
+    assert onp.allclose(
+        fwd_diag(lambda y: np.power(x, y), onp.array([1.5, 1.5])), [0.0, onp.log(2.0) * 2.0**1.5]
+    )
+    assert onp.array_equal(fwd_diag(lambda a: a**0, x), [0.0, 0.0])
     assert onp.array_equal(fwd_diag(lambda a: np.power(a, onp.zeros(2)), x), [0.0, 0.0])
     assert onp.all(onp.isfinite(fwd_diag(lambda y: np.float_power(x, y), onp.ones(2))))
     assert onp.array_equal(fwd_diag(lambda a: np.float_power(a, 0.0), x), [0.0, 0.0])
-    assert onp.allclose(fwd_diag(lambda a: a ** 3, x), 3 * x ** 2)
+    assert onp.allclose(fwd_diag(lambda a: a**3, x), 3 * x**2)
 
 
 def test_power_higher_order():
     x = rand(4, low=0.5, high=2.0)
-    g2 = elementwise_grad(elementwise_grad(lambda a: a ** 3.5))(x)
-    assert onp.allclose(g2, 3.5 * 2.5 * x ** 1.5)
+    g2 = elementwise_grad(elementwise_grad(lambda a: a**3.5))(x)
+    assert onp.allclose(g2, 3.5 * 2.5 * x**1.5)
     g2 = elementwise_grad(elementwise_grad(lambda y: np.power(x, y)))(onp.ones(4))
     assert onp.allclose(g2, onp.log(x) ** 2 * x)
 
@@ -213,7 +234,7 @@ def test_clip():
     assert onp.array_equal(grad(lambda a: np.sum(np.clip(a, None, 0.5)))(x), [1, 1, 1, 0, 0])
     assert onp.array_equal(grad(lambda a: np.sum(np.clip(a, -0.5, None)))(x), [0, 1, 1, 1, 1])
     assert onp.array_equal(grad(lambda a: np.sum(a.clip(-0.5, 0.5)))(x), inside)
-    if "min" in inspect.signature(onp.clip).parameters:     # min=, max=: NumPy >= 2.1
+    if "min" in inspect.signature(onp.clip).parameters:  # min=, max=: NumPy >= 2.1
         assert onp.array_equal(fwd_diag(lambda a: np.clip(a, min=-0.5, max=0.5), x), inside)
         assert onp.array_equal(grad(lambda a: np.sum(np.clip(a, min=-0.5, max=0.5)))(x), inside)
     # array bounds, and gradients of the bounds themselves
@@ -228,8 +249,9 @@ def test_clip():
     # broadcast bounds
     check_deep(lambda a: np.clip(a, onp.array([[-0.5], [0.0], [0.5]]), 0.8), rand(4))
     xa = rand(3, 4, seed=3)
-    check_deep(lambda a, b, c: np.clip(a, b, c), xa, rand(4, seed=4) - 0.5,
-              rand(3, 1, seed=5) + 0.5)
+    check_deep(
+        lambda a, b, c: np.clip(a, b, c), xa, rand(4, seed=4) - 0.5, rand(3, 1, seed=5) + 0.5
+    )
     check_deep(lambda a: np.clip(a, -0.5, 0.5), onp.array(0.25))
 
 
@@ -261,12 +283,14 @@ def test_traced_python_scalars_in_selections():
 
 def test_heaviside():
     x = onp.array([-1.0, 0.0, 2.0, 0.0])
-    assert onp.array_equal(grad(lambda h: np.sum(np.heaviside(x, h)))(onp.full(4, 0.5)),
-                           [0.0, 1.0, 0.0, 1.0])
+    assert onp.array_equal(
+        grad(lambda h: np.sum(np.heaviside(x, h)))(onp.full(4, 0.5)), [0.0, 1.0, 0.0, 1.0]
+    )
     assert onp.array_equal(grad(lambda h: np.sum(np.heaviside(x, h)))(0.5), 2.0)
     assert onp.array_equal(grad(lambda a: np.sum(np.heaviside(a, 0.5)))(x), onp.zeros(4))
-    assert onp.array_equal(fwd_diag(lambda h: np.heaviside(x, h), onp.full(4, 0.5)),
-                           [0.0, 1.0, 0.0, 1.0])
+    assert onp.array_equal(
+        fwd_diag(lambda h: np.heaviside(x, h), onp.full(4, 0.5)), [0.0, 1.0, 0.0, 1.0]
+    )
     assert onp.array_equal(fwd_diag(lambda a: np.heaviside(a, 0.5), x), onp.zeros(4))
 
 
@@ -282,8 +306,9 @@ def test_zero_guards():
     assert onp.array_equal(fwd_diag(np.abs, z), [0.0, 1.0, -1.0])
     assert onp.array_equal(fwd_diag(np.fabs, z), [0.0, 1.0, -1.0])
     assert onp.array_equal(fwd_diag(np.sinc, z), gs)
-    assert onp.allclose(make_jvp(np.abs)(zc)(onp.array([1.0 + 1.0j, 1.0 + 1.0j]))[1],
-                        [0.0, (3.0 + 4.0) / 5.0])
+    assert onp.allclose(
+        make_jvp(np.abs)(zc)(onp.array([1.0 + 1.0j, 1.0 + 1.0j]))[1], [0.0, (3.0 + 4.0) / 5.0]
+    )
 
 
 def test_nan_to_num():
@@ -292,7 +317,8 @@ def test_nan_to_num():
     assert onp.array_equal(grad(lambda a: np.sum(np.nan_to_num(a) * 3.0))(x), [3, 0, 0, 0, 3])
     assert onp.array_equal(
         grad(lambda a: np.sum(np.nan_to_num(a, nan=1.0, posinf=9.0, neginf=-9.0)))(x),
-        [1, 0, 0, 0, 1])
+        [1, 0, 0, 0, 1],
+    )
 
 
 def test_copysign():
@@ -325,10 +351,8 @@ def test_angle_degrees():
     t_deg = make_jvp(lambda a: np.angle(a, deg=True))(z)(v)[1]
     assert onp.allclose(t_deg, t_rad * 180.0 / onp.pi) and not onp.allclose(t_rad, 0)
     check_grads(lambda a: np.angle(a, deg=True), modes=MODES, order=2)(z)
-    assert onp.array_equal(make_jvp(np.angle)(onp.array([1.0, -1.0]))(onp.ones(2))[1],
-                           [0.0, 0.0])
-    assert onp.array_equal(grad(lambda a: np.sum(np.angle(a)))(onp.array([1.0, -1.0])),
-                           [0.0, 0.0])
+    assert onp.array_equal(make_jvp(np.angle)(onp.array([1.0, -1.0]))(onp.ones(2))[1], [0.0, 0.0])
+    assert onp.array_equal(grad(lambda a: np.sum(np.angle(a)))(onp.array([1.0, -1.0])), [0.0, 0.0])
 
 
 # =============================================================================
@@ -337,6 +361,7 @@ def test_angle_degrees():
 def _autograd():
     ag = pytest.importorskip("autograd")
     import autograd.numpy as agnp
+
     return ag, agnp
 
 
@@ -417,8 +442,15 @@ def test_real_input_complex_output_jvp():
 
 def test_complex64_tangents_keep_precision():
     z = _crand(3).astype(onp.complex64)
-    for fun in [np.abs, np.real, np.imag, np.angle, np.conjugate, lambda a: np.sin(a) * 2.0,
-                lambda a: np.where(onp.array([True, False, True]), a, 0.5)]:
+    for fun in [
+        np.abs,
+        np.real,
+        np.imag,
+        np.angle,
+        np.conjugate,
+        lambda a: np.sin(a) * 2.0,
+        lambda a: np.where(onp.array([True, False, True]), a, 0.5),
+    ]:
         y, t = raw_tangent(fun, (z,), 0, _crand(3, seed=3).astype(onp.complex64))
         assert onp.result_type(t) == onp.result_type(y), fun
         assert onp.result_type(y) in (onp.complex64, onp.float32), fun
@@ -438,13 +470,15 @@ SAVED = [(getattr(np, r.name), r) for r in ELEMENTWISE.values()]
 
 
 def _saved_record(prim, record):
-    args = [onp.array([1, 2, 3]) if k in record.integer else rand(3, seed=k, low=0.2, high=0.9)
-            for k in range(record.nargs)]
+    args = [
+        onp.array([1, 2, 3]) if k in record.integer else rand(3, seed=k, low=0.2, high=0.9)
+        for k in range(record.nargs)
+    ]
     t = Tape()
     try:
         boxes = [a if k in record.integer else t.new_leaf(a) for k, a in enumerate(args)]
         if prim is np.where:
-            boxes[0] = args[0] > 0.5        # a plain bool condition, saved all the same
+            boxes[0] = args[0] > 0.5  # a plain bool condition, saved all the same
         if prim is np.clip:
             boxes[2] = t.new_leaf(args[2] + 1.0)
         y = prim(*boxes)

@@ -3,6 +3,7 @@ Python rules they stand for: the same cotangent, bit for bit, with the same type
 shape, for every dtype, broadcast shape, 0-d array and Python scalar, whether the rule may write
 into g (the sweep owns it and the node has one parent) or not; g given by the caller is never
 written; higher-order differentiation (traced g) takes the Python rules."""
+
 import contextlib
 
 import numpy as onp
@@ -51,8 +52,10 @@ def test_the_hot_rules_are_elementwise_rules():
 def assert_same(got, want):
     """Bit-for-bit the same value, with the same type, dtype and shape."""
     assert type(got) is type(want), (type(got), type(want))
-    assert onp.result_type(got) == onp.result_type(want), (onp.result_type(got),
-                                                             onp.result_type(want))
+    assert onp.result_type(got) == onp.result_type(want), (
+        onp.result_type(got),
+        onp.result_type(want),
+    )
     assert onp.shape(got) == onp.shape(want)
     onp.testing.assert_array_equal(got, want, strict=True)
 
@@ -60,9 +63,11 @@ def assert_same(got, want):
 def shared(op):
     """op's output used twice: the multiplies' g is shared (one of them gets it owned), and
     op's own g is their sum."""
+
     def f(*a):
         t = op(*a)
         return t * 3.0 + t * 2.0
+
     return f
 
 
@@ -132,7 +137,7 @@ def test_binary_matches_python_rule(name, dtype, wrap):
     for x, y in _pairs(dtype):
         for i in (0, 1):
             if isinstance((x, y)[i], int):
-                continue            # (an int argument has no gradient)
+                continue  # (an int argument has no gradient)
             compare(wrap(op), (x, y), i)
 
 
@@ -161,6 +166,7 @@ def test_values_against_numpy():
         for _ in range(20):
             x = np.sin(x) * 1.0001 + 0.01 * x
         return np.sum(x)
+
     d = onp.ones(3)
     z = x.copy()
     for _ in range(20):
@@ -199,15 +205,18 @@ def test_float_constants_of_a_loop():
         compare(scaled(lambda a: np.multiply(c, a)), (x,), 0)
 
 
-@pytest.mark.parametrize("name,d2", [
-    ("sin", lambda x: -onp.sin(x)),
-    ("cos", lambda x: -onp.cos(x)),
-    ("sinh", onp.sinh),
-    ("cosh", onp.cosh),
-    ("exp", onp.exp),
-    ("tanh", lambda x: -2.0 * onp.tanh(x) * (1.0 - onp.tanh(x) ** 2)),
-    ("negative", lambda x: onp.zeros_like(x)),
-])
+@pytest.mark.parametrize(
+    "name,d2",
+    [
+        ("sin", lambda x: -onp.sin(x)),
+        ("cos", lambda x: -onp.cos(x)),
+        ("sinh", onp.sinh),
+        ("cosh", onp.cosh),
+        ("exp", onp.exp),
+        ("tanh", lambda x: -2.0 * onp.tanh(x) * (1.0 - onp.tanh(x) ** 2)),
+        ("negative", lambda x: onp.zeros_like(x)),
+    ],
+)
 def test_second_order(name, d2):
     """grad(grad(f)): the inner sweep's g is traced, the Python rules run on Boxes."""
     op = getattr(np, name)
@@ -220,7 +229,7 @@ def test_second_order_binary():
     x = onp.array([0.1, 0.5, 0.9])
     # f = sum(x * x / 2.0 - 3.0 * x + x / 4.0): f' = x - 3 + 1/4, f'' = 1
     f = lambda a: np.sum(np.subtract(np.multiply(a, a) / 2.0, 3.0 * a) + np.divide(a, 4.0))
-    h = grad(lambda a: np.sum(grad(f)(a) * a))      # d/dx sum(f'(x) x) = f''(x) x + f'(x)
+    h = grad(lambda a: np.sum(grad(f)(a) * a))  # d/dx sum(f'(x) x) = f''(x) x + f'(x)
     onp.testing.assert_allclose(h(x), x + (x - 2.75), rtol=1e-13)
 
 

@@ -1,6 +1,7 @@
 """Gradient checks of numpy.fft (gradcy/numpy/fft.py): reverse and forward mode to second
 order, real and complex inputs, n/s padding and truncation, axes, every norm; the dtype
 contract (float32 and complex64 stay so); and that no rule keeps an array on the tape."""
+
 import warnings
 
 import numpy as onp
@@ -15,9 +16,25 @@ from gradcy._core import ArrayMeta, Tape
 from gradcy.test_util import check_grads
 from vjp_harness import raw_cotangent
 
-_PRIMS = [fft.fft, fft.ifft, fft.fft2, fft.ifft2, fft.fftn, fft.ifftn, fft.rfft, fft.irfft,
-          fft.rfft2, fft.irfft2, fft.rfftn, fft.irfftn, fft.hfft, fft.ihfft, fft.fftshift,
-          fft.ifftshift, FV._truncate_pad]
+_PRIMS = [
+    fft.fft,
+    fft.ifft,
+    fft.fft2,
+    fft.ifft2,
+    fft.fftn,
+    fft.ifftn,
+    fft.rfft,
+    fft.irfft,
+    fft.rfft2,
+    fft.irfft2,
+    fft.rfftn,
+    fft.irfftn,
+    fft.hfft,
+    fft.ihfft,
+    fft.fftshift,
+    fft.ifftshift,
+    FV._truncate_pad,
+]
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -98,7 +115,7 @@ def _numpy_takes(fun, x):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
-            fun(x)                  # plain values: NumPy's own call
+            fun(x)  # plain values: NumPy's own call
         except ValueError:
             return False
     return True
@@ -225,6 +242,7 @@ def test_irfft_of_rfft_is_identity(n):
 def _autograd():
     ag = pytest.importorskip("autograd")
     import autograd.numpy as agnp
+
     return ag, agnp
 
 
@@ -247,7 +265,9 @@ def test_matches_autograd(which):
         def fun(a):
             y = body(f, a)
             return m.sum(m.real(y * w)) + m.sum(m.abs(y) ** 2)
+
         return fun
+
     ours = grad(loss(fft, np))(x)
     theirs = ag.grad(loss(agnp.fft, agnp))(x)
     assert ours.dtype == x.dtype
@@ -270,6 +290,7 @@ def test_out_into_plain_array_raises_and_into_traced_buffer_traces():
         b = np.zeros(4, complex)
         fft.fft(a, out=b)
         return b
+
     y, t = make_jvp(into_buffer)(x)(onp.ones(4))
     onp.testing.assert_allclose(t, onp.fft.fft(onp.ones(4)))
     onp.testing.assert_allclose(y, onp.fft.fft(x))

@@ -5,6 +5,7 @@ Each program runs fused and unfused (gradcy._core.set_fusion): same values, grad
 1e-12 and to central differences; the record is checked for what was fused (and what must not
 be), and for what the tape holds after the forward pass.
 """
+
 import contextlib
 
 import numpy as onp
@@ -65,16 +66,27 @@ def softmax_mean_shift(x, axis=1):
 
 # (program, fused: whether a softmax node is recorded)
 PROGRAMS = [
-    (softmax_shifted, True), (softmax_plain, True), (softmax_methods, True),
-    (softmax_all, True), (softmax_all_keepdims, True), (softmax_tuple_axis, True),
-    (softmax_other_shift_axis, True), (softmax_mean_shift, True),
-    (lambda x: softmax_shifted(x, axis=0), True), (lambda x: softmax_shifted(x, axis=-1), True),
+    (softmax_shifted, True),
+    (softmax_plain, True),
+    (softmax_methods, True),
+    (softmax_all, True),
+    (softmax_all_keepdims, True),
+    (softmax_tuple_axis, True),
+    (softmax_other_shift_axis, True),
+    (softmax_mean_shift, True),
+    (lambda x: softmax_shifted(x, axis=0), True),
+    (lambda x: softmax_shifted(x, axis=-1), True),
     (lambda x: softmax_shifted(x, axis=()), True),
     (lambda x: softmax_shifted(x, axis=(1, 0)), True),
     # a max with initial= is not the shift (its node stays the parent's): fused all the same
-    (lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True))(
-        np.exp(x - np.max(x, axis=1, keepdims=True, initial=10.0))), True),
+    (
+        lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True))(
+            np.exp(x - np.max(x, axis=1, keepdims=True, initial=10.0))
+        ),
+        True,
+    ),
 ]
+
 
 def _written_after_sum(x, how):
     e = np.exp(x)
@@ -91,21 +103,23 @@ NOT_FUSED = {
     "sum without keepdims": lambda x: np.exp(x) / np.sum(np.exp(x), axis=1)[:, None],
     "sum of another exp": lambda x: np.exp(x) / np.sum(np.exp(x), axis=1, keepdims=True),
     "sum of the shifted input": lambda x: np.exp(x) / np.sum(x * x + 1.0, axis=1, keepdims=True),
-    "divided the other way": lambda x: (lambda e: np.sum(e, axis=1, keepdims=True) / e)(
-        np.exp(x)),
-    "where=": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True, where=x > -5.0))(
-        np.exp(x)),
+    "divided the other way": lambda x: (lambda e: np.sum(e, axis=1, keepdims=True) / e)(np.exp(x)),
+    "where=": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True, where=x > -5.0))(np.exp(x)),
     "dtype=": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=True, dtype=onp.float64))(
-        np.exp(x)),
+        np.exp(x)
+    ),
     "exp's output written after the sum": lambda x: _written_after_sum(x, "setitem"),
     "exp's output added to in place after the sum": lambda x: _written_after_sum(x, "iadd"),
-    "out-of-place exp of a view": lambda x: (lambda e: e[:2] / np.sum(e[:2], axis=1,
-                                                                      keepdims=True))(np.exp(x)),
+    "out-of-place exp of a view": lambda x: (
+        lambda e: e[:2] / np.sum(e[:2], axis=1, keepdims=True)
+    )(np.exp(x)),
     "keepdims=1": lambda x: (lambda e: e / np.sum(e, axis=1, keepdims=1))(np.exp(x)),
     "a NumPy integer axis": lambda x: (lambda e: e / np.sum(e, axis=onp.int64(1), keepdims=True))(
-        np.exp(x)),
+        np.exp(x)
+    ),
     "times the reciprocal": lambda x: (lambda e: e * (1.0 / np.sum(e, axis=1, keepdims=True)))(
-        np.exp(x)),
+        np.exp(x)
+    ),
 }
 
 
@@ -125,21 +139,26 @@ def test_fused_gradient_equals_unfused_and_central_differences(program, fused):
         assert FUSED not in recorded(f, x)
         g0 = grad(f)(x)
         v0 = f(x)
-    assert v1 == v0                                     # the values are NumPy's own
+    assert v1 == v0  # the values are NumPy's own
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
-    onp.testing.assert_allclose(g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(
+        g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("name", sorted(NOT_FUSED))
 def test_look_alikes_are_not_fused_and_stay_right(name):
     program = NOT_FUSED[name]
     x = onp.random.RandomState(1).randn(3, 4)
-    f = loss(program) if name != "out-of-place exp of a view" else (
-        lambda z: np.sum(program(z) * C[:2]))
+    f = (
+        loss(program)
+        if name != "out-of-place exp of a view"
+        else (lambda z: np.sum(program(z) * C[:2]))
+    )
     assert FUSED not in recorded(f, x)
-    onp.testing.assert_allclose(grad(f)(x), central_gradient(lambda z: float(f(z)), x),
-                                rtol=1e-6, atol=1e-8)
+    onp.testing.assert_allclose(
+        grad(f)(x), central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("program", [softmax_shifted, softmax_all, softmax_tuple_axis])
@@ -208,13 +227,15 @@ def test_operands_used_elsewhere_keep_their_paths():
         e = np.exp(sh)
         s = np.sum(e, axis=1, keepdims=True)
         w = e / s
-        return np.sum(w * C) + np.sum(np.log(s) + m) + np.sum(e * 0.1) + np.sum(sh ** 2)
+        return np.sum(w * C) + np.sum(np.log(s) + m) + np.sum(e * 0.1) + np.sum(sh**2)
+
     assert FUSED in recorded(f, x)
     with fusion(False):
         g0 = grad(f)(x)
     onp.testing.assert_allclose(grad(f)(x), g0, rtol=1e-12, atol=1e-14)
-    onp.testing.assert_allclose(grad(f)(x), central_gradient(lambda z: float(f(z)), x),
-                                rtol=1e-6, atol=1e-8)
+    onp.testing.assert_allclose(
+        grad(f)(x), central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8
+    )
 
 
 def test_exp_output_released_during_forward_pass():
@@ -230,6 +251,7 @@ def test_exp_output_released_during_forward_pass():
                 return memory.stats()["saved_bytes"]
             finally:
                 vjp.release()
+
     assert held_after_forward(True) == x.nbytes
     assert held_after_forward(False) > 2 * x.nbytes
 
@@ -268,6 +290,7 @@ def test_set_fusion_returns_the_old_setting():
 class _RecordingAxis(int):
     """An axis entry (NumPy takes any __index__) whose == records more nodes on the tape that
     is recording (enough to move the tape's arena) and counts its calls."""
+
     calls = 0
     box = None
 
@@ -295,25 +318,25 @@ def test_an_axis_with_python_equality_runs_no_user_code_while_recording():
         finally:
             _RecordingAxis.box = _RecordingAxis.junk = None
         return np.sum(w * C)
+
     _RecordingAxis.calls = 0
     g = grad(f)(x)
     assert _RecordingAxis.calls == 0
     with fusion(False):
         g0 = grad(f)(x)
     onp.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-14)
-    onp.testing.assert_allclose(g, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(g, central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8)
 
 
 def _divided_in_place(x):
     e = np.exp(x)
-    e /= np.sum(e, axis=1, keepdims=True)           # the usual in-place spelling
+    e /= np.sum(e, axis=1, keepdims=True)  # the usual in-place spelling
     return e
 
 
 def _exp_into_owned_buffer(x):
     buf = np.zeros(x.shape)
-    e = np.exp(x, out=buf)                          # e is buf: its node is the write
+    e = np.exp(x, out=buf)  # e is buf: its node is the write
     s = np.sum(e, axis=1, keepdims=True)
     buf[0, 0] = 3.0
     return e / s
@@ -323,18 +346,18 @@ def _input_buffer_written_after_shift(x):
     buf = np.zeros(x.shape)
     buf[...] = x
     e = np.exp(buf - np.max(buf, axis=1, keepdims=True))
-    buf *= 3.0                                      # the fused node's parent is buf before this
+    buf *= 3.0  # the fused node's parent is buf before this
     return e / np.sum(e, axis=1, keepdims=True) + buf
 
 
 def _exp_input_view_written_after_sum(x):
     buf = np.zeros((x.shape[0], 2 * x.shape[1]))
-    buf[:, :x.shape[1]] = x
-    z = buf[:, :x.shape[1]]
+    buf[:, : x.shape[1]] = x
+    z = buf[:, : x.shape[1]]
     e = np.exp(z)
     s = np.sum(e, axis=1, keepdims=True)
-    buf[:, 1:3] = 2.0                               # z is stale now: the parent of the fused node
-    return e / s + buf[:, :x.shape[1]]
+    buf[:, 1:3] = 2.0  # z is stale now: the parent of the fused node
+    return e / s + buf[:, : x.shape[1]]
 
 
 def _output_written_into(x):
@@ -347,9 +370,13 @@ def _output_written_into(x):
 
 
 # writes around the pattern: (program, fused)
-WRITES = [(_divided_in_place, True), (_exp_into_owned_buffer, False),
-          (_input_buffer_written_after_shift, True), (_exp_input_view_written_after_sum, True),
-          (_output_written_into, True)]
+WRITES = [
+    (_divided_in_place, True),
+    (_exp_into_owned_buffer, False),
+    (_input_buffer_written_after_shift, True),
+    (_exp_input_view_written_after_sum, True),
+    (_output_written_into, True),
+]
 
 
 @pytest.mark.parametrize("program, fused", WRITES)
@@ -361,17 +388,21 @@ def test_writes_around_the_pattern(program, fused):
     with fusion(False):
         g0 = grad(f)(x)
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
-    onp.testing.assert_allclose(g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(
+        g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8
+    )
 
 
-@pytest.mark.parametrize("program, row", [
-    (softmax_shifted, [-onp.inf, 0.0, 1.0, 2.0]),  # a zero weight; max's path dropped
-    (softmax_shifted, [-onp.inf] * 4),             # nan row
-    (softmax_shifted, [onp.inf, 0.0, 1.0, 2.0]),   # nan row
-    (softmax_plain, [800.0, 0.0, 1.0, 2.0]),       # exp overflows: nan row
-    (softmax_plain, [-800.0] * 4),                 # the sum is 0: nan row
-])
+@pytest.mark.parametrize(
+    "program, row",
+    [
+        (softmax_shifted, [-onp.inf, 0.0, 1.0, 2.0]),  # a zero weight; max's path dropped
+        (softmax_shifted, [-onp.inf] * 4),  # nan row
+        (softmax_shifted, [onp.inf, 0.0, 1.0, 2.0]),  # nan row
+        (softmax_plain, [800.0, 0.0, 1.0, 2.0]),  # exp overflows: nan row
+        (softmax_plain, [-800.0] * 4),  # the sum is 0: nan row
+    ],
+)
 def test_non_finite_values_give_the_unfused_gradient(program, row):
     x = onp.random.RandomState(16).randn(3, 4)
     x[1] = row
@@ -381,7 +412,7 @@ def test_non_finite_values_give_the_unfused_gradient(program, row):
         g1 = grad(f)(x)
         with fusion(False):
             g0 = grad(f)(x)
-    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)     # nan where unfused is
+    onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)  # nan where unfused is
 
 
 def test_traced_cotangent_through_a_fused_node():
@@ -395,13 +426,15 @@ def test_traced_cotangent_through_a_fused_node():
     with fusion(False):
         g0 = grad(outer)(t)
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
-    onp.testing.assert_allclose(g1, central_gradient(lambda u: float(outer(u)), t), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(
+        g1, central_gradient(lambda u: float(outer(u)), t), rtol=1e-6, atol=1e-8
+    )
 
 
 def test_threads_recording_on_one_tape():
     # NumPy lets other threads run during each call: they append to the same arena
     import threading
+
     x = onp.random.RandomState(19).randn(16, 64)
     W = onp.random.RandomState(20).randn(16, 64)
 
@@ -411,12 +444,14 @@ def test_threads_recording_on_one_tape():
         def work(k):
             for _ in range(10):
                 parts[k] = parts[k] + np.sum(softmax_shifted(z * (1.0 + k)) * W)
+
         threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
         return parts[0] + parts[1] + parts[2]
+
     g1 = grad(f)(x)
     with fusion(False):
         g0 = grad(f)(x)
@@ -442,8 +477,12 @@ OWN_RULES = {
     "exp": (np.exp, 0, lambda g, ans, x: 2.0 * g * ans, softmax_plain),
     "sum": (np.sum, 0, lambda g, ans, x, *a, **k: onp.full(x.shape, 0.5), softmax_plain),
     "divide 0": (np.divide, 0, lambda g, ans, x, y: g / y + 1.0, softmax_plain),
-    "divide 1": (np.divide, 1, lambda g, ans, x, y: -2.0 * onp.sum(g * x, axis=1, keepdims=True)
-                 / y ** 2, softmax_plain),
+    "divide 1": (
+        np.divide,
+        1,
+        lambda g, ans, x, y: -2.0 * onp.sum(g * x, axis=1, keepdims=True) / y**2,
+        softmax_plain,
+    ),
     "subtract 0": (np.subtract, 0, lambda g, ans, x, y: 3.0 * g, softmax_shifted),
     "max": (np.max, 0, lambda g, ans, x, *a, **k: onp.full(x.shape, 0.5), softmax_shifted),
 }
@@ -459,5 +498,5 @@ def test_a_rule_of_the_users_own_is_not_bypassed(name):
         with fusion(False):
             g0 = grad(f)(x)
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-14)
-    assert not onp.allclose(g0, grad(f)(x))           # the rule made a difference
-    assert FUSED in recorded(f, x)                      # and fusion is back with the stock rule
+    assert not onp.allclose(g0, grad(f)(x))  # the rule made a difference
+    assert FUSED in recorded(f, x)  # and fusion is back with the stock rule

@@ -3,6 +3,7 @@ writes and ordinary operations, run by NumPy (values), by gradcy (values and der
 reverse, forward and three second-order modes) and by central differences. One test per chunk
 of seeds; the number of programs run is printed at the end of the session (tests/conftest.py).
 More seeds: python tests/fuzz_programs.py --programs 5000 --seed 0"""
+
 import numpy
 import pytest
 
@@ -25,16 +26,18 @@ MAY_REFUSE_REASONS = {"write_order"} if NUMPY_1 else set()
 PROGRAMS, CHUNK = 1600, 200
 
 
-@pytest.mark.parametrize("first", range(0, PROGRAMS, CHUNK),
-                         ids=lambda s: f"seeds{s}-{s + CHUNK - 1}")
+@pytest.mark.parametrize(
+    "first", range(0, PROGRAMS, CHUNK), ids=lambda s: f"seeds{s}-{s + CHUNK - 1}"
+)
 def test_random_programs_match_numpy_and_differences(first):
     summary = fp.run_seeds(range(first, first + CHUNK), FEATURES)
     fp.SESSION.add(summary)
     assert not summary.failures, summary.report()
     assert summary.programs == CHUNK and summary.skipped == 0
-    assert summary.refused_outside(MAY_REFUSE, MAY_REFUSE_REASONS) == [], \
-        summary.report(shrink_failures=False)
+    assert summary.refused_outside(MAY_REFUSE, MAY_REFUSE_REASONS) == [], summary.report(
+        shrink_failures=False
+    )
     # issue #23's goal: under 1% of the programs refused (NumPy 2; NumPy 1.x may refuse more)
     assert NUMPY_1 or len(summary.refused) <= CHUNK // 100, summary.report(shrink_failures=False)
-    for mode in fp.MODES:      # most programs run to a checked result in every mode
+    for mode in fp.MODES:  # most programs run to a checked result in every mode
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)

@@ -3,6 +3,7 @@
 it, the inputs rules read, their views) are read-only until the records let go of them; a
 user's primitive runs with the held arguments read-only, and a write raises naming it and the
 fix. The flags come back when the tape releases the arrays."""
+
 import gc
 
 import numpy as onp
@@ -27,9 +28,11 @@ def softmax_vjp(x, g):
     return w * (g - (g * w).sum(1, keepdims=True))
 
 
-CASES = {"softmax": (softmax, softmax_vjp),
-         "tanh": (np.tanh, lambda x, g: g * (1 - onp.tanh(x) ** 2)),
-         "exp": (np.exp, lambda x, g: g * onp.exp(x))}
+CASES = {
+    "softmax": (softmax, softmax_vjp),
+    "tanh": (np.tanh, lambda x, g: g * (1 - onp.tanh(x) ** 2)),
+    "exp": (np.exp, lambda x, g: g * onp.exp(x)),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -41,11 +44,11 @@ def test_ans_is_read_only_while_held(name):
     with pytest.raises(ValueError, match="read-only"):
         ans[0, 0] = 5.0
     onp.testing.assert_allclose(vjp(G), want(X, G), rtol=1e-12)
-    onp.testing.assert_allclose(vjp(G), want(X, G), rtol=1e-12)    # (still held: called again)
+    onp.testing.assert_allclose(vjp(G), want(X, G), rtol=1e-12)  # (still held: called again)
     assert not ans.flags.writeable
     vjp.release()
     assert ans.flags.writeable
-    ans *= 0                            # the user's array again
+    ans *= 0  # the user's array again
 
 
 def test_ans_view_of_held_output():
@@ -124,6 +127,7 @@ def test_user_primitive_writing_held_argument_raises():
     # softmax's gradient
     def f(z):
         return np.sum(scale_in_place(softmax(z)) * G)
+
     with pytest.raises(ValueError, match=r"scale_in_place.*argument 0.*a\.copy\(\)"):
         grad(f)(X)
     with pytest.raises(ValueError, match=r"scale_in_place.*argument 0"):
@@ -137,13 +141,15 @@ def test_user_primitive_flags_restored_and_unheld_argument_written():
     def peek(a):
         seen.append(a.flags.writeable)
         return a * 1.0
+
     defvjp(peek, lambda ans, a: lambda g: g)
 
     def f(x):
-        t = np.tanh(x)                  # tanh's record holds t
+        t = np.tanh(x)  # tanh's record holds t
         y = peek(t)
         seen.append(t._value.flags.writeable)
         return np.sum(y * t)
+
     grad(f)(X)
     assert seen == [False, True]
     # an argument nothing holds is the function's to write (x * 1.0: not saved)
@@ -173,5 +179,6 @@ def test_checkpointed_block_writing_held_argument_raises():
     def f(x):
         t = np.tanh(x)
         return np.sum(checkpoint(block)(t) * t)
+
     with pytest.raises(ValueError, match=r"checkpoint\(block\).*argument"):
         grad(f)(X)

@@ -20,6 +20,7 @@ Properties:
 
 Examples are derandomized (reproducible in CI); a failure prints the program as an expression.
 """
+
 import math
 
 import numpy as onp
@@ -32,11 +33,16 @@ from gradcy import make_jvp, make_vjp
 from gradcy.test_util import check_grads
 from vjp_harness import NEP50, dtype_ok, raw_cotangent
 
-COVERED = set()       # this module checks compositions, not individual primitives
+COVERED = set()  # this module checks compositions, not individual primitives
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-MAX_BOUND = 20.0      # no operation may take |value| above this
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+MAX_BOUND = 20.0  # no operation may take |value| above this
 MAX_SIZE = 27
 
 
@@ -76,7 +82,7 @@ class Program:
 
 
 def _const(draw, shape, lo, hi):
-    seed = draw(st.integers(0, 2 ** 16))
+    seed = draw(st.integers(0, 2**16))
     return onp.random.RandomState(seed).uniform(lo, hi, shape)
 
 
@@ -92,14 +98,22 @@ UNARY = [
     ("expm1", "expm1({})", gnp.expm1, 2.0, lambda b: math.exp(b)),
     ("square", "square({})", gnp.square, 4.0, lambda b: b * b),
     ("negative", "-{}", gnp.negative, None, lambda b: b),
-    ("log", "log({} ** 2 + 1)", lambda x: gnp.log(x ** 2 + 1.0), None,
-     lambda b: math.log(b * b + 1)),
-    ("sqrt", "sqrt(square({}) + 0.5)", lambda x: gnp.sqrt(gnp.square(x) + 0.5), None,
-     lambda b: math.sqrt(b * b + 0.5)),
-    ("reciprocal", "reciprocal({0} * {0} + 1)", lambda x: gnp.reciprocal(x * x + 1.0), None,
-     lambda b: 1.0),
-    ("log1p", "log1p(exp({}))", lambda x: gnp.log1p(gnp.exp(x)), 4.0,
-     lambda b: b + 1.0),
+    ("log", "log({} ** 2 + 1)", lambda x: gnp.log(x**2 + 1.0), None, lambda b: math.log(b * b + 1)),
+    (
+        "sqrt",
+        "sqrt(square({}) + 0.5)",
+        lambda x: gnp.sqrt(gnp.square(x) + 0.5),
+        None,
+        lambda b: math.sqrt(b * b + 0.5),
+    ),
+    (
+        "reciprocal",
+        "reciprocal({0} * {0} + 1)",
+        lambda x: gnp.reciprocal(x * x + 1.0),
+        None,
+        lambda b: 1.0,
+    ),
+    ("log1p", "log1p(exp({}))", lambda x: gnp.log1p(gnp.exp(x)), 4.0, lambda b: b + 1.0),
     ("cbrt", "cbrt({} + 3)", lambda x: gnp.cbrt(x + 3.0), 2.0, lambda b: 2.0),
 ]
 
@@ -113,21 +127,32 @@ BINARY = [
     ("multiply", "({} * {c})", lambda x, c: x * c, (-1, 1), lambda b: b),
     ("rmultiply", "({c} * {})", lambda x, c: gnp.multiply(c, x), (-1, 1), lambda b: b),
     ("divide", "({} / {c})", lambda x, c: x / c, (0.5, 1.5), lambda b: 2 * b),
-    ("rdivide", "({c} / ({} ** 2 + 1))", lambda x, c: gnp.divide(c, x ** 2 + 1.0), (0.5, 1.5),
-     lambda b: 1.5),
-    ("maximum", "maximum({}, {c})", lambda x, c: gnp.maximum(x, c), (-1, 1),
-     lambda b: max(b, 1)),
-    ("rminimum", "minimum({c}, {})", lambda x, c: gnp.minimum(c, x), (-1, 1),
-     lambda b: max(b, 1)),
-    ("arctan2", "arctan2({}, {c})", lambda x, c: gnp.arctan2(x, c), (0.5, 1.5),
-     lambda b: 1.6),
-    ("rarctan2", "arctan2({c}, {})", lambda x, c: gnp.arctan2(c, x), (0.5, 1.5),
-     lambda b: 3.2),
+    (
+        "rdivide",
+        "({c} / ({} ** 2 + 1))",
+        lambda x, c: gnp.divide(c, x**2 + 1.0),
+        (0.5, 1.5),
+        lambda b: 1.5,
+    ),
+    ("maximum", "maximum({}, {c})", lambda x, c: gnp.maximum(x, c), (-1, 1), lambda b: max(b, 1)),
+    ("rminimum", "minimum({c}, {})", lambda x, c: gnp.minimum(c, x), (-1, 1), lambda b: max(b, 1)),
+    ("arctan2", "arctan2({}, {c})", lambda x, c: gnp.arctan2(x, c), (0.5, 1.5), lambda b: 1.6),
+    ("rarctan2", "arctan2({c}, {})", lambda x, c: gnp.arctan2(c, x), (0.5, 1.5), lambda b: 3.2),
     ("hypot", "hypot({}, {c})", lambda x, c: gnp.hypot(x, c), (0.5, 1.5), lambda b: b + 1.5),
-    ("logaddexp", "logaddexp({}, {c})", lambda x, c: gnp.logaddexp(x, c), (-1, 1),
-     lambda b: b + 1.7),
-    ("power", "power({} ** 2 + 0.5, {c})", lambda x, c: gnp.power(x ** 2 + 0.5, c), (0.5, 1.5),
-     lambda b: (b * b + 0.5) ** 1.5 + 1),
+    (
+        "logaddexp",
+        "logaddexp({}, {c})",
+        lambda x, c: gnp.logaddexp(x, c),
+        (-1, 1),
+        lambda b: b + 1.7,
+    ),
+    (
+        "power",
+        "power({} ** 2 + 0.5, {c})",
+        lambda x, c: gnp.power(x**2 + 0.5, c),
+        (0.5, 1.5),
+        lambda b: (b * b + 0.5) ** 1.5 + 1,
+    ),
     ("where", "where(M, {}, {c})", None, (-1, 1), lambda b: max(b, 1)),
 ]
 REDUCTIONS = ["sum", "mean", "prod", "max", "min", "var", "std", "cumsum"]
@@ -139,7 +164,7 @@ def _broadcast_partner(draw, shape):
     n = len(shape)
     m = draw(st.integers(max(0, n - 1), min(3, n + 1)))
     out = []
-    for k in range(1, m + 1):          # from the right
+    for k in range(1, m + 1):  # from the right
         if k <= n:
             d = shape[-k]
             out.append(draw(st.sampled_from([d, 1] if d != 1 else [1, 2, 3])))
@@ -158,19 +183,23 @@ def programs(draw, min_ops=2, max_ops=5, focus=None):
     ndim = draw(st.sampled_from([2, 1, 3, 0]))
     shape = tuple(draw(st.lists(st.sampled_from([2, 3, 1]), min_size=ndim, max_size=ndim)))
     in_shape = shape
-    bound, ties = 1.0, False       # the input is uniform in [-1, 1]
+    bound, ties = 1.0, False  # the input is uniform in [-1, 1]
     ops = []
     n_ops = draw(st.integers(min_ops, max_ops))
     first = draw(st.integers(0, n_ops - 1)) if focus else None
     for step in range(n_ops):
         family = focus if focus and step >= first and (step - first) % 2 == 0 else None
-        for _attempt in range(4):   # a draw can be invalid here (too big, blows up): redraw
+        for _attempt in range(4):  # a draw can be invalid here (too big, blows up): redraw
             op, new_shape, new_bound, new_ties = _draw_step(draw, shape, bound, ties, family)
             if op is not None:
                 break
-        else:                       # squash instead
+        else:  # squash instead
             op, new_shape, new_bound, new_ties = (
-                Op("tanh", "tanh({})", lambda x, c: gnp.tanh(x)), shape, 1.0, ties)
+                Op("tanh", "tanh({})", lambda x, c: gnp.tanh(x)),
+                shape,
+                1.0,
+                ties,
+            )
         ops.append(op)
         shape, bound, ties = new_shape, new_bound, new_ties
     return Program(in_shape, ops, shape)
@@ -191,8 +220,7 @@ def _draw_step(draw, shape, bound, ties, family=None):
         name, fmt, fn, (lo, hi), outb = draw(st.sampled_from(BINARY))
         cshape = _broadcast_partner(draw, shape)
         new_shape = tuple(onp.broadcast_shapes(shape, cshape))
-        if len(new_shape) > 3 or int(onp.prod(new_shape)) > MAX_SIZE or (
-                outb(bound) > MAX_BOUND):
+        if len(new_shape) > 3 or int(onp.prod(new_shape)) > MAX_SIZE or (outb(bound) > MAX_BOUND):
             return None, shape, bound, ties
         c = _const(draw, cshape, lo, hi)
         if name == "where":
@@ -200,8 +228,9 @@ def _draw_step(draw, shape, bound, ties, family=None):
 
             def fn(x, c, mask=mask):
                 return gnp.where(mask, x, c)
+
         if name in ("maximum", "rminimum", "where") and new_shape != shape:
-            ties = True       # copies of x along the broadcast axes
+            ties = True  # copies of x along the broadcast axes
         return Op(name, fmt, fn, c), new_shape, outb(bound), ties
     if family == "reduce":
         return _draw_reduction(draw, shape, bound, ties)
@@ -220,17 +249,24 @@ def _draw_reduction(draw, shape, bound, ties):
         size = int(onp.prod(shape))
         new_shape = (size,) if axis is None else shape
         fmt = f"cumsum({{}}, axis={axis})"
-        return (Op(name, fmt, lambda x, c: gnp.cumsum(x, axis=axis)), new_shape,
-                bound * (size if axis is None else shape[axis]), ties)
+        return (
+            Op(name, fmt, lambda x, c: gnp.cumsum(x, axis=axis)),
+            new_shape,
+            bound * (size if axis is None else shape[axis]),
+            ties,
+        )
     if n == 0:
         axis = None
     else:
-        axis = draw(st.one_of(st.none(), st.integers(-n, n - 1),
-                              st.lists(st.integers(0, n - 1), min_size=1, max_size=n,
-                                       unique=True).map(tuple)))
+        axis = draw(
+            st.one_of(
+                st.none(),
+                st.integers(-n, n - 1),
+                st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True).map(tuple),
+            )
+        )
     keepdims = draw(st.booleans())
-    axes = tuple(range(n)) if axis is None else (
-        (axis % n,) if isinstance(axis, int) else axis)
+    axes = tuple(range(n)) if axis is None else ((axis % n,) if isinstance(axis, int) else axis)
     reduced = int(onp.prod([shape[a] for a in axes])) if axes else 1
     if name in ("max", "min") and ties:
         return None, shape, bound, ties
@@ -238,10 +274,20 @@ def _draw_reduction(draw, shape, bound, ties):
         return None, shape, bound, ties
     if name == "prod" and max(bound, 1.0) ** reduced > MAX_BOUND:
         return None, shape, bound, ties
-    new_shape = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keepdims else tuple(
-        d for i, d in enumerate(shape) if i not in axes)
-    newb = {"sum": bound * reduced, "mean": bound, "prod": max(bound, 1.0) ** reduced,
-            "max": bound, "min": bound, "var": bound * bound, "std": bound}[name]
+    new_shape = (
+        tuple(1 if i in axes else d for i, d in enumerate(shape))
+        if keepdims
+        else tuple(d for i, d in enumerate(shape) if i not in axes)
+    )
+    newb = {
+        "sum": bound * reduced,
+        "mean": bound,
+        "prod": max(bound, 1.0) ** reduced,
+        "max": bound,
+        "min": bound,
+        "var": bound * bound,
+        "std": bound,
+    }[name]
     if newb > MAX_BOUND:
         return None, shape, bound, ties
     f = getattr(gnp, name)
@@ -266,12 +312,18 @@ def _draw_shape_op(draw, shape, ties):
             shown = (-1,) + target[1:]
         else:
             shown = target
-        return (Op("reshape", f"reshape({{}}, {shown})", lambda x, c: gnp.reshape(x, shown)),
-                target, ties)
+        return (
+            Op("reshape", f"reshape({{}}, {shown})", lambda x, c: gnp.reshape(x, shown)),
+            target,
+            ties,
+        )
     if kind == "transpose":
         perm = tuple(draw(st.permutations(range(n))))
-        return (Op("transpose", f"transpose({{}}, {perm})", lambda x, c: gnp.transpose(x, perm)),
-                tuple(shape[p] for p in perm), ties)
+        return (
+            Op("transpose", f"transpose({{}}, {perm})", lambda x, c: gnp.transpose(x, perm)),
+            tuple(shape[p] for p in perm),
+            ties,
+        )
     if kind == "getitem0":
         idx = draw(st.sampled_from([(), None, Ellipsis]))
         new_shape = (1,) if idx is None else ()
@@ -294,13 +346,19 @@ def _draw_shape_op(draw, shape, ties):
         else:
             sl = slice(start, None, -1)
         length = len(range(d0)[sl])
-        return (Op("getitem", f"{{}}[{sl.start}::{sl.step}]", lambda x, c: x[sl]),
-                (length,) + shape[1:], ties)
+        return (
+            Op("getitem", f"{{}}[{sl.start}::{sl.step}]", lambda x, c: x[sl]),
+            (length,) + shape[1:],
+            ties,
+        )
     if form == "fancy":
         idx = draw(st.lists(st.integers(-d0, d0 - 1), min_size=1, max_size=3))
         repeats = len({i % d0 for i in idx}) < len(idx)
-        return (Op("getitem", f"{{}}[{idx}]", lambda x, c: x[idx]), (len(idx),) + shape[1:],
-                ties or repeats)
+        return (
+            Op("getitem", f"{{}}[{idx}]", lambda x, c: x[idx]),
+            (len(idx),) + shape[1:],
+            ties or repeats,
+        )
     if form == "newaxis":
         if n >= 3:
             return Op("getitem", "{}[0]", lambda x, c: x[0]), shape[1:], ties
@@ -323,11 +381,17 @@ def _draw_product(draw, shape, bound):
     k = draw(st.integers(1, 3))
     if name == "self":
         if n == 1 and bound * bound * shape[0] <= MAX_BOUND:
-            return (Op("dot", "dot({0}, {0})", lambda x, c: gnp.dot(x, x)), (),
-                    bound * bound * shape[0])
+            return (
+                Op("dot", "dot({0}, {0})", lambda x, c: gnp.dot(x, x)),
+                (),
+                bound * bound * shape[0],
+            )
         if n == 2 and bound * bound * shape[1] <= MAX_BOUND:
-            return (Op("matmul", "matmul({0}, {0}.T)", lambda x, c: gnp.matmul(x, x.T)),
-                    (shape[0], shape[0]), bound * bound * shape[1])
+            return (
+                Op("matmul", "matmul({0}, {0}.T)", lambda x, c: gnp.matmul(x, x.T)),
+                (shape[0], shape[0]),
+                bound * bound * shape[1],
+            )
         return None, shape, bound
     last = shape[-1]
     if name in ("dot", "matmul"):
@@ -335,8 +399,9 @@ def _draw_product(draw, shape, bound):
         out = shape[:-1] + cshape[1:]
         contracted = last
         f = gnp.dot if name == "dot" else gnp.matmul
-        op = Op(name, f"{name}({{}}, {{c}})", lambda x, c, f=f: f(x, c),
-                _const(draw, cshape, -1, 1))
+        op = Op(
+            name, f"{name}({{}}, {{c}})", lambda x, c, f=f: f(x, c), _const(draw, cshape, -1, 1)
+        )
     else:
         if n == 1:
             cshape = (k, shape[0])
@@ -345,13 +410,17 @@ def _draw_product(draw, shape, bound):
             m = shape[-2]
             cshape = (k, m)
             contracted = m
-            if name == "rdot":          # dot(C, x): C's last axis with x's second-to-last
+            if name == "rdot":  # dot(C, x): C's last axis with x's second-to-last
                 out = (k,) + shape[:-2] + shape[-1:]
-            else:                       # matmul(C, x): broadcast over x's leading axes
+            else:  # matmul(C, x): broadcast over x's leading axes
                 out = shape[:-2] + (k, shape[-1])
         f = gnp.dot if name == "rdot" else gnp.matmul
-        op = Op(name[1:], f"{name[1:]}({{c}}, {{}})", lambda x, c, f=f: f(c, x),
-                _const(draw, cshape, -1, 1))
+        op = Op(
+            name[1:],
+            f"{name[1:]}({{c}}, {{}})",
+            lambda x, c, f=f: f(c, x),
+            _const(draw, cshape, -1, 1),
+        )
     if len(out) > 3 or int(onp.prod(out)) > MAX_SIZE or bound * contracted > MAX_BOUND:
         return None, shape, bound
     return op, tuple(out), bound * contracted
@@ -360,12 +429,12 @@ def _draw_product(draw, shape, bound):
 @st.composite
 def inputs(draw, prog):
     shape = prog.in_shape
-    seed = draw(st.integers(0, 2 ** 16))
+    seed = draw(st.integers(0, 2**16))
     # a stream of its own: with equal seeds (shrinking drives them to 0) x must not equal a
     # constant, which would put maximum(x, C) at its kink
     x = onp.random.RandomState([seed, 1]).uniform(-1, 1, shape)
     if shape == () and prog.ops[0].name != "getitem" and draw(st.booleans()):
-        return float(x)                # a Python float input (which x[()] would not take)
+        return float(x)  # a Python float input (which x[()] would not take)
     return x
 
 
@@ -405,8 +474,9 @@ def _describe(v):
 def test_composition_float32_dtype_contract(focus, data):
     prog = data.draw(programs(focus=focus), label="program")
     x = data.draw(inputs(prog), label="x")
-    kind = data.draw(st.sampled_from(["array", "npscalar"] if onp.ndim(x) == 0 else ["array"]),
-                     label="kind")
+    kind = data.draw(
+        st.sampled_from(["array", "npscalar"] if onp.ndim(x) == 0 else ["array"]), label="kind"
+    )
     x32 = onp.float32(x) if kind == "npscalar" else onp.asarray(x, onp.float32)
     cdtype = data.draw(st.sampled_from([onp.float32, onp.float64]), label="constants")
 
@@ -417,7 +487,8 @@ def test_composition_float32_dtype_contract(focus, data):
     if c is not None:
         assert dtype_ok(c, onp.float32) and onp.shape(c) == onp.shape(x32), (
             f"{prog}: raw cotangent {_describe(c)} for a float32 input of shape "
-            f"{onp.shape(x32)} (constants {onp.dtype(cdtype)})")
+            f"{onp.shape(x32)} (constants {onp.dtype(cdtype)})"
+        )
     vjp, ans = make_vjp(f)(x32)
     try:
         a = onp.asarray(ans)
@@ -425,17 +496,20 @@ def test_composition_float32_dtype_contract(focus, data):
         out = vjp(g)
     finally:
         vjp.release()
-    assert type(out) is type(x32) and onp.result_type(out) == onp.float32 and (
-        onp.shape(out) == onp.shape(x32)), f"{prog}: make_vjp gradient {_describe(out)}"
+    assert (
+        type(out) is type(x32)
+        and onp.result_type(out) == onp.float32
+        and (onp.shape(out) == onp.shape(x32))
+    ), f"{prog}: make_vjp gradient {_describe(out)}"
     v = onp.ones_like(x32) if isinstance(x32, onp.ndarray) else onp.float32(1)
     y, t = make_jvp(f)(x32)(v)
     assert onp.result_type(t) == onp.result_type(y) and onp.shape(t) == onp.shape(y), (
-        f"{prog}: make_jvp tangent {_describe(t)}, output {_describe(y)}")
+        f"{prog}: make_jvp tangent {_describe(t)}, output {_describe(y)}"
+    )
     if cdtype is onp.float32:
         # NumPy 1.x widens float32 scalars with Python numbers itself: there, NumPy's dtype
         want = onp.float32 if NEP50 else onp.result_type(f(x32))
-        assert onp.result_type(y) == want, (
-            f"{prog}: a float32 computation returned {_describe(y)}")
+        assert onp.result_type(y) == want, f"{prog}: a float32 computation returned {_describe(y)}"
 
 
 def test_programs_cover_the_pool():
@@ -449,8 +523,24 @@ def test_programs_cover_the_pool():
         for op in p.ops:
             binary = op.name.startswith("r") and op.name[1:] in {b[0] for b in BINARY}
             seen.add(op.name[1:] if binary else op.name)
+
     collect()
-    for needed in ("tanh", "exp", "add", "multiply", "maximum", "where", "sum", "max", "std",
-                   "cumsum", "reshape", "transpose", "getitem", "matmul", "dot"):
+    for needed in (
+        "tanh",
+        "exp",
+        "add",
+        "multiply",
+        "maximum",
+        "where",
+        "sum",
+        "max",
+        "std",
+        "cumsum",
+        "reshape",
+        "transpose",
+        "getitem",
+        "matmul",
+        "dot",
+    ):
         assert needed in seen, f"never drew {needed}: {sorted(seen)}"
     assert len(seen) >= 30, f"only {len(seen)} distinct operations drawn: {sorted(seen)}"

@@ -8,6 +8,7 @@ runs fused and unfused (gradcy._core.set_fusion): the same values, gradients equ
 unfused ones and to central differences (float64), to second order; the tape holds exactly the
 hand-written set after the forward pass.
 """
+
 import contextlib
 
 import numpy as onp
@@ -98,11 +99,11 @@ def _lse_written(x, what):
     m = np.max(x, axis=1, keepdims=True)
     z = x - m
     if what == "z before":
-        z += 1.0                        # exp's input is the write: not the pattern
+        z += 1.0  # exp's input is the write: not the pattern
     e = np.exp(z)
     s = np.sum(e, axis=1, keepdims=True)
     if what == "e":
-        e[0, 0] = 7.0                   # written after the sum: the sum's value is the record's
+        e[0, 0] = 7.0  # written after the sum: the sum's value is the record's
     elif what == "z after":
         z += 1.0
     return np.log(s) + m
@@ -111,10 +112,10 @@ def _lse_written(x, what):
 def _sigmoid_written(x, what):
     e = np.exp(-x)
     if what == "before":
-        e += 1.0                        # 1 + e, in place: a write, not an add
+        e += 1.0  # 1 + e, in place: a write, not an add
         return 1 / e
     d = 1 + e
-    e[0, 0] = 5.0                       # after the add: d's value is the record's
+    e[0, 0] = 5.0  # after the add: d's value is the record's
     return 1 / d
 
 
@@ -126,7 +127,7 @@ def _softplus_used_elsewhere(x):
 def _tanh_written(x):
     e, f = np.exp(x), np.exp(-x)
     num = e - f
-    e[1, 1] = 4.0                       # after the difference, before the sum: not the pattern
+    e[1, 1] = 4.0  # after the difference, before the sum: not the pattern
     return num / (e + f)
 
 
@@ -134,13 +135,13 @@ def _lse_parts_used_elsewhere(x):
     m = np.max(x, axis=1, keepdims=True)
     e = np.exp(x - m)
     s = np.sum(e, axis=1, keepdims=True)
-    return np.log(s) + m + 0.1 * m ** 2 + 0.01 * s * e
+    return np.log(s) + m + 0.1 * m**2 + 0.01 * s * e
 
 
 def _sigmoid_parts_used_elsewhere(x):
     n = -x
     d = 1 + np.exp(n)
-    return 1 / d + 0.1 * d + n ** 2
+    return 1 / d + 0.1 * d + n**2
 
 
 def _tanh_parts_used_elsewhere(x):
@@ -151,7 +152,7 @@ def _tanh_parts_used_elsewhere(x):
 def _softplus_exp_written(x):
     e = np.exp(x)
     d = 1 + e
-    e[0, 0] = 3.0                       # after the add: log's operand is the record's
+    e[0, 0] = 3.0  # after the add: log's operand is the record's
     return np.log(d) + e
 
 
@@ -162,78 +163,111 @@ def _output_written_into(program):
         w = buf * 2.0
         buf[0] = 1.0
         return w + buf
+
     return f
 
 
 def _output_written_in_place(program):
     def f(x):
-        y = program(x)                  # the fused node's saved output, when it saves it
+        y = program(x)  # the fused node's saved output, when it saves it
         w = y * 2.0
         y[0, 0] = 5.0
         y += 1.0
         return w * y
+
     return f
 
 
 IDIOM_TESTS = {
     "logsumexp": dict(
         fused=F.logsumexp.name,
-        forms=[lse, lse_m_first, lse_methods, lambda x: lse(x, axis=0),
-               lambda x: lse(x, axis=None), lambda x: lse(x, axis=(0, 1)),
-               lambda x: lse(x, axis=-1)],
+        forms=[
+            lse,
+            lse_m_first,
+            lse_methods,
+            lambda x: lse(x, axis=0),
+            lambda x: lse(x, axis=None),
+            lambda x: lse(x, axis=(0, 1)),
+            lambda x: lse(x, axis=-1),
+        ],
         # exp(x - m) and its sum
-        hand=lambda x: x.nbytes + x.shape[0] * x.itemsize, saves_output=False,
+        hand=lambda x: x.nbytes + x.shape[0] * x.itemsize,
+        saves_output=False,
         near_misses={
-            "max over another axis": lambda x: (lambda m: np.log(np.sum(
-                np.exp(x - m), axis=1, keepdims=True)) + np.max(x, axis=1, keepdims=True))(
-                np.max(x, axis=0, keepdims=True)),
-            "another max added back": lambda x: np.log(np.sum(
-                np.exp(x - np.max(x, axis=1, keepdims=True)), axis=1, keepdims=True))
-                + np.max(x, axis=1, keepdims=True),
-            "mean shift": lambda x: (lambda m: np.log(np.sum(
-                np.exp(x - m), axis=1, keepdims=True)) + m)(np.mean(x, axis=1, keepdims=True)),
-            "sum without keepdims": lambda x: (lambda m: np.log(np.sum(
-                np.exp(x - m), axis=1))[:, None] + m)(np.max(x, axis=1, keepdims=True)),
-            "max without keepdims": lambda x: (lambda m: np.log(np.sum(
-                np.exp(x - m))) + m)(np.max(x)),
-            "log2": lambda x: (lambda m: np.log2(np.sum(
-                np.exp(x - m), axis=1, keepdims=True)) + m)(np.max(x, axis=1, keepdims=True)),
+            "max over another axis": lambda x: (
+                lambda m: (
+                    np.log(np.sum(np.exp(x - m), axis=1, keepdims=True))
+                    + np.max(x, axis=1, keepdims=True)
+                )
+            )(np.max(x, axis=0, keepdims=True)),
+            "another max added back": lambda x: (
+                np.log(np.sum(np.exp(x - np.max(x, axis=1, keepdims=True)), axis=1, keepdims=True))
+                + np.max(x, axis=1, keepdims=True)
+            ),
+            "mean shift": lambda x: (
+                lambda m: np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m
+            )(np.mean(x, axis=1, keepdims=True)),
+            "sum without keepdims": lambda x: (
+                lambda m: np.log(np.sum(np.exp(x - m), axis=1))[:, None] + m
+            )(np.max(x, axis=1, keepdims=True)),
+            "max without keepdims": lambda x: (lambda m: np.log(np.sum(np.exp(x - m))) + m)(
+                np.max(x)
+            ),
+            "log2": lambda x: (lambda m: np.log2(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m)(
+                np.max(x, axis=1, keepdims=True)
+            ),
             "the shifted input written before exp": lambda x: _lse_written(x, "z before"),
-            "another array's max": lambda x: (lambda m: np.log(np.sum(
-                np.exp(x - m), axis=1, keepdims=True)) + m)(np.max(x * 2.0, axis=1,
-                                                                  keepdims=True)),
+            "another array's max": lambda x: (
+                lambda m: np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)) + m
+            )(np.max(x * 2.0, axis=1, keepdims=True)),
         },
-        fused_writes=[lambda x: _lse_written(x, "e"), lambda x: _lse_written(x, "z after"),
-                      _output_written_into(lse), _output_written_in_place(lse),
-                      _lse_parts_used_elsewhere],
-        rules=[(np.add, 0), (np.log, 0), (np.sum, 0), (np.exp, 0), (np.subtract, 0),
-               (np.max, 0)],
-        program=lse),
+        fused_writes=[
+            lambda x: _lse_written(x, "e"),
+            lambda x: _lse_written(x, "z after"),
+            _output_written_into(lse),
+            _output_written_in_place(lse),
+            _lse_parts_used_elsewhere,
+        ],
+        rules=[(np.add, 0), (np.log, 0), (np.sum, 0), (np.exp, 0), (np.subtract, 0), (np.max, 0)],
+        program=lse,
+    ),
     "log_softmax": dict(
         fused=F.log_softmax.name,
-        forms=[log_softmax_of_lse, log_softmax_shifted, log_softmax_plain, log_softmax_whole,
-               lambda x: log_softmax_of_lse(x, axis=0),
-               lambda x: x - np.log(np.sum(np.exp(x), axis=0, keepdims=True)),
-               # a shift over another axis does not cancel: z stays the parent
-               lambda x: (lambda z: z - np.log(np.sum(np.exp(z), axis=1, keepdims=True)))(
-                   x - np.max(x, axis=0, keepdims=True)),
-               lambda x: log_softmax_shifted(x, axis=(0, 1))],
-        hand=lambda x: x.nbytes, saves_output=True,
+        forms=[
+            log_softmax_of_lse,
+            log_softmax_shifted,
+            log_softmax_plain,
+            log_softmax_whole,
+            lambda x: log_softmax_of_lse(x, axis=0),
+            lambda x: x - np.log(np.sum(np.exp(x), axis=0, keepdims=True)),
+            # a shift over another axis does not cancel: z stays the parent
+            lambda x: (lambda z: z - np.log(np.sum(np.exp(z), axis=1, keepdims=True)))(
+                x - np.max(x, axis=0, keepdims=True)
+            ),
+            lambda x: log_softmax_shifted(x, axis=(0, 1)),
+        ],
+        hand=lambda x: x.nbytes,
+        saves_output=True,
         near_misses={
             "another array's lse": lambda x: x - lse(x * 2.0),
             "lse of a broadcast row": lambda x: x - lse(x[:1]),
             "lse subtracted the other way": lambda x: lse(x) - x,
-            "a constant subtracted": lambda x: x - np.log(np.sum(np.exp(x), axis=1,
-                                                                  keepdims=True) + 1.0),
+            "a constant subtracted": lambda x: (
+                x - np.log(np.sum(np.exp(x), axis=1, keepdims=True) + 1.0)
+            ),
         },
-        fused_writes=[_output_written_into(log_softmax_shifted),
-                      _output_written_in_place(log_softmax_shifted)],
+        fused_writes=[
+            _output_written_into(log_softmax_shifted),
+            _output_written_in_place(log_softmax_shifted),
+        ],
         rules=[(np.subtract, 0), (np.log, 0), (np.sum, 0), (np.exp, 0)],
-        program=log_softmax_shifted),
+        program=log_softmax_shifted,
+    ),
     "sigmoid": dict(
         fused=F.sigmoid.name,
         forms=[sigmoid, sigmoid_float, lambda x: 1 / (1 + np.exp(-x[:, 1:]))],
-        hand=lambda x: x.nbytes, saves_output=True,
+        hand=lambda x: x.nbytes,
+        saves_output=True,
         near_misses={
             "numerator 2": lambda x: 2 / (1 + np.exp(-x)),
             "plus 2": lambda x: 1 / (2 + np.exp(-x)),
@@ -245,16 +279,26 @@ IDIOM_TESTS = {
             "times -1": lambda x: 1 / (1 + np.exp(-1.0 * x)),
         },
         # (e += 1 on a Box of an array the program does not own is e = e + 1, autograd's way)
-        fused_writes=[lambda x: _sigmoid_written(x, "after"),
-                      lambda x: _sigmoid_written(x, "before"), _output_written_into(sigmoid),
-                      _output_written_in_place(sigmoid), _sigmoid_parts_used_elsewhere],
+        fused_writes=[
+            lambda x: _sigmoid_written(x, "after"),
+            lambda x: _sigmoid_written(x, "before"),
+            _output_written_into(sigmoid),
+            _output_written_in_place(sigmoid),
+            _sigmoid_parts_used_elsewhere,
+        ],
         rules=[(np.divide, 1), (np.add, 1), (np.exp, 0), (np.negative, 0)],
-        program=sigmoid),
+        program=sigmoid,
+    ),
     "softplus": dict(
         fused=F.softplus.name,
-        forms=[softplus, softplus_log1p, lambda x: np.log(np.exp(x) + 1.0),
-               _softplus_used_elsewhere],
-        hand=lambda x: x.nbytes, saves_output=False,        # exp(x)
+        forms=[
+            softplus,
+            softplus_log1p,
+            lambda x: np.log(np.exp(x) + 1.0),
+            _softplus_used_elsewhere,
+        ],
+        hand=lambda x: x.nbytes,
+        saves_output=False,  # exp(x)
         near_misses={
             "plus 2": lambda x: np.log(2 + np.exp(x)),
             "log1p of 1 + exp": lambda x: np.log1p(1 + np.exp(x)),
@@ -263,14 +307,20 @@ IDIOM_TESTS = {
             "log10": lambda x: np.log10(1 + np.exp(x)),
             "log1p of exp2": lambda x: np.log1p(np.exp2(x)),
         },
-        fused_writes=[_output_written_into(softplus), _output_written_in_place(softplus),
-                      lambda x: softplus(-x), _softplus_exp_written],
+        fused_writes=[
+            _output_written_into(softplus),
+            _output_written_in_place(softplus),
+            lambda x: softplus(-x),
+            _softplus_exp_written,
+        ],
         rules=[(np.log, 0), (np.add, 1), (np.exp, 0), (np.log1p, 0)],
-        program=softplus),
+        program=softplus,
+    ),
     "tanh": dict(
         fused=F.tanh.name,
         forms=[tanh_exp, tanh_exp_shared, tanh_exp2, tanh_exp2_shared],
-        hand=lambda x: x.nbytes, saves_output=True,
+        hand=lambda x: x.nbytes,
+        saves_output=True,
         near_misses={
             "exp(-3x)": lambda x: (1 - np.exp(-3 * x)) / (1 + np.exp(-3 * x)),
             "different exps": lambda x: (1 - np.exp(-2 * x)) / (1 + np.exp(-2 * x * 1.0)),
@@ -279,10 +329,14 @@ IDIOM_TESTS = {
             "2 - exp": lambda x: (2 - np.exp(-2 * x)) / (1 + np.exp(-2 * x)),
             "written between": _tanh_written,
         },
-        fused_writes=[_output_written_into(tanh_exp), _output_written_in_place(tanh_exp),
-                      _tanh_parts_used_elsewhere],
+        fused_writes=[
+            _output_written_into(tanh_exp),
+            _output_written_in_place(tanh_exp),
+            _tanh_parts_used_elsewhere,
+        ],
         rules=[(np.divide, 0), (np.subtract, 0), (np.add, 0), (np.exp, 0), (np.negative, 0)],
-        program=tanh_exp),
+        program=tanh_exp,
+    ),
 }
 
 FORMS = [(name, i) for name, t in IDIOM_TESTS.items() for i in range(len(t["forms"]))]
@@ -315,10 +369,11 @@ def _assert_right(f, x, fused_name, fused):
     with fusion(False):
         assert fused_name not in recorded(f, x)
     (v1, g1), (v0, g0) = _fused_and_unfused(lambda z: (f(z), grad(f)(z)), x)
-    assert v1 == v0                                     # the values are NumPy's own
+    assert v1 == v0  # the values are NumPy's own
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-13)
-    onp.testing.assert_allclose(g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(
+        g1, central_gradient(lambda z: float(f(z)), x), rtol=1e-6, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("name, i", FORMS)
@@ -362,6 +417,7 @@ def test_saved_bytes_equal_the_hand_written_set(name, square):
             return memory.stats()["saved_bytes"]
         finally:
             vjp.release()
+
     fused, unfused = _fused_and_unfused(held)
     assert fused == t["hand"](x) + extra
     assert unfused > fused or (name == "softplus" and unfused == fused)
@@ -375,12 +431,11 @@ def test_hessian_equals_unfused_and_central_differences(name):
     h1, h0 = _fused_and_unfused(lambda z: hessian(f)(z), x)
     onp.testing.assert_allclose(h1, h0, rtol=1e-10, atol=1e-11)
     g = grad(f)
-    for k in range(x.size):                     # each row of the Hessian: d grad / dx_k
+    for k in range(x.size):  # each row of the Hessian: d grad / dx_k
         e = onp.zeros_like(x)
         e.flat[k] = 1e-5
         cd = (g(x + e) - g(x - e)) / 2e-5
-        onp.testing.assert_allclose(h1.reshape(x.size, x.size)[k], cd.ravel(), rtol=1e-5,
-                                    atol=1e-6)
+        onp.testing.assert_allclose(h1.reshape(x.size, x.size)[k], cd.ravel(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(IDIOM_TESTS))
@@ -397,8 +452,9 @@ def test_grad_of_grad_and_traced_cotangent(name):
     outer2 = lambda u: np.sum(grad(inner)(x, u) * C)
     g1, g0 = _fused_and_unfused(grad(outer2), v)
     onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-13)
-    onp.testing.assert_allclose(g1, central_gradient(lambda u: float(outer2(u)), v), rtol=1e-6,
-                                atol=1e-8)
+    onp.testing.assert_allclose(
+        g1, central_gradient(lambda u: float(outer2(u)), v), rtol=1e-6, atol=1e-8
+    )
 
 
 @pytest.mark.parametrize("name", sorted(IDIOM_TESTS))
@@ -423,11 +479,12 @@ def test_forward_mode_and_const_graph(name):
     onp.testing.assert_allclose(rev_fwd(x), hv, rtol=1e-5, atol=1e-6)
     fast = const_graph(grad(f))
     fast(x)
-    for seed in (9, 10):                        # replays at fresh inputs
+    for seed in (9, 10):  # replays at fresh inputs
         z = _x(seed)
         onp.testing.assert_allclose(fast(z), grad(f)(z), rtol=1e-12, atol=1e-13)
-    onp.testing.assert_allclose(grad(f, recompute="elementwise")(x), grad(f)(x), rtol=1e-12,
-                                atol=1e-13)
+    onp.testing.assert_allclose(
+        grad(f, recompute="elementwise")(x), grad(f)(x), rtol=1e-12, atol=1e-13
+    )
 
 
 @pytest.mark.parametrize("name", sorted(IDIOM_TESTS))
@@ -449,7 +506,7 @@ def test_integer_and_complex_inputs_are_not_fused(name):
     assert t["fused"] not in recorded(lambda z: np.sum(t["program"](z * 1)), xi)
     xc = _x(12) * (1 + 0.5j)
     f = lambda z: np.real(np.sum(t["program"](z) * C))
-    if name in ("logsumexp", "log_softmax"):      # (max of complex values: no derivative)
+    if name in ("logsumexp", "log_softmax"):  # (max of complex values: no derivative)
         f = lambda z: np.real(np.sum(log_softmax_plain(z) * C))
     assert t["fused"] not in recorded(f, xc)
 
@@ -478,8 +535,8 @@ def test_a_rule_of_the_users_own_is_not_bypassed(name, i):
         assert t["fused"] not in recorded(f, x)
         g1, g0 = _fused_and_unfused(grad(f), x)
         onp.testing.assert_allclose(g1, g0, rtol=1e-12, atol=1e-13)
-    assert not onp.allclose(g0, grad(f)(x))           # the rule made a difference
-    assert t["fused"] in recorded(f, x)                 # and fusion is back with the stock rule
+    assert not onp.allclose(g0, grad(f)(x))  # the rule made a difference
+    assert t["fused"] in recorded(f, x)  # and fusion is back with the stock rule
 
 
 _EXTEND_SCRIPT = """
@@ -512,17 +569,33 @@ def test_a_rule_registered_with_gradcy_extend_turns_the_idioms_of_its_primitive_
     import os
     import subprocess
     import sys
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(F.__file__))))]
-        + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-    r = subprocess.run([sys.executable, "-c", _EXTEND_SCRIPT], capture_output=True, text=True,
-                       env=env, timeout=120)
+
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(F.__file__))))]
+            + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        ),
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", _EXTEND_SCRIPT], capture_output=True, text=True, env=env, timeout=120
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
-@pytest.mark.parametrize("prim, args", [
-    (F.logsumexp, (1,)), (F.logsumexp, (None,)), (F.log_softmax, (1,)), (F.log_softmax, (0,)),
-    (F.sigmoid, ()), (F.softplus, ()), (F.tanh, ()), (F.softmax, (1,))])
+@pytest.mark.parametrize(
+    "prim, args",
+    [
+        (F.logsumexp, (1,)),
+        (F.logsumexp, (None,)),
+        (F.log_softmax, (1,)),
+        (F.log_softmax, (0,)),
+        (F.sigmoid, ()),
+        (F.softplus, ()),
+        (F.tanh, ()),
+        (F.softmax, (1,)),
+    ],
+)
 def test_fused_rules_to_second_order_in_both_modes(prim, args):
     # the fused primitives called directly: their VJP and JVP against central differences
     check_deep(lambda z: prim(z, *args), _x(14), order=2)
@@ -536,8 +609,9 @@ def test_fused_logsumexp_record_reads_exp_and_its_sum():
     s = e.sum(axis=1, keepdims=True)
     ans = onp.log(s) + m
     g = _x(16)[:, :1]
-    onp.testing.assert_allclose(F.logsumexp_vjp(g, ans, None, 1, e, s),
-                                F.logsumexp_vjp(g, ans, x, 1), rtol=1e-14)
+    onp.testing.assert_allclose(
+        F.logsumexp_vjp(g, ans, None, 1, e, s), F.logsumexp_vjp(g, ans, x, 1), rtol=1e-14
+    )
 
 
 def test_sigmoid_overflow_gives_the_limit():
@@ -560,6 +634,7 @@ def test_threads_recording_on_one_tape():
     # NumPy lets other threads run during each call: they append to the same arena while a
     # matcher reads it
     import threading
+
     x = _x(17, (16, 64))
 
     def f(z):
@@ -569,12 +644,14 @@ def test_threads_recording_on_one_tape():
             for _ in range(10):
                 y = z * (1.0 + k)
                 parts[k] = parts[k] + np.sum(lse(y) ** 2) + np.sum(sigmoid(y) * tanh_exp2(y))
+
         threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
         return parts[0] + parts[1] + parts[2]
+
     g1, g0 = _fused_and_unfused(grad(f), x)
     onp.testing.assert_allclose(g1, g0, rtol=1e-10, atol=1e-12)
 

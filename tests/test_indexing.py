@@ -2,6 +2,7 @@
 untake/unrepeat (to second order in both modes), the selection functions (append insert delete
 resize diagflat extract choose select meshgrid unstack broadcast_arrays block trim_zeros
 sort_complex) and its non-differentiable functions."""
+
 import inspect
 
 import numpy as onp
@@ -13,8 +14,7 @@ from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import indexing
 from vjp_harness import assert_jvps_follow_vjps, check, check_deep, rand, total
 
-_PRIMS = [W.getitem, np.take, np.take_along_axis, np.compress, indexing.untake,
-          indexing.unrepeat]
+_PRIMS = [W.getitem, np.take, np.take_along_axis, np.compress, indexing.untake, indexing.unrepeat]
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -84,7 +84,7 @@ def test_meshgrid_unstack_broadcast_arrays():
     check(lambda u, v: np.meshgrid(u, v, sparse=True)[0], a, b)
     check(lambda u: np.meshgrid(u, onp.arange(2.0))[0], a)
     x = rand(2, 3, 2)
-    if hasattr(np, "unstack"):              # NumPy >= 2.1
+    if hasattr(np, "unstack"):  # NumPy >= 2.1
         check(lambda u: total(np.unstack(u, axis=1)), x)
         check(lambda u: np.unstack(u)[1], x)
     check(lambda u, v: total(np.broadcast_arrays(u, v)), rand(3, 1), rand(4))
@@ -110,7 +110,7 @@ def test_trim_zeros_and_sort_complex():
     check(lambda a: np.trim_zeros(a * mask, "f"), rand(7))
     m2 = onp.zeros((4, 5))
     m2[1:3, 1:4] = 1.0
-    if "axis" in inspect.signature(onp.trim_zeros).parameters:     # n-d: NumPy >= 2.2
+    if "axis" in inspect.signature(onp.trim_zeros).parameters:  # n-d: NumPy >= 2.2
         check(lambda a: np.trim_zeros(a * m2), rand(4, 5))
         check(lambda a: np.trim_zeros(a * m2, axis=1), rand(4, 5))
     check(lambda a: np.sort_complex(a), rand(5))
@@ -148,10 +148,21 @@ def test_nondifferentiable_pass_through():
 # getitem, take, take_along_axis, compress
 # =============================================================================
 _IDX = [
-    (slice(1, None), slice(None, None, 2)), 0, -1, (1, 2), (None, 0), (Ellipsis, 1),
-    (slice(None), None, slice(1, 3)), [0, 0, 2], (onp.array([0, 2, 2]), onp.array([1, 1, 0])),
-    onp.array([[0, 1], [1, 1]]), (slice(None), [3, 3, 0]), (Ellipsis,), (),
-    (onp.array([True, False, True]),), (0, onp.array([1, 1, 3, 1])),
+    (slice(1, None), slice(None, None, 2)),
+    0,
+    -1,
+    (1, 2),
+    (None, 0),
+    (Ellipsis, 1),
+    (slice(None), None, slice(1, 3)),
+    [0, 0, 2],
+    (onp.array([0, 2, 2]), onp.array([1, 1, 0])),
+    onp.array([[0, 1], [1, 1]]),
+    (slice(None), [3, 3, 0]),
+    (Ellipsis,),
+    (),
+    (onp.array([True, False, True]),),
+    (0, onp.array([1, 1, 3, 1])),
 ]
 
 
@@ -194,13 +205,16 @@ def test_len_and_iteration():
         for k, row in enumerate(x):
             total = total + (k + 1.0) * np.sum(row * row)
         return total
+
     check_deep(f, x)
     g = grad(f)(x)
     assert onp.allclose(g, 2 * x * onp.arange(1.0, 4.0)[:, None])
 
 
-@pytest.mark.parametrize("axis,mode", [(None, "raise"), (0, "raise"), (1, "raise"), (-1, "wrap"),
-                                       (1, "clip"), (None, "wrap")])
+@pytest.mark.parametrize(
+    "axis,mode",
+    [(None, "raise"), (0, "raise"), (1, "raise"), (-1, "wrap"), (1, "clip"), (None, "wrap")],
+)
 def test_take(axis, mode):
     idx = onp.array([[0, 2], [1, 1]]) if mode == "raise" else onp.array([-1, 5, 2, 5])
     check_deep(lambda x: np.take(x, idx, axis=axis, mode=mode), rand(3, 4))
@@ -236,8 +250,12 @@ def test_untake_unrepeat_direct():
     g = rand(3)
     check_deep(lambda g: indexing.untake(g, [0, 0, 2], (4,), onp.dtype(g.dtype)), g)
     check_deep(lambda g: indexing.untake(g, (slice(None), 1), (3, 2), onp.dtype(g.dtype)), g)
-    check_deep(lambda g: indexing.untake(g, onp.array([True, False, True, True]), (4,),
-                             onp.dtype(g.dtype)), g)
+    check_deep(
+        lambda g: indexing.untake(
+            g, onp.array([True, False, True, True]), (4,), onp.dtype(g.dtype)
+        ),
+        g,
+    )
     check_deep(lambda g: indexing.unrepeat(g, 3, None, (2, 2)), rand(12))
     check_deep(lambda g: indexing.unrepeat(g, [1, 2], 0, (2, 3)), rand(3, 3))
     complex_g = rand(3) + 1j * rand(3)

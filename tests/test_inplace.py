@@ -1,4 +1,5 @@
 """Writes into arrays (issue: region-precise in-place updates with O(slot) backward)."""
+
 import numpy as onp
 import pytest
 
@@ -14,7 +15,11 @@ B, D = 2, 3
 def _zero_live():
     s = memory.stats()
     return (s["live_tapes"], s["live_nodes"], s["saved_bytes"], s["cotangent_bytes"]) == (
-        0, 0, 0, 0)
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 def cell(prefix, W):
@@ -30,7 +35,7 @@ def loss_inplace(W, x, S):
     memory = np.zeros((B, S + 1, D))
     memory[:, 0] = x
     for i in range(S):
-        out = cell(memory[:, :i + 1], W)
+        out = cell(memory[:, : i + 1], W)
         memory[:, i + 1] = out
     return np.sum(memory[:, -1]) - np.sum(np.mean(memory, axis=1))
 
@@ -38,7 +43,7 @@ def loss_inplace(W, x, S):
 def loss_concat(W, x, S):
     memory = np.expand_dims(x, 1)
     for i in range(S):
-        out = cell(memory[:, :i + 1], W)
+        out = cell(memory[:, : i + 1], W)
         memory = np.concatenate([memory, np.expand_dims(out, 1)], axis=1)
     return np.sum(memory[:, -1]) - np.sum(np.mean(memory, axis=1))
 
@@ -75,7 +80,7 @@ def test_user_input_is_never_written(data):
     x_before = x.copy()
 
     def f(x):
-        x[0, 1] = 5.0            # copy on the first write: the caller's array stays
+        x[0, 1] = 5.0  # copy on the first write: the caller's array stays
         x[1] = x[0] * 2.0
         return np.sum(x * x)
 
@@ -100,16 +105,16 @@ def test_overwriting_a_saved_region_preserves_it():
         buf = np.zeros(4)
         buf[:] = x
         head = buf[:3]
-        y = np.sum(np.sin(head) * head)      # sin and multiply save the view `head`
+        y = np.sum(np.sin(head) * head)  # sin and multiply save the view `head`
         del head
-        buf[1] = 10.0 * x[3]                  # overlaps the saved region
-        return y + np.sum(buf ** 2)
+        buf[1] = 10.0 * x[3]  # overlaps the saved region
+        return y + np.sum(buf**2)
 
     def ref(x):
         y = onp.sin(x[:3]) * x[:3]
         b = x.copy()
         b[1] = 10.0 * x[3]
-        return onp.sum(y) + onp.sum(b ** 2)
+        return onp.sum(y) + onp.sum(b**2)
 
     eps = 1e-6
     numeric = onp.array([(ref(x + eps * e) - ref(x - eps * e)) / (2 * eps) for e in onp.eye(4)])
@@ -125,12 +130,12 @@ def test_preserved_copy_is_counted_and_disjoint_writes_copy_nothing():
     def f(x):
         buf = np.zeros((2, 100))
         buf[0] = x
-        y = np.sum(np.sin(buf[0]))            # sin saves the view buf[0]
+        y = np.sum(np.sin(buf[0]))  # sin saves the view buf[0]
         v = x * 3.0
         before = memory.stats()["saved_bytes"]
-        buf[1] = v                            # disjoint: no copy
+        buf[1] = v  # disjoint: no copy
         counts["disjoint"] = memory.stats()["saved_bytes"] - before
-        buf[0, :10] = 0.0                     # overlaps buf[0]: a copy of that view
+        buf[0, :10] = 0.0  # overlaps buf[0]: a copy of that view
         counts["overlap"] = memory.stats()["saved_bytes"] - before
         return y + np.sum(buf)
 
@@ -148,14 +153,14 @@ def test_a_view_sees_a_later_write_and_writes_through_views_reach_the_buffer():
         buf = m.zeros(3)
         view = buf[:2]
         buf[1] = x[0] * x[1]
-        return m.sum(view * view)             # NumPy: view sees the write, and so does grad
+        return m.sum(view * view)  # NumPy: view sees the write, and so does grad
 
     assert overwritten(x) == overwritten(x, onp) == 4.0
     onp.testing.assert_allclose(grad(overwritten)(x), [8.0, 4.0, 0.0])
 
     def through_view(x, m=np):
         buf = m.zeros((2, 3))
-        buf[0][1] = x[0] * 3.0                    # as in NumPy: buf[0, 1] changes
+        buf[0][1] = x[0] * 3.0  # as in NumPy: buf[0, 1] changes
         return m.sum(buf * buf)
 
     onp.testing.assert_allclose(grad(through_view)(x), [18.0, 0.0, 0.0])
@@ -165,7 +170,7 @@ def test_a_view_sees_a_later_write_and_writes_through_views_reach_the_buffer():
 
 def test_plain_numpy_buffer_gives_a_clear_error():
     def f(x):
-        buf = onp.zeros(3)                    # plain numpy: cannot hold a traced value
+        buf = onp.zeros(3)  # plain numpy: cannot hold a traced value
         buf[0] = x[0]
         return np.sum(buf)
 
@@ -174,8 +179,9 @@ def test_plain_numpy_buffer_gives_a_clear_error():
         grad(f)(onp.ones(3))
     err = excinfo.value
     chain = [err, err.__cause__, err.__context__]
-    assert any(isinstance(e, _core.TracerArrayConversionError) and "gradcy.numpy" in str(e)
-               for e in chain)
+    assert any(
+        isinstance(e, _core.TracerArrayConversionError) and "gradcy.numpy" in str(e) for e in chain
+    )
 
     def g(x):
         buf = onp.zeros((2, 3))
@@ -192,11 +198,11 @@ def test_index_kinds_broadcasting_and_constants():
 
     def f(x):
         buf = np.ones((3, 4))
-        buf[0] = 2.0                          # constant, broadcast
-        buf[1, 1:3] = x[:2]                   # slice
-        buf[[2, 2], [0, 3]] = x[2]            # advanced index, broadcast traced scalar
-        buf[:, -1] = buf[:, -1] * x[0]        # read-modify-write
-        buf[buf[:, 0] > 1.5, 2] = 7.0         # boolean mask (constant)
+        buf[0] = 2.0  # constant, broadcast
+        buf[1, 1:3] = x[:2]  # slice
+        buf[[2, 2], [0, 3]] = x[2]  # advanced index, broadcast traced scalar
+        buf[:, -1] = buf[:, -1] * x[0]  # read-modify-write
+        buf[buf[:, 0] > 1.5, 2] = 7.0  # boolean mask (constant)
         return np.sum(np.sin(buf) * buf)
 
     check_grads(f, modes=("fwd", "rev"), order=2)(x)
@@ -208,13 +214,13 @@ def test_augmented_assignment():
 
     def f(x):
         buf = np.zeros((3, 2))
-        buf[0] += x                           # getitem, add, write back
+        buf[0] += x  # getitem, add, write back
         buf[1] -= x * 2.0
-        buf *= 3.0                            # in place on the whole buffer
+        buf *= 3.0  # in place on the whole buffer
         buf[2] += np.sum(buf[0] * buf[1])
         y = x * 1.0
-        y += x                                # a value that is not a buffer: a new value
-        return np.sum(buf ** 2) + np.sum(y)
+        y += x  # a value that is not a buffer: a new value
+        return np.sum(buf**2) + np.sum(y)
 
     check_grads(f, modes=("fwd", "rev"), order=2)(x)
     assert _zero_live()
@@ -233,12 +239,13 @@ def test_functional_at_updates():
     check_grads(f, (0, 1), modes=("fwd", "rev"), order=2)(x, v)
     out = np.at(x)[idx].add(v)
     onp.testing.assert_allclose(out, [0.1, 1.2, 0.3, 0.4])
-    onp.testing.assert_array_equal(x, [0.1, 0.2, 0.3, 0.4])   # unchanged
+    onp.testing.assert_array_equal(x, [0.1, 0.2, 0.3, 0.4])  # unchanged
 
 
 def test_write_saves_only_the_index():
     t = _core.Tape()
     from gradcy.numpy import inplace
+
     b = t.new_leaf(onp.ones(5))
     _core.push_active(t)
     try:
@@ -284,13 +291,13 @@ def test_saved_memory_is_linear_in_steps_in_place_and_quadratic_concatenated(dat
         memory = np.zeros((B, S + 1, D))
         memory[:, 0] = x
         for i in range(S):
-            memory[:, i + 1] = cell_last(memory[:, :i + 1], W)
+            memory[:, i + 1] = cell_last(memory[:, : i + 1], W)
         return np.sum(np.mean(memory, axis=1))
 
     def concat(W, S):
         memory = np.expand_dims(x, 1)
         for i in range(S):
-            out = cell_last(memory[:, :i + 1], W)
+            out = cell_last(memory[:, : i + 1], W)
             memory = np.concatenate([memory, np.expand_dims(out, 1)], axis=1)
         return np.sum(np.mean(memory, axis=1))
 
@@ -314,16 +321,16 @@ def test_written_output_is_saved_from_the_slot_and_preserved_when_overwritten():
 
     def f(x, overwrite):
         buf = np.zeros((2, N))
-        y = np.tanh(x)                   # tanh saves its output ...
-        buf[0] = y                       # ... which now lives in the buffer's slot
+        y = np.tanh(x)  # tanh saves its output ...
+        buf[0] = y  # ... which now lives in the buffer's slot
         del y
         seen["saved"] = memory.stats()["saved_bytes"]
         if overwrite:
-            buf[0] = buf[0] * 2.0        # overwrites the slot tanh's VJP reads from
+            buf[0] = buf[0] * 2.0  # overwrites the slot tanh's VJP reads from
         return np.sum(buf)
 
     g = grad(f)(x, False)
-    assert seen["saved"] == 2 * N * 8    # the buffer, counted once; no separate copy of y
+    assert seen["saved"] == 2 * N * 8  # the buffer, counted once; no separate copy of y
     onp.testing.assert_allclose(g, 1 - onp.tanh(x) ** 2, rtol=1e-12)
     g2 = grad(f)(x, True)
     onp.testing.assert_allclose(g2, 2 * (1 - onp.tanh(x) ** 2), rtol=1e-12)
@@ -337,7 +344,7 @@ def test_views_table_stays_small_in_a_long_loop():
         buf = np.zeros((500, 3))
         tape = _core.active_tape()
         for i in range(499):
-            buf[i + 1] = np.sin(buf[i]) + x          # a view per step, dropped at once
+            buf[i + 1] = np.sin(buf[i]) + x  # a view per step, dropped at once
         seen["views"] = len(tape.owned_info(buf._value).views)
         return np.sum(buf)
 
@@ -351,13 +358,14 @@ def test_basic_index_writes_are_recorded_by_the_core(monkeypatch):
 
     def no_python_region(idx, shape):
         raise AssertionError("the Python write path ran for a basic index")
+
     monkeypatch.setattr(inplace, "region", no_python_region)
     x32 = onp.linspace(0.1, 1.0, 4).astype(onp.float32)
 
     def f(x):
-        buf = np.zeros((3, 4))                   # float64 buffer
-        buf[0] = np.exp(x)                       # float32 value: cast on store, not shared
-        buf[1:, :] = np.tanh(x)                  # broadcast over two rows: not shared
+        buf = np.zeros((3, 4))  # float64 buffer
+        buf[0] = np.exp(x)  # float32 value: cast on store, not shared
+        buf[1:, :] = np.tanh(x)  # broadcast over two rows: not shared
         buf[2, 1:3] = np.sin(x[:2]) * 2.0
         return np.sum(buf * buf)
 
@@ -365,17 +373,19 @@ def test_basic_index_writes_are_recorded_by_the_core(monkeypatch):
     assert g.dtype == onp.float32
     x = x32.astype(float)
     t, e, s = onp.tanh(x), onp.exp(x), onp.sin(x[:2]) * 2.0
-    ref = 2 * e * e + 2 * t * (1 - t ** 2)       # row 1 whole, row 2 at columns 0 and 3
+    ref = 2 * e * e + 2 * t * (1 - t**2)  # row 1 whole, row 2 at columns 0 and 3
     ref[[0, 3]] += 2 * t[[0, 3]] * (1 - t[[0, 3]] ** 2)
     ref[:2] += 2 * s * 2.0 * onp.cos(x[:2])
     onp.testing.assert_allclose(g, ref, rtol=1e-5)
     monkeypatch.undo()
+
     # a scalar slot and an advanced index take the Python path and agree with NumPy semantics
     def h(x):
         buf = np.zeros(5)
         buf[2] = x[0] * 3.0
         buf[[0, 4]] = x[1:3]
         return np.sum(buf * onp.arange(1.0, 6.0))
+
     onp.testing.assert_allclose(grad(h)(onp.ones(3)), [9.0, 1.0, 5.0])
     assert _zero_live()
 
@@ -390,8 +400,11 @@ def _random_program(seed):
         row = int(rng.randint(0, 4))
         lo = int(rng.randint(0, 5))
         hi = int(rng.randint(lo + 1, 7))
-        src = (slice(None), slice(int(rng.randint(0, 3)), None)) if rng.rand() < 0.5 else \
-            (int(rng.randint(0, 4)),)
+        src = (
+            (slice(None), slice(int(rng.randint(0, 3)), None))
+            if rng.rand() < 0.5
+            else (int(rng.randint(0, 4)),)
+        )
         op = ("tanh", "exp", "sin")[int(rng.randint(0, 3))]
         steps.append((row, lo, hi, src, op))
 
@@ -404,13 +417,14 @@ def _random_program(seed):
         keep = []
         for row, lo, hi, src, op in steps:
             piece = buf[src]
-            keep.append(np.sum(piece * piece))                 # a read saved across writes
+            keep.append(np.sum(piece * piece))  # a read saved across writes
             val = getattr(np, op)(np.mean(piece) * 0.3 + x[lo:hi])
             if inplace:
                 buf[row, lo:hi] = val
             else:
                 buf = np.at(buf)[row, lo:hi].set(val)
-        return np.sum(buf ** 2) + sum(keep[::2])
+        return np.sum(buf**2) + sum(keep[::2])
+
     return run
 
 
@@ -422,8 +436,7 @@ def test_random_write_programs_match_the_functional_form(seed):
     g_fn = grad(lambda x: run(x, False))(x)
     onp.testing.assert_allclose(g_in, g_fn, rtol=1e-12, atol=1e-12)
     eps = 1e-6
-    num = onp.array([(run(x + e, False) - run(x - e, False)) / (2 * eps)
-                     for e in onp.eye(6) * eps])
+    num = onp.array([(run(x + e, False) - run(x - e, False)) / (2 * eps) for e in onp.eye(6) * eps])
     onp.testing.assert_allclose(g_in, num, rtol=1e-6, atol=1e-8)
     assert _zero_live()
 
@@ -448,7 +461,8 @@ def test_assigning_an_overlapping_view_of_the_same_buffer(shift):
 
     x = onp.array([0.3, -0.7])
     from gradcy.numpy.inplace import _FANCY_WRITES_COPY
-    if shift == "advanced" and not _FANCY_WRITES_COPY:     # NumPy 1.x: order-dependent
+
+    if shift == "advanced" and not _FANCY_WRITES_COPY:  # NumPy 1.x: order-dependent
         with pytest.raises(NotImplementedError, match="depends on its write order"):
             grad(f)(x)
         return
@@ -462,7 +476,8 @@ def test_assigning_an_overlapping_view_of_the_same_buffer(shift):
         buf[0] = x[0]
         v = buf[:-1]
         buf[1:] = v
-        return m.sum(v * v)                  # v's memory changed under it: [x0, x0, 0, 0]
+        return m.sum(v * v)  # v's memory changed under it: [x0, x0, 0, 0]
+
     assert uses_overwritten(x) == uses_overwritten(x, onp) == 2 * x[0] ** 2
     onp.testing.assert_allclose(grad(uses_overwritten)(x), [4 * x[0], 0.0])
     assert _zero_live()
@@ -475,13 +490,14 @@ def test_repeated_sweeps_and_second_order_with_slice_reads():
         buf = m.zeros((3, 4))
         buf[0] = m.tanh(x)
         for i in range(2):
-            buf[i + 1] = m.sin(buf[i]) * buf[:i + 1].sum(axis=0)
+            buf[i + 1] = m.sin(buf[i]) * buf[: i + 1].sum(axis=0)
         return buf[1:, 1:3] * 2.0 + m.sum(buf[:, :2])
 
     x = onp.linspace(0.1, 0.9, 4)
     eps = 1e-6
-    num = onp.stack([(f(x + e, onp) - f(x - e, onp)) / (2 * eps) for e in onp.eye(4) * eps],
-                    axis=-1)
+    num = onp.stack(
+        [(f(x + e, onp) - f(x - e, onp)) / (2 * eps) for e in onp.eye(4) * eps], axis=-1
+    )
     onp.testing.assert_allclose(jacobian(f)(x), num, rtol=1e-6, atol=1e-8)
     vjp, _ = make_vjp(f)(x)
     g1, g2 = vjp(onp.ones((2, 2))), vjp(onp.ones((2, 2)))

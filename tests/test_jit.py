@@ -1,6 +1,7 @@
 """gradcy.jit with Numba: what it compiles (kernels, rolled loops, NumPy calls for the rest),
 that a replay equals eager gradcy at fresh inputs, and that its guards record again where
 const_graph's do (never a stale replay)."""
+
 import warnings
 
 import numpy as onp
@@ -24,6 +25,7 @@ def recordings(monkeypatch):
     def counting(fun, x):
         made.append(x)
         return record(fun, x)
+
     monkeypatch.setattr(tracers, "_record", counting)
     return made
 
@@ -74,7 +76,7 @@ def rnn(Wh, Wx, b, xs):
     h = gnp.zeros((xs.shape[1], Wh.shape[0]))
     for t in range(xs.shape[0]):
         h = gnp.tanh(xs[t] @ Wx + h @ Wh + b)
-    return gnp.sum(h ** 2)
+    return gnp.sum(h**2)
 
 
 def test_rnn_gradient_keeps_products_as_numpy_calls(recordings):
@@ -88,7 +90,7 @@ def test_rnn_gradient_keeps_products_as_numpy_calls(recordings):
     _close(got[1], want[1])
     names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
     assert "matmul" in names and "run_kernel" in names
-    assert "tanh" not in names            # every tanh is in a kernel (20 elements)
+    assert "tanh" not in names  # every tanh is in a kernel (20 elements)
     # the gradient accumulations write into the dead sum's buffer
     assert any(n.startswith("add_into_") for n in names)
     for _ in range(3):
@@ -105,6 +107,7 @@ def test_a_branch_on_a_value_records_each_branch_never_stale(recordings):
         if gnp.sum(y) > 10.0:
             return gnp.sum(gnp.sin(y) * y)
         return gnp.sum(gnp.cos(y) - y)
+
     fast = jit(grad(f))
     small, big = onp.array([0.1, 0.2]), onp.array([1.5, 2.0])
     for x in (small, big, small * 0.5, big * 1.1, small):
@@ -123,8 +126,9 @@ def test_shapes_and_dtypes_record_again():
 
 def test_float32_stays_float32_and_operands_broadcast():
     def f(x, y):
-        z = gnp.sin(x) * y + 0.5 * x - y / 3.0      # (4, 3) from (4, 1) and (3,)
+        z = gnp.sin(x) * y + 0.5 * x - y / 3.0  # (4, 3) from (4, 1) and (3,)
         return gnp.sum(gnp.maximum(z, 0.1) * z)
+
     g = grad(f, (0, 1))
     fast = jit(g)
     rs = onp.random.RandomState(2)
@@ -139,26 +143,32 @@ def test_float32_stays_float32_and_operands_broadcast():
 
 def test_masks_nan_inf_and_division_by_zero_as_numpy():
     def f(x):
-        y = gnp.where(x > 0, x / (x - 1.0), -x)     # x == 1: inf, as NumPy
+        y = gnp.where(x > 0, x / (x - 1.0), -x)  # x == 1: inf, as NumPy
         return gnp.sum(gnp.maximum(y, gnp.sqrt(x)))  # sqrt(-1): nan
+
     fast = jit(f)
     x = onp.array([0.5, 2.0, -1.0, 3.0])
     with onp.errstate(all="ignore"):
         fast(x)
-        for x in (onp.array([1.0, 2.0, 0.25, 3.0]), onp.array([-1.0, 0.5, 2.0, 4.0]),
-                  onp.array([0.3, 0.5, 2.0, 4.0])):
+        for x in (
+            onp.array([1.0, 2.0, 0.25, 3.0]),
+            onp.array([-1.0, 0.5, 2.0, 4.0]),
+            onp.array([0.3, 0.5, 2.0, 4.0]),
+        ):
             _close(fast(x), f(x))
 
 
 def test_a_primitive_the_generator_does_not_know_runs_as_its_numpy_call():
     @gradcy.extend.primitive
     def cube(x):
-        return x ** 3
-    gradcy.extend.defvjp(cube, lambda ans, x: lambda g: g * 3 * x ** 2)
+        return x**3
+
+    gradcy.extend.defvjp(cube, lambda ans, x: lambda g: g * 3 * x**2)
 
     def f(x):
         y = gnp.sin(x) * 2.0 + 1.0
         return gnp.sum(gnp.tanh(cube(y)) * y)
+
     fast = jit(grad(f))
     rs = onp.random.RandomState(3)
     for _ in range(3):
@@ -171,6 +181,7 @@ def test_a_primitive_the_generator_does_not_know_runs_as_its_numpy_call():
 def test_plain_function_and_containers():
     def f(x, y):
         return {"a": gnp.tanh(x) * y, "b": (gnp.exp(y) - 1.0,)}
+
     fast = jit(f)
     rs = onp.random.RandomState(4)
     for _ in range(3):
@@ -186,7 +197,8 @@ def test_writes_run_eagerly_with_one_warning():
         buf = gnp.zeros(3)
         buf[1] = gnp.sum(x * x)
         return gnp.sum(buf * 2.0)
-    fast = jit(f)          # (its gradient reads the written slot: no write to replay)
+
+    fast = jit(f)  # (its gradient reads the written slot: no write to replay)
     x = onp.array([1.0, 2.0, 3.0])
     with pytest.warns(RuntimeWarning, match="writes into arrays"):
         got = fast(x)
@@ -200,8 +212,9 @@ def test_writes_run_eagerly_with_one_warning():
 
 def test_keyword_arguments_raise_naming_jit():
     fast = jit(lambda x: gnp.sum(gnp.sin(x)))
-    with pytest.raises(TypeError, match="gradcy.jit: the compiled function takes its "
-                                        "arguments by position only"):
+    with pytest.raises(
+        TypeError, match="gradcy.jit: the compiled function takes its arguments by position only"
+    ):
         fast(x=onp.ones(2))
 
 
@@ -214,6 +227,7 @@ def test_a_kernel_numba_cannot_compile_leaves_the_numpy_replay(monkeypatch):
 
     def f(x):
         return gnp.sum(gnp.sin(x) * 3.0 + x)
+
     fast = jit(grad(f))
     x = onp.array([0.3, 0.4])
     with pytest.warns(RuntimeWarning, match="runs as NumPy calls: a kernel did not compile"):
@@ -225,9 +239,11 @@ def test_a_kernel_numba_cannot_compile_leaves_the_numpy_replay(monkeypatch):
 def test_numpys_simd_functions_stay_numpy_calls_on_large_arrays():
     """tanh of 64 elements or more is NumPy's (SIMD) call, between kernels; the gradient's
     bits are const_graph's where the kernels use exact operations."""
+
     def f(x):
         y = gnp.tanh(x * 2.0 + 1.0)
         return gnp.sum(y * y - x)
+
     fast = jit(grad(f))
     slow = tracers.const_graph(grad(f))
     rs = onp.random.RandomState(6)
@@ -244,7 +260,7 @@ def memory_network(W, x, S=12):
     memory = gnp.zeros((x.shape[0], S + 1, x.shape[1]))
     memory[:, 0] = x
     for i in range(S):
-        prefix = memory[:, :i + 1]
+        prefix = memory[:, : i + 1]
         h = gnp.tanh(gnp.sum(prefix, axis=1) @ W)
         memory[:, i + 1] = h * 0.5
     return gnp.sum(memory[:, -1] ** 2) + gnp.sum(gnp.mean(memory, axis=1))
@@ -252,6 +268,7 @@ def memory_network(W, x, S=12):
 
 def test_slot_writes_go_into_the_buffer_when_no_live_value_sees_them():
     import tracemalloc
+
     rs = onp.random.RandomState(8)
     W, x = rs.randn(8, 8) * 0.3, rs.randn(3, 8)
     g = grad(memory_network)
@@ -270,28 +287,29 @@ def test_slot_writes_go_into_the_buffer_when_no_live_value_sees_them():
         W2, x2 = rs.randn(8, 8) * 0.3, rs.randn(3, 8)
         _close(fast(W2, x2), g(W2, x2), 1e-12)
     # no copy of the buffer per write: the peak is a few buffers, not one per slot
-    buffer = 3 * 13 * 8 * 8 * 8          # bytes
+    buffer = 3 * 13 * 8 * 8 * 8  # bytes
     tracemalloc.start()
     try:
         fast(W, x)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 4 * buffer, peak       # (12 copies without the in-place writes)
+    assert peak < 4 * buffer, peak  # (12 copies without the in-place writes)
 
 
 def test_a_write_over_values_the_backward_pass_reads_stays_a_copy():
     def f(x):
         buf = gnp.zeros((2, 4))
         buf[0] = x
-        p = buf[:, :2]                  # sin saves this view of the buffer for its gradient
+        p = buf[:, :2]  # sin saves this view of the buffer for its gradient
         h = gnp.sum(gnp.sin(p))
-        buf[:, 1] = h                   # ... and this write changes what it saw
+        buf[:, 1] = h  # ... and this write changes what it saw
         return gnp.sum(buf * buf) + h
+
     fast = jit(grad(f))
     rs = onp.random.RandomState(9)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")      # (compiled, not left to the NumPy replay)
+        warnings.simplefilter("error")  # (compiled, not left to the NumPy replay)
         for _ in range(3):
             x = rs.randn(4)
             _close(fast(x), grad(f)(x))

@@ -1,5 +1,6 @@
 """gradcy.jit without Numba: one warning, then const_graph's NumPy replay (the same guards,
 the same bits)."""
+
 import numpy as onp
 import pytest
 
@@ -21,11 +22,14 @@ def f(x):
 
 
 def test_without_numba_jit_warns_once_and_replays_with_numpy(no_numba):
-    with pytest.warns(RuntimeWarning, match=r"gradcy.jit: numba is not installed \(pip "
-                                            r"install gradcy\[jit\]\); running the NumPy "
-                                            r"replay \(const_graph\) instead"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"gradcy.jit: numba is not installed \(pip "
+        r"install gradcy\[jit\]\); running the NumPy "
+        r"replay \(const_graph\) instead",
+    ):
         fast = jit(grad(f))
-    fast2 = jit(grad(f))            # (warned once per process)
+    fast2 = jit(grad(f))  # (warned once per process)
     slow = const_graph(grad(f))
     rs = onp.random.RandomState(0)
     for _ in range(4):
@@ -48,6 +52,9 @@ def test_without_numba_guards_still_record_again(no_numba):
 
 def test_recording_errors_name_jit():
     fast = jit(lambda x: 3.0)
-    with pytest.raises(ValueError, match=r"^gradcy.jit: the output is independent of the "
-                                         r"input"):
+    with pytest.raises(
+        ValueError,
+        match=r"^gradcy.jit: the output is independent of the "
+        r"input",
+    ):
         fast(onp.ones(2))

@@ -14,6 +14,7 @@ new kernel (0.1-0.5 s), so a sample of the programs runs here:
 GRADCY_JIT_FUZZ=320 python -m pytest tests/test_jit_fuzz.py runs as many as
 test_const_graph_fuzz.py does.
 """
+
 import os
 import re
 import warnings
@@ -33,14 +34,33 @@ from test_const_graph_fuzz import _close, _eager, _fresh_inputs, _leaves, _same
 PROGRAMS = int(os.environ.get("GRADCY_JIT_FUZZ", "24"))
 # numba calls NumPy's own loops for none of these: the bits of a kernel that uses only them
 # equal NumPy's
-_EXACT_CALLS = {"np.float64", "np.float32", "np.bool_", "np.empty", "np.maximum", "np.minimum",
-                "np.fmax", "np.fmin", "np.isnan", "np.isinf", "np.isfinite", "np.floor",
-                "np.ceil", "np.trunc", "np.copysign", "np.sqrt"}
+_EXACT_CALLS = {
+    "np.float64",
+    "np.float32",
+    "np.bool_",
+    "np.empty",
+    "np.maximum",
+    "np.minimum",
+    "np.fmax",
+    "np.fmin",
+    "np.isnan",
+    "np.isinf",
+    "np.isfinite",
+    "np.floor",
+    "np.ceil",
+    "np.trunc",
+    "np.copysign",
+    "np.sqrt",
+}
 
 
 def _kernel_sources(fast):
-    return [s[0].source for entry in fast.programs for s in entry[1].steps
-            if getattr(s[0], "source", None) is not None]
+    return [
+        s[0].source
+        for entry in fast.programs
+        for s in entry[1].steps
+        if getattr(s[0], "source", None) is not None
+    ]
 
 
 def _exact(sources):
@@ -72,6 +92,7 @@ def _check_program(seed, stats):
 
     def value(x, y):
         return fn(gnp, x, y)
+
     for name, f in (("value", value), ("grad", gradcy.grad(value, (0, 1)))):
         fast = jit(lambda xs, f=f: f(*xs))
         slow = tracers.const_graph_unary(lambda xs, f=f: f(*xs))
@@ -83,9 +104,10 @@ def _check_program(seed, stats):
             got = _call(fast, prog.x, prog.y)
         except Exception as e:
             documented = [(t, m) for t, m in fp._documented() if isinstance(e, t) and m in str(e)]
-            assert documented or (isinstance(e, (NotImplementedError, ValueError))
-                                  and str(e).startswith(("const_graph: ", "gradcy.jit: "))), (
-                seed, prog.source(), e)
+            assert documented or (
+                isinstance(e, (NotImplementedError, ValueError))
+                and str(e).startswith(("const_graph: ", "gradcy.jit: "))
+            ), (seed, prog.source(), e)
             stats["refused"] += 1
             continue
         assert _close(got, want), (seed, name, "recording", prog.source(), got, want)
@@ -107,8 +129,9 @@ def _check_program(seed, stats):
 
 
 def test_jit_replays_of_the_fuzzers_programs_match_eager_gradcy():
-    stats = dict.fromkeys(("calls", "with kernels", "bit for bit", "recordings", "refused",
-                           "eager raises"), 0)
+    stats = dict.fromkeys(
+        ("calls", "with kernels", "bit for bit", "recordings", "refused", "eager raises"), 0
+    )
     for seed in range(PROGRAMS):
         _check_program(seed, stats)
 
@@ -122,22 +145,26 @@ def test_jit_replays_of_the_fuzzers_programs_match_eager_gradcy():
 # =============================================================================
 def _sweep_specs():
     import test_dtype_sweep as sweep
+
     return [s for s in sweep.SPECS if sweep.F64 in s.dtypes and "nd" in s.kinds]
 
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_jit_of_every_primitives_sweep_call_matches_eager(chunk):
     import test_dtype_sweep as sweep
+
     specs = _sweep_specs()
     specs = specs[chunk::4]
     compiled = 0
     for spec in specs:
         x = sweep._input(spec, sweep.F64, "nd")
+
         def loss(z, spec=spec):
             # (the constants drawn anew at each call are the same draws: Consts is seeded)
             y = spec.fn(z, sweep.Consts(onp.dtype(onp.float64)))
             y = gnp.real(y) if onp.iscomplexobj(y) else y
             return gnp.sum(gnp.tanh(y) * 1.5 + y * y)
+
         for f in (loss, gradcy.grad(loss)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -149,20 +176,26 @@ def test_jit_of_every_primitives_sweep_call_matches_eager(chunk):
                     fast(fp._copy(x))
                 except Exception as e:
                     assert str(e).startswith(("const_graph: ", "gradcy.jit: ")) or isinstance(
-                        e, NotImplementedError), (spec.id, e)
+                        e, NotImplementedError
+                    ), (spec.id, e)
                     continue
                 rs = onp.random.RandomState(7)
                 for scale in (0.9, 1.1):
-                    x2 = onp.asarray(x * scale + 0.01 * rs.uniform(-1, 1, onp.shape(x)),
-                                     x.dtype) if spec.gen is None else x * scale
+                    x2 = (
+                        onp.asarray(x * scale + 0.01 * rs.uniform(-1, 1, onp.shape(x)), x.dtype)
+                        if spec.gen is None
+                        else x * scale
+                    )
                     want, err = _eager(lambda a, b, f=f: f(a), x2, None)
                     if err is not None:
                         continue
                     got = fast(fp._copy(x2))
                     g, w = _leaves(got), _leaves(want)
                     assert len(g) == len(w) and all(
-                        a.shape == b.shape and a.dtype == b.dtype
+                        a.shape == b.shape
+                        and a.dtype == b.dtype
                         and onp.allclose(a, b, rtol=1e-11, atol=1e-13, equal_nan=True)
-                        for a, b in zip(g, w)), (spec.id, got, want)
+                        for a, b in zip(g, w)
+                    ), (spec.id, got, want)
                 compiled += bool(_kernel_sources(fast))
     assert compiled >= len(specs) // 2, (compiled, len(specs))

@@ -1,6 +1,7 @@
 """Gradient checks of numpy.linalg (gradcy/numpy/linalg.py): reverse and forward mode,
 second order where autograd's tests use it, float32 dtype contract, batched (stacked) inputs,
 complex inputs, tuple outputs with partial cotangents, and the saved sets."""
+
 import inspect
 
 import numpy as onp
@@ -13,10 +14,29 @@ from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.test_util import check_grads
 from vjp_harness import check, check_dtype, raw_cotangent
 
-COVERED = {f"gradcy.numpy.linalg.{n}" for n in [
-    "det", "slogdet", "inv", "pinv", "solve", "norm", "eigh", "eigvalsh", "eig", "eigvals",
-    "cholesky", "svd", "svdvals", "qr", "lstsq", "matrix_power", "tensorsolve", "tensorinv",
-]}
+COVERED = {
+    f"gradcy.numpy.linalg.{n}"
+    for n in [
+        "det",
+        "slogdet",
+        "inv",
+        "pinv",
+        "solve",
+        "norm",
+        "eigh",
+        "eigvalsh",
+        "eig",
+        "eigvals",
+        "cholesky",
+        "svd",
+        "svdvals",
+        "qr",
+        "lstsq",
+        "matrix_power",
+        "tensorsolve",
+        "tensorinv",
+    ]
+}
 for _n in ("vector_norm", "matrix_norm"):
     if hasattr(onp.linalg, _n):
         COVERED.add(f"gradcy.numpy.linalg.{_n}")
@@ -129,6 +149,7 @@ def test_slogdet_unpacking_and_sign():
     def fun(x):
         sign, logdet = np.linalg.slogdet(x)
         return sign * logdet
+
     cg(fun, a)
     # the sign of a real matrix is piecewise constant: a zero gradient
     assert onp.all(grad(lambda x: np.linalg.slogdet(x)[0])(a) == 0)
@@ -138,6 +159,7 @@ def test_slogdet_complex():
     def fun(x):
         s, ld = np.linalg.slogdet(x)
         return flat([s, ld])
+
     cg(fun, C(3, 3))
     cg(fun, C(2, 3, 3))
 
@@ -166,9 +188,16 @@ def test_pinv_complex_and_kwargs():
 # =============================================================================
 # solve
 # =============================================================================
-SOLVE_CASES = [((4, 4), (4,)), ((4, 4), (4, 2)), ((3, 4, 4), (4,)), ((3, 4, 4), (3, 4, 2)),
-               ((4, 4), (3, 4, 2)), ((3, 4, 4), (4, 2)), ((2, 1, 3, 3), (4, 3, 1)),
-               ((3, 4, 4), (3, 4))]
+SOLVE_CASES = [
+    ((4, 4), (4,)),
+    ((4, 4), (4, 2)),
+    ((3, 4, 4), (4,)),
+    ((3, 4, 4), (3, 4, 2)),
+    ((4, 4), (3, 4, 2)),
+    ((3, 4, 4), (4, 2)),
+    ((2, 1, 3, 3), (4, 3, 1)),
+    ((3, 4, 4), (3, 4)),
+]
 
 
 @pytest.mark.parametrize("sa,sb", SOLVE_CASES)
@@ -218,8 +247,10 @@ def test_norm_axis(axis, keepdims):
     check(lambda v: np.linalg.norm(v, axis=axis, keepdims=keepdims), x)
 
 
-@pytest.mark.parametrize("ord,axis", [(3, 1), (onp.inf, 0), (1, -1), ("nuc", (0, 2)),
-                                      (2, (2, 1)), (-onp.inf, (0, 1)), (1, (1, 0))])
+@pytest.mark.parametrize(
+    "ord,axis",
+    [(3, 1), (onp.inf, 0), (1, -1), ("nuc", (0, 2)), (2, (2, 1)), (-onp.inf, (0, 1)), (1, (1, 0))],
+)
 def test_norm_ord_axis(ord, axis):
     check(lambda v: np.linalg.norm(v, ord, axis, True), R(3, 4, 5))
     check(lambda v: np.linalg.norm(v, ord, axis), R(3, 4, 5))
@@ -251,7 +282,7 @@ def test_vector_and_matrix_norm():
 @pytest.mark.parametrize("UPLO", ["L", "U"])
 def test_eigh(UPLO):
     fun = lambda x: flat(np.linalg.eigh(x, UPLO))
-    check(fun, spd(5))                           # the triangle not read has no effect
+    check(fun, spd(5))  # the triangle not read has no effect
     cg(lambda x: flat(np.linalg.eigh(x, UPLO)), spd(4))
     cg(lambda x: np.linalg.eigh(sym(x), UPLO)[1], spd(4))
 
@@ -259,12 +290,13 @@ def test_eigh(UPLO):
 def test_eigh_batched_and_partial_outputs():
     a = spd(2, 3, 4)
     check(lambda x: flat(np.linalg.eigh(x)), a)
-    check(lambda x: np.linalg.eigh(x)[0], a)      # eigenvector cotangent None
+    check(lambda x: np.linalg.eigh(x)[0], a)  # eigenvector cotangent None
     check(lambda x: np.linalg.eigh(x)[1], spd(4))  # eigenvalue cotangent None
 
     def unpack(x):
         w, v = np.linalg.eigh(x)
         return w[..., :, None] * v
+
     check(unpack, a)
 
 
@@ -294,6 +326,7 @@ def test_eig_real():
     def fun(x):
         w, v = np.linalg.eig(x)
         return flat([np.abs(w), np.abs(v)])
+
     cg(fun, R(5, 5, seed=3))
 
 
@@ -307,6 +340,7 @@ def test_eig_complex_and_batched():
     def fun(x):
         w, v = np.linalg.eig(x)
         return flat([w, np.abs(v)])
+
     cg(fun, C(4, 4))
     cg(fun, C(2, 4, 4))
     cg(lambda x: np.linalg.eig(x)[0], C(3, 4, 4))
@@ -322,7 +356,7 @@ def test_eigvals():
 # =============================================================================
 # cholesky
 # =============================================================================
-CHOLESKY_UPPER = "upper" in inspect.signature(onp.linalg.cholesky).parameters    # NumPy >= 2
+CHOLESKY_UPPER = "upper" in inspect.signature(onp.linalg.cholesky).parameters  # NumPy >= 2
 
 
 def test_cholesky():
@@ -359,11 +393,12 @@ def test_svd_partial_outputs_and_square_full():
     check(lambda x: np.linalg.svd(x, full_matrices=False)[0], a)
     check(lambda x: np.linalg.svd(x, full_matrices=False)[2], a)
     check(lambda x: np.linalg.svd(x, full_matrices=False)[1], a)
-    check(lambda x: flat(np.linalg.svd(x)), R(3, 3))      # full_matrices=True, square
+    check(lambda x: flat(np.linalg.svd(x)), R(3, 3))  # full_matrices=True, square
 
     def unpack(x):
         u, s, vh = np.linalg.svd(x, full_matrices=False)
-        return u * s[..., None, :] @ vh                   # reconstructs x
+        return u * s[..., None, :] @ vh  # reconstructs x
+
     check(unpack, R(2, 3, 4))
 
 
@@ -375,7 +410,8 @@ def test_svd_full_matrices_nonsquare_raises():
 def test_svd_complex():
     def fun(x):
         u, s, vh = np.linalg.svd(x, full_matrices=False)
-        return flat([np.abs(u), s, np.abs(vh), u @ vh])   # phase-invariant functions
+        return flat([np.abs(u), s, np.abs(vh), u @ vh])  # phase-invariant functions
+
     cg(fun, C(3, 4))
     cg(fun, C(4, 3))
     cg(fun, C(2, 3, 3))
@@ -418,6 +454,7 @@ def test_qr_modes_and_partial_outputs():
     def unpack(x):
         q, r = np.linalg.qr(x)
         return q @ r
+
     check(unpack, R(2, 4, 3))
     with pytest.raises(NotImplementedError):
         grad(lambda x: np.sum(np.linalg.qr(x, mode="complete")[0]))(a)
@@ -432,8 +469,9 @@ def test_qr_complex():
 # =============================================================================
 # lstsq
 # =============================================================================
-@pytest.mark.parametrize("sa,sb", [((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 3), (3, 2)),
-                                   ((3, 5), (3,)), ((3, 5), (3, 2))])
+@pytest.mark.parametrize(
+    "sa,sb", [((5, 3), (5,)), ((5, 3), (5, 2)), ((3, 3), (3, 2)), ((3, 5), (3,)), ((3, 5), (3, 2))]
+)
 def test_lstsq_solution(sa, sb):
     a, b = R(*sa), R(*sb, seed=1)
     check(lambda x, y: np.linalg.lstsq(x, y)[0], a, b)
@@ -448,6 +486,7 @@ def test_lstsq_residuals_and_singular_values():
     def everything(x, y):
         sol, res, rank, s = np.linalg.lstsq(x, y, rcond=None)
         return flat([sol, res, s])
+
     check(everything, a, b)
 
 
@@ -491,10 +530,12 @@ def test_tensorsolve():
     check(np.linalg.tensorsolve, a, b)
     a2 = well(6, 6).reshape(2, 3, 2, 3)
     check(np.linalg.tensorsolve, a2, R(2, 3, seed=1))
-    a3 = onp.moveaxis(a2, 1, 3)                  # axes=(1, 2) moves it back to a2
+    a3 = onp.moveaxis(a2, 1, 3)  # axes=(1, 2) moves it back to a2
     check(lambda x, y: np.linalg.tensorsolve(x, y, axes=(1, 2)), a3, R(2, 3, seed=1))
-    assert onp.allclose(np.linalg.tensorsolve(a3, R(2, 3, seed=1), axes=(1, 2)),
-                        onp.linalg.tensorsolve(a3, R(2, 3, seed=1), axes=(1, 2)))
+    assert onp.allclose(
+        np.linalg.tensorsolve(a3, R(2, 3, seed=1), axes=(1, 2)),
+        onp.linalg.tensorsolve(a3, R(2, 3, seed=1), axes=(1, 2)),
+    )
 
 
 def test_tensorinv():
@@ -513,7 +554,7 @@ def test_cond(p):
 def test_matrix_rank_and_array_api_aliases():
     a = R(4, 3)
     assert grad(lambda x: np.sum(x) * np.linalg.matrix_rank(x))(a).shape == (4, 3)
-    if not hasattr(onp.linalg, "matrix_transpose"):     # the array API aliases: NumPy >= 2
+    if not hasattr(onp.linalg, "matrix_transpose"):  # the array API aliases: NumPy >= 2
         return
     x3 = R(2, 3, 3)
     check(lambda x: np.linalg.trace(x, offset=1), x3)
@@ -547,11 +588,27 @@ def test_numpy_functions_on_traced_values():
         w, v = onp.linalg.eigh(x)
         s = onp.linalg.svd(x, compute_uv=False)
         q, r = onp.linalg.qr(x)
-        return onp.sum(w) + onp.sum(s) + onp.sum(r ** 2) + onp.linalg.slogdet(x)[1] + \
-            onp.linalg.det(x) + onp.sum(onp.linalg.inv(x)) + onp.linalg.norm(x)
-    ref = grad(lambda x: np.sum(np.linalg.eigh(x)[0]) + np.sum(np.linalg.svd(x)[1])
-               + np.sum(np.linalg.qr(x)[1] ** 2) + np.linalg.slogdet(x)[1]
-               + np.linalg.det(x) + np.sum(np.linalg.inv(x)) + np.linalg.norm(x))(a)
+        return (
+            onp.sum(w)
+            + onp.sum(s)
+            + onp.sum(r**2)
+            + onp.linalg.slogdet(x)[1]
+            + onp.linalg.det(x)
+            + onp.sum(onp.linalg.inv(x))
+            + onp.linalg.norm(x)
+        )
+
+    ref = grad(
+        lambda x: (
+            np.sum(np.linalg.eigh(x)[0])
+            + np.sum(np.linalg.svd(x)[1])
+            + np.sum(np.linalg.qr(x)[1] ** 2)
+            + np.linalg.slogdet(x)[1]
+            + np.linalg.det(x)
+            + np.sum(np.linalg.inv(x))
+            + np.linalg.norm(x)
+        )
+    )(a)
     assert onp.allclose(grad(fun)(a), ref)
 
 
@@ -568,10 +625,14 @@ def test_tuple_outputs_forward_mode():
 
 def test_float32_tuple_outputs():
     a32 = spd(4).astype(onp.float32)
-    for fun in [lambda x: flat(np.linalg.eigh(x)), lambda x: flat(np.linalg.qr(x)),
-                lambda x: flat(np.linalg.svd(x, full_matrices=False)),
-                lambda x: np.linalg.slogdet(x)[1], lambda x: np.abs(np.linalg.eig(x)[1]),
-                lambda x: np.linalg.lstsq(x, x[:, :2])[0]]:
+    for fun in [
+        lambda x: flat(np.linalg.eigh(x)),
+        lambda x: flat(np.linalg.qr(x)),
+        lambda x: flat(np.linalg.svd(x, full_matrices=False)),
+        lambda x: np.linalg.slogdet(x)[1],
+        lambda x: np.abs(np.linalg.eig(x)[1]),
+        lambda x: np.linalg.lstsq(x, x[:, :2])[0],
+    ]:
         c = raw_cotangent(fun, (a32,), 0)
         assert c.dtype == onp.float32 and c.shape == a32.shape
         vjp, ans = make_vjp(fun)(a32)

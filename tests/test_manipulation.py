@@ -1,5 +1,6 @@
 """Gradient checks of the array-manipulation family (gradcy/numpy/manipulation.py: reshaping,
 joining/splitting, casting, rearrangements, the window constructors)."""
+
 import warnings
 
 import numpy as onp
@@ -14,13 +15,41 @@ from gradcy.numpy._wrap import _astype_traced
 from gradcy.test_util import check_grads
 from vjp_harness import assert_jvps_follow_vjps, check_deep, rand
 
-_PRIMS = [np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis,
-          np.expand_dims, np.squeeze, np.broadcast_to, np.atleast_1d,
-          np.atleast_2d, np.atleast_3d, W.concatenate_args, W.array_from_args, np.split,
-          np.array_split, np.hsplit, np.vsplit, np.dsplit, W.container_take,
-          _astype_traced, W.copy_, np.flip, np.fliplr, np.flipud, np.roll, np.rot90, np.tile,
-          np.repeat, np.pad, np.tril, np.triu, np.diag] + (
-    [np.matrix_transpose] if hasattr(onp, "matrix_transpose") else [])   # NumPy >= 2
+_PRIMS = [
+    np.reshape,
+    np.ravel,
+    np.transpose,
+    np.swapaxes,
+    np.moveaxis,
+    np.rollaxis,
+    np.expand_dims,
+    np.squeeze,
+    np.broadcast_to,
+    np.atleast_1d,
+    np.atleast_2d,
+    np.atleast_3d,
+    W.concatenate_args,
+    W.array_from_args,
+    np.split,
+    np.array_split,
+    np.hsplit,
+    np.vsplit,
+    np.dsplit,
+    W.container_take,
+    _astype_traced,
+    W.copy_,
+    np.flip,
+    np.fliplr,
+    np.flipud,
+    np.roll,
+    np.rot90,
+    np.tile,
+    np.repeat,
+    np.pad,
+    np.tril,
+    np.triu,
+    np.diag,
+] + ([np.matrix_transpose] if hasattr(onp, "matrix_transpose") else [])  # NumPy >= 2
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -33,15 +62,25 @@ def check(fun, *args, order=2, dtypes=True):
 def _sum(y):
     """A scalar depending on every element of y, with distinct weights."""
     w = onp.arange(1.0, 1.0 + onp.size(y._value if isinstance(y, Box) else y)).reshape(
-        onp.shape(y._value if isinstance(y, Box) else y))
+        onp.shape(y._value if isinstance(y, Box) else y)
+    )
     return np.sum(y * w)
 
 
 # =============================================================================
 # Reshaping and axis permutations
 # =============================================================================
-@pytest.mark.parametrize("shape,new", [((2, 3), (3, 2)), ((2, 3), (-1,)), ((4,), (2, 1, 2)),
-                                       ((2, 3, 2), (6, 2)), ((), (1, 1)), ((1,), ())])
+@pytest.mark.parametrize(
+    "shape,new",
+    [
+        ((2, 3), (3, 2)),
+        ((2, 3), (-1,)),
+        ((4,), (2, 1, 2)),
+        ((2, 3, 2), (6, 2)),
+        ((), (1, 1)),
+        ((1,), ()),
+    ],
+)
 def test_reshape(shape, new):
     check(lambda x: np.reshape(x, new), rand(*shape))
 
@@ -79,7 +118,7 @@ def test_transpose(axes):
 
 def test_transpose_variants():
     x = rand(2, 3, 4)
-    if hasattr(np, "permute_dims"):         # NumPy >= 2
+    if hasattr(np, "permute_dims"):  # NumPy >= 2
         check(lambda x: np.permute_dims(x, (1, 2, 0)), x)
     check(lambda x: x.T, rand(2, 3))
     check(lambda x: x.T, rand(3))
@@ -98,7 +137,7 @@ def test_swapaxes_moveaxis_rollaxis():
     check(lambda x: np.moveaxis(x, (0, 1), (2, 0)), x)
     for axis, start in [(2, 0), (0, 3), (1, 1), (-1, 1), (0, -1), (2, 2)]:
         check(lambda x: np.rollaxis(x, axis, start), x)
-    if hasattr(np, "matrix_transpose"):     # NumPy >= 2
+    if hasattr(np, "matrix_transpose"):  # NumPy >= 2
         check(lambda x: np.matrix_transpose(x), x)
 
 
@@ -116,8 +155,10 @@ def test_expand_squeeze():
     check(np.squeeze, rand(1))
 
 
-@pytest.mark.parametrize("shape,target", [((3,), (2, 3)), ((1, 3), (4, 3)), ((2, 1, 3), (2, 4, 3)),
-                                          ((), (2, 2)), ((3, 1), (2, 3, 5))])
+@pytest.mark.parametrize(
+    "shape,target",
+    [((3,), (2, 3)), ((1, 3), (4, 3)), ((2, 1, 3), (2, 4, 3)), ((), (2, 2)), ((3, 1), (2, 3, 5))],
+)
 def test_broadcast_to(shape, target):
     check(lambda x: np.broadcast_to(x, target), rand(*shape))
 
@@ -139,10 +180,12 @@ def test_atleast_multiple_args():
     def f(a, b):
         ra, rb = np.atleast_2d(a, b)
         return np.sum(ra * ra) + np.sum(rb)
+
     check(f, a, b)
 
     def g(a, b):
-        return _sum(np.atleast_3d(a, b)[1])       # a gets no cotangent
+        return _sum(np.atleast_3d(a, b)[1])  # a gets no cotangent
+
     check(g, a, b)
 
 
@@ -160,7 +203,7 @@ def test_concatenate_shapes_and_constants():
     check(lambda a, b: np.concatenate((a, b)), a, b)
     check(lambda a: np.concatenate([onp.ones((1, 3)), a, onp.zeros((2, 3))]), a)
     check(lambda a: np.concatenate([a, a], axis=1), a)
-    if hasattr(np, "concat"):               # NumPy >= 2
+    if hasattr(np, "concat"):  # NumPy >= 2
         check(lambda a: np.concat([a, a]), a)
 
 
@@ -177,7 +220,7 @@ def test_concatenate_mixed_dtypes():
 def test_stack(axis):
     a, b = rand(2, 3), rand(2, 3, seed=1)
     check(lambda a, b: np.stack([a, b], axis=axis), a, b)
-    check(lambda a, b: onp.stack([a, b], axis=axis), a, b)   # via __array_function__
+    check(lambda a, b: onp.stack([a, b], axis=axis), a, b)  # via __array_function__
 
 
 def test_hstack_vstack_dstack_column_stack():
@@ -239,6 +282,7 @@ def test_split_pieces_iteration_and_slices():
         for i, p in enumerate(np.split(x, 3)):
             total = total + (i + 1.0) * np.sum(p * p)
         return total
+
     check(f, x)
     check(lambda x: _sum(np.concatenate(np.split(x, 3)[1:])), x)
     check(lambda x: _sum(np.split(x, 3)[-1]), x)
@@ -307,8 +351,17 @@ def test_flips_rolls_rotations():
     check(lambda x: np.rot90(x, 1, axes=(1, 2)), x)
 
 
-@pytest.mark.parametrize("shape,reps", [((3,), 2), ((2, 3), (2, 1)), ((2, 3), (2, 2, 3)),
-                                        ((2, 3, 2), (2,)), ((), (3, 2)), ((2, 1), 1)])
+@pytest.mark.parametrize(
+    "shape,reps",
+    [
+        ((3,), 2),
+        ((2, 3), (2, 1)),
+        ((2, 3), (2, 2, 3)),
+        ((2, 3, 2), (2,)),
+        ((), (3, 2)),
+        ((2, 1), 1),
+    ],
+)
 def test_tile(shape, reps):
     check(lambda x: np.tile(x, reps), rand(*shape))
 
@@ -317,8 +370,10 @@ def test_tile_python_float():
     check(lambda x: np.tile(x, 3), 0.4)
 
 
-@pytest.mark.parametrize("repeats,axis", [(2, None), (3, 0), (2, 1), ([1, 0, 3], 0),
-                                          ([2, 1, 0, 1], -1), (onp.array([2]), 1), (0, 0)])
+@pytest.mark.parametrize(
+    "repeats,axis",
+    [(2, None), (3, 0), (2, 1), ([1, 0, 3], 0), ([2, 1, 0, 1], -1), (onp.array([2]), 1), (0, 0)],
+)
 def test_repeat(repeats, axis):
     check(lambda x: np.repeat(x, repeats, axis=axis), rand(3, 4))
 
@@ -392,6 +447,7 @@ def test_higher_order_through_shapes():
     def f(x):
         y = np.concatenate([x.T.ravel(), np.flip(x, 1)[0]])
         return np.sum(np.tile(y[[0, 0, 4]], 2)[1:4] * y[1:4] * y[:3])
+
     check(f, x, order=3)
 
 
@@ -459,8 +515,9 @@ _SAVED_CASES = [
 def test_saved_set(case):
     fun, kept = _SAVED_CASES[case]
     name, (ans, args, kwargs) = _saved(fun, _X)
-    assert type(ans) is ArrayMeta or (isinstance(ans, tuple) and all(
-        type(a) is ArrayMeta for a in ans)), f"{name} keeps its output"
+    assert type(ans) is ArrayMeta or (
+        isinstance(ans, tuple) and all(type(a) is ArrayMeta for a in ans)
+    ), f"{name} keeps its output"
     for i, a in enumerate(args):
         if i in kept:
             assert type(a) is not ArrayMeta, f"{name} dropped argument {i}"
@@ -468,8 +525,11 @@ def test_saved_set(case):
             assert not isinstance(a, onp.ndarray), f"{name} keeps array argument {i}"
             if isinstance(a, tuple):
                 assert not any(isinstance(e, onp.ndarray) for e in a)
-    traced = [i for i, a in enumerate(args) if type(a) in (ArrayMeta, onp.ndarray)
-              and a.shape in (_X.shape, (3, 4, 1))]
+    traced = [
+        i
+        for i, a in enumerate(args)
+        if type(a) in (ArrayMeta, onp.ndarray) and a.shape in (_X.shape, (3, 4, 1))
+    ]
     assert traced, f"{name}: the traced input is missing from the record"
     for i in traced:
         assert (type(args[i]) is onp.ndarray) == (i in kept), (name, i)

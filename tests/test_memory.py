@@ -1,4 +1,5 @@
 """Lifetimes the engine promises, asserted through its own counters (issue: memory)."""
+
 import gc
 import tracemalloc
 
@@ -14,7 +15,11 @@ COVERED = set()
 def _zero_live():
     s = memory.stats()
     return (s["live_tapes"], s["live_nodes"], s["saved_bytes"], s["cotangent_bytes"]) == (
-        0, 0, 0, 0)
+        0,
+        0,
+        0,
+        0,
+    )
 
 
 def test_create_and_drop_loop_does_not_grow():
@@ -28,7 +33,7 @@ def test_create_and_drop_loop_does_not_grow():
     b = onp.zeros((2, 2))
 
     def f(b, a):
-        unused = a * 2.0 + 1.0     # traced, never reaches the output
+        unused = a * 2.0 + 1.0  # traced, never reaches the output
         del unused
         return np.sum(b)
 
@@ -57,9 +62,9 @@ def test_dropped_value_releases_immediately():
     x = onp.ones((100, 100))
 
     def f(x):
-        y = np.tanh(x)           # saves its output: 80 kB
+        y = np.tanh(x)  # saves its output: 80 kB
         before = memory.stats()["saved_bytes"]
-        del y                    # dropped unused: released now, not at the sweep
+        del y  # dropped unused: released now, not at the sweep
         after = memory.stats()["saved_bytes"]
         assert before - after == x.nbytes
         return np.sum(x * 2.0)
@@ -69,8 +74,8 @@ def test_dropped_value_releases_immediately():
 
 
 def test_counters_zero_after_each_operator_even_when_f_raises():
-    from gradcy import (elementwise_grad, hessian, jacobian, make_jvp, make_vjp,
-                        value_and_grad)
+    from gradcy import elementwise_grad, hessian, jacobian, make_jvp, make_vjp, value_and_grad
+
     x = onp.array([0.5, -1.0, 2.0])
 
     def bad(x):
@@ -90,6 +95,7 @@ def test_counters_zero_after_each_operator_even_when_f_raises():
 
 def test_make_vjp_keeps_its_tape_until_released():
     from gradcy import make_vjp
+
     x = onp.linspace(0.1, 1.0, 5)
     vjp, ans = make_vjp(lambda x: np.tanh(x) * 2.0)(x)
     first = vjp(onp.ones(5))
@@ -97,10 +103,10 @@ def test_make_vjp_keeps_its_tape_until_released():
     assert onp.array_equal(first, second)
     assert memory.stats()["live_tapes"] == 1 and memory.stats()["saved_bytes"] > 0
     vjp.release()
-    vjp.release()                # idempotent
+    vjp.release()  # idempotent
     assert _zero_live()
     vjp2, _ = make_vjp(lambda x: np.exp(x))(x)
-    del vjp2                     # dropping it releases too
+    del vjp2  # dropping it releases too
     gc.collect()
     assert _zero_live()
 
@@ -114,7 +120,7 @@ def _dot_chain(x, z, steps):
 def test_checkpoint_segments_hold_about_sqrt_n_buffers():
     rs = onp.random.RandomState(0)
     D, N, K = 40, 100, 10
-    x = rs.randn(D, D) / D ** 0.5
+    x = rs.randn(D, D) / D**0.5
     z = rs.randn(D, D)
     segment = checkpoint(lambda x, z: _segment(x, z, K))
 
@@ -133,7 +139,7 @@ def test_checkpoint_segments_hold_about_sqrt_n_buffers():
     buf = z.nbytes
     assert peak_plain >= N * buf
     # the segment inputs (N/K of them) plus one recomputed segment (K) plus x
-    assert peak_ckpt <= (N // K + K + 2) * buf, (peak_ckpt / buf)
+    assert peak_ckpt <= (N // K + K + 2) * buf, peak_ckpt / buf
     assert peak_ckpt <= 0.25 * peak_plain
     assert _zero_live()
 
@@ -147,13 +153,13 @@ def _segment(x, z, k):
 def test_saved_bytes_fall_during_the_chain_backward_pass():
     rs = onp.random.RandomState(1)
     D = 30
-    x = rs.randn(D, D) / D ** 0.5
+    x = rs.randn(D, D) / D**0.5
     z = rs.randn(D, D)
     prof = memory.profile(_dot_chain)(x, z, 20)
     bwd = [e[4] for e in prof.events if e[1] == "backward"]
     assert all(later <= earlier for earlier, later in zip(bwd, bwd[1:]))
     dots = [e[4] for e in prof.events if e[1] == "backward" and e[3] == "gradcy.numpy.dot"]
-    assert len(dots) == 20       # each dot's VJP frees its saved z at once
+    assert len(dots) == 20  # each dot's VJP frees its saved z at once
     assert all(later < earlier for earlier, later in zip(dots, dots[1:]))
     assert bwd[-1] == 0
     top = prof.top_site()
@@ -191,8 +197,8 @@ def test_shared_buffer_counted_once():
     x = onp.ones((50, 50))
     t = _core.Tape()
     b = t.new_leaf(x)
-    y1 = np.sin(b)               # saves x
-    y2 = np.cos(b)               # saves x again: same buffer
+    y1 = np.sin(b)  # saves x
+    y2 = np.cos(b)  # saves x again: same buffer
     assert t.saved_bytes == x.nbytes
     del y1
     assert t.saved_bytes == x.nbytes
@@ -209,13 +215,13 @@ def test_saved_bytes_are_exact_through_many_buffers_held_and_let_go():
     seen = {}
 
     def f(x):
-        ys = [np.sin(x + float(i)) for i in range(300)]     # sin saves its input: 300 arrays
+        ys = [np.sin(x + float(i)) for i in range(300)]  # sin saves its input: 300 arrays
         seen["all"] = memory.stats()["saved_bytes"]
-        del ys[::2]                                          # 150 sin nodes die with their Box
+        del ys[::2]  # 150 sin nodes die with their Box
         seen["half"] = memory.stats()["saved_bytes"]
         total = 0.0
         for y in ys:
-            total = total + np.sum(y * y)                   # y saved twice by one node: once
+            total = total + np.sum(y * y)  # y saved twice by one node: once
         seen["products"] = memory.stats()["saved_bytes"]
         return total
 
@@ -223,5 +229,6 @@ def test_saved_bytes_are_exact_through_many_buffers_held_and_let_go():
     n = x.nbytes
     assert seen == {"all": 300 * n, "half": 150 * n, "products": 300 * n}
     onp.testing.assert_allclose(
-        g, sum(2 * onp.sin(x + i) * onp.cos(x + i) for i in range(1, 300, 2)), rtol=1e-12)
+        g, sum(2 * onp.sin(x + i) * onp.cos(x + i) for i in range(1, 300, 2)), rtol=1e-12
+    )
     assert memory.stats()["saved_bytes"] == 0

@@ -17,17 +17,58 @@ from vjp_harness import rand
 # NumPy 1.26 names trapezoid trapz, and has no unstack, cumulative_sum, cumulative_prod
 trapezoid = getattr(np, "trapezoid", None) or np.trapz
 needs = pytest.mark.skipif
-_PRIMS = [W.append, W.insert, W.delete, W.resize, W.diagflat, W.extract, indexing._choose_p,
-          indexing._select_p,
-          W.meshgrid, W.broadcast_arrays, W.trim_zeros, W.sort_complex,
-          W.asanyarray, W.ascontiguousarray, W.asfortranarray, W.asarray_chkfinite, W.require,
-          W.unwrap, W.real_if_close, W.nextafter, W.modf, W.frexp, W.divmod, W.i0,
-          W.diff, W.ediff1d, W.gradient, calculus._trapezoid,
-          W.convolve, W.correlate, W.polyadd, W.polysub, W.polymul, W.polyder, W.polyint,
-          W.polyval, W.vander, W.linspace, W.logspace, W.geomspace, W.quantile, W.percentile,
-          W.nanquantile, W.nanpercentile, W.cov, W.corrcoef, W.interp, W.full, W.full_like,
-          W.bincount] + [
-    getattr(W, n) for n in ("unstack", "cumulative_sum", "cumulative_prod") if hasattr(W, n)]
+_PRIMS = [
+    W.append,
+    W.insert,
+    W.delete,
+    W.resize,
+    W.diagflat,
+    W.extract,
+    indexing._choose_p,
+    indexing._select_p,
+    W.meshgrid,
+    W.broadcast_arrays,
+    W.trim_zeros,
+    W.sort_complex,
+    W.asanyarray,
+    W.ascontiguousarray,
+    W.asfortranarray,
+    W.asarray_chkfinite,
+    W.require,
+    W.unwrap,
+    W.real_if_close,
+    W.nextafter,
+    W.modf,
+    W.frexp,
+    W.divmod,
+    W.i0,
+    W.diff,
+    W.ediff1d,
+    W.gradient,
+    calculus._trapezoid,
+    W.convolve,
+    W.correlate,
+    W.polyadd,
+    W.polysub,
+    W.polymul,
+    W.polyder,
+    W.polyint,
+    W.polyval,
+    W.vander,
+    W.linspace,
+    W.logspace,
+    W.geomspace,
+    W.quantile,
+    W.percentile,
+    W.nanquantile,
+    W.nanpercentile,
+    W.cov,
+    W.corrcoef,
+    W.interp,
+    W.full,
+    W.full_like,
+    W.bincount,
+] + [getattr(W, n) for n in ("unstack", "cumulative_sum", "cumulative_prod") if hasattr(W, n)]
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -156,9 +197,14 @@ _SAVED = [
     (lambda a: np.real_if_close(a), (rand(3),), (), False),
     (lambda a: np.nextafter(a, 1.0), (rand(3),), (), False),
     (lambda a: np.i0(a), (rand(3),), (0,), False),
-    *([(lambda a: np.cumulative_sum(a), (rand(3),), (), False),
-       (lambda a: np.cumulative_prod(a), (rand(3),), (0,), True)]
-      if hasattr(np, "cumulative_sum") else []),            # NumPy >= 2.1
+    *(
+        [
+            (lambda a: np.cumulative_sum(a), (rand(3),), (), False),
+            (lambda a: np.cumulative_prod(a), (rand(3),), (0,), True),
+        ]
+        if hasattr(np, "cumulative_sum")
+        else []
+    ),  # NumPy >= 2.1
     (lambda a: np.diff(a), (rand(3),), (), False),
     (lambda a: np.ediff1d(a), (rand(3),), (), False),
     (lambda a: np.gradient(a, onp.arange(3.0)), (rand(3),), (1,), False),
@@ -172,8 +218,12 @@ _SAVED = [
     (lambda a: np.vander(a), (rand(3),), (0,), False),
     (lambda a, b: np.linspace(a, b, 3), (rand(2), rand(2)), (), False),
     (lambda a, b: np.logspace(a, b, 3), (rand(2), rand(2)), (), True),
-    (lambda a, b: np.geomspace(a, b, 3), (rand(2, positive=True), rand(2, positive=True)),
-     (0, 1), True),
+    (
+        lambda a, b: np.geomspace(a, b, 3),
+        (rand(2, positive=True), rand(2, positive=True)),
+        (0, 1),
+        True,
+    ),
     (lambda a, q: np.quantile(a, q), (rand(3), rand(2, low=0, high=1)), (0, 1), False),
     (lambda a: np.cov(a), (rand(2, 3),), (0,), False),
     (lambda a: np.corrcoef(a), (rand(2, 3),), (0,), False),
@@ -198,9 +248,23 @@ def test_saved_set(case):
 
 # the rule files that hold this table's rules, and the primitives of theirs that other tables test
 _MODULES = {m.__name__ for m in (calculus, indexing, polynomials, statistics)}
-_OTHER_TABLES = ["_wrap.getitem", "take", "take_along_axis", "compress", "cumsum", "cumprod",
-                 "nancumsum", "nancumprod", "average", "median", "nanmedian", "var", "std",
-                 "nanvar", "nanstd"]
+_OTHER_TABLES = [
+    "_wrap.getitem",
+    "take",
+    "take_along_axis",
+    "compress",
+    "cumsum",
+    "cumprod",
+    "nancumsum",
+    "nancumprod",
+    "average",
+    "median",
+    "nanmedian",
+    "var",
+    "std",
+    "nanvar",
+    "nanstd",
+]
 
 
 def test_every_primitive_of_this_table_is_covered():
@@ -222,14 +286,14 @@ def test_operator_counts_script():
     composites (block, choose, select...), and leaves out the non-differentiable ones."""
     import importlib.util
     import pathlib
+
     path = pathlib.Path(__file__).parent.parent / "benchmarks" / "operator_counts.py"
     spec = importlib.util.spec_from_file_location("operator_counts", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     counts = mod._by_module(mod.gradcy_counts())
     numpy_names = counts["numpy"]
-    mine = {p.name.rsplit(".", 1)[-1] for p in _PRIMS} - {"choose", "select", "full",
-                                                          "full_like"}
+    mine = {p.name.rsplit(".", 1)[-1] for p in _PRIMS} - {"choose", "select", "full", "full_like"}
     assert mine <= numpy_names, sorted(mine - numpy_names)
     assert {"block", "choose", "select", "stack", "concatenate"} <= numpy_names
     assert not {"nanargmax", "unique_values", "spacing"} & numpy_names

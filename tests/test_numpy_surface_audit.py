@@ -16,6 +16,7 @@ Both parts enumerate their functions from NumPy and gradcy themselves, so a new 
 without a spec fails the completeness checks. The counts of what ran are printed (-s) and
 checked against the enumeration.
 """
+
 import types
 import warnings
 
@@ -33,13 +34,16 @@ from gradcy.numpy.numpy_wrapper import parameters
 from vjp_harness import central_gradient
 
 RNG = onp.random.RandomState(7)
-X0 = RNG.uniform(0.15, 0.85, size=(3, 4))              # distinct, away from 0.5 and integers
-C = onp.linspace(0.31, 0.93, 12).reshape(3, 4)         # a second operand, no ties with X0
+X0 = RNG.uniform(0.15, 0.85, size=(3, 4))  # distinct, away from 0.5 and integers
+C = onp.linspace(0.31, 0.93, 12).reshape(3, 4)  # a second operand, no ties with X0
 MASK = X0 > 0.5
-W_READ = RNG.normal(size=64)                           # weights the program reads buffers with
+W_READ = RNG.normal(size=64)  # weights the program reads buffers with
 
-_MODULES = [("numpy", onp, gnp), ("numpy.linalg", onp.linalg, gnp.linalg),
-            ("numpy.fft", onp.fft, gnp.fft)]
+_MODULES = [
+    ("numpy", onp, gnp),
+    ("numpy.linalg", onp.linalg, gnp.linalg),
+    ("numpy.fft", onp.fft, gnp.fft),
+]
 
 
 # =============================================================================
@@ -51,8 +55,11 @@ def _out_functions():
     for modname, mod, _ in _MODULES:
         for name in sorted(dir(mod)):
             obj = getattr(mod, name)
-            if name.startswith("_") or isinstance(obj, (types.ModuleType, type)) or \
-                    not callable(obj):
+            if (
+                name.startswith("_")
+                or isinstance(obj, (types.ModuleType, type))
+                or not callable(obj)
+            ):
                 continue
             if isinstance(obj, onp.ufunc):
                 found.append((modname, name))
@@ -67,23 +74,29 @@ def _out_functions():
 OUT_FUNCTIONS = _out_functions()
 
 # functions with out= whose arguments are not float values (nothing to trace)
-NO_FLOAT_VALUES = {"busday_count": "dates", "busday_offset": "dates", "is_busday": "dates",
-                   "isnat": "datetimes"}
+NO_FLOAT_VALUES = {
+    "busday_count": "dates",
+    "busday_offset": "dates",
+    "is_busday": "dates",
+    "isnat": "datetimes",
+}
 
 
 def _ints(x):
-    return (x * 10).astype(int)        # an integer value traced through astype
+    return (x * 10).astype(int)  # an integer value traced through astype
 
 
 def _ufunc_candidates(n):
     """Argument lists tried in order for an n-input ufunc; the first numpy accepts is used."""
     rest = (C,) * (n - 1)
-    return [lambda x: (x,) + rest,
-            lambda x: (x + 1.5,) + rest,                   # arccosh's domain
-            lambda x: (x, C.T) if n == 2 else None,        # matmul, vecmat
-            lambda x: (x, C[0]) if n == 2 else None,       # matvec
-            lambda x: (x, 2) if n == 2 else None,          # ldexp
-            lambda x: (_ints(x),) + (3,) * (n - 1)]        # integer-only ufuncs
+    return [
+        lambda x: (x,) + rest,
+        lambda x: (x + 1.5,) + rest,  # arccosh's domain
+        lambda x: (x, C.T) if n == 2 else None,  # matmul, vecmat
+        lambda x: (x, C[0]) if n == 2 else None,  # matvec
+        lambda x: (x, 2) if n == 2 else None,  # ldexp
+        lambda x: (_ints(x),) + (3,) * (n - 1),
+    ]  # integer-only ufuncs
 
 
 # name -> (args of x, kwargs) for the functions with out= that are not ufuncs
@@ -115,8 +128,11 @@ def _spec(modname, name):
     DeprecationWarning of numpy's own is no reason to skip an argument list (the function is
     audited while NumPy still has it; `_numpy_deprecates` tells which ones warn)."""
     fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
-    builders = ([lambda x, b=b: (b(x), {}) for b in _ufunc_candidates(fn.nin)]
-                if isinstance(fn, onp.ufunc) else [SPECS.get(name, lambda x: ((x,), {}))])
+    builders = (
+        [lambda x, b=b: (b(x), {}) for b in _ufunc_candidates(fn.nin)]
+        if isinstance(fn, onp.ufunc)
+        else [SPECS.get(name, lambda x: ((x,), {}))]
+    )
     for build in builders:
         args, kwargs = build(X0)
         if args is None:
@@ -146,8 +162,9 @@ def _numpy_deprecates(modname, name):
     fn = getattr(dict((m, mod) for m, mod, _ in _MODULES)[modname], name)
     build, _ = _spec(modname, name)
     args, kwargs = build(X0)
-    return any(issubclass(c, DeprecationWarning)
-               for c, _ in _warnings_of(lambda: fn(*args, **kwargs)))
+    return any(
+        issubclass(c, DeprecationWarning) for c, _ in _warnings_of(lambda: fn(*args, **kwargs))
+    )
 
 
 def _read(buffers):
@@ -156,7 +173,7 @@ def _read(buffers):
     k = 0
     for d in buffers:
         n = int(onp.size(d))
-        w = W_READ[k:k + n].reshape(onp.shape(d)) if n else 0.0
+        w = W_READ[k : k + n].reshape(onp.shape(d)) if n else 0.0
         k += n
         v = 1.0 * d
         total = total + gnp.sum(gnp.real(v) * w) + 0.5 * gnp.sum(gnp.imag(v) * w)
@@ -180,7 +197,7 @@ def _positional_out(fn, args, kwargs, out):
         return None
     kwargs = dict(kwargs)
     filled = list(args)
-    for p in params[len(args):pos]:
+    for p in params[len(args) : pos]:
         if p.kind is p.VAR_POSITIONAL:
             return None
         filled.append(kwargs.pop(p.name, p.default))
@@ -192,9 +209,10 @@ def _numpy_writes_out(fn, build):
     result = fn(*args, **kwargs)
     outs = _make_outs(result, False)
     returned = fn(*args, out=outs if len(outs) > 1 else outs[0], **kwargs)
-    return all(onp.array_equal(o, r) for o, r in
-               zip(outs, result if isinstance(result, tuple) else (result,))) and (
-        returned is outs[0] or returned == outs or returned is outs)
+    return all(
+        onp.array_equal(o, r)
+        for o, r in zip(outs, result if isinstance(result, tuple) else (result,))
+    ) and (returned is outs[0] or returned == outs or returned is outs)
 
 
 def _program(modname, name, build, result, via, owned, positional):
@@ -211,13 +229,15 @@ def _program(modname, name, build, result, via, owned, positional):
         else:
             fn(*args, out=outs if len(outs) > 1 else outs[0], **kwargs)
         return _read(outs)
+
     return program
 
 
 def _clear(e):
     """A clear error: gradcy's own, naming what to do."""
     return isinstance(e, TracerArrayConversionError) or (
-        isinstance(e, (TypeError, ValueError, NotImplementedError)) and "gradcy" in str(e))
+        isinstance(e, (TypeError, ValueError, NotImplementedError)) and "gradcy" in str(e)
+    )
 
 
 def _audit(program, x=X0):
@@ -235,7 +255,7 @@ def _audit(program, x=X0):
     return "traced"
 
 
-AUDITED = {}        # test id -> outcome (counted by the summary test)
+AUDITED = {}  # test id -> outcome (counted by the summary test)
 _CASES = [(m, n) for m, n in OUT_FUNCTIONS if n not in NO_FLOAT_VALUES]
 _PATHS = ["numpy-kw", "numpy-pos", "gradcy-kw", "gradcy-pos", "owned-kw", "owned-pos"]
 
@@ -245,7 +265,7 @@ _PATHS = ["numpy-kw", "numpy-pos", "gradcy-kw", "gradcy-pos", "owned-kw", "owned
 def test_out_parameter(modname, name):
     build, result = _spec(modname, name)
     with warnings.catch_warnings():
-        if _numpy_deprecates(modname, name):      # numpy warns on each call; audit it anyway
+        if _numpy_deprecates(modname, name):  # numpy warns on each call; audit it anyway
             warnings.simplefilter("ignore", DeprecationWarning)
         _audit_out_parameter(modname, name, build, result)
 
@@ -258,8 +278,15 @@ def _audit_out_parameter(modname, name, build, result):
         positional = how == "pos"
         if positional and _positional_out(np_fn, *build(X0), _make_outs(result, False)) is None:
             continue
-        program = _program(modname, name, build, result, "numpy" if via == "numpy" else "gradcy",
-                           via == "owned", positional)
+        program = _program(
+            modname,
+            name,
+            build,
+            result,
+            "numpy" if via == "numpy" else "gradcy",
+            via == "owned",
+            positional,
+        )
         try:
             outcome = _audit(program)
         except AssertionError as e:
@@ -267,8 +294,9 @@ def _audit_out_parameter(modname, name, build, result):
         if via == "owned":
             # a buffer gradcy owns receives a traced write, unless numpy itself does not write
             # the result into out= (then gradcy raises: the buffer would not hold it)
-            assert outcome == ("traced" if _numpy_writes_out(np_fn, build) else "raised"), \
+            assert outcome == ("traced" if _numpy_writes_out(np_fn, build) else "raised"), (
                 f"{modname}.{name} ({path}): {outcome}"
+            )
         AUDITED[f"{modname}.{name}[{path}]"] = outcome
         ran += 1
     assert ran >= 3
@@ -281,10 +309,16 @@ def test_every_out_function_is_audited():
     assert {n for n in SPECS if hasattr(onp, n)} - {"multi_dot"} <= names
     assert ("numpy.linalg", "multi_dot") in OUT_FUNCTIONS
     # the enumeration found numpy's out= functions (ufuncs, reductions, linalg, fft)
-    for expected in [("numpy", "add"), ("numpy", "sum"), ("numpy", "dot"), ("numpy", "cumsum"),
-                     ("numpy", "clip"), ("numpy", "einsum"), ("numpy", "take"),
-                     ("numpy", "concatenate")] + (
-            [("numpy.fft", "fft")] if onp.lib.NumpyVersion(onp.__version__) >= "2.0.0" else []):
+    for expected in [
+        ("numpy", "add"),
+        ("numpy", "sum"),
+        ("numpy", "dot"),
+        ("numpy", "cumsum"),
+        ("numpy", "clip"),
+        ("numpy", "einsum"),
+        ("numpy", "take"),
+        ("numpy", "concatenate"),
+    ] + ([("numpy.fft", "fft")] if onp.lib.NumpyVersion(onp.__version__) >= "2.0.0" else []):
         assert expected in OUT_FUNCTIONS
 
 
@@ -305,10 +339,14 @@ def test_deprecated_functions_warn_as_numpy_does():
         def program(x):
             a, k = build(x)
             return _read([g_fn(*a, **k)])
+
         # (numpy.fix, deprecated in NumPy 2.5, is piecewise constant: grad also warns, as
         # autograd does, that the output does not depend on the input)
-        got = [w for w in _warnings_of(lambda: grad(program)(X0.copy()))
-               if not w[1].startswith("Output seems independent of input")]
+        got = [
+            w
+            for w in _warnings_of(lambda: grad(program)(X0.copy()))
+            if not w[1].startswith("Output seems independent of input")
+        ]
         assert got == want, name
 
 
@@ -334,8 +372,9 @@ def _w_put_along_axis(np_, d, x):
 
 
 def _w_put_along_axis_none(np_, d, x):
-    np_.put_along_axis(d.reshape(-1) if type(d) is onp.ndarray else d, onp.array([3, 8]),
-                       x[0, :2], axis=None)
+    np_.put_along_axis(
+        d.reshape(-1) if type(d) is onp.ndarray else d, onp.array([3, 8]), x[0, :2], axis=None
+    )
 
 
 def _w_fill_diagonal(np_, d, x):
@@ -351,7 +390,7 @@ def _w_copyto_where(np_, d, x):
 
 
 def _w_add_at(np_, d, x):
-    onp.add.at(d, [0, 1], x[0, :2])          # gradcy.numpy's ufuncs have no .at
+    onp.add.at(d, [0, 1], x[0, :2])  # gradcy.numpy's ufuncs have no .at
 
 
 def _w_setitem(np_, d, x):
@@ -371,14 +410,20 @@ def _w_fill(np_, d, x):
 
 
 WRITERS = {  # name -> (write(np_module, buffer, x), buffer shape, written by gradcy when owned)
-    "put": (_w_put, (3, 4), True), "put(mode=wrap)": (_w_put_wrap, (3, 4), True),
-    "putmask": (_w_putmask, (3, 4), True), "place": (_w_place, (3, 4), True),
+    "put": (_w_put, (3, 4), True),
+    "put(mode=wrap)": (_w_put_wrap, (3, 4), True),
+    "putmask": (_w_putmask, (3, 4), True),
+    "place": (_w_place, (3, 4), True),
     "put_along_axis": (_w_put_along_axis, (3, 4), True),
     "put_along_axis(axis=None)": (_w_put_along_axis_none, (12,), True),
-    "fill_diagonal": (_w_fill_diagonal, (3, 3), True), "copyto": (_w_copyto, (3, 4), True),
-    "copyto(where=)": (_w_copyto_where, (3, 4), True), "add.at": (_w_add_at, (3, 4), False),
-    "d[...] = x": (_w_setitem, (3, 4), True), "d[i, j] = x[k]": (_w_setitem_element, (3, 4), True),
-    "d[i, :2] += x": (_w_setitem_slice_iadd, (3, 4), True), "d.fill": (_w_fill, (3, 4), True),
+    "fill_diagonal": (_w_fill_diagonal, (3, 3), True),
+    "copyto": (_w_copyto, (3, 4), True),
+    "copyto(where=)": (_w_copyto_where, (3, 4), True),
+    "add.at": (_w_add_at, (3, 4), False),
+    "d[...] = x": (_w_setitem, (3, 4), True),
+    "d[i, j] = x[k]": (_w_setitem_element, (3, 4), True),
+    "d[i, :2] += x": (_w_setitem_slice_iadd, (3, 4), True),
+    "d.fill": (_w_fill, (3, 4), True),
 }
 
 
@@ -393,11 +438,12 @@ def test_writes_into_an_argument(name, via, owned):
         d = gnp.zeros(shape) if owned else onp.zeros(shape)
         write(np_, d, x)
         return _read([d])
+
     outcome = _audit(program)
     if owned and traced_when_owned:
         assert outcome == "traced"
     if not owned:
-        assert outcome == "raised"        # traced values never go into a plain array
+        assert outcome == "raised"  # traced values never go into a plain array
     AUDITED[f"write {name}[{via}, {'owned' if owned else 'plain'}]"] = outcome
 
 
@@ -410,10 +456,11 @@ def test_nan_to_num_copy_false_writes_into_its_argument(via):
     def program(x):
         y = gnp.where(x > 0.5, x, onp.inf)
         z = np_.nan_to_num(y, copy=False, posinf=2.0)
-        return _read([y]) + 0.5 * _read([z])      # y itself holds the result, like numpy's
+        return _read([y]) + 0.5 * _read([z])  # y itself holds the result, like numpy's
+
     assert _audit(program, x0) == "traced"
     grad(lambda x: gnp.sum(np_.nan_to_num(x, copy=False)))(x0)
-    onp.testing.assert_array_equal(x0, keep)        # the caller's input is never written
+    onp.testing.assert_array_equal(x0, keep)  # the caller's input is never written
     AUDITED[f"write nan_to_num(copy=False)[{via}]"] = "traced"
 
 
@@ -422,8 +469,12 @@ def test_nan_to_num_copy_false_writes_into_its_argument(via):
 # =============================================================================
 def _nondifferentiable():
     found = {}
-    for _prefix, mod in [("numpy", gnp), ("numpy.linalg", gnp.linalg), ("numpy.fft", gnp.fft),
-                        ("scipy.special", gsp)]:
+    for _prefix, mod in [
+        ("numpy", gnp),
+        ("numpy.linalg", gnp.linalg),
+        ("numpy.fft", gnp.fft),
+        ("scipy.special", gsp),
+    ]:
         for name in sorted(dir(mod)):
             p = getattr(mod, name)
             if isinstance(p, Primitive) and not p.traced:
@@ -432,34 +483,70 @@ def _nondifferentiable():
 
 
 NONDIFF = _nondifferentiable()
-S44 = X0.T @ X0 + onp.eye(4) * 0.1                     # a square float matrix
+S44 = X0.T @ X0 + onp.eye(4) * 0.1  # a square float matrix
 SORTED = onp.sort(C.reshape(-1))
 
 # gradcy name -> args with `x` the float input (x has X0's shape unless said)
 NONDIFF_SPECS = {
-    "allclose": lambda x: (x, C), "array_equal": lambda x: (x, C),
-    "array_equiv": lambda x: (x, C), "isclose": lambda x: (x, C), "isin": lambda x: (x, C),
-    "argpartition": lambda x: (x, 1), "digitize": lambda x: (x, SORTED),
-    "searchsorted": lambda x: (SORTED, x), "floor_divide": lambda x: (x, C),
-    "equal": lambda x: (x, C), "not_equal": lambda x: (x, C), "greater": lambda x: (x, C),
-    "greater_equal": lambda x: (x, C), "less": lambda x: (x, C), "less_equal": lambda x: (x, C),
-    "logical_and": lambda x: (x, C), "logical_or": lambda x: (x, C),
-    "logical_xor": lambda x: (x, C), "may_share_memory": lambda x: (x, C),
-    "shares_memory": lambda x: (x, C), "can_cast": lambda x: (x, onp.float32),
-    "lexsort": lambda x: ((x[0], x[1]),), "gradcy.numpy.round": lambda x: (x, 1),
+    "allclose": lambda x: (x, C),
+    "array_equal": lambda x: (x, C),
+    "array_equiv": lambda x: (x, C),
+    "isclose": lambda x: (x, C),
+    "isin": lambda x: (x, C),
+    "argpartition": lambda x: (x, 1),
+    "digitize": lambda x: (x, SORTED),
+    "searchsorted": lambda x: (SORTED, x),
+    "floor_divide": lambda x: (x, C),
+    "equal": lambda x: (x, C),
+    "not_equal": lambda x: (x, C),
+    "greater": lambda x: (x, C),
+    "greater_equal": lambda x: (x, C),
+    "less": lambda x: (x, C),
+    "less_equal": lambda x: (x, C),
+    "logical_and": lambda x: (x, C),
+    "logical_or": lambda x: (x, C),
+    "logical_xor": lambda x: (x, C),
+    "may_share_memory": lambda x: (x, C),
+    "shares_memory": lambda x: (x, C),
+    "can_cast": lambda x: (x, onp.float32),
+    "lexsort": lambda x: ((x[0], x[1]),),
+    "gradcy.numpy.round": lambda x: (x, 1),
     "in1d": lambda x: (x, C),
     "einsum_path": lambda x: ("ij,kj->ik", x, C),
     "diag_indices_from": lambda x: (S44 + x[0, 0],),
     "tril_indices_from": lambda x: (S44 + x[0, 0],),
-    "triu_indices_from": lambda x: (S44 + x[0, 0],), "matrix_rank": lambda x: (S44 + x[0, 0],),
+    "triu_indices_from": lambda x: (S44 + x[0, 0],),
+    "matrix_rank": lambda x: (S44 + x[0, 0],),
 }
 # functions whose arguments cannot be float values (counts, shapes, dtypes, integers, dates)
 NO_FLOAT_INPUT = {
-    "bitwise_and", "bitwise_count", "bitwise_not", "bitwise_or", "bitwise_xor", "gcd", "lcm",
-    "invert", "left_shift",
-    "right_shift", "packbits", "unpackbits", "ravel_multi_index", "unravel_index", "ix_",
-    "broadcast_shapes", "diag_indices", "indices", "isdtype", "issubdtype", "mask_indices",
-    "mintypecode", "promote_types", "tri", "tril_indices", "triu_indices", "isnat",
+    "bitwise_and",
+    "bitwise_count",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "gcd",
+    "lcm",
+    "invert",
+    "left_shift",
+    "right_shift",
+    "packbits",
+    "unpackbits",
+    "ravel_multi_index",
+    "unravel_index",
+    "ix_",
+    "broadcast_shapes",
+    "diag_indices",
+    "indices",
+    "isdtype",
+    "issubdtype",
+    "mask_indices",
+    "mintypecode",
+    "promote_types",
+    "tri",
+    "tril_indices",
+    "triu_indices",
+    "isnat",
     "show_runtime",
 }
 
@@ -470,7 +557,8 @@ def _float_leaves(out):
             yield from _float_leaves(o)
         return
     if isinstance(out, (float, complex, onp.floating, onp.complexfloating)) or (
-            isinstance(out, onp.ndarray) and out.dtype.kind in "fc"):
+        isinstance(out, onp.ndarray) and out.dtype.kind in "fc"
+    ):
         yield onp.asarray(out)
 
 
@@ -491,7 +579,8 @@ def test_nondifferentiable_output_does_not_follow_its_input(full):
     for b, a in zip(before, after):
         assert onp.array_equal(b, a, equal_nan=True), (
             f"{full} is registered non-differentiable but its float output follows its input; "
-            f"give it a VJP or make it raise")
+            f"give it a VJP or make it raise"
+        )
     AUDITED[f"nondiff {full}"] = "constant"
 
 
@@ -499,8 +588,11 @@ def test_nondifferentiable_lists_are_covered():
     shorts = {n.rsplit(".", 1)[-1] for n in NONDIFF}
     # the listed functions that this NumPy has (in1d is gone in NumPy 2.4, isdtype and
     # bitwise_count are NumPy 2's)
-    present = {n for n in set(NONDIFF_SPECS) | NO_FLOAT_INPUT
-               if any(hasattr(mod, n.rsplit(".", 1)[-1]) for _, mod, _ in _MODULES)}
+    present = {
+        n
+        for n in set(NONDIFF_SPECS) | NO_FLOAT_INPUT
+        if any(hasattr(mod, n.rsplit(".", 1)[-1]) for _, mod, _ in _MODULES)
+    }
     assert present & set(NONDIFF_SPECS) <= shorts | set(NONDIFF)
     assert present & NO_FLOAT_INPUT <= shorts | {"isnat"}
     assert len(NONDIFF) > 80
@@ -513,10 +605,12 @@ def test_summary():
         part = "b" if key.startswith("nondiff") else "a"
         counts.setdefault(part, {}).setdefault(outcome, 0)
         counts[part][outcome] += 1
-    print(f"\nsurface audit (a): {len(_CASES)} functions with out= "
-          f"({len(NO_FLOAT_VALUES)} without float values skipped), {len(WRITERS)} writers + "
-          f"nan_to_num; calls: {counts.get('a')}")
+    print(
+        f"\nsurface audit (a): {len(_CASES)} functions with out= "
+        f"({len(NO_FLOAT_VALUES)} without float values skipped), {len(WRITERS)} writers + "
+        f"nan_to_num; calls: {counts.get('a')}"
+    )
     print(f"surface audit (b): {len(NONDIFF)} non-differentiable functions: {counts.get('b')}")
-    if len(AUDITED) >= len(_CASES) * 3 + len(NONDIFF):       # the whole module ran
+    if len(AUDITED) >= len(_CASES) * 3 + len(NONDIFF):  # the whole module ran
         assert counts["a"]["raised"] > 0 and counts["a"]["traced"] > 0
         assert sum(counts["b"].values()) == len(NONDIFF)

@@ -1,4 +1,5 @@
 """Gradient checks of gradcy/numpy/polynomials.py: convolve, correlate, the poly* functions."""
+
 import numpy as onp
 import pytest
 

@@ -1,4 +1,5 @@
 """Gradient checks of the products family (gradcy/numpy/products.py)."""
+
 import warnings
 
 import numpy as onp
@@ -11,9 +12,17 @@ from gradcy.numpy import products
 from vjp_harness import check, rand, raw_cotangent, saved_record
 
 COVERED = {
-    "gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot", "gradcy.numpy.einsum",
-    "gradcy.numpy.outer", "gradcy.numpy.inner", "gradcy.numpy.vdot", "gradcy.numpy.kron",
-    "gradcy.numpy.cross", "gradcy.numpy.trace", "gradcy.numpy.diagonal",
+    "gradcy.numpy.dot",
+    "gradcy.numpy.matmul",
+    "gradcy.numpy.tensordot",
+    "gradcy.numpy.einsum",
+    "gradcy.numpy.outer",
+    "gradcy.numpy.inner",
+    "gradcy.numpy.vdot",
+    "gradcy.numpy.kron",
+    "gradcy.numpy.cross",
+    "gradcy.numpy.trace",
+    "gradcy.numpy.diagonal",
     "gradcy.numpy.products.diagonal_scatter",
 }
 NUMPY2 = [n for n in ("matrix_transpose", "vecdot", "matvec", "vecmat") if hasattr(onp, n)]
@@ -31,8 +40,10 @@ def chk(fun, *args):
     """check() (numerical to order 2, float32 contract), plus the float32 contract on the raw
     cotangent each rule returns (make_vjp would hide a wrong dtype by casting at the leaves)."""
     check(fun, *args)
-    args32 = [a.astype(onp.float32) if isinstance(a, onp.ndarray) and a.dtype.kind == "f" else a
-              for a in args]
+    args32 = [
+        a.astype(onp.float32) if isinstance(a, onp.ndarray) and a.dtype.kind == "f" else a
+        for a in args
+    ]
     for i, a in enumerate(args32):
         if isinstance(a, onp.ndarray) and a.dtype == onp.float32:
             c = raw_cotangent(fun, args32, i)
@@ -44,10 +55,20 @@ def chk(fun, *args):
 # dot
 # =============================================================================
 DOT_SHAPES = [
-    ((), (3,)), ((3,), ()), ((None,), (2, 3)), ((2, 3), (None,)),
-    ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
-    ((2, 3, 4), (4,)), ((4,), (2, 4, 3)), ((2, 3, 4), (4, 2)), ((3, 4), (2, 4, 2)),
-    ((2, 1, 3), (2, 3, 2)), ((1, 2, 3), (3,)),
+    ((), (3,)),
+    ((3,), ()),
+    ((None,), (2, 3)),
+    ((2, 3), (None,)),
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3, 4)),
+    ((2, 3, 4), (4,)),
+    ((4,), (2, 4, 3)),
+    ((2, 3, 4), (4, 2)),
+    ((3, 4), (2, 4, 2)),
+    ((2, 1, 3), (2, 3, 2)),
+    ((1, 2, 3), (3,)),
 ]
 
 
@@ -58,7 +79,7 @@ def test_dot(sa, sb):
 
 def test_dot_method_and_values():
     A, B = r(2, 3), r(3, 4, seed=1)
-    chk(lambda a: a.dot(B), A)          # Box.dot (ndarray.dot of a traced value cannot dispatch)
+    chk(lambda a: a.dot(B), A)  # Box.dot (ndarray.dot of a traced value cannot dispatch)
     chk(lambda a: a.dot(a.T), A)
     g = r(2, 4, seed=2)
     assert onp.allclose(raw_cotangent(np.dot, (A, B), 0, g), g @ B.T)
@@ -73,6 +94,7 @@ def test_dot_chain():
         for _ in range(3):
             z = np.dot(x, z)
         return z
+
     chk(chain, x, z0)
 
 
@@ -80,9 +102,17 @@ def test_dot_chain():
 # matmul and @
 # =============================================================================
 MATMUL_SHAPES = [
-    ((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)),
-    ((2, 2, 3), (3,)), ((3,), (2, 3, 4)), ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)),
-    ((2, 1, 2, 3), (3, 3, 2)), ((1, 2, 3), (4, 3, 2)), ((4, 2, 3), (1, 3, 2)),
+    ((3,), (3,)),
+    ((3,), (3, 4)),
+    ((2, 3), (3,)),
+    ((2, 3), (3, 4)),
+    ((2, 2, 3), (3,)),
+    ((3,), (2, 3, 4)),
+    ((2, 2, 3), (3, 4)),
+    ((2, 3), (2, 3, 4)),
+    ((2, 1, 2, 3), (3, 3, 2)),
+    ((1, 2, 3), (4, 3, 2)),
+    ((4, 2, 3), (1, 3, 2)),
     ((3, 2, 3), (3, 3, 2)),
 ]
 
@@ -96,7 +126,7 @@ def test_matmul(sa, sb):
 def test_matmul_operator(sa, sb):
     A, B = r(*sa), r(*sb, seed=1)
     chk(lambda a, b: a @ b, A, B)
-    chk(lambda b: A @ b, B)             # plain left operand: ndarray.__matmul__ -> gradcy
+    chk(lambda b: A @ b, B)  # plain left operand: ndarray.__matmul__ -> gradcy
     chk(lambda a: a @ B, A)
 
 
@@ -187,8 +217,9 @@ def test_einsum_optimize_and_sublists():
 def _einsum_rule(subs, ops, g, **kwargs):
     """The cotangents einsum's registered rule returns for every operand."""
     ans = onp.einsum(subs, *ops, **kwargs)
-    return np.einsum.vjp_argnums(tuple(range(1, len(ops) + 1)), ans, (subs,) + tuple(ops),
-                                 kwargs)(g)
+    return np.einsum.vjp_argnums(tuple(range(1, len(ops) + 1)), ans, (subs,) + tuple(ops), kwargs)(
+        g
+    )
 
 
 LAYOUT_CASES = [
@@ -199,8 +230,11 @@ LAYOUT_CASES = [
     ("ij,jk->ik", lambda: [r(3, 4), r(4, 5, seed=1)], {"optimize": True}),
     ("ij,jk,kl->il", lambda: [r(3, 4), r(4, 5, seed=1), r(5, 2, seed=2)], {"optimize": True}),
     ("ij,j->ij", lambda: [r(4, 3).T, r(4, seed=1)], {}),
-    ("bsd,bd->bs", lambda: [r(2, 7, 5).transpose(2, 1, 0)[:, :4].transpose(2, 1, 0),
-                            r(2, 5, seed=1)], {}),
+    (
+        "bsd,bd->bs",
+        lambda: [r(2, 7, 5).transpose(2, 1, 0)[:, :4].transpose(2, 1, 0), r(2, 5, seed=1)],
+        {},
+    ),
     ("bs,bsd->bd", lambda: [r(5, 2, seed=1).T, r(2, 9, 5)[:, :5]], {}),
 ]
 
@@ -209,7 +243,7 @@ LAYOUT_CASES = [
 def test_einsum_cotangents_are_c_contiguous(subs, make, kwargs):
     ops = make()
     ans = onp.einsum(subs, *ops, **kwargs)
-    for g in (onp.ones_like(ans), r(*reversed(ans.shape), seed=7).T):   # C and transposed g
+    for g in (onp.ones_like(ans), r(*reversed(ans.shape), seed=7).T):  # C and transposed g
         cots = _einsum_rule(subs, ops, g, **kwargs)
         for k, (c, op) in enumerate(zip(cots, ops)):
             assert type(c) is onp.ndarray and c.flags.c_contiguous, (k, c.strides)
@@ -228,7 +262,7 @@ def test_einsum_rule_is_cached_across_lengths():
     """A prefix that grows every step (memory networks) reuses one rule per operand: the cache
     key is the subscripts, the ndims and the length-1 axes, not the lengths."""
     spec = products._einsum_grad_spec
-    subs = "xyz,xz->xy"                 # letters no other test uses: its own cache entries
+    subs = "xyz,xz->xy"  # letters no other test uses: its own cache entries
     q = r(3, 4, seed=1)
     before = spec.cache_info().misses
     for n in range(2, 40):
@@ -236,16 +270,15 @@ def test_einsum_rule_is_cached_across_lengths():
         gP, gq = _einsum_rule(subs, [P, q], onp.ones((3, n)))
         onp.testing.assert_allclose(gP, onp.broadcast_to(q[:, None, :], P.shape))
         onp.testing.assert_allclose(gq, P.sum(axis=1))
-    assert spec.cache_info().misses - before == 2        # one rule per operand
-    _einsum_rule(subs, [r(3, 1, 4), q], onp.ones((3, 1)))   # a length-1 axis: a new pattern
+    assert spec.cache_info().misses - before == 2  # one rule per operand
+    _einsum_rule(subs, [r(3, 1, 4), q], onp.ones((3, 1)))  # a length-1 axis: a new pattern
     assert spec.cache_info().misses - before == 4
 
 
 def test_einsum_real_operand_with_complex_operand():
     a, b = r(2, 3), crand(3, 2, seed=1)
     complex_check(lambda a, b: np.einsum("ij,jk->ik", a, b), a, b)
-    c = raw_cotangent(lambda a: np.einsum("ij,jk->ik", a, b), (a,), 0,
-                      onp.ones((2, 2), complex))
+    c = raw_cotangent(lambda a: np.einsum("ij,jk->ik", a, b), (a,), 0, onp.ones((2, 2), complex))
     assert c.dtype == a.dtype and c.flags.c_contiguous
 
 
@@ -257,9 +290,19 @@ def test_outer(sa, sb):
     chk(np.outer, r(*sa), r(*sb, seed=1))
 
 
-@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (3,)), ((3,), (2, 3)),
-                                   ((2, 3), (4, 3)), ((2, 3), (4, 2, 3)), ((), (2, 3)),
-                                   ((2, 3), ()), ((None,), (3,))])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [
+        ((3,), (3,)),
+        ((2, 3), (3,)),
+        ((3,), (2, 3)),
+        ((2, 3), (4, 3)),
+        ((2, 3), (4, 2, 3)),
+        ((), (2, 3)),
+        ((2, 3), ()),
+        ((None,), (3,)),
+    ],
+)
 def test_inner(sa, sb):
     chk(np.inner, r(*sa), r(*sb, seed=1))
 
@@ -269,20 +312,25 @@ def test_vdot(sa, sb):
     chk(np.vdot, r(*sa), r(*sb, seed=1))
 
 
-@pytest.mark.parametrize("sa,sb", [((2,), (3,)), ((2, 2), (3, 2)), ((2,), (2, 3)),
-                                   ((2, 1, 2), (2, 3)), ((), (3,)), ((2, 2), ())])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((2,), (3,)), ((2, 2), (3, 2)), ((2,), (2, 3)), ((2, 1, 2), (2, 3)), ((), (3,)), ((2, 2), ())],
+)
 def test_kron(sa, sb):
     chk(np.kron, r(*sa), r(*sb, seed=1))
 
 
-@pytest.mark.parametrize("sa,sb,kw", [
-    ((3,), (3,), {}),
-    ((4, 3), (3,), {}),
-    ((2, 1, 3), (4, 3), {}),
-    ((3, 4), (4, 3), dict(axisa=0, axisb=1, axisc=0)),
-    ((3, 2), (3, 2), dict(axis=0)),
-    ((2, 3, 2), (3,), dict(axisa=1)),
-])
+@pytest.mark.parametrize(
+    "sa,sb,kw",
+    [
+        ((3,), (3,), {}),
+        ((4, 3), (3,), {}),
+        ((2, 1, 3), (4, 3), {}),
+        ((3, 4), (4, 3), dict(axisa=0, axisb=1, axisc=0)),
+        ((3, 2), (3, 2), dict(axis=0)),
+        ((2, 3, 2), (3,), dict(axisa=1)),
+    ],
+)
 def test_cross(sa, sb, kw):
     chk(lambda a, b: np.cross(a, b, **kw), r(*sa), r(*sb, seed=1))
 
@@ -332,16 +380,20 @@ def test_trace_and_diagonal_methods():
     chk(lambda a: np.sum(np.diagonal(a) * np.trace(a)), r(3, 3))
 
 
-@pytest.mark.parametrize("gshape,shape,kw", [
-    ((3,), (3, 3), {}),
-    ((2, 1), (2, 3, 4), dict(axis1=1, axis2=2)),
-    ((2,), (3, 4), dict(offset=-1)),
-])
+@pytest.mark.parametrize(
+    "gshape,shape,kw",
+    [
+        ((3,), (3, 3), {}),
+        ((2, 1), (2, 3, 4), dict(axis1=1, axis2=2)),
+        ((2,), (3, 4), dict(offset=-1)),
+    ],
+)
 def test_diagonal_scatter(gshape, shape, kw):
     scatter = products.diagonal_scatter
     out = scatter(r(*gshape), shape, onp.dtype(onp.float64), **kw)
-    assert onp.allclose(onp.diagonal(out, **kw), onp.broadcast_to(r(*gshape),
-                                                                  onp.diagonal(out, **kw).shape))
+    assert onp.allclose(
+        onp.diagonal(out, **kw), onp.broadcast_to(r(*gshape), onp.diagonal(out, **kw).shape)
+    )
     assert onp.abs(out).sum() > 0
     chk(lambda g: scatter(g, shape, onp.dtype(onp.float64), **kw), r(*gshape))
 
@@ -359,37 +411,54 @@ def test_matrix_transpose(shape):
 
 
 @needs(not hasattr(onp, "vecdot"), reason="numpy < 2")
-@pytest.mark.parametrize("sa,sb,kw", [((3,), (3,), {}), ((2, 3), (3,), {}),
-                                      ((2, 1, 3), (4, 3), {}), ((3, 2), (3, 2), dict(axis=0)),
-                                      ((2, 3), (2, 3), dict(keepdims=True)),
-                                      ((2, 3, 2), (2, 3, 2), dict(axis=1, keepdims=True))])
+@pytest.mark.parametrize(
+    "sa,sb,kw",
+    [
+        ((3,), (3,), {}),
+        ((2, 3), (3,), {}),
+        ((2, 1, 3), (4, 3), {}),
+        ((3, 2), (3, 2), dict(axis=0)),
+        ((2, 3), (2, 3), dict(keepdims=True)),
+        ((2, 3, 2), (2, 3, 2), dict(axis=1, keepdims=True)),
+    ],
+)
 def test_vecdot(sa, sb, kw):
     chk(lambda a, b: np.vecdot(a, b, **kw), r(*sa), r(*sb, seed=1))
 
 
 @needs(not hasattr(onp, "matvec"), reason="numpy < 2.2")
-@pytest.mark.parametrize("sa,sb", [((2, 3), (3,)), ((4, 2, 3), (3,)), ((2, 3), (4, 3)),
-                                   ((1, 2, 3), (4, 3))])
+@pytest.mark.parametrize(
+    "sa,sb", [((2, 3), (3,)), ((4, 2, 3), (3,)), ((2, 3), (4, 3)), ((1, 2, 3), (4, 3))]
+)
 def test_matvec(sa, sb):
     chk(np.matvec, r(*sa), r(*sb, seed=1))
 
 
 @needs(not hasattr(onp, "vecmat"), reason="numpy < 2.2")
-@pytest.mark.parametrize("sa,sb", [((3,), (3, 2)), ((4, 3), (3, 2)), ((3,), (4, 3, 2)),
-                                   ((4, 1, 3), (2, 3, 2))])
+@pytest.mark.parametrize(
+    "sa,sb", [((3,), (3, 2)), ((4, 3), (3, 2)), ((3,), (4, 3, 2)), ((4, 1, 3), (2, 3, 2))]
+)
 def test_vecmat(sa, sb):
     chk(np.vecmat, r(*sa), r(*sb, seed=1))
 
 
-@pytest.mark.parametrize("fun,sa,sb", [
-    (np.dot, (2, 3), (3, 2)), (np.dot, (3,), (2, 3, 2)), (np.matmul, (2, 2, 3), (3, 2)),
-    (np.matmul, (3,), (3,)),
-    (lambda a, b: np.tensordot(a, b, ([1, 0], [0, 1])), (3, 2), (2, 3)),
-    (lambda a, b: np.einsum("ij,jk->ik", a, b), (2, 3), (3, 2)),
-    (lambda a, b: np.einsum("ii,i->i", a, b), (3, 3), (3,)),
-    (np.outer, (2,), (3,)), (np.inner, (2, 3), (3,)), (np.vdot, (3,), (3,)),
-    (np.kron, (2,), (2, 2)), (np.cross, (2, 3), (3,)),
-])
+@pytest.mark.parametrize(
+    "fun,sa,sb",
+    [
+        (np.dot, (2, 3), (3, 2)),
+        (np.dot, (3,), (2, 3, 2)),
+        (np.matmul, (2, 2, 3), (3, 2)),
+        (np.matmul, (3,), (3,)),
+        (lambda a, b: np.tensordot(a, b, ([1, 0], [0, 1])), (3, 2), (2, 3)),
+        (lambda a, b: np.einsum("ij,jk->ik", a, b), (2, 3), (3, 2)),
+        (lambda a, b: np.einsum("ii,i->i", a, b), (3, 3), (3,)),
+        (np.outer, (2,), (3,)),
+        (np.inner, (2, 3), (3,)),
+        (np.vdot, (3,), (3,)),
+        (np.kron, (2,), (2, 2)),
+        (np.cross, (2, 3), (3,)),
+    ],
+)
 def test_mixed_precision_cotangents(fun, sa, sb):
     """float32 with float64: the output is float64, each cotangent keeps its operand's dtype."""
     a, b = r(*sa), r(*sb, seed=1)
@@ -411,12 +480,13 @@ def crand(*shape, seed=0):
 def complex_check(fun, *args, eps=1e-6):
     rs = onp.random.RandomState(1)
     for i, x in enumerate(args):
+
         def f(xi, i=i):
-            return fun(*args[:i], xi, *args[i + 1:])
+            return fun(*args[:i], xi, *args[i + 1 :])
+
         vjp, y = make_vjp(f)(x)
         u = rs.randn(*onp.shape(y)) + 1j * rs.randn(*onp.shape(y))
-        v = rs.randn(*onp.shape(x)) + (1j * rs.randn(*onp.shape(x)) if onp.iscomplexobj(x)
-                                       else 0)
+        v = rs.randn(*onp.shape(x)) + (1j * rs.randn(*onp.shape(x)) if onp.iscomplexobj(x) else 0)
         w = onp.conj(vjp(onp.conj(u)))
         assert onp.shape(w) == onp.shape(x)
         analytic = onp.real(onp.vdot(w, v))
@@ -429,17 +499,29 @@ def complex_check(fun, *args, eps=1e-6):
         assert onp.allclose(jt, jv, rtol=1e-6, atol=1e-7), (i, jt, jv)
 
 
-COMPLEX_CASES = [
-    (np.dot, [(2, 3), (3, 2)]), (np.dot, [(3,), (2, 3, 2)]), (np.matmul, [(2, 2, 3), (3, 2)]),
-    (lambda a, b: np.tensordot(a, b, 1), [(2, 3), (3, 2)]), (np.inner, [(2, 3), (3,)]),
-    (np.outer, [(2,), (3,)]),
-    (np.vdot, [(2, 3), (6,)]), (np.kron, [(2,), (2, 2)]), (np.cross, [(2, 3), (3,)]),
-    (lambda a, b: np.einsum("ij,jk->ik", a, b), [(2, 3), (3, 2)]),
-    (lambda a: np.einsum("ii->i", a), [(3, 3)]),
-    (lambda a: np.trace(a, 1), [(3, 3)]), (lambda a: np.diagonal(a, -1), [(3, 3)]),
-] + ([(np.vecdot, [(2, 3), (3,)])] if hasattr(onp, "vecdot") else []) + (
-    [(np.matvec, [(2, 3), (3,)]), (np.vecmat, [(3,), (2, 3, 2)])]
-    if hasattr(onp, "matvec") else [])
+COMPLEX_CASES = (
+    [
+        (np.dot, [(2, 3), (3, 2)]),
+        (np.dot, [(3,), (2, 3, 2)]),
+        (np.matmul, [(2, 2, 3), (3, 2)]),
+        (lambda a, b: np.tensordot(a, b, 1), [(2, 3), (3, 2)]),
+        (np.inner, [(2, 3), (3,)]),
+        (np.outer, [(2,), (3,)]),
+        (np.vdot, [(2, 3), (6,)]),
+        (np.kron, [(2,), (2, 2)]),
+        (np.cross, [(2, 3), (3,)]),
+        (lambda a, b: np.einsum("ij,jk->ik", a, b), [(2, 3), (3, 2)]),
+        (lambda a: np.einsum("ii->i", a), [(3, 3)]),
+        (lambda a: np.trace(a, 1), [(3, 3)]),
+        (lambda a: np.diagonal(a, -1), [(3, 3)]),
+    ]
+    + ([(np.vecdot, [(2, 3), (3,)])] if hasattr(onp, "vecdot") else [])
+    + (
+        [(np.matvec, [(2, 3), (3,)]), (np.vecmat, [(3,), (2, 3, 2)])]
+        if hasattr(onp, "matvec")
+        else []
+    )
+)
 
 
 @pytest.mark.parametrize("fun,shapes", COMPLEX_CASES)
@@ -447,8 +529,9 @@ def test_complex(fun, shapes):
     complex_check(fun, *[crand(*s, seed=k) for k, s in enumerate(shapes)])
 
 
-@pytest.mark.parametrize("fun,shapes", [(np.dot, [(2, 3), (3, 2)]), (np.vdot, [(3,), (3,)]),
-                                        (np.matmul, [(3,), (3, 2)])])
+@pytest.mark.parametrize(
+    "fun,shapes", [(np.dot, [(2, 3), (3, 2)]), (np.vdot, [(3,), (3,)]), (np.matmul, [(3,), (3, 2)])]
+)
 def test_real_operand_with_complex_operand(fun, shapes):
     a, b = r(*shapes[0]), crand(*shapes[1], seed=1)
     complex_check(fun, a, b)
@@ -459,8 +542,12 @@ def test_real_operand_with_complex_operand(fun, shapes):
 # =============================================================================
 # The dot chain costs one matrix product per argument, on views
 # =============================================================================
-PRODUCTS = {"gradcy.numpy.dot", "gradcy.numpy.matmul", "gradcy.numpy.tensordot",
-            "gradcy.numpy.einsum"}
+PRODUCTS = {
+    "gradcy.numpy.dot",
+    "gradcy.numpy.matmul",
+    "gradcy.numpy.tensordot",
+    "gradcy.numpy.einsum",
+}
 VIEWS = {"gradcy.numpy.matrix_transpose", "gradcy.numpy.transpose", "gradcy.numpy.swapaxes"}
 
 
@@ -480,8 +567,7 @@ def test_product_rule_is_one_product(prim, argnum):
     try:
         Ab, Bb, gb = t.new_leaf(A), t.new_leaf(B), t.new_leaf(g)
         out = rule(prim, argnum, gb, onp.dot(A, B), Ab, Bb)
-        names = [t.node_info(i)["primitive"] for i in range(len(t))
-                 if not t.node_info(i)["leaf"]]
+        names = [t.node_info(i)["primitive"] for i in range(len(t)) if not t.node_info(i)["leaf"]]
         assert onp.allclose(out._value, g @ B.T if argnum == 0 else A.T @ g)
     finally:
         t.release()
@@ -496,6 +582,7 @@ def test_product_rule_is_one_product(prim, argnum):
 def test_dot_chain_memory_is_one_buffer_per_product(prim):
     """Backward through z = dot(x, z): each step allocates only its two products."""
     import tracemalloc
+
     D, n = 200, 4
     x, z0 = r(D, D) / D, r(D, D, seed=1)
 
@@ -504,6 +591,7 @@ def test_dot_chain_memory_is_one_buffer_per_product(prim):
         for _ in range(n):
             z = prim(x, z)
         return z
+
     vjp, _ = make_vjp(chain)(x)
     g = onp.ones((D, D))
     tracemalloc.start()
@@ -526,12 +614,19 @@ def not_kept(v):
 
 
 BILINEAR = [
-    (np.dot, (2, 3), (3, 2)), (np.matmul, (2, 3), (3, 2)), (np.tensordot, (2, 3), (2, 3)),
-    (np.outer, (2,), (3,)), (np.inner, (2, 3), (3,)), (np.vdot, (3,), (3,)),
-    (np.kron, (2,), (3,)), (np.cross, (3,), (3,)),
-] + [(getattr(np, n), sa, sb) for n, sa, sb in [("vecdot", (3,), (3,)),
-                                                ("matvec", (2, 3), (3,)),
-                                                ("vecmat", (3,), (3, 2))] if n in NUMPY2]
+    (np.dot, (2, 3), (3, 2)),
+    (np.matmul, (2, 3), (3, 2)),
+    (np.tensordot, (2, 3), (2, 3)),
+    (np.outer, (2,), (3,)),
+    (np.inner, (2, 3), (3,)),
+    (np.vdot, (3,), (3,)),
+    (np.kron, (2,), (3,)),
+    (np.cross, (3,), (3,)),
+] + [
+    (getattr(np, n), sa, sb)
+    for n, sa, sb in [("vecdot", (3,), (3,)), ("matvec", (2, 3), (3,)), ("vecmat", (3,), (3, 2))]
+    if n in NUMPY2
+]
 
 
 @pytest.mark.parametrize("prim,sa,sb", BILINEAR)
@@ -544,14 +639,14 @@ def test_saved_products(prim, sa, sb):
 
 def test_saved_einsum():
     assert np.einsum.saved_spec == ("args",)
-    ans, args, kwargs = saved_record(lambda a, b: np.einsum("ij,jk->ik", a, b), r(2, 3),
-                                     r(3, 2))
+    ans, args, kwargs = saved_record(lambda a, b: np.einsum("ij,jk->ik", a, b), r(2, 3), r(3, 2))
     assert not_kept(ans) and args[0] == "ij,jk->ik"
     assert all(type(a) is onp.ndarray for a in args[1:])
 
 
-@pytest.mark.parametrize("fun", [np.trace, np.diagonal] + (
-    [np.matrix_transpose] if "matrix_transpose" in NUMPY2 else []))
+@pytest.mark.parametrize(
+    "fun", [np.trace, np.diagonal] + ([np.matrix_transpose] if "matrix_transpose" in NUMPY2 else [])
+)
 def test_saved_nothing(fun):
     ans, args, kwargs = saved_record(fun, r(3, 3))
     assert not_kept(ans) and type(args[0]) is ArrayMeta
@@ -571,10 +666,14 @@ def test_saved_diagonal_scatter():
 # =============================================================================
 def _prims():
     import gradcy.numpy as gnp
+
     found = []
     for name in sorted(COVERED):
-        obj = products.diagonal_scatter if name.endswith("diagonal_scatter") else getattr(
-            gnp, name.rsplit(".", 1)[1])
+        obj = (
+            products.diagonal_scatter
+            if name.endswith("diagonal_scatter")
+            else getattr(gnp, name.rsplit(".", 1)[1])
+        )
         found.append(obj)
     return found
 
@@ -589,15 +688,22 @@ def test_every_vjp_has_a_jvp(prim):
     assert prim.vjp_argnums is None or prim.jvpmakers, f"{prim.name}: no JVP"
 
 
-@pytest.mark.parametrize("fun,sa,sb", [
-    (np.dot, (2, 3), (3, 4)), (np.matmul, (2, 2, 3), (3,)), (np.outer, (3,), (2,)),
-    (lambda a, b: np.einsum("ij,j->i", a, b), (2, 3), (3,)), (np.kron, (2,), (2, 2)),
-])
+@pytest.mark.parametrize(
+    "fun,sa,sb",
+    [
+        (np.dot, (2, 3), (3, 4)),
+        (np.matmul, (2, 2, 3), (3,)),
+        (np.outer, (3,), (2,)),
+        (lambda a, b: np.einsum("ij,j->i", a, b), (2, 3), (3,)),
+        (np.kron, (2,), (2, 2)),
+    ],
+)
 def test_forward_float32_and_mixed(fun, sa, sb):
     """Forward mode keeps float32 when every input is float32; a float64 operand promotes."""
     a, b = r(*sa).astype(onp.float32), r(*sb, seed=1).astype(onp.float32)
     y, t = make_jvp(lambda a, b: fun(a, b), argnum=(0, 1))(a, b)(
-        (onp.ones_like(a), onp.ones_like(b)))
+        (onp.ones_like(a), onp.ones_like(b))
+    )
     assert y.dtype == onp.float32 and t.dtype == onp.float32
     expected = fun(onp.ones_like(a), b) + fun(a, onp.ones_like(b))
     assert onp.allclose(t, expected, rtol=1e-5)

@@ -1,6 +1,7 @@
 """gradcy._pytree: the one walker behind the differential operators' containers (tree_flatten)
 and autograd's vector flatten (gradcy.misc.flatten), each with its own rule for what is a
 container (see the module's docstring)."""
+
 from collections import OrderedDict, namedtuple
 
 import numpy as onp
@@ -33,8 +34,7 @@ def test_tree_flatten_keeps_insertion_order_and_container_types():
     assert list(out) == ["b", "a", "c"]
     assert type(out["a"]) is tuple and type(out["a"][1]) is list
     assert type(out["a"][1][1]) is Pair and out["a"][1][1] == Pair(40.0, 50.0)
-    assert type(out["c"]) is OrderedDict and list(out["c"].items()) == [("z", 60.0),
-                                                                          ("y", 70.0)]
+    assert type(out["c"]) is OrderedDict and list(out["c"].items()) == [("z", 60.0), ("y", 70.0)]
 
 
 def test_tree_flatten_leaves_and_flat_sequences():
@@ -43,7 +43,7 @@ def test_tree_flatten_leaves_and_flat_sequences():
     leaves, unflatten = tree_flatten((a, 2.0))
     assert leaves[0] is a and unflatten is tuple
     assert tree_flatten([1.0, 2.0])[1] is list
-    assert tree_flatten("s")[0] == ["s"]            # anything else is a leaf
+    assert tree_flatten("s")[0] == ["s"]  # anything else is a leaf
 
 
 def test_grad_of_containers_keeps_order_and_types():
@@ -51,6 +51,7 @@ def test_grad_of_containers_keeps_order_and_types():
 
     def f(d):
         return anp.sum(d["w"] ** 2) * d["p"].a + anp.sum(d["p"].b) * 2.0
+
     g = grad(f)(x)
     assert list(g) == ["w", "p"] and type(g["p"]) is Pair
     onp.testing.assert_allclose(g["w"], 2.0 * x["w"] * 3.0)
@@ -75,8 +76,9 @@ def test_flatten_sorts_keys_and_rebuilds_plain_containers():
     onp.testing.assert_array_equal(out["a"][1][1], onp.eye(2) + 1.0)
     onp.testing.assert_array_equal(out["b"], onp.arange(3.0) + 1.0)
     # two dicts with the same keys flatten alike, whatever their insertion order
-    onp.testing.assert_array_equal(flatten({"x": 1.0, "y": 2.0})[0],
-                                   flatten({"y": 2.0, "x": 1.0})[0])
+    onp.testing.assert_array_equal(
+        flatten({"x": 1.0, "y": 2.0})[0], flatten({"y": 2.0, "x": 1.0})[0]
+    )
 
 
 def test_flatten_takes_only_exact_containers():
@@ -95,10 +97,10 @@ def test_flatten_unflatten_copies_casts_and_checks_length():
     vec, unflatten = flatten([onp.zeros(2), onp.zeros(1, onp.float32)])
     v = onp.array([1.0, 2.0, 3.0 + 4.0j])
     a, b = unflatten(v)
-    assert a.dtype == onp.float64 and a.base is None     # no alias into the caller's vector
+    assert a.dtype == onp.float64 and a.base is None  # no alias into the caller's vector
     a[0] = 9.0
     assert v[0] == 1.0
-    assert b.dtype == onp.float32 and b[0] == 3.0       # the real part for a real leaf
+    assert b.dtype == onp.float32 and b[0] == 3.0  # the real part for a real leaf
     with pytest.raises(ValueError, match="expected a vector of length 3, got 2"):
         unflatten(onp.zeros(2))
     empty, unflatten_empty = flatten({})
@@ -109,12 +111,13 @@ def test_flatten_of_a_traced_tuple_takes_its_elements():
     A = onp.array([[2.0, 0.5], [0.5, 1.0]])
 
     def f(a):
-        vec = flatten(anp.linalg.eigh(a))[0]            # a traced tuple (w, v)
+        vec = flatten(anp.linalg.eigh(a))[0]  # a traced tuple (w, v)
         assert vec.shape == (6,)
-        return anp.sum(vec[:2] ** 2)                    # the eigenvalues' squares
+        return anp.sum(vec[:2] ** 2)  # the eigenvalues' squares
 
     def direct(a):
         return anp.sum(anp.linalg.eigh(a)[0] ** 2)
+
     onp.testing.assert_allclose(grad(f)(A), grad(direct)(A), atol=1e-12)
     assert_counters_zero()
 
@@ -126,6 +129,7 @@ def test_flatten_and_unflatten_are_differentiable():
     def through_both(v):
         p = unflatten(v)
         return anp.sum(anp.sin(flatten(p)[0]) * anp.arange(1.0, 7.0))
+
     check_grads(through_both, modes=["rev", "fwd"], order=2)(vec0)
     vjp, _ = make_vjp(lambda v: unflatten(v)["b"][1])(vec0)
     onp.testing.assert_array_equal(vjp(onp.array([2.0])), [0, 2.0, 0, 0, 0, 0])  # b sorts first

@@ -21,6 +21,7 @@ against the comment beside them, and the demo at small sizes. Every `pip install
 anywhere in the repository (README, docs, examples, benchmarks, gradcy, .ci) names an existing
 extra. No network is used.
 """
+
 import ast
 import importlib.util
 import re
@@ -34,7 +35,7 @@ import pytest
 
 try:
     import tomllib
-except ImportError:                      # Python 3.10: pytest depends on tomli there
+except ImportError:  # Python 3.10: pytest depends on tomli there
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,11 +44,23 @@ SHELL = {"bash", "sh", "shell", "console"}
 INLINE = re.compile(r"`((?:[A-Z_]+=\S+ )?(?:python|bash|pip install) [^`]+)`")
 EXTRA = re.compile(r"""(?:gradcy|\.)\[([A-Za-z0-9_,\- ]+)\]""")
 # the module a script imports -> the distribution that installs it (requirements' names)
-DISTRIBUTION = {"dask": "dask", "distributed": "distributed", "dask_glm": "dask-glm",
-                "scipy": "scipy", "psutil": "psutil", "matplotlib": "matplotlib",
-                "autograd": "autograd", "torch": "torch", "jax": "jax", "jaxlib": "jax",
-                "cupy": "cupy", "asv": "asv", "pytest": "pytest", "hypothesis": "hypothesis"}
-ALWAYS = {"gradcy", "numpy"}             # installed by any `pip install` of gradcy
+DISTRIBUTION = {
+    "dask": "dask",
+    "distributed": "distributed",
+    "dask_glm": "dask-glm",
+    "scipy": "scipy",
+    "psutil": "psutil",
+    "matplotlib": "matplotlib",
+    "autograd": "autograd",
+    "torch": "torch",
+    "jax": "jax",
+    "jaxlib": "jax",
+    "cupy": "cupy",
+    "asv": "asv",
+    "pytest": "pytest",
+    "hypothesis": "hypothesis",
+}
+ALWAYS = {"gradcy", "numpy"}  # installed by any `pip install` of gradcy
 # peer libraries a script checks for with importlib.util.find_spec before importing them, and
 # leaves out when they are not installed (the AST sees only unguarded imports there)
 OPTIONAL = {"peer_workloads.py": {"autograd", "torch", "jax", "jaxlib"}}
@@ -123,6 +136,7 @@ def _extras():
             else:
                 out.add(name)
         return out
+
     return {extra: names(extra) for extra in raw}
 
 
@@ -146,8 +160,14 @@ def _third_party_imports(path, seen=None):
                 caught = ast.unparse(handler.type) if handler.type else "BaseException"
                 if not re.search(r"ImportError|ModuleNotFoundError|Exception", caught):
                     continue
-                stops = any(isinstance(n, ast.Raise) or (isinstance(n, ast.Call) and ast.unparse(
-                    n.func) in ("sys.exit", "exit", "pytest.skip")) for n in ast.walk(handler))
+                stops = any(
+                    isinstance(n, ast.Raise)
+                    or (
+                        isinstance(n, ast.Call)
+                        and ast.unparse(n.func) in ("sys.exit", "exit", "pytest.skip")
+                    )
+                    for n in ast.walk(handler)
+                )
                 if not stops:
                     for stmt in node.body:
                         guarded |= {id(n) for n in ast.walk(stmt)}
@@ -178,23 +198,32 @@ def _third_party_imports(path, seen=None):
 
 @cache
 def _help(script):
-    proc = subprocess.run([sys.executable, str(ROOT / script), "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / script), "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, f"python {script} --help failed:\n{proc.stderr[-2000:]}"
     return proc.stdout
 
 
 def _check_pip(words, where):
     for extra in _extras_named(" ".join(words)):
-        assert extra in _extras(), f"{where}: `{' '.join(words)}` names the extra [{extra}], " \
-                                   f"which pyproject.toml does not define"
+        assert extra in _extras(), (
+            f"{where}: `{' '.join(words)}` names the extra [{extra}], "
+            f"which pyproject.toml does not define"
+        )
     for w in words[2:]:
         if not w.startswith("-") and "[" not in w and w not in (".", "gradcy"):
-            if "/" in w:          # a local file: a built wheel (may not exist yet) or a path
+            if "/" in w:  # a local file: a built wheel (may not exist yet) or a path
                 assert (ROOT / w.split("/")[0]).exists() or w.startswith("dist/"), where
             else:
-                pytest.fail(f"{where}: `{' '.join(words)}` installs {w!r} by name; name an "
-                            f"extra of pyproject.toml instead")
+                pytest.fail(
+                    f"{where}: `{' '.join(words)}` installs {w!r} by name; name an "
+                    f"extra of pyproject.toml instead"
+                )
 
 
 def _check_python(words, where, cwd, installed):
@@ -204,16 +233,18 @@ def _check_python(words, where, cwd, installed):
                 assert (cwd / w.split("::")[0]).exists(), f"{where}: {w} does not exist"
         return
     script = words[1]
-    assert script.endswith(".py") and (cwd / script).is_file(), \
+    assert script.endswith(".py") and (cwd / script).is_file(), (
         f"{where}: `{' '.join(words)}`: {script} is not a script of the repository"
+    )
     text = _help((cwd / script).relative_to(ROOT).as_posix())
     source = (cwd / script).read_text()
     for w in words[2:]:
         if w.startswith("--"):
             flag = w.split("=")[0]
             # in the help, or a mode the script reads itself (peers.py --worker)
-            known = (re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text)
-                     or f'"{flag}"' in source)
+            known = (
+                re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) or f'"{flag}"' in source
+            )
             assert known, f"{where}: `{' '.join(words)}`: python {script} --help knows no {flag}"
     if installed is None:
         return
@@ -222,8 +253,10 @@ def _check_python(words, where, cwd, installed):
     unknown = sorted(m for m in required if m not in DISTRIBUTION)
     assert not unknown, f"{script} imports {unknown}: add them to DISTRIBUTION above"
     missing = sorted(m for m in required if DISTRIBUTION[m] not in provided)
-    assert not missing, (f"{where}: `{' '.join(words)}` needs {missing}, which the extras "
-                         f"installed before it ({sorted(installed)}) do not install")
+    assert not missing, (
+        f"{where}: `{' '.join(words)}` needs {missing}, which the extras "
+        f"installed before it ({sorted(installed)}) do not install"
+    )
 
 
 def _check_commands(text, where, page_extras):
@@ -231,17 +264,18 @@ def _check_commands(text, where, page_extras):
     block_extras = set()
     for words in _commands(text):
         while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
-            words = words[1:]                     # VAR=value prefixes
+            words = words[1:]  # VAR=value prefixes
         tool = words[0]
         if tool == "pip":
             assert words[1] == "install", f"{where}: pip {words[1]}"
             _check_pip(words, where)
             block_extras |= _extras_named(" ".join(words))
         elif tool == "python" and words[1] in ("-c", "-X"):
-            continue                              # a one-liner: nothing of the tree to check
+            continue  # a one-liner: nothing of the tree to check
         elif tool == "python" and words[1] == "-m" and words[2] != "pytest":
-            assert importlib.util.find_spec(words[2]) is not None, \
+            assert importlib.util.find_spec(words[2]) is not None, (
                 f"{where}: `{' '.join(words)}`: no module {words[2]}"
+            )
         elif tool == "python":
             installed = block_extras or page_extras or None
             _check_python(words, where, cwd, installed)
@@ -252,8 +286,9 @@ def _check_commands(text, where, page_extras):
             assert cwd.is_dir(), f"{where}: cd {words[1]}: no such directory"
         elif tool == "asv":
             extras = block_extras | page_extras
-            assert any("asv" in _extras().get(e, ()) for e in extras), \
+            assert any("asv" in _extras().get(e, ()) for e in extras), (
                 f"{where}: asv is used, but no extra named on the page installs it"
+            )
         else:
             pytest.fail(f"{where}: `{' '.join(words)}`: no check for {tool!r} commands here")
 
@@ -286,9 +321,15 @@ def test_inline_commands(command, where):
 # =============================================================================
 def _repository_texts():
     paths = [ROOT / "README.md", *sorted((ROOT / ".ci").glob("*"))]
-    for folder, pattern in (("docs", "*.md"), ("docs", "*.rst"), ("examples", "*.py"),
-                            ("benchmarks", "*.py"), ("benchmarks", "*.md"),
-                            ("gradcy", "*.py"), ("tests", "*.py")):
+    for folder, pattern in (
+        ("docs", "*.md"),
+        ("docs", "*.rst"),
+        ("examples", "*.py"),
+        ("benchmarks", "*.py"),
+        ("benchmarks", "*.md"),
+        ("gradcy", "*.py"),
+        ("tests", "*.py"),
+    ):
         paths += sorted(p for p in (ROOT / folder).rglob(pattern) if "_build" not in p.parts)
     return [p for p in paths if p.is_file()]
 
@@ -322,8 +363,11 @@ def test_the_checks_catch_what_they_are_for():
 # The cheap ones, run
 # =============================================================================
 def _readme_python_blocks():
-    return [pytest.param(text, id=f"README.md:{line}")
-            for lang, line, text in _blocks(ROOT / "README.md") if lang == "python"]
+    return [
+        pytest.param(text, id=f"README.md:{line}")
+        for lang, line, text in _blocks(ROOT / "README.md")
+        if lang == "python"
+    ]
 
 
 @pytest.mark.parametrize("code", _readme_python_blocks())
@@ -331,12 +375,16 @@ def test_readme_python_blocks_run(code, tmp_path):
     imports = {m.group(1) for m in re.finditer(r"^(?:import|from) (\w+)", code, re.M)}
     for module in sorted(imports - ALWAYS):
         pytest.importorskip(module)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     # each print line's comment ends with what it prints
-    expected = [line.split("#", 1)[1].strip() for line in code.split("\n")
-                if line.lstrip().startswith("print(") and "#" in line]
+    expected = [
+        line.split("#", 1)[1].strip()
+        for line in code.split("\n")
+        if line.lstrip().startswith("print(") and "#" in line
+    ]
     printed = proc.stdout.strip().split("\n")
     assert len(printed) == len(expected), proc.stdout
     for got, comment in zip(printed, expected):
@@ -346,9 +394,24 @@ def test_readme_python_blocks_run(code, tmp_path):
 def test_the_demo_runs_at_small_sizes(tmp_path):
     """`python examples/demo.py` end to end (training, the timed rounds, the PNG when
     matplotlib is there), at sizes that take seconds."""
-    proc = subprocess.run([sys.executable, "examples/demo.py", "--epochs", "12", "--D", "12",
-                           "--rounds", "2", "--out", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "examples/demo.py",
+            "--epochs",
+            "12",
+            "--D",
+            "12",
+            "--rounds",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Against the hand-written gradient: gradcy peaks at" in proc.stdout
     assert "GRADIENT DIFFERS" not in proc.stdout

@@ -2,6 +2,7 @@
 for: a saved argument tuple leaves the cycle collector only when it holds nothing it tracks;
 the last ArrayMeta is reused for exactly its shape, dtype and type; Box operators dispatch
 the registered operator."""
+
 import gc
 import weakref
 
@@ -33,7 +34,7 @@ class _Cyclic:
 def test_saved_tuples_of_plain_values_are_untracked():
     t = opened(Tape())
     x = t.new_leaf(onp.array([0.1, 0.5]))
-    y = np.sin(x) * 2.0 + x          # sin keeps x, multiply keeps (sin(x), 2.0), add metas
+    y = np.sin(x) * 2.0 + x  # sin keeps x, multiply keeps (sin(x), 2.0), add metas
     for i in range(1, len(t)):
         saved = t.node_info(i)["saved"][1]
         assert not gc.is_tracked(saved), (i, saved)
@@ -59,11 +60,14 @@ def test_saved_tuples_holding_tracked_objects_stay_tracked():
     onp.testing.assert_array_equal(grad(f)(onp.array([0.1, 0.5])), [3.0, 3.0])
 
 
-@pytest.mark.parametrize("shapes", [
-    [(3,), (3,), (4,), (3,), (1, 3), (3, 1), (3,), ()],
-    [(2, 3), (2, 3), (3, 2), (6,), (2, 3), (1, 2, 3), (2, 3, 1)],
-    [(1,) * 9, (1,) * 9, (1,) * 8, (1,) * 10, (1,) * 9],     # past the 8 C dimensions kept
-])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(3,), (3,), (4,), (3,), (1, 3), (3, 1), (3,), ()],
+        [(2, 3), (2, 3), (3, 2), (6,), (2, 3), (1, 2, 3), (2, 3, 1)],
+        [(1,) * 9, (1,) * 9, (1,) * 8, (1,) * 10, (1,) * 9],  # past the 8 C dimensions kept
+    ],
+)
 def test_unsaved_outputs_keep_their_own_shape(shapes):
     """x + x for each shape and dtype in turn (add's record keeps ArrayMetas of both
     arguments): every ArrayMeta has the shape, dtype and type of its own value (consecutive
@@ -83,5 +87,5 @@ def test_unsaved_outputs_keep_their_own_shape(shapes):
 
 def test_box_operators_dispatch_the_registered_operator():
     x = onp.array([0.3, 0.7])
-    g = grad(lambda a: np.sum(a * 2.0 - 1.0 / a + a ** 2 + (a / 3.0) - (2.0 - a)))(x)
-    onp.testing.assert_allclose(g, 2.0 + 1.0 / x ** 2 + 2.0 * x + 1.0 / 3.0 + 1.0)
+    g = grad(lambda a: np.sum(a * 2.0 - 1.0 / a + a**2 + (a / 3.0) - (2.0 - a)))(x)
+    onp.testing.assert_allclose(g, 2.0 + 1.0 / x**2 + 2.0 * x + 1.0 / 3.0 + 1.0)

@@ -1,6 +1,7 @@
 """Derivative checks of the reductions family, VJPs and JVPs (gradcy/numpy/reductions.py: sum,
 mean, prod, max, min, ptp and their nan variants), and the checks that run one function of each
 reduction-shaped family together (reductions, statistics, calculus)."""
+
 import warnings
 
 import numpy as onp
@@ -78,13 +79,15 @@ def test_make_jvp_low_precision_tangents(name, dtype):
 
 
 # dtype=float64 reductions of a float32 input
-WIDER_OUTPUTS = [lambda x: np.sum(x, axis=0, dtype=onp.float64),
-                 lambda x: np.mean(x, axis=1, dtype=onp.float64),
-                 lambda x: np.prod(x, dtype=onp.float64),
-                 lambda x: np.var(x, axis=0, dtype=onp.float64),
-                 lambda x: np.std(x, dtype=onp.float64),
-                 lambda x: np.cumsum(x, axis=1, dtype=onp.float64),
-                 lambda x: np.cumprod(x, dtype=onp.float64)]
+WIDER_OUTPUTS = [
+    lambda x: np.sum(x, axis=0, dtype=onp.float64),
+    lambda x: np.mean(x, axis=1, dtype=onp.float64),
+    lambda x: np.prod(x, dtype=onp.float64),
+    lambda x: np.var(x, axis=0, dtype=onp.float64),
+    lambda x: np.std(x, dtype=onp.float64),
+    lambda x: np.cumsum(x, axis=1, dtype=onp.float64),
+    lambda x: np.cumprod(x, dtype=onp.float64),
+]
 
 
 def test_make_jvp_float32_with_wider_outputs():
@@ -102,7 +105,7 @@ def test_float16_mean_over_many_elements():
     x = onp.full(70000, 0.5, onp.float16)
     for f in (np.mean, np.average):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)     # NumPy's own count cast
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's own count cast
             c = raw_cotangent(f, (x,), 0, g=onp.float16(1))
         assert c.dtype == onp.float16 and onp.allclose(c, 1 / 70000, rtol=0.05), f
 
@@ -120,29 +123,48 @@ def test_float64_cotangent_into_float32_input():
 def test_matches_autograd():
     import autograd
     import autograd.numpy as anp
+
     x = distinct(3, 4)
-    x[1, 2] = x[1, 0] = x.max()              # ties
-    for name, kw in [("sum", dict(axis=0)), ("mean", dict(axis=1, keepdims=True)),
-                     ("prod", dict(axis=1)), ("max", dict(axis=1)), ("min", dict()),
-                     ("max", dict()), ("var", dict(axis=0, ddof=1)), ("std", dict(axis=1)),
-                     ("cumsum", dict(axis=1)), ("cumsum", dict())]:
+    x[1, 2] = x[1, 0] = x.max()  # ties
+    for name, kw in [
+        ("sum", dict(axis=0)),
+        ("mean", dict(axis=1, keepdims=True)),
+        ("prod", dict(axis=1)),
+        ("max", dict(axis=1)),
+        ("min", dict()),
+        ("max", dict()),
+        ("var", dict(axis=0, ddof=1)),
+        ("std", dict(axis=1)),
+        ("cumsum", dict(axis=1)),
+        ("cumsum", dict()),
+    ]:
+
         def f_ag(x):
             return anp.sum(getattr(anp, name)(x, **kw) ** 2)
 
         def f_gc(x):
             return np.sum(getattr(np, name)(x, **kw) ** 2)
+
         assert onp.allclose(grad(f_gc)(x), autograd.grad(f_ag)(x)), (name, kw)
 
 
 def test_jvp_matches_autograd():
     import autograd
     import autograd.numpy as anp
+
     x = distinct(3, 4)
     v = rand(3, 4, seed=8)
-    for name, kw in [("sum", dict(axis=0)), ("mean", dict(axis=1, keepdims=True)),
-                     ("prod", dict(axis=1)), ("max", dict(axis=1)), ("min", dict()),
-                     ("var", dict(axis=0, ddof=1)), ("std", dict(axis=1)),
-                     ("cumsum", dict(axis=1)), ("cumsum", dict())]:
+    for name, kw in [
+        ("sum", dict(axis=0)),
+        ("mean", dict(axis=1, keepdims=True)),
+        ("prod", dict(axis=1)),
+        ("max", dict(axis=1)),
+        ("min", dict()),
+        ("var", dict(axis=0, ddof=1)),
+        ("std", dict(axis=1)),
+        ("cumsum", dict(axis=1)),
+        ("cumsum", dict()),
+    ]:
         _, ours = make_jvp(lambda x: getattr(np, name)(x, **kw))(x)(v)
         _, theirs = autograd.make_jvp(lambda x: getattr(anp, name)(x, **kw))(x)(v)
         assert onp.allclose(ours, theirs), (name, kw)
@@ -153,18 +175,29 @@ def test_complex_jvp_matches_autograd():
     derivative for var and std (real outputs)."""
     import autograd
     import autograd.numpy as anp
+
     rs = onp.random.RandomState(5)
     z = rs.randn(3, 4) + 1j * rs.randn(3, 4)
     v = rs.randn(3, 4) + 1j * rs.randn(3, 4)
-    for name, kw in [("sum", dict(axis=0)), ("mean", dict(axis=1)), ("prod", dict(axis=0)),
-                     ("cumsum", dict(axis=1)), ("var", dict(axis=1)), ("std", dict(axis=0)),
-                     ("var", dict(ddof=1))]:
+    for name, kw in [
+        ("sum", dict(axis=0)),
+        ("mean", dict(axis=1)),
+        ("prod", dict(axis=0)),
+        ("cumsum", dict(axis=1)),
+        ("var", dict(axis=1)),
+        ("std", dict(axis=0)),
+        ("var", dict(ddof=1)),
+    ]:
         _, ours = make_jvp(lambda z: getattr(np, name)(z, **kw))(z)(v)
         _, theirs = autograd.make_jvp(lambda z: getattr(anp, name)(z, **kw))(z)(v)
         assert onp.allclose(ours, theirs), (name, kw)
         assert onp.iscomplexobj(ours) == (name not in ("var", "std")), name
-        y, t = raw_tangent(lambda z: getattr(np, name)(z, **kw), (z.astype(onp.complex64),), 0,
-                           v.astype(onp.complex64))
+        y, t = raw_tangent(
+            lambda z: getattr(np, name)(z, **kw),
+            (z.astype(onp.complex64),),
+            0,
+            v.astype(onp.complex64),
+        )
         assert t.dtype == y.dtype and t.shape == y.shape, (name, t.dtype, y.dtype)
 
 
@@ -182,12 +215,19 @@ def _holomorphic_vjp(fun, z, u, eps=1e-6):
 def test_complex_inputs():
     import autograd
     import autograd.numpy as anp
+
     rs = onp.random.RandomState(3)
     z = rs.randn(3, 4) + 1j * rs.randn(3, 4)
     z[1, 2] = 0.0
-    for name, kw in [("sum", dict(axis=0)), ("mean", dict(axis=1)), ("prod", dict(axis=0)),
-                     ("prod", dict()), ("cumsum", dict(axis=1)), ("cumprod", dict(axis=1)),
-                     ("cumprod", dict(axis=0))]:
+    for name, kw in [
+        ("sum", dict(axis=0)),
+        ("mean", dict(axis=1)),
+        ("prod", dict(axis=0)),
+        ("prod", dict()),
+        ("cumsum", dict(axis=1)),
+        ("cumprod", dict(axis=1)),
+        ("cumprod", dict(axis=0)),
+    ]:
         f = getattr(np, name)
         y = f(z, **kw)
         u = rs.randn(*onp.shape(y)) + 1j * rs.randn(*onp.shape(y))
@@ -201,8 +241,10 @@ def test_complex_inputs():
         assert c.dtype == onp.complex64 and c.shape == z.shape
     # real outputs of complex inputs: autograd's convention (2 conj(z - mean) / (N - ddof))
     for name, kw in [("var", dict(axis=1)), ("std", dict(axis=0, ddof=1)), ("var", dict())]:
+
         def loss(m):
             return lambda z: m.sum(getattr(m, name)(z, **kw) ** 2)
+
         assert onp.allclose(grad(loss(np))(z), autograd.grad(loss(anp))(z)), (name, kw)
         check_grads(lambda z: getattr(np, name)(z, **kw), modes=MODES, order=2)(z)
         c = raw_cotangent(lambda z: getattr(np, name)(z, **kw), (z.astype(onp.complex64),), 0)
@@ -219,12 +261,14 @@ def _others_product(x, axis):
         y = x.copy()
         y[idx] = 1.0
         out[idx] = onp.prod(y, axis=axis, keepdims=True)[
-            tuple(0 if (axis is None or a == axis) else i for a, i in enumerate(idx))]
+            tuple(0 if (axis is None or a == axis) else i for a, i in enumerate(idx))
+        ]
     return out
 
 
-@pytest.mark.parametrize("zeros", [[], [(0, 1)], [(0, 1), (2, 1)], [(1, 0), (1, 2), (1, 3)],
-                                   [(0, 0), (1, 1), (2, 2)]])
+@pytest.mark.parametrize(
+    "zeros", [[], [(0, 1)], [(0, 1), (2, 1)], [(1, 0), (1, 2), (1, 3)], [(0, 0), (1, 1), (2, 2)]]
+)
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_prod_with_zeros(zeros, axis):
     x = rand(3, 4, positive=True)
@@ -283,13 +327,13 @@ def test_max_with_nan_and_where_and_initial():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         g = grad(lambda x: np.sum(np.max(x, axis=1)))(x)
-    assert onp.array_equal(g, [[0, 1, 0], [1, 0, 0]])       # the nan maximum gets it
+    assert onp.array_equal(g, [[0, 1, 0], [1, 0, 0]])  # the nan maximum gets it
     w = onp.array([[True, False, True], [False, True, True]])
     g = grad(lambda x: np.sum(np.max(x, axis=1, where=w, initial=-10.0)))(x)
     assert onp.array_equal(g, [[0, 0, 1], [0, 1, 0]])
     x = onp.nan_to_num(x)
     g = grad(lambda x: np.sum(np.min(x, axis=1, initial=-1.0)))(x)
-    assert onp.array_equal(g, onp.zeros_like(x))            # the initial value is the min
+    assert onp.array_equal(g, onp.zeros_like(x))  # the initial value is the min
     check(lambda x: np.max(x, axis=0, where=w[0], initial=-10.0), rand(4, 3))
 
 
@@ -302,8 +346,9 @@ def test_ptp_ties():
 # =============================================================================
 # nan variants: nan entries get zero gradient
 # =============================================================================
-@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False),
-                                           (-1, False)])
+@pytest.mark.parametrize(
+    "axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False), (-1, False)]
+)
 @pytest.mark.parametrize("name", ["nansum", "nanmean", "nanprod", "nanmax", "nanmin"])
 def test_nan_reductions(name, axis, keepdims):
     cases.nan_reduction(name, axis, keepdims)
@@ -361,12 +406,23 @@ def test_every_name_has_a_jvp():
 # =============================================================================
 # what the tape keeps
 # =============================================================================
-@pytest.mark.parametrize("name,expect", [
-    ("sum", ()), ("mean", ()),
-    # max and friends keep the chosen positions (a bit mask) in the output's place
-    ("max", ("ans",)), ("min", ("ans",)), ("nanmax", ("ans",)), ("nanmin", ("ans",)),
-    ("prod", ("ans", 0)), ("nanprod", ("ans", 0)), ("ptp", (0,)), ("nansum", (0,)),
-    ("nanmean", (0,))])
+@pytest.mark.parametrize(
+    "name,expect",
+    [
+        ("sum", ()),
+        ("mean", ()),
+        # max and friends keep the chosen positions (a bit mask) in the output's place
+        ("max", ("ans",)),
+        ("min", ("ans",)),
+        ("nanmax", ("ans",)),
+        ("nanmin", ("ans",)),
+        ("prod", ("ans", 0)),
+        ("nanprod", ("ans", 0)),
+        ("ptp", (0,)),
+        ("nansum", (0,)),
+        ("nanmean", (0,)),
+    ],
+)
 def test_saved_set(name, expect):
     cases.saved_set(name, expect)
 

@@ -1,4 +1,5 @@
 """Every primitive with a registered VJP must be checked by some test module (COVERED sets)."""
+
 import importlib
 import pathlib
 
@@ -21,8 +22,11 @@ def test_every_vjp_has_a_gradient_check():
 
 def test_every_vjp_has_a_jvp():
     """Forward mode covers what reverse mode covers."""
-    missing = sorted(name for name, p in primitives_with_vjps().items()
-                     if not (p.jvpmakers or p.jvp_argnums is not None))
+    missing = sorted(
+        name
+        for name, p in primitives_with_vjps().items()
+        if not (p.jvpmakers or p.jvp_argnums is not None)
+    )
     assert not missing, f"primitives with a VJP but no JVP: {missing}"
 
 
@@ -30,7 +34,10 @@ def test_own_rules_are_direct():
     """gradcy's own per-argument rules are registered in the direct form (defvjp_direct: the
     rule is called in the backward pass), never through the maker form (defvjp, which wraps a
     maker(ans, *args) -> vjp(g) and builds a closure per recorded call)."""
-    wrapped = sorted(f"{name}[{k}]" for name, p in primitives_with_vjps().items()
-                     for k, rule in p.vjpmakers.items()
-                     if getattr(rule, "__qualname__", "").startswith("maker_rule."))
+    wrapped = sorted(
+        f"{name}[{k}]"
+        for name, p in primitives_with_vjps().items()
+        for k, rule in p.vjpmakers.items()
+        if getattr(rule, "__qualname__", "").startswith("maker_rule.")
+    )
     assert not wrapped, f"rules registered in the maker form: {wrapped}"

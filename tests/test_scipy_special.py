@@ -2,6 +2,7 @@
 second order, the float32 dtype contract of both modes, agreement with autograd's values and
 gradients, the saved records, the non-differentiable parameters, the primitives without rules and
 the ImportError without SciPy."""
+
 import importlib
 import sys
 
@@ -21,10 +22,40 @@ autograd = pytest.importorskip("autograd")
 import autograd.numpy as anp_ag
 import autograd.scipy.special as asp
 
-DIFFERENTIABLE = ["beta", "betainc", "betaln", "gamma", "gammaln", "gammainc", "gammaincc",
-                  "rgamma", "multigammaln", "psi", "digamma", "polygamma", "erf", "erfc",
-                  "erfinv", "erfcinv", "expit", "logit", "logsumexp", "i0", "i1", "iv", "ive",
-                  "j0", "j1", "jn", "jv", "y0", "y1", "yn", "softmax", "log_softmax"]
+DIFFERENTIABLE = [
+    "beta",
+    "betainc",
+    "betaln",
+    "gamma",
+    "gammaln",
+    "gammainc",
+    "gammaincc",
+    "rgamma",
+    "multigammaln",
+    "psi",
+    "digamma",
+    "polygamma",
+    "erf",
+    "erfc",
+    "erfinv",
+    "erfcinv",
+    "expit",
+    "logit",
+    "logsumexp",
+    "i0",
+    "i1",
+    "iv",
+    "ive",
+    "j0",
+    "j1",
+    "jn",
+    "jv",
+    "y0",
+    "y1",
+    "yn",
+    "softmax",
+    "log_softmax",
+]
 COVERED = {f"gradcy.scipy.special.{n}" for n in DIFFERENTIABLE}
 
 
@@ -117,7 +148,8 @@ SOFTMAX_CASES = [
         # a nonlinear use of the output, so that second derivatives see the Jacobian twice
         ("squared", lambda x, p=prim: p(x, axis=1) ** 2 * onp.arange(4.0), (rand(3, 4),)),
         ("large-values", lambda x, p=prim: p(x, axis=0), (rand(4, 2) * 30 + 500,)),
-    ]]
+    ]
+]
 
 
 @pytest.mark.parametrize("fun,args", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -130,8 +162,9 @@ def test_logsumexp_grads(fun, args):
     check(fun, *args)
 
 
-@pytest.mark.parametrize("fun,args", [c[1:] for c in SOFTMAX_CASES],
-                         ids=[c[0] for c in SOFTMAX_CASES])
+@pytest.mark.parametrize(
+    "fun,args", [c[1:] for c in SOFTMAX_CASES], ids=[c[0] for c in SOFTMAX_CASES]
+)
 def test_softmax_grads(fun, args):
     check(fun, *args)
 
@@ -145,49 +178,67 @@ def _manual_softmax(x, axis):
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
 def test_softmax_matches_scipy_and_manual_derivatives(axis):
     x = rand(3, 4, seed=3)
-    u = rand(3, 4, seed=4)        # a fixed linear functional of the output
+    u = rand(3, 4, seed=4)  # a fixed linear functional of the output
     onp.testing.assert_allclose(sp.softmax(x, axis), ss.softmax(x, axis), rtol=1e-15)
-    onp.testing.assert_allclose(sp.log_softmax(x, axis), ss.log_softmax(x, axis), rtol=1e-15,
-                                atol=1e-15)
-    for mine, ref in [(lambda x: sp.softmax(x, axis), lambda x: _manual_softmax(x, axis)),
-                      (lambda x: sp.log_softmax(x, axis=axis),
-                       lambda x: np.log(_manual_softmax(x, axis)))]:
+    onp.testing.assert_allclose(
+        sp.log_softmax(x, axis), ss.log_softmax(x, axis), rtol=1e-15, atol=1e-15
+    )
+    for mine, ref in [
+        (lambda x: sp.softmax(x, axis), lambda x: _manual_softmax(x, axis)),
+        (lambda x: sp.log_softmax(x, axis=axis), lambda x: np.log(_manual_softmax(x, axis))),
+    ]:
+
         def fm(x):
             return np.sum(mine(x) ** 2 * u)
 
         def fr(x):
             return np.sum(ref(x) ** 2 * u)
+
         onp.testing.assert_allclose(grad(fm)(x), grad(fr)(x), rtol=1e-10, atol=1e-13)
         # Hessian-vector products (reverse over reverse) and a forward-mode tangent
         v = rand(3, 4, seed=5)
-        onp.testing.assert_allclose(grad(lambda x: np.sum(grad(fm)(x) * v))(x),
-                                    grad(lambda x: np.sum(grad(fr)(x) * v))(x),
-                                    rtol=1e-9, atol=1e-12)
-        onp.testing.assert_allclose(make_jvp(mine)(x)(v)[1], make_jvp(ref)(x)(v)[1],
-                                    rtol=1e-10, atol=1e-13)
+        onp.testing.assert_allclose(
+            grad(lambda x: np.sum(grad(fm)(x) * v))(x),
+            grad(lambda x: np.sum(grad(fr)(x) * v))(x),
+            rtol=1e-9,
+            atol=1e-12,
+        )
+        onp.testing.assert_allclose(
+            make_jvp(mine)(x)(v)[1], make_jvp(ref)(x)(v)[1], rtol=1e-10, atol=1e-13
+        )
 
 
 def test_softmax_values_and_dtypes_match_scipy():
     x = rand(2, 5, seed=6)
     for prim, ref in [(sp.softmax, ss.softmax), (sp.log_softmax, ss.log_softmax)]:
         x0 = x.copy()
-        for arg in (x, x.astype(onp.float32), onp.arange(6).reshape(2, 3), onp.array(0.5),
-                    onp.float32(0.5), 0.5, [[1.0, 2.0], [0.5, -1.0]],
-                    onp.array([[1.0, -onp.inf], [0.0, 3.0]])):
+        for arg in (
+            x,
+            x.astype(onp.float32),
+            onp.arange(6).reshape(2, 3),
+            onp.array(0.5),
+            onp.float32(0.5),
+            0.5,
+            [[1.0, 2.0], [0.5, -1.0]],
+            onp.array([[1.0, -onp.inf], [0.0, 3.0]]),
+        ):
             with onp.errstate(invalid="ignore"):
-                mine, theirs = prim(arg, 1 if onp.ndim(arg) == 2 else None), ref(
-                    arg, 1 if onp.ndim(arg) == 2 else None)
+                mine, theirs = (
+                    prim(arg, 1 if onp.ndim(arg) == 2 else None),
+                    ref(arg, 1 if onp.ndim(arg) == 2 else None),
+                )
             assert onp.result_type(mine) == onp.result_type(theirs), (prim.name, arg)
             assert onp.shape(mine) == onp.shape(theirs)
-            onp.testing.assert_allclose(mine, theirs, rtol=1e-6 if onp.result_type(
-                mine) == onp.float32 else 1e-15)
-        onp.testing.assert_array_equal(x, x0)          # the input is never written
+            onp.testing.assert_allclose(
+                mine, theirs, rtol=1e-6 if onp.result_type(mine) == onp.float32 else 1e-15
+            )
+        onp.testing.assert_array_equal(x, x0)  # the input is never written
 
 
 def test_softmax_float32_stays_float32():
     x = rand(3, 4).astype(onp.float32)
     for prim in (sp.softmax, sp.log_softmax):
-        f = (lambda x: np.sum(prim(x, axis=1) ** 2))
+        f = lambda x: np.sum(prim(x, axis=1) ** 2)
         assert prim(x, axis=1).dtype == onp.float32
         assert grad(f)(x).dtype == onp.float32
         y, t = make_jvp(lambda x: prim(x, axis=0))(x)(onp.ones_like(x))
@@ -198,11 +249,11 @@ def test_softmax_float32_stays_float32():
 def test_softmax_gradient_of_a_sum_is_zero():
     # every softmax row sums to 1: the gradient of the sum over the normalised axis vanishes
     x = rand(3, 4)
-    onp.testing.assert_allclose(grad(lambda x: np.sum(sp.softmax(x, axis=1)))(x), 0,
-                                atol=1e-15)
+    onp.testing.assert_allclose(grad(lambda x: np.sum(sp.softmax(x, axis=1)))(x), 0, atol=1e-15)
     # d/dx sum(exp(log_softmax)) is the same statement
-    onp.testing.assert_allclose(grad(lambda x: np.sum(np.exp(sp.log_softmax(x, axis=0))))(x), 0,
-                                atol=1e-15)
+    onp.testing.assert_allclose(
+        grad(lambda x: np.sum(np.exp(sp.log_softmax(x, axis=0))))(x), 0, atol=1e-15
+    )
 
 
 # =============================================================================
@@ -216,6 +267,7 @@ def _widenings(fun, args):
     def fixer(t, ans):
         seen.append((onp.result_type(t), onp.result_type(ans)))
         return match_tangent(t, ans)
+
     install_hooks(tangent_fixer=fixer)
     try:
         for i, a in enumerate(args):
@@ -227,15 +279,18 @@ def _widenings(fun, args):
     return [(t, a) for t, a in seen if t.itemsize > a.itemsize and a.kind == "f"]
 
 
-F32_CASES = [c for c in CASES + LSE_CASES + SOFTMAX_CASES
-             if all(isinstance(a, onp.ndarray) and a.ndim > 0 for a in c[2])]
+F32_CASES = [
+    c
+    for c in CASES + LSE_CASES + SOFTMAX_CASES
+    if all(isinstance(a, onp.ndarray) and a.ndim > 0 for a in c[2])
+]
 
 
 @pytest.mark.parametrize("fun,args", [c[1:] for c in F32_CASES], ids=[c[0] for c in F32_CASES])
 def test_float32_forward(fun, args):
     args32 = tuple(a.astype(onp.float32) for a in args)
     out = onp.asarray(fun(*args32))
-    if out.dtype != onp.float32:       # SciPy itself computes in float64 (polygamma, yn...)
+    if out.dtype != onp.float32:  # SciPy itself computes in float64 (polygamma, yn...)
         assert out.dtype == onp.float64
         return
     assert not _widenings(fun, args32)
@@ -254,36 +309,39 @@ def test_float32_values_stay_float32():
 AG_CASES = [
     ("beta", lambda m: m.beta, (pos(4), pos(4, seed=1))),
     ("betaln", lambda m: m.betaln, (pos(4), pos(4, seed=1))),
-    ("betainc", lambda m: (lambda x: m.betainc(_A, _B, x)), (unit(4),)),
+    ("betainc", lambda m: lambda x: m.betainc(_A, _B, x), (unit(4),)),
     ("gamma", lambda m: m.gamma, (pos(4),)),
     ("gammaln", lambda m: m.gammaln, (pos(4),)),
-    ("gammainc", lambda m: (lambda x: m.gammainc(_A, x)), (pos(4),)),
-    ("gammaincc", lambda m: (lambda x: m.gammaincc(_A, x)), (pos(4),)),
+    ("gammainc", lambda m: lambda x: m.gammainc(_A, x), (pos(4),)),
+    ("gammaincc", lambda m: lambda x: m.gammaincc(_A, x), (pos(4),)),
     ("rgamma", lambda m: m.rgamma, (pos(4),)),
-    ("multigammaln", lambda m: (lambda a: m.multigammaln(a, 3)), (pos(4) + 1.5,)),
+    ("multigammaln", lambda m: lambda a: m.multigammaln(a, 3), (pos(4) + 1.5,)),
     ("psi", lambda m: m.psi, (pos(4),)),
     ("digamma", lambda m: m.digamma, (pos(4),)),
-    ("polygamma", lambda m: (lambda x: m.polygamma(1, x)), (pos(4),)),
+    ("polygamma", lambda m: lambda x: m.polygamma(1, x), (pos(4),)),
     ("erf", lambda m: m.erf, (rand(4),)),
     ("erfc", lambda m: m.erfc, (rand(4),)),
     ("erfinv", lambda m: m.erfinv, (unit(4),)),
     ("erfcinv", lambda m: m.erfcinv, (pos(4) * 0.5,)),
     ("expit", lambda m: m.expit, (rand(4),)),
     ("logit", lambda m: m.logit, (unit(4),)),
-    ("logsumexp", lambda m: (lambda a: m.logsumexp(a, axis=1)), (rand(3, 4),)),
-    ("logsumexp-keepdims", lambda m: (lambda a: m.logsumexp(a, axis=0, keepdims=True)),
-     (rand(3, 4),)),
-    ("logsumexp-b", lambda m: (lambda a: m.logsumexp(a, axis=1, b=pos(3, 4))), (rand(3, 4),)),
+    ("logsumexp", lambda m: lambda a: m.logsumexp(a, axis=1), (rand(3, 4),)),
+    (
+        "logsumexp-keepdims",
+        lambda m: lambda a: m.logsumexp(a, axis=0, keepdims=True),
+        (rand(3, 4),),
+    ),
+    ("logsumexp-b", lambda m: lambda a: m.logsumexp(a, axis=1, b=pos(3, 4)), (rand(3, 4),)),
     ("i0", lambda m: m.i0, (rand(4),)),
     ("i1", lambda m: m.i1, (rand(4),)),
-    ("iv", lambda m: (lambda x: m.iv(2, x)), (pos(4),)),
-    ("ive", lambda m: (lambda x: m.ive(1, x)), (rand(4),)),
+    ("iv", lambda m: lambda x: m.iv(2, x), (pos(4),)),
+    ("ive", lambda m: lambda x: m.ive(1, x), (rand(4),)),
     ("j0", lambda m: m.j0, (rand(4),)),
     ("j1", lambda m: m.j1, (rand(4),)),
-    ("jn", lambda m: (lambda x: m.jn(2, x)), (rand(4),)),
+    ("jn", lambda m: lambda x: m.jn(2, x), (rand(4),)),
     ("y0", lambda m: m.y0, (pos(4),)),
     ("y1", lambda m: m.y1, (pos(4),)),
-    ("yn", lambda m: (lambda x: m.yn(2, x)), (pos(4),)),
+    ("yn", lambda m: lambda x: m.yn(2, x), (pos(4),)),
 ]
 
 
@@ -314,12 +372,16 @@ def test_second_derivatives_match_autograd():
 # =============================================================================
 # Derivatives that are not there
 # =============================================================================
-@pytest.mark.parametrize("fun,args,argnum", [
-    (sp.betainc, (pos(3), pos(3, seed=1), unit(3)), 0),
-    (sp.betainc, (pos(3), pos(3, seed=1), unit(3)), 1),
-    (sp.gammainc, (pos(3), pos(3, seed=1)), 0),
-    (sp.gammaincc, (pos(3), pos(3, seed=1)), 0),
-], ids=["betainc-a", "betainc-b", "gammainc-a", "gammaincc-a"])
+@pytest.mark.parametrize(
+    "fun,args,argnum",
+    [
+        (sp.betainc, (pos(3), pos(3, seed=1), unit(3)), 0),
+        (sp.betainc, (pos(3), pos(3, seed=1), unit(3)), 1),
+        (sp.gammainc, (pos(3), pos(3, seed=1)), 0),
+        (sp.gammaincc, (pos(3), pos(3, seed=1)), 0),
+    ],
+    ids=["betainc-a", "betainc-b", "gammainc-a", "gammaincc-a"],
+)
 def test_parameters_without_rules_raise(fun, args, argnum):
     assert_missing_rules_raise(fun, args, argnum)
 
@@ -397,8 +459,9 @@ def test_scipy_ufuncs_on_traced_values_route_to_the_primitives():
     x = pos(4)
     onp.testing.assert_allclose(grad(lambda x: np.sum(ss.gamma(x)))(x), ss.gamma(x) * ss.psi(x))
     onp.testing.assert_allclose(grad(lambda x: np.sum(ss.psi(x)))(x), ss.polygamma(1, x))
-    onp.testing.assert_allclose(grad(lambda x: np.sum(ss.jv(2, x)))(x),
-                                (ss.jv(1, x) - ss.jv(3, x)) / 2)
+    onp.testing.assert_allclose(
+        grad(lambda x: np.sum(ss.jv(2, x)))(x), (ss.jv(1, x) - ss.jv(3, x)) / 2
+    )
 
 
 # =============================================================================
@@ -466,11 +529,12 @@ def test_import_error_without_scipy(monkeypatch):
     for name in list(sys.modules):
         if name == "scipy" or name.startswith("scipy.") or name.startswith("gradcy.scipy."):
             monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "scipy", None)      # makes `import scipy...` fail
+    monkeypatch.setitem(sys.modules, "scipy", None)  # makes `import scipy...` fail
     for mod in ("gradcy.scipy.special", "gradcy.scipy.stats", "gradcy.scipy.stats.norm"):
         with pytest.raises(ImportError, match=r'pip install "gradcy\[scipy\]"'):
             importlib.import_module(mod)
-    import gradcy.scipy       # the package itself does not need SciPy
+    import gradcy.scipy  # the package itself does not need SciPy
+
     assert gradcy.scipy.__doc__
 
 
@@ -488,6 +552,7 @@ def test_complex_matches_autograd(name):
 
 def test_submodules_load_on_attribute_access():
     import gradcy.scipy as gs
+
     assert gs.special is sp
     with pytest.raises(AttributeError):
         _ = gs.nonexistent

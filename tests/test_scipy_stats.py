@@ -1,6 +1,7 @@
 """Derivative checks of gradcy.scipy.stats: numerical checks in forward and reverse mode (second
 order where the rules allow it), the float32 dtype contract, agreement with autograd's values and
 gradients, the saved records and the parameters without rules."""
+
 import numpy as onp
 import pytest
 import scipy.stats as ss
@@ -32,7 +33,8 @@ COVERED = {f"gradcy.scipy.stats.{d}.{f}" for d, fs in FUNCTIONS.items() for f in
 mvn = st.multivariate_normal
 INV_HAS_RULES = bool(la.inv.vjpmakers) and bool(la.inv.jvpmakers)
 needs_inv_rules = pytest.mark.skipif(
-    not INV_HAS_RULES, reason="second derivatives in cov need gradcy.numpy.linalg.inv's rules")
+    not INV_HAS_RULES, reason="second derivatives in cov need gradcy.numpy.linalg.inv's rules"
+)
 
 
 def pos(*shape, seed=0):
@@ -108,22 +110,37 @@ for _n in FUNCTIONS["poisson"]:
         (f"poisson.{_n}-float", lambda mu, _f=_f: _f(2, mu), (1.7,), 2),
     ]
 CASES += [
-    ("poisson.cdf-noninteger-k", lambda mu: st.poisson.cdf(onp.array([0.5, 2.7]), mu), (pos(2),),
-     2),
-    ("poisson.logpmf-off-support", lambda mu: st.poisson.pmf(onp.array([1.0, 2.5]), mu),
-     (pos(2),), 2),
+    (
+        "poisson.cdf-noninteger-k",
+        lambda mu: st.poisson.cdf(onp.array([0.5, 2.7]), mu),
+        (pos(2),),
+        2,
+    ),
+    (
+        "poisson.logpmf-off-support",
+        lambda mu: st.poisson.pmf(onp.array([1.0, 2.5]), mu),
+        (pos(2),),
+        2,
+    ),
 ]
 for _n in FUNCTIONS["dirichlet"]:
     _f = getattr(st.dirichlet, _n)
     CASES += [
-        (f"dirichlet.{_n}-alpha", lambda a, _f=_f: _f(onp.array([0.2, 0.3, 0.5]), a), (_ALPHA,),
-         2),
+        (f"dirichlet.{_n}-alpha", lambda a, _f=_f: _f(onp.array([0.2, 0.3, 0.5]), a), (_ALPHA,), 2),
         (f"dirichlet.{_n}-implied", _f, (onp.array([0.2, 0.3]), _ALPHA), 2),
         (f"dirichlet.{_n}-implied-points", _f, (onp.array([[0.2, 0.3], [0.3, 0.1]]), _ALPHA), 2),
-        (f"dirichlet.{_n}-simplex", lambda z, a, _f=_f: _f(_on_simplex(z), a), (rand(3), _ALPHA),
-         2),
-        (f"dirichlet.{_n}-simplex-points", lambda z, a, _f=_f: _f(_on_simplex(z), a),
-         (rand(3, 2), _ALPHA), 2),
+        (
+            f"dirichlet.{_n}-simplex",
+            lambda z, a, _f=_f: _f(_on_simplex(z), a),
+            (rand(3), _ALPHA),
+            2,
+        ),
+        (
+            f"dirichlet.{_n}-simplex-points",
+            lambda z, a, _f=_f: _f(_on_simplex(z), a),
+            (rand(3, 2), _ALPHA),
+            2,
+        ),
     ]
 for _n in ("pdf", "logpdf"):
     _f = getattr(mvn, _n)
@@ -131,10 +148,18 @@ for _n in ("pdf", "logpdf"):
         (f"mvn.{_n}", lambda x, m, _f=_f: _f(x, m, _COV), (rand(4, 3) * 0.3, rand(3) * 0.3), 2),
         (f"mvn.{_n}-one-point", lambda x, m, _f=_f: _f(x, m, _COV), (rand(3), rand(3, seed=1)), 2),
         (f"mvn.{_n}-points-3d", lambda x, m, _f=_f: _f(x, m, _COV), (rand(2, 1, 3), rand(3)), 2),
-        (f"mvn.{_n}-cov", lambda x, m, c, _f=_f: _f(x, m, sym(c)),
-         (rand(4, 3) * 0.3, rand(3) * 0.3, _COV), 1),
-        (f"mvn.{_n}-cov-no-mean", lambda x, c, _f=_f: _f(x, None, sym(c)),
-         (rand(4, 3) * 0.3, _COV), 1),
+        (
+            f"mvn.{_n}-cov",
+            lambda x, m, c, _f=_f: _f(x, m, sym(c)),
+            (rand(4, 3) * 0.3, rand(3) * 0.3, _COV),
+            1,
+        ),
+        (
+            f"mvn.{_n}-cov-no-mean",
+            lambda x, c, _f=_f: _f(x, None, sym(c)),
+            (rand(4, 3) * 0.3, _COV),
+            1,
+        ),
         (f"mvn.{_n}-cov-scalar", _f, (rand(4, 3) * 0.3, rand(3), 1.7), 1),
         (f"mvn.{_n}-cov-diagonal", _f, (rand(4, 3) * 0.3, rand(3), pos(3)), 1),
         (f"mvn.{_n}-1d", _f, (rand(4), 0.3, 1.5), 1),
@@ -164,8 +189,9 @@ def _scipy_takes_float32(fun, args):
 
 
 @needs_inv_rules
-@pytest.mark.parametrize("fun,args,order", [c[1:] for c in SECOND_ORDER_COV],
-                         ids=[c[0] for c in SECOND_ORDER_COV])
+@pytest.mark.parametrize(
+    "fun,args,order", [c[1:] for c in SECOND_ORDER_COV], ids=[c[0] for c in SECOND_ORDER_COV]
+)
 def test_grads_cov_second_order(fun, args, order):
     check(fun, *args, order=order)
 
@@ -176,8 +202,9 @@ def test_values_are_scipy():
     assert onp.array_equal(st.t.pdf(x, 3.0, scale=2.0), ss.t.pdf(x, 3.0, scale=2.0))
     assert onp.array_equal(st.beta.cdf(x, 2.0, 3.0), ss.beta.cdf(x, 2.0, 3.0))
     assert onp.array_equal(st.poisson.logpmf(_K, 2.0), ss.poisson.logpmf(_K, 2.0))
-    assert onp.array_equal(mvn.logpdf(rand(4, 3), None, _COV), ss.multivariate_normal.logpdf(
-        rand(4, 3), None, _COV))
+    assert onp.array_equal(
+        mvn.logpdf(rand(4, 3), None, _COV), ss.multivariate_normal.logpdf(rand(4, 3), None, _COV)
+    )
     for d, fs in FUNCTIONS.items():
         for f in fs:
             p = getattr(getattr(st, d), f)
@@ -188,29 +215,84 @@ def test_values_are_scipy():
 # Agreement with autograd (values and gradients on the same inputs)
 # =============================================================================
 AG_CASES = [
-    *[(f"norm.{n}", (lambda m, n=n: getattr(m.norm, n)), (_X, _LOC, _SCALE), (0, 1, 2))
-      for n in FUNCTIONS["norm"]],
-    *[(f"t.{n}", (lambda m, n=n: getattr(m.t, n)), (_X, pos(3, seed=3) + 1.0, _LOC, _SCALE),
-       (0, 1, 2, 3)) for n in ("pdf", "logpdf")],
-    *[(f"t.{n}", (lambda m, n=n: getattr(m.t, n)), (_X, pos(3, seed=3) + 1.0, _LOC, _SCALE),
-       (0, 2)) for n in ("cdf", "logcdf")],
-    *[(f"beta.{n}", (lambda m, n=n: getattr(m.beta, n)), (unit(2, 3), pos(3), pos(2, 1)),
-       (0, 1, 2)) for n in ("pdf", "logpdf")],
+    *[
+        (f"norm.{n}", (lambda m, n=n: getattr(m.norm, n)), (_X, _LOC, _SCALE), (0, 1, 2))
+        for n in FUNCTIONS["norm"]
+    ],
+    *[
+        (
+            f"t.{n}",
+            (lambda m, n=n: getattr(m.t, n)),
+            (_X, pos(3, seed=3) + 1.0, _LOC, _SCALE),
+            (0, 1, 2, 3),
+        )
+        for n in ("pdf", "logpdf")
+    ],
+    *[
+        (
+            f"t.{n}",
+            (lambda m, n=n: getattr(m.t, n)),
+            (_X, pos(3, seed=3) + 1.0, _LOC, _SCALE),
+            (0, 2),
+        )
+        for n in ("cdf", "logcdf")
+    ],
+    *[
+        (
+            f"beta.{n}",
+            (lambda m, n=n: getattr(m.beta, n)),
+            (unit(2, 3), pos(3), pos(2, 1)),
+            (0, 1, 2),
+        )
+        for n in ("pdf", "logpdf")
+    ],
     ("beta.cdf", lambda m: m.beta.cdf, (unit(2, 3), pos(3), pos(2, 1)), (0,)),
-    *[(f"gamma.{n}", (lambda m, n=n: getattr(m.gamma, n)), (pos(2, 3), pos(3) + 1.0), (0, 1))
-      for n in ("pdf", "logpdf")],
+    *[
+        (f"gamma.{n}", (lambda m, n=n: getattr(m.gamma, n)), (pos(2, 3), pos(3) + 1.0), (0, 1))
+        for n in ("pdf", "logpdf")
+    ],
     ("gamma.cdf", lambda m: m.gamma.cdf, (pos(2, 3), pos(3) + 1.0), (0,)),
     # autograd's chi2 x-derivative is right for integer df only
-    *[(f"chi2.{n}", (lambda m, n=n: getattr(m.chi2, n)), (pos(2, 3), onp.array([1.0, 3.0, 4.0])),
-       (0,)) for n in ("pdf", "cdf", "logpdf")],
-    *[(f"poisson.{n}", (lambda m, n=n: getattr(m.poisson, n)), (_K, pos(4)), (1,))
-      for n in FUNCTIONS["poisson"]],
-    *[(f"dirichlet.{n}", (lambda m, n=n: getattr(m.dirichlet, n)),
-       (onp.array([0.2, 0.3, 0.5]), _ALPHA), (0, 1)) for n in FUNCTIONS["dirichlet"]],
-    *[(f"mvn.{n}", (lambda m, n=n: getattr(m.multivariate_normal, n)),
-       (rand(4, 3) * 0.3, rand(3) * 0.3, _COV), (0, 1, 2)) for n in ("pdf", "logpdf")],
-    *[(f"mvn.{n}-one-point", (lambda m, n=n: getattr(m.multivariate_normal, n)),
-       (rand(3) * 0.3, rand(3, seed=1) * 0.3, _COV), (0, 1, 2)) for n in ("pdf", "logpdf")],
+    *[
+        (
+            f"chi2.{n}",
+            (lambda m, n=n: getattr(m.chi2, n)),
+            (pos(2, 3), onp.array([1.0, 3.0, 4.0])),
+            (0,),
+        )
+        for n in ("pdf", "cdf", "logpdf")
+    ],
+    *[
+        (f"poisson.{n}", (lambda m, n=n: getattr(m.poisson, n)), (_K, pos(4)), (1,))
+        for n in FUNCTIONS["poisson"]
+    ],
+    *[
+        (
+            f"dirichlet.{n}",
+            (lambda m, n=n: getattr(m.dirichlet, n)),
+            (onp.array([0.2, 0.3, 0.5]), _ALPHA),
+            (0, 1),
+        )
+        for n in FUNCTIONS["dirichlet"]
+    ],
+    *[
+        (
+            f"mvn.{n}",
+            (lambda m, n=n: getattr(m.multivariate_normal, n)),
+            (rand(4, 3) * 0.3, rand(3) * 0.3, _COV),
+            (0, 1, 2),
+        )
+        for n in ("pdf", "logpdf")
+    ],
+    *[
+        (
+            f"mvn.{n}-one-point",
+            (lambda m, n=n: getattr(m.multivariate_normal, n)),
+            (rand(3) * 0.3, rand(3, seed=1) * 0.3, _COV),
+            (0, 1, 2),
+        )
+        for n in ("pdf", "logpdf")
+    ],
     ("mvn.entropy", lambda m: m.multivariate_normal.entropy, (rand(3), _COV), (1,)),
 ]
 
@@ -219,8 +301,9 @@ def _sum_out(fun, numpy):
     return lambda *a: numpy.sum(fun(*a))
 
 
-@pytest.mark.parametrize("getf,args,argnums", [c[1:] for c in AG_CASES],
-                         ids=[c[0] for c in AG_CASES])
+@pytest.mark.parametrize(
+    "getf,args,argnums", [c[1:] for c in AG_CASES], ids=[c[0] for c in AG_CASES]
+)
 def test_matches_autograd(getf, args, argnums):
     fg, fa = getf(st), getf(ast)
     onp.testing.assert_allclose(fg(*args), fa(*args), rtol=1e-12)
@@ -248,18 +331,31 @@ def test_scale_derivative_of_t_cdf():
 # =============================================================================
 # Parameters without rules
 # =============================================================================
-@pytest.mark.parametrize("fun,args,argnum", [
-    (st.t.cdf, (rand(3), pos(3)), 1),
-    (st.t.logcdf, (rand(3), pos(3)), 1),
-    (st.beta.cdf, (unit(3), pos(3), pos(3)), 1),
-    (st.beta.cdf, (unit(3), pos(3), pos(3)), 2),
-    (st.gamma.cdf, (pos(3), pos(3)), 1),
-    (st.chi2.cdf, (pos(3), pos(3)), 1),
-    (st.poisson.pmf, (onp.array([1.0, 2.0]), pos(2)), 0),
-    (st.poisson.logpmf, (onp.array([1.0, 2.0]), pos(2)), 0),
-    (st.poisson.cdf, (onp.array([1.0, 2.0]), pos(2)), 0),
-], ids=["t.cdf-df", "t.logcdf-df", "beta.cdf-a", "beta.cdf-b", "gamma.cdf-a", "chi2.cdf-df",
-        "poisson.pmf-k", "poisson.logpmf-k", "poisson.cdf-k"])
+@pytest.mark.parametrize(
+    "fun,args,argnum",
+    [
+        (st.t.cdf, (rand(3), pos(3)), 1),
+        (st.t.logcdf, (rand(3), pos(3)), 1),
+        (st.beta.cdf, (unit(3), pos(3), pos(3)), 1),
+        (st.beta.cdf, (unit(3), pos(3), pos(3)), 2),
+        (st.gamma.cdf, (pos(3), pos(3)), 1),
+        (st.chi2.cdf, (pos(3), pos(3)), 1),
+        (st.poisson.pmf, (onp.array([1.0, 2.0]), pos(2)), 0),
+        (st.poisson.logpmf, (onp.array([1.0, 2.0]), pos(2)), 0),
+        (st.poisson.cdf, (onp.array([1.0, 2.0]), pos(2)), 0),
+    ],
+    ids=[
+        "t.cdf-df",
+        "t.logcdf-df",
+        "beta.cdf-a",
+        "beta.cdf-b",
+        "gamma.cdf-a",
+        "chi2.cdf-df",
+        "poisson.pmf-k",
+        "poisson.logpmf-k",
+        "poisson.cdf-k",
+    ],
+)
 def test_parameters_without_rules_raise(fun, args, argnum):
     assert_missing_rules_raise(fun, args, argnum)
 
@@ -269,10 +365,15 @@ def test_mvn_allow_singular():
     # space; the derivatives in x and mean use the pseudo-inverse, the one in cov is undefined
     cov = onp.diag([1.0, 2.0, 0.0])
     x, m = onp.array([0.3, -0.2, 0.0]), onp.array([0.1, 0.4, 0.0])
-    zero = onp.zeros(1)       # x and m vary along the range only (off it the density is 0)
-    check_grads(lambda x2, m2: mvn.logpdf(np.concatenate([x2, zero]), np.concatenate([m2, zero]),
-                                          cov, True), (0, 1), modes=["rev", "fwd"],
-                order=1)(x[:2], m[:2])
+    zero = onp.zeros(1)  # x and m vary along the range only (off it the density is 0)
+    check_grads(
+        lambda x2, m2: mvn.logpdf(
+            np.concatenate([x2, zero]), np.concatenate([m2, zero]), cov, True
+        ),
+        (0, 1),
+        modes=["rev", "fwd"],
+        order=1,
+    )(x[:2], m[:2])
     expected = -onp.linalg.pinv(cov) @ (x - m)
     onp.testing.assert_allclose(grad(lambda x: mvn.logpdf(x, m, cov, True))(x), expected)
     with pytest.raises(NotImplementedError, match="allow_singular"):
@@ -288,8 +389,14 @@ def test_mvn_entropy_does_not_depend_on_the_mean():
 # Saved records
 # =============================================================================
 SAVED = [
-    *[(getattr(st.norm, n), (_X, _LOC, _SCALE), {0, 1, 2} | ({"ans"} if n in (
-        "pdf", "logcdf", "logsf") else set())) for n in FUNCTIONS["norm"]],
+    *[
+        (
+            getattr(st.norm, n),
+            (_X, _LOC, _SCALE),
+            {0, 1, 2} | ({"ans"} if n in ("pdf", "logcdf", "logsf") else set()),
+        )
+        for n in FUNCTIONS["norm"]
+    ],
     (st.t.pdf, (_X, pos(3), _LOC, _SCALE), {"ans", 0, 1, 2, 3}),
     (st.t.logpdf, (_X, pos(3), _LOC, _SCALE), {0, 1, 2, 3}),
     (st.t.cdf, (_X, pos(3), _LOC, _SCALE), {0, 1, 2, 3}),
@@ -324,7 +431,7 @@ def test_saved(prim, args, expected):
     ans, saved_args, _ = saved_record(prim, *args, traced=floats)
     if "ans" in expected:
         assert type(ans) is not ArrayMeta
-    else:       # a numpy scalar output holds no buffer: the record keeps it as it is
+    else:  # a numpy scalar output holds no buffer: the record keeps it as it is
         assert type(ans) is ArrayMeta or isinstance(ans, onp.generic), type(ans).__name__
     for i, s in enumerate(saved_args):
         if i in expected:
@@ -336,13 +443,21 @@ def test_saved(prim, args, expected):
 # =============================================================================
 # The wrappers (gradcy.scipy.stats._dist.scipy_functions): plain functions of SciPy's signature
 # =============================================================================
-_PARAMS = {"norm": "x, loc=0.0, scale=1.0", "t": "x, df, loc=0.0, scale=1.0", "beta": "x, a, b",
-           "chi2": "x, df", "gamma": "x, a", "poisson": "k, mu", "dirichlet": "x, alpha"}
+_PARAMS = {
+    "norm": "x, loc=0.0, scale=1.0",
+    "t": "x, df, loc=0.0, scale=1.0",
+    "beta": "x, a, b",
+    "chi2": "x, df",
+    "gamma": "x, a",
+    "poisson": "k, mu",
+    "dirichlet": "x, alpha",
+}
 
 
 @pytest.mark.parametrize("dist", sorted(_PARAMS))
 def test_wrapper_signature_name_and_doc(dist):
     import inspect
+
     for name in FUNCTIONS[dist]:
         prim = getattr(getattr(st, dist), name)
         assert prim.name == f"gradcy.scipy.stats.{dist}.{name}"
@@ -357,11 +472,10 @@ def test_wrapper_signature_name_and_doc(dist):
 def test_wrappers_pass_keywords_to_scipy():
     x = onp.array([0.3, -0.5, 1.2])
     onp.testing.assert_array_equal(st.norm.logcdf(x, scale=2.0), ss.norm.logcdf(x, 0.0, 2.0))
-    onp.testing.assert_array_equal(st.t.pdf(x, 3.0, scale=1.5, loc=0.1),
-                                   ss.t.pdf(x, 3.0, 0.1, 1.5))
+    onp.testing.assert_array_equal(st.t.pdf(x, 3.0, scale=1.5, loc=0.1), ss.t.pdf(x, 3.0, 0.1, 1.5))
     onp.testing.assert_array_equal(st.gamma.cdf(x + 1.0, a=2.5), ss.gamma.cdf(x + 1.0, 2.5))
     # the rules get the keyword arguments too: d/dx log p = -(x - loc) / scale**2
     g = grad(lambda x: np.sum(st.norm.logpdf(x, scale=1.5)))(x)
-    onp.testing.assert_allclose(g, -x / 1.5 ** 2, rtol=1e-14)
+    onp.testing.assert_allclose(g, -x / 1.5**2, rtol=1e-14)
     g = grad(lambda x: np.sum(st.t.logcdf(x, 3.0, loc=0.2)))(x)
     onp.testing.assert_allclose(g, ss.t.pdf(x, 3.0, 0.2) / ss.t.cdf(x, 3.0, 0.2), rtol=1e-12)

@@ -1,5 +1,6 @@
 """Gradient checks of gradcy/numpy/sorting.py: sort and partition (to second order in both
 modes; forward mode follows the permutation)."""
+
 import numpy as onp
 import pytest
 
@@ -14,8 +15,14 @@ COVERED = {p.name for p in _PRIMS}
 @pytest.mark.parametrize("axis", [-1, 0, None])
 def test_sort(axis):
     check_deep(lambda x: np.sort(x, axis=axis), rand(3, 4))
-    check_deep(lambda x: np.sort(x, axis) * onp.arange(1.0, 13.0).reshape(3, 4)
-          if axis is not None else np.sort(x, axis) * onp.arange(1.0, 13.0), rand(3, 4))
+    check_deep(
+        lambda x: (
+            np.sort(x, axis) * onp.arange(1.0, 13.0).reshape(3, 4)
+            if axis is not None
+            else np.sort(x, axis) * onp.arange(1.0, 13.0)
+        ),
+        rand(3, 4),
+    )
 
 
 def test_sort_1d_values():

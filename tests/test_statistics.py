@@ -1,5 +1,6 @@
 """Gradient checks of gradcy/numpy/statistics.py: var, std, median, average and their nan
 variants, quantiles, cov, corrcoef, histograms, bincount."""
+
 import contextlib
 import warnings
 
@@ -20,10 +21,24 @@ COVERED = {f"gradcy.numpy.{n}" for n in STATISTICS}
 # =============================================================================
 # Quantiles
 # =============================================================================
-@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint",
-                                    "weibull", "hazen", "median_unbiased", "normal_unbiased",
-                                    "inverted_cdf", "averaged_inverted_cdf",
-                                    "closest_observation", "interpolated_inverted_cdf"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "linear",
+        "lower",
+        "higher",
+        "nearest",
+        "midpoint",
+        "weibull",
+        "hazen",
+        "median_unbiased",
+        "normal_unbiased",
+        "inverted_cdf",
+        "averaged_inverted_cdf",
+        "closest_observation",
+        "interpolated_inverted_cdf",
+    ],
+)
 def test_quantile_methods(method):
     x = rand(3, 7)
     check(lambda a: np.quantile(a, 0.37, axis=1, method=method), x)
@@ -112,8 +127,9 @@ def test_bincount_weights():
     check(lambda w: np.bincount(idx, w, 8), _HX)
     onp.testing.assert_array_equal(np.bincount(idx, _HX), onp.bincount(idx, _HX))
     # the indices carry no gradient; an unweighted count is an integer constant
-    assert onp.array_equal(grad(lambda w: np.sum(w) + 1.0 * np.sum(np.bincount(idx)))(_HX),
-                           onp.ones(7))
+    assert onp.array_equal(
+        grad(lambda w: np.sum(w) + 1.0 * np.sum(np.bincount(idx)))(_HX), onp.ones(7)
+    )
 
 
 def test_histogram_edges_follow_the_data():
@@ -123,7 +139,7 @@ def test_histogram_edges_follow_the_data():
     check(lambda a: np.histogram_bin_edges(a, 5), _HX)
     check(lambda a: np.histogram(onp.array([0.2, 0.4]), a)[1], onp.array([0.0, 0.3, 1.0]))
     check(lambda lo: np.histogram(_HX, 3, range=(lo, 2.5))[1], -2.5)
-    check(lambda a: np.histogram(a, 2)[1], onp.array([0.25]))      # min == max: widened
+    check(lambda a: np.histogram(a, 2)[1], onp.array([0.25]))  # min == max: widened
     check(lambda a: np.histogram2d(a, _HY, 3)[1], _HX)
     check(lambda a: np.histogram2d(a, _HY, [2, 3], density=True)[0], _HX)
     check(lambda a: np.histogramdd(np.stack([a, _HY], 1), (2, 3), density=True)[0], _HX)
@@ -132,14 +148,16 @@ def test_histogram_edges_follow_the_data():
 
 def test_histogram_values_match_numpy():
     def values(a):
-        for got, want in [(np.histogram(a, 4, density=True), onp.histogram(_HX, 4, density=True)),
-                          (np.histogram(a, "fd"), onp.histogram(_HX, "fd")),
-                          (np.histogram2d(a, _HY, 3, density=True),
-                           onp.histogram2d(_HX, _HY, 3, density=True))]:
+        for got, want in [
+            (np.histogram(a, 4, density=True), onp.histogram(_HX, 4, density=True)),
+            (np.histogram(a, "fd"), onp.histogram(_HX, "fd")),
+            (np.histogram2d(a, _HY, 3, density=True), onp.histogram2d(_HX, _HY, 3, density=True)),
+        ]:
             assert len(got) == len(want)
             for u, v in zip(got, want):
                 onp.testing.assert_array_equal(u._value if hasattr(u, "_value") else u, v)
         return np.sum(a)
+
     grad(values)(_HX)
 
 
@@ -168,10 +186,10 @@ def test_var_std_ddof(name, ddof):
     x = rand(3, 5)
     check_deep(lambda x: f(x, axis=1, ddof=ddof), x)
     check_deep(lambda x: f(x, ddof=ddof), x)
-    check_deep(lambda x: f(x, 0, None, None, ddof, True), x)        # positional keepdims
+    check_deep(lambda x: f(x, 0, None, None, ddof, True), x)  # positional keepdims
     if VAR_MEAN_CORRECTION:
         check_deep(lambda x: f(x, axis=0, correction=ddof), x)
-        m = rand(3, 1, seed=9)          # a given mean= is a constant of the function
+        m = rand(3, 1, seed=9)  # a given mean= is a constant of the function
         check_deep(lambda x: f(x, axis=1, ddof=ddof, mean=m), x)
 
 
@@ -227,15 +245,16 @@ def test_median_ties():
     assert onp.allclose(grad(np.median)(x), [0, 1 / 3, 1 / 3, 1 / 3, 0])
     x = onp.array([1.0, 2.0, 2.0, 7.0])
     assert onp.allclose(grad(np.median)(x), [0, 0.5, 0.5, 0])
-    x = onp.array([1.0, 3.0, 9.0, 3.0, 8.0, 5.0])      # lower middle tied, upper alone
+    x = onp.array([1.0, 3.0, 9.0, 3.0, 8.0, 5.0])  # lower middle tied, upper alone
     assert onp.allclose(grad(np.median)(x), [0, 0.25, 0, 0.25, 0, 0.5])
 
 
 # =============================================================================
 # nan variants: nan entries get zero gradient
 # =============================================================================
-@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False),
-                                           (-1, False)])
+@pytest.mark.parametrize(
+    "axis,keepdims", [(None, False), (0, False), (1, True), ((0, 1), False), (-1, False)]
+)
 @pytest.mark.parametrize("name", ["nanvar", "nanstd", "nanmedian"])
 def test_nan_reductions(name, axis, keepdims):
     cases.nan_reduction(name, axis, keepdims)
@@ -284,7 +303,7 @@ def test_average():
     a3 = rand(2, 3, 4)
     try:
         onp.average(a3, (2, 0), rand(4, 2, positive=True))
-    except TypeError:               # weights over a tuple of axes: NumPy >= 2.0
+    except TypeError:  # weights over a tuple of axes: NumPy >= 2.0
         with pytest.raises(TypeError):
             np.average(a3, (2, 0), rand(4, 2, positive=True))
         return
@@ -296,10 +315,12 @@ def test_average():
 def container_tangents():
     """The engine's tangent fixer applied leafwise to a tuple output (average's returned=True),
     for as long as gradcy.numpy._util.match_tangent handles arrays only."""
+
     def fixer(t, ans):
         if isinstance(ans, tuple):
             return tuple(None if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
         return match_tangent(t, ans)
+
     install_hooks(tangent_fixer=fixer)
     try:
         yield
@@ -318,17 +339,27 @@ def test_average_returned(fwd):
     modes = ("fwd",) if fwd else ("rev",)
     with container_tangents() if fwd else contextlib.nullcontext():
         for w in (w_row, w_full):
-            check(lambda a, w: np.sum(np.average(a, 1, w, True)[0]
-                                               * np.average(a, 1, w, True)[1]),
-                           a, w, order=1, modes=modes)
+            check(
+                lambda a, w: np.sum(np.average(a, 1, w, True)[0] * np.average(a, 1, w, True)[1]),
+                a,
+                w,
+                order=1,
+                modes=modes,
+            )
         check(lambda a: np.average(a, 1, None, True)[0], a, order=1, modes=modes)
-        check(lambda a, w: np.average(a, 0, w, True, keepdims=True)[1] * 1.0,
-                       a, w_full, order=1, modes=modes)
+        check(
+            lambda a, w: np.average(a, 0, w, True, keepdims=True)[1] * 1.0,
+            a,
+            w_full,
+            order=1,
+            modes=modes,
+        )
         if fwd:
             a32, w32 = a.astype(onp.float32), w_row.astype(onp.float32)
             for i in (0, 1):
                 (avg, scl), (t_avg, t_sum) = raw_tangent(
-                    lambda a, w: np.average(a, 1, w, True), (a32, w32), i)
+                    lambda a, w: np.average(a, 1, w, True), (a32, w32), i
+                )
                 assert t_avg.dtype == avg.dtype == onp.float32 and t_avg.shape == avg.shape
                 assert t_sum.dtype == scl.dtype and t_sum.shape == scl.shape
                 if i == 0:
@@ -339,7 +370,7 @@ def test_average_returned(fwd):
 
 def test_average_weights_dtype():
     a = rand(3, 4).astype(onp.float32)
-    w = rand(4, positive=True)                  # float64 weights: float64 output
+    w = rand(4, positive=True)  # float64 weights: float64 output
     for i in (0, 1):
         c = raw_cotangent(lambda a, w: np.average(a, 1, w), (a, w), i)
         assert c.dtype == (a, w)[i].dtype and c.shape == (a, w)[i].shape
@@ -348,8 +379,16 @@ def test_average_weights_dtype():
 # =============================================================================
 # what the tape keeps
 # =============================================================================
-@pytest.mark.parametrize("name,expect", [
-    ("std", ("ans", 0)), ("nanstd", ("ans", 0)), ("var", (0,)), ("nanvar", (0,)),
-    ("median", ("ans",)), ("nanmedian", ("ans",))])
+@pytest.mark.parametrize(
+    "name,expect",
+    [
+        ("std", ("ans", 0)),
+        ("nanstd", ("ans", 0)),
+        ("var", (0,)),
+        ("nanvar", (0,)),
+        ("median", ("ans",)),
+        ("nanmedian", ("ans",)),
+    ],
+)
 def test_saved_set(name, expect):
     cases.saved_set(name, expect)

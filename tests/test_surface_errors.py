@@ -3,6 +3,7 @@ selected inputs), traced values never go silently into plain arrays (out=, put &
 assignment, concatenate(out=)), pow with a modulus, and grad of non-float outputs. Values are
 checked against NumPy, gradients against central differences, errors by type and message;
 the engine counters end at zero after every test (counters.py)."""
+
 import inspect
 
 import numpy as onp
@@ -10,18 +11,25 @@ import pytest
 
 import gradcy
 import gradcy.numpy as np
-from gradcy import (TracerArrayConversionError, elementwise_grad, grad, jacobian, make_jvp,
-                    make_vjp, value_and_grad)
+from gradcy import (
+    TracerArrayConversionError,
+    elementwise_grad,
+    grad,
+    jacobian,
+    make_jvp,
+    make_vjp,
+    value_and_grad,
+)
 from vjp_harness import central_gradient, check
 
-X = onp.array([0.3, -1.2, 0.31, 2.5, -1.25, 0.7])           # distinct values: no ties
-Y = onp.array([0.75, 5.0, 0.35, -3.0])                      # shares no value with X
+X = onp.array([0.3, -1.2, 0.31, 2.5, -1.25, 0.7])  # distinct values: no ties
+Y = onp.array([0.75, 5.0, 0.35, -3.0])  # shares no value with X
 WEIGHTS = onp.sin(onp.arange(1.0, 20.0)) ** 2
 
 
 def _weighted(v):
     """A scalar that weighs each output position differently."""
-    return np.sum(v * WEIGHTS[:v.shape[0]])
+    return np.sum(v * WEIGHTS[: v.shape[0]])
 
 
 # =============================================================================
@@ -49,21 +57,30 @@ def _numpy_has(name):
     return hasattr(onp, name.split("(")[0])
 
 
-@pytest.mark.parametrize("name", [
-    n if _numpy_has(n) else pytest.param(n, marks=pytest.mark.skip(f"NumPy {onp.__version__} "
-                                                                  f"has no {n}"))
-    for n in sorted(SET_OPS)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        if _numpy_has(n)
+        else pytest.param(n, marks=pytest.mark.skip(f"NumPy {onp.__version__} has no {n}"))
+        for n in sorted(SET_OPS)
+    ],
+)
 def test_set_operation_gradients_match_central_differences(name):
     check(SET_OPS[name], X)
 
 
-@pytest.mark.parametrize("name,np_call", [
-    ("unique", lambda a: onp.unique(a)),
-    ("unique(return_index, return_counts)", lambda a: onp.unique(a, True, False, True)[0]),
-    ("union1d", lambda a: onp.union1d(a, Y)), ("union1d(ar2)", lambda a: onp.union1d(Y, a)),
-    ("setdiff1d", lambda a: onp.setdiff1d(a, Y[:2])),
-    ("setxor1d", lambda a: onp.setxor1d(a, Y)),
-])
+@pytest.mark.parametrize(
+    "name,np_call",
+    [
+        ("unique", lambda a: onp.unique(a)),
+        ("unique(return_index, return_counts)", lambda a: onp.unique(a, True, False, True)[0]),
+        ("union1d", lambda a: onp.union1d(a, Y)),
+        ("union1d(ar2)", lambda a: onp.union1d(Y, a)),
+        ("setdiff1d", lambda a: onp.setdiff1d(a, Y[:2])),
+        ("setxor1d", lambda a: onp.setxor1d(a, Y)),
+    ],
+)
 def test_set_operation_values_match_numpy(name, np_call):
     for x in (X, onp.array([2.0, 1.0, 2.0, -0.0, 0.0, 1.0])):
         _, y = make_vjp(SET_OPS[name])(x)
@@ -84,6 +101,7 @@ def test_unique_integer_outputs_are_numpys():
             assert type(res).__name__ == "UniqueAllResult"
             onp.testing.assert_array_equal(res.counts, onp.unique_all(x).counts)
         return np.sum(values * WEIGHTS[:4])
+
     g = grad(f)(x)
     # duplicates: the first occurrence (numpy's return_index) receives the cotangent
     assert onp.array_equal(g, [[WEIGHTS[2], WEIGHTS[1]], [0.0, WEIGHTS[3]], [0.0, WEIGHTS[0]]])
@@ -172,6 +190,7 @@ def _reads_buffer(write, owned):
         d = np.zeros(3) if owned else onp.zeros(3)
         write(v, d)
         return np.sum(d * onp.array([1.0, 2.0, 3.0]) * v)
+
     return f
 
 
@@ -202,7 +221,8 @@ def test_out_returns_the_buffer_and_checks_it():
         d = np.zeros(3)
         r = onp.cumsum(v, out=d)
         assert r is d
-        return np.sum(d ** 2)
+        return np.sum(d**2)
+
     assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
     def wrong(v):
@@ -211,6 +231,7 @@ def test_out_returns_the_buffer_and_checks_it():
         with pytest.raises(TypeError, match="cannot cast the result from float64 to out="):
             onp.cumsum(v, out=np.zeros(3, int))
         return np.sum(v)
+
     grad(wrong)(V)
 
 
@@ -221,6 +242,7 @@ def test_ufunc_out_with_where_keeps_the_masked_values():
         d = np.ones(3) * v[1]
         onp.multiply(v, v, out=d, where=mask)
         return np.sum(d * onp.array([1.0, 2.0, 3.0]))
+
     assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
@@ -230,6 +252,7 @@ def test_round_into_a_plain_array_writes_a_constant():
         d = onp.zeros(3)
         onp.round(v * 3.0, out=d)
         return np.sum(d * v)
+
     g = grad(f)(V)
     assert onp.allclose(g, central_gradient(f, V)) and onp.array_equal(g, onp.round(V * 3.0))
 
@@ -241,6 +264,7 @@ def test_plain_out_without_traced_values_is_numpy():
         np.put(d, [0], 7.0)
         onp.concatenate([onp.ones(1), onp.zeros(2)], out=d)
         return np.sum(v * d)
+
     assert onp.array_equal(grad(f)(V), [1.0, 0.0, 0.0])
 
 
@@ -254,12 +278,14 @@ def test_concatenate_out_and_dtype_never_recurse():
         e = onp.concatenate([v, v], dtype=onp.float32)
         assert e.dtype == onp.float32
         return np.sum(d * d) + np.sum(e)
-    assert onp.allclose(grad(f)(V), central_gradient(f, V, eps=1e-3), rtol=1e-3)   # e is float32
+
+    assert onp.allclose(grad(f)(V), central_gradient(f, V, eps=1e-3), rtol=1e-3)  # e is float32
 
     def wrong(v):
         with pytest.raises(TypeError, match="concatenate: cannot cast from float64 to int64"):
             np.concatenate([v, v], dtype=int)
         return np.sum(v)
+
     grad(wrong)(V)
 
 
@@ -268,15 +294,16 @@ def test_writers_keep_numpys_errors_and_semantics():
         d = np.zeros(3)
         with pytest.raises(IndexError):
             np.put(d, [5], v[:1])
-        np.put(d, [0, 1, 2], v[:2])                     # values repeat: d = v0, v1, v0
+        np.put(d, [0, 1, 2], v[:2])  # values repeat: d = v0, v1, v0
         e = np.zeros((3, 3))
         np.fill_diagonal(e, v[:2], wrap=True)
-        if type(v) is not onp.ndarray:                  # traced: numpy's values
+        if type(v) is not onp.ndarray:  # traced: numpy's values
             onp.testing.assert_array_equal(d._value, [V[0], V[1], V[0]])
             ref = onp.zeros((3, 3))
             onp.fill_diagonal(ref, V[:2], wrap=True)
             onp.testing.assert_array_equal(e._value, ref)
         return np.sum(d * d) + np.sum(e * onp.arange(9.0).reshape(3, 3))
+
     assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
@@ -291,17 +318,26 @@ def test_pow_with_a_modulus_raises_like_numpy():
     assert grad(lambda x: pow(x, 2))(3.0) == 6.0
 
 
-NON_FLOAT = {"str": lambda x: "a", "bool": lambda x: True, "numpy bool": lambda x: x[0] > 0,
-             "int": lambda x: 3, "numpy int": lambda x: np.argmax(x),
-             "traced int": lambda x: (x * 3).astype(int)[0], "None": lambda x: None,
-             "object": lambda x: object()}
+NON_FLOAT = {
+    "str": lambda x: "a",
+    "bool": lambda x: True,
+    "numpy bool": lambda x: x[0] > 0,
+    "int": lambda x: 3,
+    "numpy int": lambda x: np.argmax(x),
+    "traced int": lambda x: (x * 3).astype(int)[0],
+    "None": lambda x: None,
+    "object": lambda x: object(),
+}
 
 
 @pytest.mark.parametrize("name", sorted(NON_FLOAT))
-@pytest.mark.parametrize("op", [grad, value_and_grad, elementwise_grad, jacobian],
-                         ids=["grad", "value_and_grad", "elementwise_grad", "jacobian"])
+@pytest.mark.parametrize(
+    "op",
+    [grad, value_and_grad, elementwise_grad, jacobian],
+    ids=["grad", "value_and_grad", "elementwise_grad", "jacobian"],
+)
 def test_non_float_outputs_raise(name, op):
-    for x in (V, (V, V)):         # a plain float array takes grad's fast path; a tuple does not
+    for x in (V, (V, V)):  # a plain float array takes grad's fast path; a tuple does not
         fun = NON_FLOAT[name]
         f = fun if type(x) is onp.ndarray else (lambda t, fun=fun: fun(t[0]))
         with pytest.raises(TypeError, match="returned"):
@@ -324,13 +360,19 @@ def test_traced_element_into_a_plain_array(dtype):
         d = onp.zeros(2, dtype)
         d[0] = x[0]
         return np.sum(np.real(d))
+
     with pytest.raises(TracerArrayConversionError, match="create the buffer that receives"):
         grad(f)(V)
 
 
-@pytest.mark.parametrize("write", [lambda d, x: d.__setitem__(slice(None), x[:2]),
-                                   lambda d, x: d.fill(x[0]),
-                                   lambda d, x: d.__setitem__(0, x[0] * 2.0)])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda d, x: d.__setitem__(slice(None), x[:2]),
+        lambda d, x: d.fill(x[0]),
+        lambda d, x: d.__setitem__(0, x[0] * 2.0),
+    ],
+)
 def test_other_conversions_raise_the_same_error(write):
     with pytest.raises(TracerArrayConversionError):
         grad(lambda x: (write(onp.zeros(2), x), np.sum(x))[1])(V)
@@ -342,12 +384,14 @@ def test_the_element_into_a_traced_buffer_works():
         d[0] = x[0]
         d[1] = x[2] * x[0]
         return np.sum(d * d)
+
     assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
     def g(x):
         d = np.zeros(3)
         d.fill(x[1])
         return np.sum(d * onp.array([1.0, 2.0, 3.0]))
+
     assert onp.allclose(grad(g)(V), [0.0, 6.0, 0.0])
 
 
@@ -363,6 +407,7 @@ def test_traced_values_still_iterate_and_unpack():
         a, b, c = x
         s = sum(x) + sum(e for e in x) + len(x)
         return a * b + c + s + np.sum(np.array([e * 2.0 for e in x]))
+
     assert onp.allclose(grad(f)(V), central_gradient(f, V))
 
 
@@ -370,7 +415,7 @@ def test_traced_values_still_iterate_and_unpack():
 # NumPy-version differences: buf[int array] = a view of buf; out= of NumPy 1.x C functions
 # =============================================================================
 def _fancy_write(x):
-    x[[2, 3, 4]] = x[:-2]             # the value overlaps the elements written
+    x[[2, 3, 4]] = x[:-2]  # the value overlaps the elements written
     return _weighted(np.tanh(x))
 
 
@@ -378,9 +423,10 @@ def test_a_fancy_write_of_an_overlapping_view_is_numpys_or_raises():
     """NumPy 2 reads the value before it writes; NumPy 1.x writes element by element, reading
     elements it already wrote: gradcy follows the first, and raises under the second."""
     from gradcy.numpy import inplace
+
     x0 = onp.array([-0.49, -0.15, 0.49, -0.63, -0.64])
     written = x0.copy()
-    written[[2, 3, 4]] = written[:-2]                 # what the installed NumPy does
+    written[[2, 3, 4]] = written[:-2]  # what the installed NumPy does
     copies = onp.array_equal(written, [-0.49, -0.15, -0.49, -0.15, 0.49])
     assert inplace._FANCY_WRITES_COPY == copies
     if copies:
@@ -389,16 +435,20 @@ def test_a_fancy_write_of_an_overlapping_view_is_numpys_or_raises():
         check(_fancy_write, x0)
         return
     for run in (lambda: grad(_fancy_write)(x0), lambda: make_jvp(_fancy_write)(x0)(x0)):
-        with pytest.raises(NotImplementedError, match=r"gradcy.numpy.setitem: .*write order.*"
-                                                      r"buf\[idx\] = value.copy\(\)"):
+        with pytest.raises(
+            NotImplementedError,
+            match=r"gradcy.numpy.setitem: .*write order.*"
+            r"buf\[idx\] = value.copy\(\)",
+        ):
             run()
 
 
 def test_a_fancy_write_that_reads_no_written_element_works_under_every_numpy():
     def f(x):
-        x[[0, 1]] = x[3:5]            # same buffer, but no element both read and written
-        x[[4, 2]] = x[:2].copy()      # a copy: never order-dependent
+        x[[0, 1]] = x[3:5]  # same buffer, but no element both read and written
+        x[[4, 2]] = x[:2].copy()  # a copy: never order-dependent
         return _weighted(np.tanh(x))
+
     x0 = onp.array([-0.49, -0.15, 0.49, -0.63, -0.64])
     _, value = make_vjp(f)(x0)
     assert value == f(x0.copy())
@@ -409,22 +459,27 @@ def test_out_positions_are_numpys_without_an_inspectable_signature():
     """NumPy 1.x's dot, concatenate and busday_count are C functions without a signature to
     inspect; their out= position comes from the signature their docstring opens with."""
     from gradcy.numpy import numpy_wrapper as nw
+
     assert nw.dot.out_arg == 2
     names = [p.name for p in nw.parameters(onp.concatenate)]
     assert names[1:3] == ["axis", "out"]
     assert [p.default for p in nw.parameters(onp.concatenate)[1:3]] == [0, None]
 
-    class NoSignature:                            # inspect.signature raises on it
+    class NoSignature:  # inspect.signature raises on it
         __name__ = "no_signature"
         __doc__ = "no_signature(a, (b1, b2, ...), /, out=None, *, axis=-1, **kw)\n\nText."
         __signature__ = "unreadable"
 
         def __call__(self, *args, **kwargs):
             pass
+
     P = inspect.Parameter
     assert [(p.name, p.kind, p.default) for p in nw.parameters(NoSignature())] == [
-        ("a", P.POSITIONAL_ONLY, P.empty), ("_arg1", P.POSITIONAL_ONLY, P.empty),
-        ("out", P.POSITIONAL_OR_KEYWORD, None), ("axis", P.KEYWORD_ONLY, -1),
-        ("kw", P.VAR_KEYWORD, P.empty)]
+        ("a", P.POSITIONAL_ONLY, P.empty),
+        ("_arg1", P.POSITIONAL_ONLY, P.empty),
+        ("out", P.POSITIONAL_OR_KEYWORD, None),
+        ("axis", P.KEYWORD_ONLY, -1),
+        ("kw", P.VAR_KEYWORD, P.empty),
+    ]
     NoSignature.__doc__ = "Text only."
     assert nw.parameters(NoSignature()) is None

@@ -2,6 +2,7 @@
 shape cannot be its argument's raises naming the primitive, the argument, the shape returned
 and the shape expected; what the engine took before (the argument's shape, or one that
 broadcasts to it) still gives the broadcast gradient."""
+
 import numpy as onp
 import pytest
 
@@ -17,6 +18,7 @@ def scaled_with_rule(result):
     @primitive
     def scaled(a, c):
         return a * c
+
     defvjp(scaled, lambda ans, a, c: lambda g: result(g), None)
     return scaled
 
@@ -42,8 +44,13 @@ def test_joint_rule_checked():
     @primitive
     def both(a, b):
         return a * b
-    defvjp_argnums(both, lambda argnums, ans, args, kwargs: lambda g: tuple(
-        onp.ones((5,)) if k == 1 else g * args[1 - k] for k in argnums))
+
+    defvjp_argnums(
+        both,
+        lambda argnums, ans, args, kwargs: (
+            lambda g: tuple(onp.ones((5,)) if k == 1 else g * args[1 - k] for k in argnums)
+        ),
+    )
     with pytest.raises(ValueError, match=r"both.*argument 1.*shape \(5,\).*shape \(2, 3\)"):
         grad(lambda y: np.sum(both(X, y)))(X)
     onp.testing.assert_array_equal(grad(lambda x: np.sum(both(x, X)))(X), X)
@@ -53,6 +60,7 @@ def test_joint_rule_wrong_count():
     @primitive
     def both(a, b):
         return a * b
+
     defvjp_argnums(both, lambda argnums, ans, args, kwargs: lambda g: (g,))
     with pytest.raises(ValueError, match=r"both.*returned 1 cotangents"):
         grad(lambda x: np.sum(both(x, x)))(X)

@@ -14,6 +14,7 @@ Each test module lists the primitives it checks in a module-level set COVERED (q
 e.g. "gradcy.numpy.sin"); tests/test_registry.py fails when a primitive with a VJP is listed
 nowhere.
 """
+
 import contextlib
 import importlib
 import pkgutil
@@ -24,8 +25,15 @@ import pytest
 import gradcy
 import gradcy.numpy as gnp
 from gradcy import grad, make_jvp, make_vjp
-from gradcy._core import (Box, MissingJVPError, MissingVJPError, Primitive, Tape, active_tape,
-                          install_hooks)
+from gradcy._core import (
+    Box,
+    MissingJVPError,
+    MissingVJPError,
+    Primitive,
+    Tape,
+    active_tape,
+    install_hooks,
+)
 from gradcy.numpy._util import match_tangent
 from gradcy.test_util import check_grads
 
@@ -58,8 +66,7 @@ def check(fun, *args, order=2, dtypes=True, modes=("fwd", "rev")):
 
 
 def _is_inexact(a):
-    return isinstance(a, (float, complex)) or (
-        isinstance(a, onp.ndarray) and a.dtype.kind in "fc")
+    return isinstance(a, (float, complex)) or (isinstance(a, onp.ndarray) and a.dtype.kind in "fc")
 
 
 def _to(a, dtype):
@@ -73,6 +80,7 @@ def _random_like(shape, complex_, rs):
 
 def vjp_of(fun, i):
     """The VJP of fun wrt argument i as a function of every argument and the cotangent."""
+
     def vjp_i(*args_u):
         *aa, uu = args_u
         vjp, _ = make_vjp(fun, argnum=i)(*aa)
@@ -80,14 +88,17 @@ def vjp_of(fun, i):
             return vjp(uu)
         finally:
             vjp.release()
+
     return vjp_i
 
 
 def jvp_of(fun, i):
     """The JVP of fun wrt argument i as a function of every argument and the tangent."""
+
     def jvp_i(*args_v):
         *aa, vv = args_v
         return make_jvp(fun, argnum=i)(*aa)(vv)[1]
+
     return jvp_i
 
 
@@ -137,11 +148,12 @@ def tangent_dtypes():
     seen = []
 
     def fixer(t, ans):
-        if isinstance(ans, tuple):          # average(..., returned=True): leafwise
+        if isinstance(ans, tuple):  # average(..., returned=True): leafwise
             return tuple(None if ti is None else fixer(ti, ai) for ti, ai in zip(t, ans))
         if type(t) not in (float, complex) and not dtype_ok(t, onp.result_type(ans)):
             seen.append((onp.result_type(t), onp.result_type(ans)))
         return match_tangent(t, ans)
+
     install_hooks(tangent_fixer=fixer)
     try:
         yield seen
@@ -155,8 +167,11 @@ def raw_tangent(fun, args, i, v=None):
     v = onp.ones_like(args[i]) if v is None else v
     with tangent_dtypes() as seen:
         y, t = make_jvp(fun, argnum=i)(*args)(v)
-    widened = [(tt, a) for tt, a in seen if a.kind in "fc" and tt.kind in "fc"
-               and tt.itemsize > a.itemsize and onp.can_cast(a, tt)]
+    widened = [
+        (tt, a)
+        for tt, a in seen
+        if a.kind in "fc" and tt.kind in "fc" and tt.itemsize > a.itemsize and onp.can_cast(a, tt)
+    ]
     assert not widened, f"argument {i}: a JVP rule widened {widened}"
     return y, t
 
@@ -172,7 +187,8 @@ def check_raw_tangent_dtypes(fun, *args, dtype=onp.float32):
         for yl, tl in zip(*(list(z) if isinstance(z, tuple) else [z] for z in (y, t))):
             assert onp.shape(tl) == onp.shape(yl), f"arg {i}: shape {onp.shape(tl)}"
             assert onp.result_type(tl) == onp.result_type(yl), (
-                f"arg {i}: tangent dtype {onp.result_type(tl)}, output {onp.result_type(yl)}")
+                f"arg {i}: tangent dtype {onp.result_type(tl)}, output {onp.result_type(yl)}"
+            )
 
 
 def assert_jvps_follow_vjps(prim):
@@ -211,7 +227,7 @@ def raw_cotangent(fun, args, i, g=None):
     t = Tape()
     try:
         b = t.new_leaf(args[i])
-        y = fun(*args[:i], b, *args[i + 1:])
+        y = fun(*args[:i], b, *args[i + 1 :])
         assert type(y) is Box, "the function's output does not depend on its argument"
         out = t.pin(y)
         if g is None:
@@ -233,13 +249,16 @@ def check_dtype(fun, *args):
         if c is not None:
             dtype = a.dtype if isinstance(a, onp.ndarray) else onp.dtype(onp.float64)
             assert onp.shape(c) == onp.shape(a), (
-                f"argument {i}: cotangent shape {onp.shape(c)}, input {onp.shape(a)}")
+                f"argument {i}: cotangent shape {onp.shape(c)}, input {onp.shape(a)}"
+            )
             assert dtype_ok(c, dtype), (
                 f"argument {i}: cotangent dtype {onp.result_type(c)} leaked into a {dtype} "
-                f"computation")
+                f"computation"
+            )
 
         def f_i(x, i=i):
-            return fun(*args[:i], x, *args[i + 1:])
+            return fun(*args[:i], x, *args[i + 1 :])
+
         vjp, ans = make_vjp(f_i)(a)
         try:
             ans_arr = onp.asarray(ans)
@@ -249,14 +268,18 @@ def check_dtype(fun, *args):
             vjp.release()
         if isinstance(a, onp.ndarray):
             assert isinstance(out, onp.ndarray), (
-                f"gradient wrt argument {i} is {type(out).__name__}, expected ndarray")
+                f"gradient wrt argument {i} is {type(out).__name__}, expected ndarray"
+            )
             assert out.dtype == a.dtype, (
-                f"gradient wrt argument {i} has dtype {out.dtype}, input {a.dtype}")
+                f"gradient wrt argument {i} has dtype {out.dtype}, input {a.dtype}"
+            )
             assert out.shape == a.shape, (
-                f"gradient wrt argument {i} has shape {out.shape}, input {a.shape}")
+                f"gradient wrt argument {i} has shape {out.shape}, input {a.shape}"
+            )
         else:
             assert type(out) is type(a), (
-                f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}")
+                f"gradient wrt argument {i} is {type(out).__name__}, input {type(a).__name__}"
+            )
 
 
 def recorded(f, *args):
@@ -269,6 +292,7 @@ def recorded(f, *args):
         t = active_tape()
         names.extend(t.node_info(i)["primitive"] for i in range(len(t)))
         return out
+
     grad(g)(*args)
     return names
 
@@ -321,7 +345,7 @@ def _gradcy_modules():
             continue
         try:
             yield importlib.import_module(info.name)
-        except ImportError:          # optional extras (scipy) not installed
+        except ImportError:  # optional extras (scipy) not installed
             continue
 
 

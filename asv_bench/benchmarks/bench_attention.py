@@ -11,6 +11,7 @@ AttentionMemory  tracemalloc peak of one gradient, and its ratio to the hand-wri
 n/a at commits without the workload (reference_gradients.attention_inputs) or writes into
 arrays (gradcy.numpy.inplace).
 """
+
 import numpy
 
 from . import common
@@ -61,10 +62,12 @@ class AttentionMemory:
 
     def track_tracemalloc_peak(self, impl, S):
         return common.tracemalloc_peak(self.fn, *self.data, S)
+
     track_tracemalloc_peak.unit = "bytes"
 
     def track_tracemalloc_peak_ratio(self, impl, S):
         ours = common.tracemalloc_peak(self.fn, *self.data, S)
         theirs = common.tracemalloc_peak(common.ref.hand_attention, *self.data, S)
         return ours / theirs
+
     track_tracemalloc_peak_ratio.unit = "impl / hand-written"

@@ -6,11 +6,13 @@ function. time_ and peakmem_ compare the two implementations; the *Memory classe
 the engine holds: its own peak of saved bytes, and the tracemalloc peak of gradcy divided by
 that of the hand-written gradient (1.0 is the target: no more memory than a careful person).
 """
+
 from . import common
 
 
 class _Dot:
     """The dot chain: its inputs, its function of a NumPy-like module, its gradient by hand."""
+
     data = staticmethod(common.dot_data)
     make = staticmethod(common.ref.dotchain)
     hand = staticmethod(common.ref.hand_dotchain)
@@ -18,6 +20,7 @@ class _Dot:
 
 class _Tanh:
     """The tanh chain, likewise."""
+
     data = staticmethod(common.tanh_data)
     make = staticmethod(common.ref.tanhchain)
     hand = staticmethod(common.ref.hand_tanhchain)
@@ -56,12 +59,14 @@ class _ChainMemory(common.OneSample):
         common.reset_core_peak()
         self.grad(self.x, self.z)
         return common.core_stats()["peak_saved_bytes"]
+
     track_core_peak_saved_bytes.unit = "bytes"
 
     def track_tracemalloc_peak_ratio(self):
         ours = common.tracemalloc_peak(self.grad, self.x, self.z)
         theirs = common.tracemalloc_peak(type(self).hand, self.x, self.z)
         return ours / theirs
+
     track_tracemalloc_peak_ratio.unit = "gradcy / hand-written"
 
 

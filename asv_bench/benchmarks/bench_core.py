@@ -5,12 +5,13 @@ times in a chain from one leaf; the tape is then swept (backward from the last n
 released. This isolates the cost of dispatch, Box creation, node append, the reverse sweep and
 release, which every traced NumPy call pays on top of its own work.
 """
+
 from . import common  # (pins the BLAS threads before NumPy is imported)
 
 try:
     from gradcy._core import Tape
     from gradcy.extend import defvjp, primitive
-except ImportError:            # an old commit without this API
+except ImportError:  # an old commit without this API
     Tape = None
 
 
@@ -39,7 +40,7 @@ class RecordSweepRelease:
     def setup(self, n):
         if Tape is None:
             raise NotImplementedError("gradcy._core.Tape / gradcy.extend not available")
-        try:                        # the Tape methods this module calls, at this commit
+        try:  # the Tape methods this module calls, at this commit
             t, leaf, b = _record(2)
             t.backward(b._node, 1.0, True, [leaf._node])
             t.release()
@@ -62,6 +63,7 @@ class RecordSweepRelease:
         assert g[0] == 1.0, g
         del t, leaf, b
         return common.core_stats()["live_nodes"]
+
     track_live_nodes_after.unit = "nodes"
 
     def peakmem_record_sweep_release(self, n):

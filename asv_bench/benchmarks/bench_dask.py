@@ -15,6 +15,7 @@ DaskLogistic   time_gradient: gradcy grad(loss)(w, X, y) (NumPy w, Dask X and y;
 loss is dask-glm's Logistic.pointwise_loss written in gradcy.numpy. Skipped (n/a) where dask,
 dask-glm or gradcy.backends is missing.
 """
+
 import warnings
 
 import numpy
@@ -43,6 +44,7 @@ class DaskLogistic:
         backends = common.require("gradcy.backends")
         gradcy = common.require("gradcy")
         import gradcy.numpy as gnp
+
         dask.config.set(scheduler="threads")
         rng = numpy.random.default_rng(common.SEED)
         X = da.from_array(rng.standard_normal((self.N, self.D)), chunks=(self.ROWS, self.D))
@@ -53,10 +55,12 @@ class DaskLogistic:
         def loss(w, X, y):
             z = X @ w
             return gnp.sum(z + gnp.log1p(gnp.exp(-z))) - gnp.dot(y, z)
+
         if impl == "dask-glm":
             self.gradient = lambda: Logistic.pointwise_gradient(w, X, y).compute()
-            self.value_and_grad = lambda: dask.compute(Logistic.pointwise_loss(w, X, y),
-                                                       Logistic.pointwise_gradient(w, X, y))
+            self.value_and_grad = lambda: dask.compute(
+                Logistic.pointwise_loss(w, X, y), Logistic.pointwise_gradient(w, X, y)
+            )
             self.hvp = self.hessian = lambda: Logistic.hessian(X.dot(w), X).compute()
             self.gradient_graph = lambda: (Logistic.pointwise_gradient(w, X, y),)
             self.hessian_graph = lambda: (Logistic.hessian(X.dot(w), X),)
@@ -75,7 +79,9 @@ class DaskLogistic:
                     with backends.recording_computes() as computes:
                         fn(w, X, y)
                     return computes[0]
+
                 return graph
+
             self.gradient_graph = recorded(grad)
             self.hessian_graph = recorded(hess)
         self.graph_size = backends.graph_size

@@ -5,6 +5,7 @@ a, drops it, and returns sum(b). Nothing may outlive an iteration: the dropped n
 at once and the tape on leaving grad, so the live node count after the loop is 0 and memory does
 not grow with the number of iterations.
 """
+
 from . import common
 
 N_LOOP = 10_000
@@ -30,10 +31,12 @@ class CreateAndDrop:
         for _ in range(1000):
             self.grad(self.b, self.a)
         return common.core_stats()["live_nodes"]
+
     track_live_nodes_after_loop.unit = "nodes"
 
     def track_live_tapes_after_loop(self):
         for _ in range(1000):
             self.grad(self.b, self.a)
         return common.core_stats()["live_tapes"]
+
     track_live_tapes_after_loop.unit = "tapes"

@@ -12,6 +12,7 @@ MemNetMemory  tracemalloc peak of gradcy in place and by concat over the hand-wr
 The in-place version needs gradcy.numpy.inplace (writes into arrays); at an older commit it is
 n/a, and so is concat where einsum has no VJP yet.
 """
+
 import numpy
 
 from . import common
@@ -25,11 +26,12 @@ def _gradcy_memnet(variant):
         common.require("gradcy.numpy.inplace")
     import gradcy.numpy as gnp
     from gradcy import grad
+
     g = grad(VARIANTS[variant](gnp))
     W, x = common.memnet_data()
     try:
         small = g(W, x, 3)
-    except NotImplementedError as exc:        # MissingVJPError: an op without a VJP here
+    except NotImplementedError as exc:  # MissingVJPError: an op without a VJP here
         raise NotImplementedError(f"memnet {variant} at this commit: {exc}") from exc
     if not numpy.allclose(small, common.ref.hand_memnet(W, x, 3), rtol=1e-9, atol=1e-12):
         raise ValueError(f"gradcy's memnet {variant} gradient differs from the hand-written one")
@@ -62,4 +64,5 @@ class MemNetMemory(common.OneSample):
         ours = common.tracemalloc_peak(self.fn, self.W, self.x, self.S)
         theirs = common.tracemalloc_peak(common.ref.hand_memnet, self.W, self.x, self.S)
         return ours / theirs
+
     track_tracemalloc_peak_ratio.unit = "gradcy / hand-written"

@@ -5,6 +5,7 @@ not installed; the memory network runs JAX's concatenating spelling, its arrays 
 immutable). time_call and peakmem_call are the steady state (setup makes the first, compiling
 call); track_compile_seconds is the first call's time, recording and compiling.
 """
+
 import pathlib
 import sys
 import time
@@ -24,10 +25,12 @@ def _jit_compare():
     return _compare[0]
 
 
-_LABELS = {"sinchain": ("numpy (hand)", "gradcy.jit", "jax.jit"),
-           "rnn": ("numpy (hand)", "gradcy.jit", "jax.jit"),
-           "mlp": ("numpy (hand)", "gradcy.jit", "jax.jit"),
-           "memnet": ("numpy (hand, in-place)", "gradcy.jit (in-place)", "jax.jit (concat)")}
+_LABELS = {
+    "sinchain": ("numpy (hand)", "gradcy.jit", "jax.jit"),
+    "rnn": ("numpy (hand)", "gradcy.jit", "jax.jit"),
+    "mlp": ("numpy (hand)", "gradcy.jit", "jax.jit"),
+    "memnet": ("numpy (hand, in-place)", "gradcy.jit (in-place)", "jax.jit (concat)"),
+}
 _IMPLS = ("hand", "gradcy.jit", "jax.jit")
 
 
@@ -78,4 +81,5 @@ class JitCompile(common.OneSample):
 
     def track_compile_seconds(self, workload, impl):
         return self.compile_seconds
+
     track_compile_seconds.unit = "seconds"

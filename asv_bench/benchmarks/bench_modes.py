@@ -12,11 +12,12 @@ Checkpoint    the tanh chain (D=500) as 5 checkpointed segments of 10 steps agai
 HigherOrder   hessian_vector_product of 100 sin steps on 1000 elements (grad of grad).
 Profile       gradcy.memory.profile against grad on the sin chain: the observer's overhead.
 """
+
 import numpy
 
 from . import common
 
-CKPT_SEGMENTS = 5      # 5 x 10 = common.ref.TANH_STEPS
+CKPT_SEGMENTS = 5  # 5 x 10 = common.ref.TANH_STEPS
 
 
 class ForwardMode:
@@ -31,15 +32,18 @@ class ForwardMode:
             return
         make_jvp = common.require("gradcy", "make_jvp")
         import gradcy.numpy as gnp
+
         f = common.ref.sinchain(gnp)
 
         def jvp(x, v):
             return make_jvp(f)(x)(v)
+
         try:
             ans, t = jvp(self.x, self.v)
         except (NotImplementedError, TypeError, AttributeError) as exc:
             raise NotImplementedError(
-                f"forward mode of sin/multiply/add at this commit: {exc}") from exc
+                f"forward mode of sin/multiply/add at this commit: {exc}"
+            ) from exc
         _, t_hand = common.ref.hand_jvp_sinchain(self.x, self.v)
         if not numpy.allclose(t, t_hand):
             raise ValueError("gradcy's forward-mode tangent differs from the hand-written one")
@@ -56,6 +60,7 @@ def _segment(m):
         for _ in range(steps):
             z = m.tanh(m.dot(x, z))
         return z
+
     return seg
 
 
@@ -63,12 +68,14 @@ def _checkpointed_chain():
     checkpoint = common.require("gradcy", "checkpoint")
     import gradcy.numpy as gnp
     from gradcy import grad
+
     seg = checkpoint(_segment(gnp))
 
     def F(x, z):
         for _ in range(CKPT_SEGMENTS):
             z = seg(x, z)
         return gnp.sum(z)
+
     return grad(F)
 
 
@@ -78,8 +85,11 @@ class Checkpoint(common.LongRun):
 
     def setup(self, impl):
         self.x, self.z = common.tanh_data()
-        self.fn = (_checkpointed_chain() if impl == "checkpoint"
-                   else common.gradcy_grad(common.ref.tanhchain))
+        self.fn = (
+            _checkpointed_chain()
+            if impl == "checkpoint"
+            else common.gradcy_grad(common.ref.tanhchain)
+        )
 
     def time_grad(self, impl):
         self.fn(self.x, self.z)
@@ -99,6 +109,7 @@ class CheckpointMemory(common.OneSample):
 
     def track_peak_saved_fraction(self):
         return self._peak_saved(self.ckpt) / self._peak_saved(self.plain)
+
     track_peak_saved_fraction.unit = "checkpointed / plain"
 
 
@@ -111,6 +122,7 @@ class HigherOrder:
             for _ in range(100):
                 x = gnp.sin(x) * 1.0001 + 0.01 * x
             return gnp.sum(x)
+
         self.x = common.vector(1000)
         self.v = common.vector(1000, seed=common.SEED + 3)
         self.hvp = hvp(f)
@@ -118,7 +130,8 @@ class HigherOrder:
             self.hvp(self.x, self.v)
         except (NotImplementedError, TypeError, AttributeError) as exc:
             raise NotImplementedError(
-                f"grad of grad of sin/multiply/add at this commit: {exc}") from exc
+                f"grad of grad of sin/multiply/add at this commit: {exc}"
+            ) from exc
 
     def time_hessian_vector_product(self):
         self.hvp(self.x, self.v)
@@ -135,6 +148,7 @@ class Profile:
         else:
             profile = common.require("gradcy.memory", "profile")
             import gradcy.numpy as gnp
+
             self.fn = profile(common.ref.sinchain(gnp))
 
     def time_sinchain(self, impl):

@@ -4,6 +4,7 @@ SinChain: grad of 1000 steps of x = sin(x) * 1.0001 + 0.01 * x on a 3-element ar
 Untraced: gradcy.numpy.sin on a plain array (no differentiation running) against numpy.sin.
 PerOp: grad of sum(op(x)) for a few ops and sizes, beside the hand-written gradient.
 """
+
 import numpy
 
 from . import common
@@ -15,8 +16,11 @@ class SinChain:
 
     def setup(self, impl):
         self.x = common.vector(3)
-        self.fn = (common.gradcy_grad(common.ref.sinchain) if impl == "gradcy"
-                   else common.ref.hand_sinchain)
+        self.fn = (
+            common.gradcy_grad(common.ref.sinchain)
+            if impl == "gradcy"
+            else common.ref.hand_sinchain
+        )
 
     def time_grad(self, impl):
         self.fn(self.x)
@@ -25,6 +29,7 @@ class SinChain:
 class Untraced:
     def setup(self):
         import gradcy.numpy as gnp
+
         self.x = common.vector(3)
         self.gsin = gnp.sin
 
@@ -41,16 +46,17 @@ def _c(n):
 
 # op -> (f(m, x, c) written for a NumPy-like module m, hand-written gradient of sum(f) wrt x)
 OPS = {
-    "sin": (lambda m, x, c: m.sin(x),
-            lambda x, c: numpy.ones_like(numpy.sin(x)) * numpy.cos(x)),
-    "tanh": (lambda m, x, c: m.tanh(x),
-             lambda x, c: (lambda y: numpy.ones_like(y) * (1.0 - y * y))(numpy.tanh(x))),
-    "exp": (lambda m, x, c: m.exp(x),
-            lambda x, c: (lambda y: numpy.ones_like(y) * y)(numpy.exp(x))),
-    "multiply": (lambda m, x, c: x * c,
-                 lambda x, c: numpy.ones_like(x * c) * c),
-    "add": (lambda m, x, c: x + c,
-            lambda x, c: numpy.ones_like(x + c)),
+    "sin": (lambda m, x, c: m.sin(x), lambda x, c: numpy.ones_like(numpy.sin(x)) * numpy.cos(x)),
+    "tanh": (
+        lambda m, x, c: m.tanh(x),
+        lambda x, c: (lambda y: numpy.ones_like(y) * (1.0 - y * y))(numpy.tanh(x)),
+    ),
+    "exp": (
+        lambda m, x, c: m.exp(x),
+        lambda x, c: (lambda y: numpy.ones_like(y) * y)(numpy.exp(x)),
+    ),
+    "multiply": (lambda m, x, c: x * c, lambda x, c: numpy.ones_like(x * c) * c),
+    "add": (lambda m, x, c: x + c, lambda x, c: numpy.ones_like(x + c)),
 }
 
 
@@ -61,6 +67,7 @@ class PerOp:
     def setup(self, op, size):
         import gradcy.numpy as gnp
         from gradcy import grad
+
         self.x, self.c = common.vector(size), _c(size)
         f, self.hand = OPS[op]
         self.grad = grad(lambda x, c: gnp.sum(f(gnp, x, c)))

@@ -10,6 +10,7 @@ read-only, so a library that writes into its inputs fails loudly instead of skew
 sample. The BLAS/OpenMP thread counts are pinned to 1 before NumPy is imported (asv.conf.json
 sets them too, except with --python=same).
 """
+
 import os
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -31,11 +32,12 @@ def _load_by_path(path):
     return module
 
 
-ref = _load_by_path(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
-                    / "reference_gradients.py")
+ref = _load_by_path(
+    pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "reference_gradients.py"
+)
 
 SEED = ref.SEED
-D = 500            # matrix size of the chains
+D = 500  # matrix size of the chains
 
 
 def _readonly(*arrays):
@@ -89,6 +91,7 @@ def small_pair():
 class LongRun:
     """asv settings of a benchmark whose one call takes a second or more: one call per
     sample, 1 to 3 samples within 10 s, no warm-up."""
+
     number = 1
     repeat = (1, 3, 10.0)
     warmup_time = 0
@@ -97,6 +100,7 @@ class LongRun:
 
 class OneSample(LongRun):
     """asv settings of a track_ benchmark: one sample of one call."""
+
     repeat = 1
 
 
@@ -120,6 +124,7 @@ def gradcy_grad(make, argnum=0):
     """grad of make(gradcy.numpy), imported lazily (asv discovers benchmarks without it)."""
     import gradcy.numpy as gnp
     from gradcy import grad
+
     return grad(make(gnp), argnum=argnum)
 
 

@@ -13,17 +13,22 @@ build stays fast) into docs/_generated/:
 The pages show them with a figure directive (``_generated/NAME.png``). Without matplotlib the
 build fails with the extra to install (the docs extra has it).
 """
+
 import importlib.util
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DOT_D = 150           # the dot chain's matrix size: 0.17 MiB per matrix, about 17 MiB saved
+DOT_D = 150  # the dot chain's matrix size: 0.17 MiB per matrix, about 17 MiB saved
 DOT_ROUNDS = 5
-SIN_ROUNDS = 9        # the sin chain's interleaved rounds (autograd's gradient: ~0.1 s each)
-LABELS = {"hand": "hand-written NumPy", "gradcy": "gradcy", "autograd": "autograd",
-          "torch": "PyTorch eager"}
+SIN_ROUNDS = 9  # the sin chain's interleaved rounds (autograd's gradient: ~0.1 s each)
+LABELS = {
+    "hand": "hand-written NumPy",
+    "gradcy": "gradcy",
+    "autograd": "autograd",
+    "torch": "PyTorch eager",
+}
 COLORS = {"hand": "C2", "gradcy": "C0", "autograd": "C3", "torch": "C1"}
 
 
@@ -45,13 +50,15 @@ def memory_timeline(out):
     demo = _load("gradcy_docs_demo", ROOT / "examples" / "demo.py")
     runs, _ = demo.profile_chain(DOT_D, rounds=DOT_ROUNDS, log=lambda *a, **k: None)
     if not all(r["agrees"] for r in runs.values()):
-        raise RuntimeError("docs figure: a gradient of the dot chain differs from the "
-                           "hand-written one")
+        raise RuntimeError(
+            "docs figure: a gradient of the dot chain differs from the hand-written one"
+        )
     return demo.plot_chain(runs, DOT_D, str(out), rounds=DOT_ROUNDS)
 
 
 def _version(dist):
     from importlib import metadata
+
     try:
         return " " + metadata.version(dist)
     except metadata.PackageNotFoundError:
@@ -60,6 +67,7 @@ def _version(dist):
 
 def peers_overhead(out):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy
@@ -68,7 +76,7 @@ def peers_overhead(out):
     overhead = _load("gradcy_docs_overhead", ROOT / "benchmarks" / "overhead_targets.py")
     x = numpy.array([0.1, 0.5, 0.9])
     runs = overhead.sinchain_runs(x)
-    for fn in runs.values():          # warm-up: imports and first calls are not timed
+    for fn in runs.values():  # warm-up: imports and first calls are not timed
         fn()
     med = overhead.interleaved_medians(runs, SIN_ROUNDS)
     names = sorted(med, key=med.get)
@@ -78,19 +86,29 @@ def peers_overhead(out):
     fig, ax = plt.subplots(figsize=(8, 0.55 * len(names) + 1.6))
     bars = ax.barh(range(len(names)), ratios, color=[COLORS[k] for k in names])
     for b, k, r in zip(bars, names, ratios):
-        ax.annotate(f" {r:.2f}x  ({med[k] * 1e3:.1f} ms)", (b.get_width(), b.get_y()
-                    + b.get_height() / 2), va="center", fontsize=9)
+        ax.annotate(
+            f" {r:.2f}x  ({med[k] * 1e3:.1f} ms)",
+            (b.get_width(), b.get_y() + b.get_height() / 2),
+            va="center",
+            fontsize=9,
+        )
     ax.set_yticks(range(len(names)), labels)
     ax.invert_yaxis()
     ax.axvline(1.0, color="0.4", lw=0.8)
     ax.set_xlim(0, max(ratios) * 1.3)
-    ax.set_xlabel(f"time of one gradient / the hand-written gradient's\n(medians of "
-                  f"{SIN_ROUNDS} interleaved rounds, after a warm-up)", fontsize=9)
+    ax.set_xlabel(
+        f"time of one gradient / the hand-written gradient's\n(medians of "
+        f"{SIN_ROUNDS} interleaved rounds, after a warm-up)",
+        fontsize=9,
+    )
     others = [k for k in names if k not in ("hand", "gradcy")]
     faster = ", ".join(f"{med[k] / med['gradcy']:.1f}x faster than {LABELS[k]}" for k in others)
-    ax.set_title(f"1000 steps x = sin(x)*1.0001 + 0.01*x on 3 elements: the cost per primitive\n"
-                 f"gradcy takes {med['gradcy'] / med['hand']:.2f}x the hand-written time"
-                 + (f" and is {faster}" if faster else ""), fontsize=10)
+    ax.set_title(
+        f"1000 steps x = sin(x)*1.0001 + 0.01*x on 3 elements: the cost per primitive\n"
+        f"gradcy takes {med['gradcy'] / med['hand']:.2f}x the hand-written time"
+        + (f" and is {faster}" if faster else ""),
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -9,6 +9,7 @@ Both inner fixed points are computed by this same function, so they are differen
 (gradients of any order, forward and reverse). `a` may be an array, a scalar, or a nested
 tuple/list/dict of them; x0 only chooses the starting point and gets no gradient.
 """
+
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -18,11 +19,11 @@ from .._reverse_mode import make_vjp
 from ..registry import defjvp_argnums, defvjp_argnums, primitive
 from ..vspace import vspace
 
-_X = TypeVar("_X")      # the iterate
+_X = TypeVar("_X")  # the iterate
 
 __all__ = ["fixed_point"]
 
-_FIRST_LEAF = 5       # argument position of the first leaf of `a` in the primitive's call
+_FIRST_LEAF = 5  # argument position of the first leaf of `a` in the primitive's call
 
 
 def _iterate(x0, f, distance, tol, unflatten, *a_leaves):
@@ -46,8 +47,13 @@ def _ensure_saved(n):
         _fixed_point.set_saved(("ans",) + tuple(range(_FIRST_LEAF, _FIRST_LEAF + _saved_leaves)))
 
 
-def fixed_point(f: Callable[[Any], Callable[[_X], _X]], a: Any, x0: _X,
-                distance: Callable[[_X, _X], Any], tol: float) -> _X:
+def fixed_point(
+    f: Callable[[Any], Callable[[_X], _X]],
+    a: Any,
+    x0: _X,
+    distance: Callable[[_X, _X], Any],
+    tol: float,
+) -> _X:
     """The fixed point of ``f(a)``, differentiable with respect to ``a``.
 
     Iterates ``x <- f(a)(x)`` from ``x0`` until ``distance(x, x_previous) <= tol``. The
@@ -102,14 +108,16 @@ def _fixed_point_vjp(argnums, ans, args, kwargs):
     a = unflatten(list(args[_FIRST_LEAF:]))
 
     def vjp(g):
-        w = fixed_point(lambda p: _adjoint_step(f, p), (a, ans, g),
-                        vspace(ans).zeros(), distance, tol)
+        w = fixed_point(
+            lambda p: _adjoint_step(f, p), (a, ans, g), vspace(ans).zeros(), distance, tol
+        )
         vjp_a, _ = make_vjp(lambda aa: f(aa)(ans))(a)
         try:
             grads = tree_flatten(vjp_a(w))[0]
         finally:
             vjp_a.release()
         return tuple([None if k < _FIRST_LEAF else grads[k - _FIRST_LEAF] for k in argnums])
+
     return vjp
 
 
@@ -131,8 +139,9 @@ def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
             tangents[k - _FIRST_LEAF] = g
     a = unflatten(leaves)
     b = make_jvp(lambda aa: f(aa)(ans))(a)(unflatten(tangents))[1]
-    return fixed_point(lambda p: _tangent_step(f, p), (a, ans, b), vspace(ans).zeros(),
-                       distance, tol)
+    return fixed_point(
+        lambda p: _tangent_step(f, p), (a, ans, b), vspace(ans).zeros(), distance, tol
+    )
 
 
 defvjp_argnums(_fixed_point, _fixed_point_vjp, save=("ans",))

@@ -6,6 +6,7 @@ Both directions are differentiable: flatten on traced leaves gives a traced vect
 a traced vector gives traced leaves. Dict entries are taken in sorted key order (as autograd
 does), so two dicts with the same keys flatten alike whatever their insertion order.
 """
+
 from collections.abc import Callable
 from typing import Any
 
@@ -16,8 +17,9 @@ from .._pytree import flatten
 __all__ = ["flatten", "flatten_func"]
 
 
-def flatten_func(func: Callable[..., Any], example: Any
-                 ) -> tuple[Callable[..., Any], Callable[[Any], Any], _np.ndarray[Any, Any]]:
+def flatten_func(
+    func: Callable[..., Any], example: Any
+) -> tuple[Callable[..., Any], Callable[[Any], Any], _np.ndarray[Any, Any]]:
     """A function of nested containers as a function of one flat vector.
 
     Parameters
@@ -50,5 +52,5 @@ def flatten_func(func: Callable[..., Any], example: Any
 
     def flat_func(v, *args):
         return flatten(func(unflatten(v), *args))[0]
-    return flat_func, unflatten, flat_example
 
+    return flat_func, unflatten, flat_example

@@ -6,6 +6,7 @@ callback(x, i, g) called before each update, and the optimizer's hyperparameters
 the final parameters in the structure of x0. The updates are written with gradcy.numpy, so an
 optimizer run can itself be differentiated (meta-optimization).
 """
+
 from collections.abc import Callable
 from typing import Any
 
@@ -44,25 +45,31 @@ def unflatten_optimizer(optimize: Callable[..., Any]) -> Callable[..., Any]:
     >>> print(onp.round(out["a"], 3))
     [3. 3.]
     """
+
     @wraps(optimize)
     def nested(grad, x0, callback=None, *args, **kwargs):
         flat_x0, unflatten = flatten(x0)
 
         def flat_grad(x, i):
             return flatten(grad(unflatten(x), i))[0]
+
         if callback is not None:
+
             def flat_callback(x, i, g):
                 return callback(unflatten(x), i, unflatten(g))
         else:
             flat_callback = None
         return unflatten(optimize(flat_grad, flat_x0, flat_callback, *args, **kwargs))
+
     return nested
 
 
 def _documented(own_parameters):
     """`fill` of the docstring's ``{parameters}`` line: the Parameters every optimizer here
     shares, then `own_parameters`, and the Returns section."""
-    return fill({"parameters": """Parameters
+    return fill(
+        {
+            "parameters": """Parameters
 ----------
 grad : callable
     ``grad(x, i)``: the gradient at parameters ``x`` on iteration ``i``.
@@ -74,11 +81,15 @@ num_iters : int, optional
     The number of updates.
 step_size : float, optional
     The learning rate.
-""" + own_parameters + """
+"""
+            + own_parameters
+            + """
 
 Returns
 -------
-The final parameters, in the structure of ``x0``."""})
+The final parameters, in the structure of ``x0``."""
+        }
+    )
 
 
 def _iterate(grad, x, callback, num_iters, update):
@@ -119,6 +130,7 @@ def sgd(grad, x, callback=None, num_iters=200, step_size=0.1, mass=0.9):
         nonlocal velocity
         velocity = mass * velocity - (1.0 - mass) * g
         return x + step_size * velocity
+
     return _iterate(grad, x, callback, num_iters, update)
 
 
@@ -148,6 +160,7 @@ def rmsprop(grad, x, callback=None, num_iters=100, step_size=0.1, gamma=0.9, eps
         nonlocal avg_sq_grad
         avg_sq_grad = avg_sq_grad * gamma + g**2 * (1 - gamma)
         return x - step_size * g / (np.sqrt(avg_sq_grad) + eps)
+
     return _iterate(grad, x, callback, num_iters, update)
 
 
@@ -181,7 +194,8 @@ def adam(grad, x, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.99
         nonlocal m, v
         m = (1 - b1) * g + b1 * m
         v = (1 - b2) * (g**2) + b2 * v
-        mhat = m / (1 - b1**(i + 1))
-        vhat = v / (1 - b2**(i + 1))
+        mhat = m / (1 - b1 ** (i + 1))
+        vhat = v / (1 - b2 ** (i + 1))
         return x - step_size * mhat / (np.sqrt(vhat) + eps)
+
     return _iterate(grad, x, callback, num_iters, update)

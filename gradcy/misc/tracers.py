@@ -22,6 +22,7 @@ stale program is never run. Values that do not depend on the arguments (closures
 random draws) are the first call's, as in autograd. Writes into arrays (buf[i] = v) cannot be
 replayed and raise.
 """
+
 import operator
 import sys
 from collections.abc import Callable
@@ -39,10 +40,20 @@ from ..tracer import Node, trace
 from ..util import subvals, toposort
 from ..wrap_util import wraps
 
-_R = TypeVar("_R")      # what the function returns
+_R = TypeVar("_R")  # what the function returns
 
-__all__ = ["const_graph", "const_graph_unary", "full_graph", "ConstGraphNode", "FullGraphNode",
-           "Node", "trace", "toposort", "subvals", "wraps"]
+__all__ = [
+    "const_graph",
+    "const_graph_unary",
+    "full_graph",
+    "ConstGraphNode",
+    "FullGraphNode",
+    "Node",
+    "trace",
+    "toposort",
+    "subvals",
+    "wraps",
+]
 
 
 # programs longer than this are interpreted step by step instead of compiled (the compiled
@@ -56,20 +67,52 @@ _MAX_PROGRAMS = 16
 # untraced gradcy.numpy functions whose results depend on shapes and dtypes only, which the
 # signature guard fixes: a recording leaves them untraced (their results stay plain values)
 _SHAPE_ONLY_NAMES = (
-    "ndim", "shape", "size", "isscalar", "iscomplexobj", "isrealobj", "result_type", "can_cast",
-    "promote_types", "zeros_like", "ones_like", "empty_like", "tri", "tril_indices_from",
-    "triu_indices_from", "diag_indices_from", "indices", "mask_indices", "may_share_memory",
-    "shares_memory", "iterable", "isfortran", "ndindex")
+    "ndim",
+    "shape",
+    "size",
+    "isscalar",
+    "iscomplexobj",
+    "isrealobj",
+    "result_type",
+    "can_cast",
+    "promote_types",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "tri",
+    "tril_indices_from",
+    "triu_indices_from",
+    "diag_indices_from",
+    "indices",
+    "mask_indices",
+    "may_share_memory",
+    "shares_memory",
+    "iterable",
+    "isfortran",
+    "ndindex",
+)
 
 # functions whose results' shapes depend on the values of their traced arguments (besides calls
 # with a traced integer or boolean argument: an index, a mask, a count, a shape)
 _VALUE_SHAPED_NAMES = (
-    "nonzero", "argwhere", "flatnonzero", "unique", "unique_all", "unique_counts",
-    "unique_inverse", "unique_values", "compress", "extract", "trim_zeros", "setdiff1d",
-    "intersect1d", "union1d", "setxor1d")
+    "nonzero",
+    "argwhere",
+    "flatnonzero",
+    "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
+    "compress",
+    "extract",
+    "trim_zeros",
+    "setdiff1d",
+    "intersect1d",
+    "union1d",
+    "setxor1d",
+)
 
 _known: list[frozenset[Any]] = []
-
 
 
 class ReplayedWriteError(NotImplementedError):
@@ -79,17 +122,20 @@ class ReplayedWriteError(NotImplementedError):
 
 def _positional_only(label, kw, what="replayed"):
     """The TypeError of a replayed function (const_graph's, jit's) called with keywords."""
-    return TypeError(f"{label}: the {what} function takes its arguments by position only, "
-                     f"got keyword argument(s) {', '.join(kw)}; pass them by position, or bind "
-                     f"them with {label.removeprefix('gradcy.')}(fun, {next(iter(kw))}=...)")
+    return TypeError(
+        f"{label}: the {what} function takes its arguments by position only, "
+        f"got keyword argument(s) {', '.join(kw)}; pass them by position, or bind "
+        f"them with {label.removeprefix('gradcy.')}(fun, {next(iter(kw))}=...)"
+    )
+
 
 def _known_sets():
     """(untraced primitives left unrecorded, primitives whose result shapes depend on values)."""
     if not _known:
         from .. import numpy as gnp
+
         _known.append(frozenset(getattr(gnp, n) for n in _SHAPE_ONLY_NAMES if hasattr(gnp, n)))
-        _known.append(frozenset(getattr(gnp, n) for n in _VALUE_SHAPED_NAMES
-                                if hasattr(gnp, n)))
+        _known.append(frozenset(getattr(gnp, n) for n in _VALUE_SHAPED_NAMES if hasattr(gnp, n)))
     return _known
 
 
@@ -101,7 +147,7 @@ def _shape_of(v):
     shape = getattr(v, "shape", None)
     if type(shape) is tuple:
         return shape
-    if isinstance(v, (list, tuple)):    # (array_split's pieces: shapes that differ)
+    if isinstance(v, (list, tuple)):  # (array_split's pieces: shapes that differ)
         return type(v), tuple(map(_shape_of, v))
     return _np.shape(v)
 
@@ -115,8 +161,11 @@ def _same_value(a, b):
     if type(a) is not type(b):
         return False
     if isinstance(a, _np.ndarray):
-        return (a.shape == b.shape and a.dtype == b.dtype
-                and bool(_np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(_np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        )
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(map(_same_value, a, b))
     if isinstance(a, dict):
@@ -124,7 +173,7 @@ def _same_value(a, b):
     try:
         if a == b:
             return True
-        return a != a and b != b          # nan
+        return a != a and b != b  # nan
     except (TypeError, ValueError):
         return a is b
 
@@ -132,6 +181,7 @@ def _same_value(a, b):
 class _SameValue:
     """The guard of a whole value a rule read with gradcy.numpy._wrap._plain: True when the
     replay's value is the recorded one."""
+
     __slots__ = ("value",)
 
     def __init__(self, value):
@@ -143,28 +193,36 @@ class _SameValue:
 
 # kind of read (gradcy/_box.pyx and gradcy/numpy/_wrap.py's _plain tell the recorder) -> what
 # the replay's guard computes (its result is compared with the recorded one)
-_READS = {"bool": bool, "int": int, "index": operator.index, "float": float,
-          "complex": complex, "tolist": _tolist, "shape": _shape_of}
+_READS = {
+    "bool": bool,
+    "int": int,
+    "index": operator.index,
+    "float": float,
+    "complex": complex,
+    "tolist": _tolist,
+    "shape": _shape_of,
+}
 
 
 class _Recorder:
     """A const_graph recording, as the engine sees it (Tape.recorder): which untraced
     primitives to record, and the Python-level reads of traced values."""
+
     __slots__ = ("tape", "skip", "reads")
 
     def __init__(self, tape):
         self.tape = tape
         self.skip = _known_sets()[0]
-        self.reads = []               # (node, kind, value, box)
+        self.reads = []  # (node, kind, value, box)
 
     def records(self, prim):
         return prim not in self.skip
 
     def read(self, box, kind, value):
         if box._tape is not self.tape or self.tape.node_flags(box._node)[2]:
-            return                    # not computed from the inputs
+            return  # not computed from the inputs
         if kind == "value" and _not_a_value_read(sys._getframe(2)):
-            return                    # zeros_like(x): x's shape and dtype only
+            return  # zeros_like(x): x's shape and dtype only
         if kind == "shape":
             value = _shape_of(box._value)
         # the Box is kept until the program is built: its node (and what it depends on)
@@ -176,10 +234,17 @@ class _Recorder:
 # with _plain to keep their books (which buffer a value is, its type and shape), not to read its
 # values (and _wrap._mT, the transpose of the matmul rules, which asks whether its argument is
 # an array)
-_BOOKKEEPING_INPLACE = ("_register", "_adopt", "_functional_write",
-                        "_refuse_order_dependent_write", "_box_setitem", "_write_view",
-                        "_inplace_result", "_box_iop")
-_bookkeeping_codes: list[Any] = []     # [the constructors' code, frozenset of codes]
+_BOOKKEEPING_INPLACE = (
+    "_register",
+    "_adopt",
+    "_functional_write",
+    "_refuse_order_dependent_write",
+    "_box_setitem",
+    "_write_view",
+    "_inplace_result",
+    "_box_iop",
+)
+_bookkeeping_codes: list[Any] = []  # [the constructors' code, frozenset of codes]
 
 
 def _not_a_value_read(frame):
@@ -188,18 +253,21 @@ def _not_a_value_read(frame):
     constructor (which read the shape and dtype of their argument)."""
     if not _bookkeeping_codes:
         from ..numpy import _wrap, constructors, inplace
+
         _bookkeeping_codes.append(constructors._owning("", None).__code__)
-        _bookkeeping_codes.append(frozenset(
-            [getattr(inplace, n).__code__ for n in _BOOKKEEPING_INPLACE]
-            + [constructors._owned_copy.__code__, _wrap._mT.__code__]))
+        _bookkeeping_codes.append(
+            frozenset(
+                [getattr(inplace, n).__code__ for n in _BOOKKEEPING_INPLACE]
+                + [constructors._owned_copy.__code__, _wrap._mT.__code__]
+            )
+        )
         # (_mT reads whether its argument is an array)
     constructor, books = _bookkeeping_codes
-    for _ in range(2):                  # (a list comprehension's frame in between)
+    for _ in range(2):  # (a list comprehension's frame in between)
         if frame is None:
             return False
         if frame.f_code is constructor:
-            return frame.f_locals.get("make") in (_np.zeros_like, _np.ones_like,
-                                                  _np.empty_like)
+            return frame.f_locals.get("make") in (_np.zeros_like, _np.ones_like, _np.empty_like)
         if frame.f_code in books:
             return True
         frame = frame.f_back
@@ -231,7 +299,7 @@ def _signature(x):
     leaves, unflatten = tree_flatten(x)
     key = [unflatten if unflatten is tuple or unflatten is list else _structure(x)]
     for v in leaves:
-        if type(v) is _ndarray:         # (shape, dtype): two entries, no tuple built
+        if type(v) is _ndarray:  # (shape, dtype): two entries, no tuple built
             key.append(v.shape)
             key.append(v.dtype)
         else:
@@ -248,13 +316,16 @@ class _Program:
     guards are input_guards (slot, read, value). `run(*inputs)` executes it: a Python function
     compiled from the steps (one line `r3 = f1(r0, k2)` per step, as a hand-written program
     would be), or the step interpreter for very long programs."""
+
     __slots__ = ("steps", "n_inputs", "n_slots", "out", "run", "input_guards", "structure")
 
     def __call__(self, x):
         leaves = tree_flatten(x)[0]
         if len(leaves) != self.n_inputs:
-            raise ValueError(f"const_graph: recorded with {self.n_inputs} input values, called "
-                             f"with {len(leaves)}")
+            raise ValueError(
+                f"const_graph: recorded with {self.n_inputs} input values, called "
+                f"with {len(leaves)}"
+            )
         return self.replay(leaves)
 
     def replay(self, leaves):
@@ -325,13 +396,15 @@ class _Program:
 
         def guard(reg_name, read, value):
             lines.append(f" if {ref(read)}({reg_name}) != {ref(value)}: raise _GuardMiss")
+
         reg = {s: f"a{s}" for s in range(self.n_inputs)}
         free, n_regs = [], 0
         lines = [f"def run({''.join(f'a{s}, ' for s in range(self.n_inputs))}):"]
         for s, read, value in self.input_guards:
             guard(reg[s], read, value)
         used = {s for step in self.steps for s in step[5]} | {self.out}
-        def source(v):                  # a container argument holding registers
+
+        def source(v):  # a container argument holding registers
             t = type(v)
             if t is _Slot:
                 return reg[v.slot]
@@ -344,6 +417,7 @@ class _Program:
             if t is slice:
                 return f"slice({source(v.start)}, {source(v.stop)}, {source(v.step)})"
             return ref(v)
+
         for fun, args, links, kwargs, slot, drops, guards, nested in self.steps:
             exprs = [ref(a) for a in args]
             for pos, s in links:
@@ -362,7 +436,7 @@ class _Program:
             dead = [r for r in freed if r != out]
             for read, value in guards:
                 guard(out, read, value)
-            if slot not in used:         # computed for its guards only
+            if slot not in used:  # computed for its guards only
                 dead.append(out)
                 free.append(out)
             else:
@@ -398,8 +472,10 @@ def _record(fun, x):
             del out_leaves
         tape.recorder = None
         if type(out) is not Box or out._tape is not tape:
-            raise ValueError("const_graph: the output is independent of the input (or holds no "
-                             "value computed from it); there is nothing to record")
+            raise ValueError(
+                "const_graph: the output is independent of the input (or holds no "
+                "value computed from it); there is nothing to record"
+            )
         value, out_node = out._value, tape.pin(out)
         del out
         prog = _program(tape, out_node, slot_of, len(leaves), recorder.reads)
@@ -425,30 +501,40 @@ def _needed(tape, roots, slot_of, infos):
         if info is None:
             info = tape.node_info(i)
             constant = tape.node_flags(i)[2]
-            info["parents_argnums"] = [(p, a) for p, a in zip(info["parents"], info["argnums"])
-                                       if not tape.node_flags(p)[2]]
+            info["parents_argnums"] = [
+                (p, a)
+                for p, a in zip(info["parents"], info["argnums"])
+                if not tape.node_flags(p)[2]
+            ]
             info["constant"] = constant
             linked = {a for _, a in info["parents_argnums"]}
             saved = info["saved"] or (None, (), None)
-            info["nested"] = [(a, n) for a, v in enumerate(saved[1]) if a not in linked
-                              for n in _nested_nodes(v, tape)]
-            if saved[2] and any(True for v in saved[2].values()
-                                for _ in _nested_nodes(v, tape)):
+            info["nested"] = [
+                (a, n)
+                for a, v in enumerate(saved[1])
+                if a not in linked
+                for n in _nested_nodes(v, tape)
+            ]
+            if saved[2] and any(True for v in saved[2].values() for _ in _nested_nodes(v, tape)):
                 raise NotImplementedError(
                     f"const_graph: a keyword argument of {info['primitive']} holds a value "
                     f"computed from the inputs, which a replay cannot recompute; pass it by "
-                    f"position, or call the function without const_graph.")
+                    f"position, or call the function without const_graph."
+                )
             infos[i] = info
         if info["constant"] and info["prim"] is None:
-            continue                    # a constructor's buffer: its value is in the consumers
+            continue  # a constructor's buffer: its value is in the consumers
         if info["prim"] is None or info["saved"] is None:
-            raise ValueError(f"const_graph: node {i} of the recording has no replayable call "
-                             f"(an array buffer written during the call?)")
+            raise ValueError(
+                f"const_graph: node {i} of the recording has no replayable call "
+                f"(an array buffer written during the call?)"
+            )
         if info["prim"].vjp.writes:
             raise ReplayedWriteError(
                 "const_graph: the function writes into an array (buf[idx] = value); a "
                 "recorded write cannot be replayed. Build the array functionally (concatenate, "
-                "stack, where) or call the function without const_graph.")
+                "stack, where) or call the function without const_graph."
+            )
         needed.add(i)
         stack.extend(p for p, _ in info["parents_argnums"])
         stack.extend(n for _, n in info["nested"])
@@ -460,7 +546,7 @@ def _nested_nodes(v, tape):
     tuple index (i, j) of values computed from the inputs, a slice...)."""
     t = type(v)
     if t is Box:
-        return ()                       # (a traced argument itself is a link)
+        return ()  # (a traced argument itself is a link)
     if t is not tuple and t is not list and t is not dict and t is not slice:
         return ()
     found, stack = [], [v]
@@ -481,6 +567,7 @@ def _nested_nodes(v, tape):
 
 class _Slot:
     """In a recorded container argument: the value of slot `slot` at the replay."""
+
     __slots__ = ("slot",)
 
     def __init__(self, slot):
@@ -541,14 +628,15 @@ def _value_shaped(i, info, dynamic, value_shaped):
         return True
     args = info["saved"][1]
     if isinstance(info["prim"].fun, _np.ufunc) or (
-            info["prim"].name == "gradcy.numpy.where" and len(args) == 3):
-        return False                    # elementwise: the broadcast shape of the arguments
+        info["prim"].name == "gradcy.numpy.where" and len(args) == 3
+    ):
+        return False  # elementwise: the broadcast shape of the arguments
     for _p, a in info["parents_argnums"]:
         v = args[a]
         dtype = getattr(v, "dtype", None)
         if dtype is None:
             if not isinstance(v, (float, complex)):
-                return True             # a traced int, tuple (nonzero's), ...
+                return True  # a traced int, tuple (nonzero's), ...
         elif dtype.kind not in "fc":
             return True
     return False
@@ -559,7 +647,7 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
     value_reads = [(i, k, v) for i, k, v, _ in reads if k != "shape"]
     shape_reads = [(i, k, v) for i, k, v, _ in reads if k == "shape"]
     roots = [out_node] + [i for i, _, _ in value_reads]
-    if shape_reads:                     # which shape reads read a shape the values decide
+    if shape_reads:  # which shape reads read a shape the values decide
         candidates = _needed(tape, roots + [i for i, _, _ in shape_reads], slot_of, infos)
         value_shaped, dynamic = _known_sets()[1], set()
         for i in sorted(candidates):
@@ -568,14 +656,14 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
         shape_reads = [r for r in shape_reads if r[0] in dynamic]
     guarded = value_reads + shape_reads
     nodes = _needed(tape, roots + [i for i, _, _ in shape_reads], slot_of, infos)
-    order = sorted(nodes)               # the arena's order is a topological order
+    order = sorted(nodes)  # the arena's order is a topological order
     slot_of = dict(slot_of)
     for i in order:
         slot_of[i] = len(slot_of)
     guards, seen = {}, set()
     for i, kind, value in guarded:
         if (i, kind) in seen:
-            continue                    # (a node's value is the same at every read)
+            continue  # (a node's value is the same at every read)
         seen.add((i, kind))
         if kind == "value":
             guards.setdefault(slot_of[i], []).append((_SameValue(value), True))
@@ -598,19 +686,29 @@ def _program(tape, out_node, slot_of, n_inputs, reads):
         # no reference to the values that come from slots; constants stay in the template
         template = subvals(args, [(a, None) for a, _ in links])
         nested = tuple(sorted({a for a, _ in info["nested"]}))
-        if nested:                      # containers holding values of the program
-            template = subvals(template, [(a, _detach(template[a], tape, slot_of))
-                                          for a in nested])
-        steps.append((info["prim"].fun, template, links, kwargs or None, slot_of[i],
-                      tuple(drops[step]), tuple(_dedup(guards.get(slot_of[i], ()))), nested))
+        if nested:  # containers holding values of the program
+            template = subvals(template, [(a, _detach(template[a], tape, slot_of)) for a in nested])
+        steps.append(
+            (
+                info["prim"].fun,
+                template,
+                links,
+                kwargs or None,
+                slot_of[i],
+                tuple(drops[step]),
+                tuple(_dedup(guards.get(slot_of[i], ()))),
+                nested,
+            )
+        )
     prog = _Program()
     prog.steps = steps
     prog.n_inputs = n_inputs
     prog.n_slots = len(slot_of)
     prog.out = slot_of[out_node]
     prog.structure = None
-    prog.input_guards = tuple((s, read, value) for s in range(n_inputs)
-                              for read, value in _dedup(guards.get(s, ())))
+    prog.input_guards = tuple(
+        (s, read, value) for s in range(n_inputs) for read, value in _dedup(guards.get(s, ()))
+    )
     # (compiled at the first replay: gradcy.jit replaces most programs before any)
     prog.run = prog._first_run if len(steps) <= _MAX_COMPILED_STEPS else prog._interpret
     return prog
@@ -631,7 +729,7 @@ def const_graph_unary(fun, compile=None):
     again. compile(program, leaves), if given, is called on each new recording (with the
     input leaves it was recorded at) and returns the program to keep in its place (gradcy.jit's
     native code generator); the guards and the cache are the same either way."""
-    programs = []                       # [signature, program], most recently used first
+    programs = []  # [signature, program], most recently used first
 
     def maybe_cached_fun(x):
         leaves, key = _signature(x)
@@ -650,6 +748,7 @@ def const_graph_unary(fun, compile=None):
         programs.insert(0, [key, prog])
         del programs[_MAX_PROGRAMS:]
         return value
+
     maybe_cached_fun.programs = programs
     return maybe_cached_fun
 
@@ -706,6 +805,7 @@ def const_graph(fun: Callable[..., _R], *args: Any, **kwargs: Any) -> Callable[.
         if kw:
             raise _positional_only("const_graph", kw)
         return cached(xs)
+
     return _fun
 
 
@@ -714,6 +814,7 @@ def const_graph(fun: Callable[..., _R], *args: Any, **kwargs: Any) -> Callable[.
 # =============================================================================
 class ConstGraphNode(Node):
     """A node that can recompute its value from its parents' values: partial_fun(values)."""
+
     __slots__ = ["parents", "partial_fun"]
 
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
@@ -721,6 +822,7 @@ class ConstGraphNode(Node):
 
         def partial_fun(partial_args):
             return fun(*subvals(args, zip(parent_argnums, partial_args)), **kwargs)
+
         self.parents = parents
         self.partial_fun = partial_fun
 
@@ -731,6 +833,7 @@ class ConstGraphNode(Node):
 class FullGraphNode(Node):
     """A node that keeps its value and how it was computed: recipe = (fun, args, kwargs,
     (argnum, parent) pairs)."""
+
     __slots__ = ["value", "recipe"]
 
     def __init__(self, value, fun, args, kwargs, parent_argnums, parents):

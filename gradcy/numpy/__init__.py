@@ -5,6 +5,7 @@ module is the one place gradcy.numpy's names are bound: NumPy's functions as pri
 (_wrap), the front ends the rule files define, and the constructors of buffers a
 differentiation owns (constructors).
 """
+
 import importlib as _importlib
 
 import numpy as _np
@@ -13,6 +14,7 @@ from ._wrap import *  # (every NumPy function, as a primitive)
 from ._wrap import __all__ as _wrapped
 from .extras import *  # (r_, c_, integer types, autograd.numpy's helpers)
 from .extras import __all__ as _extras
+
 # the rules, by family (importing a file registers its rules)
 from . import elementwise, products, reductions, manipulation, indexing, sorting
 from . import calculus, statistics, polynomials
@@ -27,7 +29,8 @@ from .indexing import block, choose, select
 from .sorting import intersect1d, setdiff1d, setxor1d, union1d, unique
 from .statistics import histogram, histogram2d, histogram_bin_edges, histogramdd
 from .manipulation import bartlett, blackman, hamming, hanning
-if hasattr(_np, "unique_all"):      # NumPy >= 2
+
+if hasattr(_np, "unique_all"):  # NumPy >= 2
     from .sorting import unique_all, unique_counts, unique_inverse, unique_values
 from .indexed_updates import at
 
@@ -44,8 +47,8 @@ del _owning
 # what `from gradcy.numpy import *` binds: NumPy's own public names (numpy.__all__) that this
 # module serves, its submodules linalg, fft and random ("random": the module's class imports it
 # on first use) and at; not the helpers the rule files bind here (wrap_namespace, primitive...)
-__all__ = [n for n in dict.fromkeys(list(_wrapped) + list(_extras))
-           if n in _np.__all__] + ["linalg", "fft", "random", "at"]  # noqa: F405  (random: the module class)
+_served = [n for n in dict.fromkeys(list(_wrapped) + list(_extras)) if n in _np.__all__]
+__all__ = _served + ["linalg", "fft", "random", "at"]  # noqa: F405  (random: module class)
 
 # autograd.numpy's modules (re-exports of the above)
 from . import numpy_boxes, numpy_jvps, numpy_vjps, numpy_vspaces, numpy_wrapper
@@ -78,5 +81,6 @@ class _NumpyModule(type(_importlib)):
 
 
 import sys as _sys
+
 _sys.modules[__name__].__class__ = _NumpyModule
 del _sys

@@ -1,5 +1,6 @@
 """Helpers shared by the rule files: shapes and dtypes of arguments as rules see them, reducing a
 cotangent to an argument's shape and dtype, axis normalisation, signature binding."""
+
 import inspect
 import math as _math
 
@@ -28,22 +29,23 @@ def shape_dtype(x):
         # operand): the array NumPy made of it
         x = _onp.asarray(x)
     return _onp.shape(x) if not hasattr(x, "shape") else x.shape, _onp.result_type(
-        x.dtype if hasattr(x, "dtype") else x)
+        x.dtype if hasattr(x, "dtype") else x
+    )
 
 
 def _unbroadcast(g, target):
     """The cotangent g (of a broadcast result) summed down to the shape of `target` and cast to
     its dtype (real part only for a real target)."""
     if type(g) is _onp.ndarray and (type(target) is _onp.ndarray or type(target) is ArrayMeta):
-        shape = target.shape            # plain arrays of one ndim and dtype: one reduction
+        shape = target.shape  # plain arrays of one ndim and dtype: one reduction
         if g.ndim == len(shape) and g.dtype == target.dtype:
             axes = tuple([i for i, (n, m) in enumerate(zip(g.shape, shape)) if m == 1 and n != 1])
-            return _onp.add.reduce(g, axes, None, None, True) if axes else g   # (= g.sum)
+            return _onp.add.reduce(g, axes, None, None, True) if axes else g  # (= g.sum)
     shape, dtype = shape_dtype(target)
     gshape = _onp.shape(g) if type(g) is not _onp.ndarray else g.shape
     if len(gshape) > len(shape):
         g = anp.sum(g, axis=tuple(range(len(gshape) - len(shape))))
-        gshape = gshape[len(gshape) - len(shape):]
+        gshape = gshape[len(gshape) - len(shape) :]
     axes = tuple(i for i, (n, m) in enumerate(zip(gshape, shape)) if m == 1 and n != 1)
     if axes:
         g = anp.sum(g, axis=axes, keepdims=True)
@@ -59,11 +61,15 @@ def cast_like(g, dtype):
     if gdtype == dtype:
         return g
     if _onp.issubdtype(gdtype, _onp.complexfloating) and not _onp.issubdtype(
-            dtype, _onp.complexfloating):
+        dtype, _onp.complexfloating
+    ):
         g = anp.real(g)
     if _onp.issubdtype(dtype, _onp.inexact):
-        return anp.astype(g, dtype, copy=False) if type(g) is not _onp.ndarray else g.astype(
-            dtype, copy=False)
+        return (
+            anp.astype(g, dtype, copy=False)
+            if type(g) is not _onp.ndarray
+            else g.astype(dtype, copy=False)
+        )
     return g
 
 
@@ -72,7 +78,7 @@ def balanced_eq(x, z, y):
     return (x == z) / (1.0 + (x == y))
 
 
-_SMALL = 4096   # elements: below this a materialised cotangent is cheaper than a view
+_SMALL = 4096  # elements: below this a materialised cotangent is cheaper than a view
 
 
 def broadcast_cotangent(g, shape, like=None):
@@ -110,8 +116,11 @@ def match_tangent(t, ans):
     shape, dtype = shape_dtype(ans)
     tshape = _onp.shape(t) if not hasattr(t, "shape") else t.shape
     if tuple(tshape) != tuple(shape):
-        t = anp.broadcast_to(t, shape) if type(t) is not _onp.ndarray else _onp.broadcast_to(
-            t, shape)
+        t = (
+            anp.broadcast_to(t, shape)
+            if type(t) is not _onp.ndarray
+            else _onp.broadcast_to(t, shape)
+        )
     return cast_like(t, dtype)
 
 
@@ -184,6 +193,7 @@ def _binder(fun):
         b = sig.bind(*args, **(kwargs or {}))
         b.apply_defaults()
         return b.arguments
+
     return bind
 
 
@@ -228,12 +238,20 @@ def by_groups(fn, x, axes, dtype, lead=(), sizes=None):
     computed. fn returns an array of `dtype` and of shape lead + the block's shape, except
     that axis a (of the block) has length sizes[a] for each a in `sizes`."""
     import dask.array as da
+
     xb = x.rechunk({a: -1 if a in axes else "auto" for a in range(x.ndim)})
     sizes = sizes or {}
     chunks = tuple((n,) for n in lead) + tuple(
-        (sizes[a],) if a in sizes else c for a, c in enumerate(xb.chunks))
-    return da.map_blocks(fn, xb, new_axis=list(range(len(lead))) or None, chunks=chunks,
-                         dtype=dtype, meta=_onp.empty((0,) * len(chunks), dtype))
+        (sizes[a],) if a in sizes else c for a, c in enumerate(xb.chunks)
+    )
+    return da.map_blocks(
+        fn,
+        xb,
+        new_axis=list(range(len(lead))) or None,
+        chunks=chunks,
+        dtype=dtype,
+        meta=_onp.empty((0,) * len(chunks), dtype),
+    )
 
 
 def unpack_positions(packed, shape):

@@ -14,6 +14,7 @@ arrays receive plain values only, and traced values into a plain array raise
 TracerArrayConversionError. put, putmask, place, put_along_axis, fill_diagonal, copyto and
 nan_to_num(copy=False) follow the same rule for the array they write into.
 """
+
 import ast
 import builtins as _builtins
 import functools
@@ -22,52 +23,177 @@ import types
 
 import numpy as _np
 
-from .._core import (Box, TracerArrayConversionError, install_hooks, is_array_value,
-                     register_box_method, register_numpy_override)
+from .._core import (
+    Box,
+    TracerArrayConversionError,
+    install_hooks,
+    is_array_value,
+    register_box_method,
+    register_numpy_override,
+)
 from ..registry import notrace_primitive, primitive
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
 # constant results, shapes and constructors): traced values pass through them unrecorded.
 NONDIFFERENTIABLE = {
-    "floor", "ceil", "round", "around", "round_", "rint", "fix", "trunc", "sign", "signbit",
-    "floor_divide", "all", "any", "argmax", "argmin", "argpartition", "argsort", "argwhere",
-    "nonzero", "flatnonzero", "count_nonzero", "searchsorted", "digitize", "ndim", "shape",
-    "size", "isscalar",
-    "logical_and", "logical_or", "logical_not", "logical_xor", "isfinite", "isinf", "isnan",
-    "isneginf", "isposinf", "isreal", "iscomplex", "iscomplexobj", "isrealobj", "allclose",
-    "isclose", "array_equal", "array_equiv", "greater", "greater_equal", "less", "less_equal",
-    "equal", "not_equal", "zeros_like", "ones_like", "empty_like", "result_type", "can_cast",
-    "min_scalar_type", "promote_types", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "invert", "left_shift", "right_shift", "gcd", "lcm", "isin", "in1d",
-    "tri", "tril_indices_from", "triu_indices_from", "diag_indices_from", "indices",
-    "unravel_index", "ravel_multi_index", "may_share_memory", "shares_memory", "iterable",
-    "isfortran", "ndindex", "mask_indices",
+    "floor",
+    "ceil",
+    "round",
+    "around",
+    "round_",
+    "rint",
+    "fix",
+    "trunc",
+    "sign",
+    "signbit",
+    "floor_divide",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argpartition",
+    "argsort",
+    "argwhere",
+    "nonzero",
+    "flatnonzero",
+    "count_nonzero",
+    "searchsorted",
+    "digitize",
+    "ndim",
+    "shape",
+    "size",
+    "isscalar",
+    "logical_and",
+    "logical_or",
+    "logical_not",
+    "logical_xor",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "isneginf",
+    "isposinf",
+    "isreal",
+    "iscomplex",
+    "iscomplexobj",
+    "isrealobj",
+    "allclose",
+    "isclose",
+    "array_equal",
+    "array_equiv",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "equal",
+    "not_equal",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "result_type",
+    "can_cast",
+    "min_scalar_type",
+    "promote_types",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "invert",
+    "left_shift",
+    "right_shift",
+    "gcd",
+    "lcm",
+    "isin",
+    "in1d",
+    "tri",
+    "tril_indices_from",
+    "triu_indices_from",
+    "diag_indices_from",
+    "indices",
+    "unravel_index",
+    "ravel_multi_index",
+    "may_share_memory",
+    "shares_memory",
+    "iterable",
+    "isfortran",
+    "ndindex",
+    "mask_indices",
 }
 
 # Names kept from NumPy unwrapped: they are not functions of array values.
-_NOT_WRAPPED = {"vectorize", "errstate", "printoptions", "nditer", "broadcast", "ndenumerate",
-                "set_printoptions", "get_printoptions", "seterr", "geterr", "info", "show_config",
-                "get_include", "load", "save", "savez", "savez_compressed", "loadtxt",
-                "savetxt", "genfromtxt", "fromfile", "frombuffer", "fromregex", "memmap",
-                "setbufsize", "getbufsize", "test", "typename", "seterrcall",
-                "geterrcall", "deprecate", "asmatrix", "matrix", "poly1d", "busday_count",
-                "busday_offset", "is_busday", "datetime_as_string", "datetime_data",
-                "set_string_function", "add_docstring", "add_newdoc", "from_dlpack",
-                "array_repr", "array_str", "array2string", "format_float_positional",
-                "format_float_scientific", "base_repr", "binary_repr"}
+_NOT_WRAPPED = {
+    "vectorize",
+    "errstate",
+    "printoptions",
+    "nditer",
+    "broadcast",
+    "ndenumerate",
+    "set_printoptions",
+    "get_printoptions",
+    "seterr",
+    "geterr",
+    "info",
+    "show_config",
+    "get_include",
+    "load",
+    "save",
+    "savez",
+    "savez_compressed",
+    "loadtxt",
+    "savetxt",
+    "genfromtxt",
+    "fromfile",
+    "frombuffer",
+    "fromregex",
+    "memmap",
+    "setbufsize",
+    "getbufsize",
+    "test",
+    "typename",
+    "seterrcall",
+    "geterrcall",
+    "deprecate",
+    "asmatrix",
+    "matrix",
+    "poly1d",
+    "busday_count",
+    "busday_offset",
+    "is_busday",
+    "datetime_as_string",
+    "datetime_data",
+    "set_string_function",
+    "add_docstring",
+    "add_newdoc",
+    "from_dlpack",
+    "array_repr",
+    "array_str",
+    "array2string",
+    "format_float_positional",
+    "format_float_scientific",
+    "base_repr",
+    "binary_repr",
+}
 
 
 def _is_function(obj):
-    return (isinstance(obj, (_np.ufunc, types.FunctionType, types.BuiltinFunctionType))
-            or type(obj).__name__ == "_ArrayFunctionDispatcher")
+    return (
+        isinstance(obj, (_np.ufunc, types.FunctionType, types.BuiltinFunctionType))
+        or type(obj).__name__ == "_ArrayFunctionDispatcher"
+    )
 
 
 _add_reduce = _np.add.reduce
 
 
 @functools.wraps(_np.sum)
-def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np._NoValue,
-         where=_np._NoValue):
+def _sum(
+    a,
+    axis=None,
+    dtype=None,
+    out=None,
+    keepdims=_np._NoValue,
+    initial=_np._NoValue,
+    where=_np._NoValue,
+):
     # numpy.sum of a plain ndarray is add.reduce after about 1 us of Python dispatch
     # (ndarray.sum -> _methods._sum); go straight there when nothing else is asked for
     if type(a) is _np.ndarray and initial is _np._NoValue and where is _np._NoValue:
@@ -76,8 +202,11 @@ def _sum(a, axis=None, dtype=None, out=None, keepdims=_np._NoValue, initial=_np.
         return _add_reduce(a, axis, dtype, out, keepdims)
     # by keyword, and only what was given: other array libraries' sum (dask's, through
     # __array_function__) take the same names in another order and no NumPy sentinels
-    kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
-          if v is not _np._NoValue}
+    kw = {
+        k: v
+        for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
+        if v is not _np._NoValue
+    }
     if out is not None:
         kw["out"] = out
     return _np.sum(a, axis=axis, dtype=dtype, **kw)
@@ -87,23 +216,28 @@ def _extremum(name, ufunc):
     reduce = ufunc.reduce
 
     @functools.wraps(getattr(_np, name))
-    def extremum(a, axis=None, out=None, keepdims=_np._NoValue, initial=_np._NoValue,
-                 where=_np._NoValue):
+    def extremum(
+        a, axis=None, out=None, keepdims=_np._NoValue, initial=_np._NoValue, where=_np._NoValue
+    ):
         # numpy.max / numpy.min of a plain ndarray: the ufunc's reduce, as for _sum
         if type(a) is _np.ndarray and initial is _np._NoValue and where is _np._NoValue:
             if keepdims is _np._NoValue:
                 return reduce(a, axis, None, out)
             return reduce(a, axis, None, out, keepdims)
-        kw = {k: v for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
-              if v is not _np._NoValue}
+        kw = {
+            k: v
+            for k, v in (("keepdims", keepdims), ("initial", initial), ("where", where))
+            if v is not _np._NoValue
+        }
         if out is not None:
             kw["out"] = out
         return getattr(_np, name)(a, axis=axis, **kw)
+
     return extremum
 
 
 try:
-    from numpy._core.multiarray import c_einsum as _c_einsum   # NumPy 2; 1.26 has a shim
+    from numpy._core.multiarray import c_einsum as _c_einsum  # NumPy 2; 1.26 has a shim
 except ImportError:
     _c_einsum = None
 
@@ -136,8 +270,13 @@ def _dot(a, b, out=None):
 
 
 # NumPy functions run through a faster equivalent with the same signature and results
-_FAST_IMPL = {"sum": _sum, "einsum": _einsum, "max": _extremum("max", _np.maximum),
-              "min": _extremum("min", _np.minimum), "dot": _dot}
+_FAST_IMPL = {
+    "sum": _sum,
+    "einsum": _einsum,
+    "max": _extremum("max", _np.maximum),
+    "min": _extremum("min", _np.minimum),
+    "dot": _dot,
+}
 
 
 def wrap_namespace(src, dst, prefix=None):
@@ -151,8 +290,11 @@ def wrap_namespace(src, dst, prefix=None):
         if _is_function(obj) and name not in _NOT_WRAPPED:
             full = f"{prefix}.{name}"
             impl = _FAST_IMPL.get(name, obj) if src is _np.__dict__ else obj
-            wrapped = (notrace_primitive(impl, full) if name in NONDIFFERENTIABLE
-                       else primitive(impl, full))
+            wrapped = (
+                notrace_primitive(impl, full)
+                if name in NONDIFFERENTIABLE
+                else primitive(impl, full)
+            )
             set_out_arg(wrapped, obj)
             dst[name] = wrapped
             register_numpy_override(obj, wrapped)
@@ -163,8 +305,8 @@ def wrap_namespace(src, dst, prefix=None):
 # =============================================================================
 # out=: a primitive whose function writes into an `out` argument
 # =============================================================================
-_KEYWORD_ONLY = 1 << 30          # out_arg of an `out` that cannot be passed by position
-_OUT_TAIL = {}                   # primitive -> names of the positional parameters after `out`
+_KEYWORD_ONLY = 1 << 30  # out_arg of an `out` that cannot be passed by position
+_OUT_TAIL = {}  # primitive -> names of the positional parameters after `out`
 
 
 def parameters(fun):
@@ -181,7 +323,7 @@ def parameters(fun):
     first = (getattr(fun, "__doc__", None) or "").strip().split("\n", 1)[0].strip()
     if not name or not first.startswith(name + "(") or not first.endswith(")"):
         return None
-    pieces, depth, start, text = [], 0, 0, first[len(name) + 1:-1]
+    pieces, depth, start, text = [], 0, 0, first[len(name) + 1 : -1]
     for k, ch in enumerate(text + ","):
         depth += ch in "([{"
         depth -= ch in ")]}"
@@ -215,15 +357,16 @@ def set_out_arg(prim, fun):
     """Mark `prim` (wrapping `fun`) as having an `out` parameter, if `fun` has one: calls that
     pass it go to _out_call instead of letting fun write untraced numbers into it."""
     if isinstance(fun, _np.ufunc):
-        prim.out_arg = fun.nin                   # ufunc(x1, x2, out1, out2...)
+        prim.out_arg = fun.nin  # ufunc(x1, x2, out1, out2...)
         return
     params = parameters(fun)
     for i, p in enumerate(params or ()):
         if p.name == "out":
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 prim.out_arg = i
-                _OUT_TAIL[prim] = tuple(q.name for q in params[i + 1:]
-                                        if q.kind is q.POSITIONAL_OR_KEYWORD)
+                _OUT_TAIL[prim] = tuple(
+                    q.name for q in params[i + 1 :] if q.kind is q.POSITIONAL_OR_KEYWORD
+                )
             else:
                 prim.out_arg = _KEYWORD_ONLY
             return
@@ -234,7 +377,8 @@ def _plain_out_error(name, what="out="):
         f"{name}: {what} is a plain numpy array; writing traced values into it would drop "
         f"their gradient. Create that array with gradcy.numpy (zeros, empty, array, ...) inside "
         f"the differentiated function, so the write is traced, or use the function's result "
-        f"instead (y = {name.rsplit('.', 1)[-1]}(...)).")
+        f"instead (y = {name.rsplit('.', 1)[-1]}(...))."
+    )
 
 
 def write_result(name, out, result, where=True, broadcast=False, casting="same_kind"):
@@ -248,8 +392,10 @@ def write_result(name, out, result, where=True, broadcast=False, casting="same_k
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
     rdtype = _np.result_type(_plain(result))
     if not _np.can_cast(rdtype, out.dtype, casting):
-        raise TypeError(f"{name}: cannot cast the result from {rdtype} to out='s dtype "
-                        f"{out.dtype} with casting rule {casting!r}")
+        raise TypeError(
+            f"{name}: cannot cast the result from {rdtype} to out='s dtype "
+            f"{out.dtype} with casting rule {casting!r}"
+        )
     out[...] = result if where is True else where_(where, result, out)
     return out
 
@@ -290,15 +436,16 @@ def _out_call(prim, args, kwargs):
     ufunc = isinstance(prim.fun, _np.ufunc)
     if len(args) > pos:
         if "out" in kwargs:
-            raise TypeError(f"{prim.name}: cannot specify 'out' as both a positional and "
-                            f"keyword argument")
+            raise TypeError(
+                f"{prim.name}: cannot specify 'out' as both a positional and keyword argument"
+            )
         if ufunc:
             out = args[pos:] if len(args) > pos + 1 else args[pos]
         else:
             tail = _OUT_TAIL.get(prim, ())
             if len(args) > pos + 1 + len(tail):
                 raise TypeError(f"{prim.name}: too many positional arguments")
-            kwargs.update(zip(tail, args[pos + 1:]))
+            kwargs.update(zip(tail, args[pos + 1 :]))
             out = args[pos]
         args = args[:pos]
     else:
@@ -316,7 +463,8 @@ def _out_call(prim, args, kwargs):
     if not _out_honoured(prim):
         raise NotImplementedError(
             f"{prim.name}: this NumPy returns a new array rather than writing the result into "
-            f"out=, so the buffer would not hold it; use the returned value instead")
+            f"out=, so the buffer would not hold it; use the returned value instead"
+        )
     where = kwargs.pop("where", True) if ufunc else True
     result = prim(*args, **kwargs)
     results = result if len(outs) > 1 else (result,)
@@ -328,8 +476,9 @@ def _out_call(prim, args, kwargs):
                 raise _plain_out_error(prim.name)
             o[...] = _plain(r)
             continue
-        write_result(prim.name, o, r, where, broadcast=ufunc,
-                     casting=kwargs.get("casting", "same_kind"))
+        write_result(
+            prim.name, o, r, where, broadcast=ufunc, casting=kwargs.get("casting", "same_kind")
+        )
     return out[0] if type(out) is tuple and len(out) == 1 else out
 
 
@@ -344,37 +493,53 @@ def _nan_to_num_call(args, kwargs):
         return _nan_to_num(*args, **kwargs)
     x = args[0]
     if type(x) is not Box:
-        return _nan_to_num.fun(x, copy=False, **kwargs)     # numpy writes into the plain x
+        return _nan_to_num.fun(x, copy=False, **kwargs)  # numpy writes into the plain x
     x[...] = _nan_to_num(x, **kwargs)
     return x
 
 
 def _plain(a):
     while type(a) is Box:
-        if a._tape.recorder is not None:    # a const_graph recording: its replays check these
-            a._tape.recorder.read(a, "value", a._value)     # values (gradcy/misc/tracers.py)
+        if a._tape.recorder is not None:  # a const_graph recording: its replays check these
+            a._tape.recorder.read(a, "value", a._value)  # values (gradcy/misc/tracers.py)
         a = a._value
     return a
 
 
 wrap_namespace(_np.__dict__, globals(), "gradcy.numpy")
 _nan_to_num = globals()["nan_to_num"]
-_nan_to_num.out_arg = 1          # the position of copy: copy=False writes into x
+_nan_to_num.out_arg = 1  # the position of copy: copy=False writes into x
 install_hooks(out=_out_call)
 
 # NumPy aliases that are the same object under two names (max/amax, round/around...) each got
 # their own primitive above; make each alias the primitive of its canonical name so every
 # name shares one set of rules.
-for _alias, _canonical in [("amax", "max"), ("amin", "min"), ("around", "round"),
-                           ("abs", "absolute"), ("conj", "conjugate"), ("true_divide", "divide"),
-                           ("mod", "remainder"), ("acos", "arccos"), ("asin", "arcsin"),
-                           ("atan", "arctan"), ("acosh", "arccosh"), ("asinh", "arcsinh"),
-                           ("atanh", "arctanh"), ("atan2", "arctan2"), ("pow", "power"),
-                           ("concat", "concatenate"), ("permute_dims", "transpose"),
-                           ("bitwise_invert", "bitwise_not"), ("bitwise_left_shift", "left_shift"),
-                           ("bitwise_right_shift", "right_shift"),
-                           ("product", "prod"), ("cumproduct", "cumprod"),
-                           ("alltrue", "all"), ("sometrue", "any")]:
+for _alias, _canonical in [
+    ("amax", "max"),
+    ("amin", "min"),
+    ("around", "round"),
+    ("abs", "absolute"),
+    ("conj", "conjugate"),
+    ("true_divide", "divide"),
+    ("mod", "remainder"),
+    ("acos", "arccos"),
+    ("asin", "arcsin"),
+    ("atan", "arctan"),
+    ("acosh", "arccosh"),
+    ("asinh", "arcsinh"),
+    ("atanh", "arctanh"),
+    ("atan2", "arctan2"),
+    ("pow", "power"),
+    ("concat", "concatenate"),
+    ("permute_dims", "transpose"),
+    ("bitwise_invert", "bitwise_not"),
+    ("bitwise_left_shift", "left_shift"),
+    ("bitwise_right_shift", "right_shift"),
+    ("product", "prod"),
+    ("cumproduct", "cumprod"),
+    ("alltrue", "all"),
+    ("sometrue", "any"),
+]:
     if _canonical in globals() and _alias in globals():
         globals()[_alias] = globals()[_canonical]
         if hasattr(_np, _alias):
@@ -449,11 +614,16 @@ def _list_call(name, fn, arrays, axis, out, kwargs):
     result = fn(arrays, axis)
     if dtype is not None:
         if not _np.can_cast(result.dtype, dtype, casting):
-            raise TypeError(f"gradcy.numpy.{name}: cannot cast from {result.dtype} to "
-                            f"{_np.dtype(dtype)} with casting rule {casting!r}")
+            raise TypeError(
+                f"gradcy.numpy.{name}: cannot cast from {result.dtype} to "
+                f"{_np.dtype(dtype)} with casting rule {casting!r}"
+            )
         result = astype(result, dtype)
-    return result if out is None else write_result(f"gradcy.numpy.{name}", out, result,
-                                                   casting=casting)
+    return (
+        result
+        if out is None
+        else write_result(f"gradcy.numpy.{name}", out, result, casting=casting)
+    )
 
 
 def concatenate(arrays, axis=0, out=None, **kwargs):
@@ -502,11 +672,19 @@ def column_stack(tup):
     return concatenate(arrs, axis=1)
 
 
-for _name in ["array", "asarray", "concatenate", "stack", "hstack", "vstack", "dstack",
-              "column_stack"]:
+for _name in [
+    "array",
+    "asarray",
+    "concatenate",
+    "stack",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+]:
     if hasattr(_np, _name):
         register_numpy_override(getattr(_np, _name), globals()[_name])
-if hasattr(_np, "concat"):          # NumPy >= 2
+if hasattr(_np, "concat"):  # NumPy >= 2
     concat = concatenate
 
 
@@ -525,8 +703,9 @@ def _writes_into(name):
     def decorate(trace):
         @functools.wraps(np_fn)
         def writer(a, *args, **kwargs):
-            values_traced = (_builtins.any(_contains_box(v) for v in args)
-                             or _builtins.any(type(v) is Box for v in kwargs.values()))
+            values_traced = _builtins.any(_contains_box(v) for v in args) or _builtins.any(
+                type(v) is Box for v in kwargs.values()
+            )
             if type(a) is not Box:
                 if values_traced:
                     raise TracerArrayConversionError(
@@ -534,14 +713,20 @@ def _writes_into(name):
                         f"traced values into it would drop their gradient. Create it with "
                         f"gradcy.numpy (zeros, empty, array, ...) inside the differentiated "
                         f"function, so the write is traced, or build the result functionally "
-                        f"(a.at[index].set(values)).")
+                        f"(a.at[index].set(values))."
+                    )
                 return np_fn(a, *args, **kwargs)
-            np_fn(_np.array(_plain(a), copy=True), *[_plain_tree(v) for v in args],
-                  **{k: _plain(v) for k, v in kwargs.items()})
+            np_fn(
+                _np.array(_plain(a), copy=True),
+                *[_plain_tree(v) for v in args],
+                **{k: _plain(v) for k, v in kwargs.items()},
+            )
             trace(a, *args, **kwargs)
+
         writer.__name__ = name
         writer.__qualname__ = name
         return writer
+
     return decorate
 
 
@@ -606,9 +791,12 @@ def put_along_axis(arr, indices, values, axis):
         return
     nd = arr.ndim
     axis = axis + nd if axis < 0 else axis
-    index = tuple(indices if d == axis else
-                  _np.arange(arr.shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
-                  for d in range(nd))
+    index = tuple(
+        indices
+        if d == axis
+        else _np.arange(arr.shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1))
+        for d in range(nd)
+    )
     arr[index] = values
 
 
@@ -667,7 +855,7 @@ def custom_where(condition, *args, **kwargs):
 
 where = primitive(custom_where, "gradcy.numpy.where")
 register_numpy_override(_np.where, where)
-where_ = where      # for the functions whose parameter `where` hides it
+where_ = where  # for the functions whose parameter `where` hides it
 
 
 # =============================================================================
@@ -687,7 +875,7 @@ def container_take(A, idx):
 
 def _box_getitem(A, idx):
     v = A._value
-    while type(v) is Box:          # nested differentiation
+    while type(v) is Box:  # nested differentiation
         v = v._value
     if isinstance(v, (tuple, list)):
         return container_take(A, idx)
@@ -695,6 +883,7 @@ def _box_getitem(A, idx):
 
 
 if hasattr(_np.ndarray, "mT"):
+
     def _mT(x):
         """x with its last two axes swapped (the VJP rules' transpose): a view of an ndarray,
         matrix_transpose of a traced value."""
@@ -702,13 +891,14 @@ if hasattr(_np.ndarray, "mT"):
             return x.mT
         # (Dask has no matrix_transpose: its fallback would compute the array)
         return swapaxes(x, -1, -2) if is_array_value(_plain(x)) else matrix_transpose(x)
-else:                               # NumPy 1.26: no ndarray.mT, no matrix_transpose
+else:  # NumPy 1.26: no ndarray.mT, no matrix_transpose
+
     def _mT(x):
         return x.swapaxes(-1, -2) if type(x) is _np.ndarray else swapaxes(x, -1, -2)
 
 
 def _astype_impl(x, dtype, *args, **kwargs):
-    if is_array_value(x):           # a Dask / CuPy array: its own astype, no conversion
+    if is_array_value(x):  # a Dask / CuPy array: its own astype, no conversion
         return x.astype(dtype, *args, **kwargs)
     return _np.asarray(x).astype(dtype, *args, **kwargs)
 
@@ -756,19 +946,60 @@ def _method_copy(x, order="K"):
 def _register_methods():
     g = globals()
     ops = {
-        "add": "add", "subtract": "subtract", "multiply": "multiply", "true_divide": "divide",
-        "floor_divide": "floor_divide", "mod": "remainder", "power": "power",
-        "matmul": "matmul", "negative": "negative", "absolute": "absolute", "equal": "equal",
-        "not_equal": "not_equal", "less": "less", "less_equal": "less_equal",
-        "greater": "greater", "greater_equal": "greater_equal", "real": "real", "imag": "imag",
-        "conj": "conjugate", "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or",
-        "bitwise_xor": "bitwise_xor", "invert": "invert",
+        "add": "add",
+        "subtract": "subtract",
+        "multiply": "multiply",
+        "true_divide": "divide",
+        "floor_divide": "floor_divide",
+        "mod": "remainder",
+        "power": "power",
+        "matmul": "matmul",
+        "negative": "negative",
+        "absolute": "absolute",
+        "equal": "equal",
+        "not_equal": "not_equal",
+        "less": "less",
+        "less_equal": "less_equal",
+        "greater": "greater",
+        "greater_equal": "greater_equal",
+        "real": "real",
+        "imag": "imag",
+        "conj": "conjugate",
+        "bitwise_and": "bitwise_and",
+        "bitwise_or": "bitwise_or",
+        "bitwise_xor": "bitwise_xor",
+        "invert": "invert",
     }
     for method, fn in ops.items():
         register_box_method(method, g[fn])
-    for name in ["sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "ptp",
-                 "argmax", "argmin", "argsort", "nonzero", "all", "any", "swapaxes", "ravel",
-                 "squeeze", "repeat", "dot", "clip", "round", "take", "trace", "diagonal"]:
+    for name in [
+        "sum",
+        "mean",
+        "prod",
+        "max",
+        "min",
+        "var",
+        "std",
+        "cumsum",
+        "cumprod",
+        "ptp",
+        "argmax",
+        "argmin",
+        "argsort",
+        "nonzero",
+        "all",
+        "any",
+        "swapaxes",
+        "ravel",
+        "squeeze",
+        "repeat",
+        "dot",
+        "clip",
+        "round",
+        "take",
+        "trace",
+        "diagonal",
+    ]:
         if name in g:
             register_box_method(name, g[name])
     register_box_method("reshape", _method_reshape)
@@ -777,7 +1008,7 @@ def _register_methods():
     register_box_method("copy", _method_copy)
     register_box_method("item", _method_item)
     register_box_method("astype", astype)
-    if hasattr(_np, "astype"):                       # numpy.astype (NumPy 2)
+    if hasattr(_np, "astype"):  # numpy.astype (NumPy 2)
         register_numpy_override(_np.astype, astype)
     register_box_method("__getitem__", _box_getitem)
     install_hooks(getitem=getitem)
@@ -786,5 +1017,9 @@ def _register_methods():
 _register_methods()
 
 
-__all__ = [name for name in globals() if not name.startswith("_")
-           and name not in ("types", "register_box_method", "register_numpy_override")]
+__all__ = [
+    name
+    for name in globals()
+    if not name.startswith("_")
+    and name not in ("types", "register_box_method", "register_numpy_override")
+]

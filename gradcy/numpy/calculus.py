@@ -1,16 +1,32 @@
 """VJPs and JVPs of cumulative sums and products (cumsum cumprod nancumsum nancumprod, NumPy 2's
 cumulative_sum and cumulative_prod), differences (diff, ediff1d), gradient, trapezoid/trapz and
 interp."""
+
 import operator
 
 import numpy as _onp
 
 from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
-from ._util import (_NoValue, _at, _binder, _dtype, _float_dtype, _norm_axis, _plain, _shape,
-                    _size, cast_like, none_set, shape_dtype, unbroadcast, values_of)
+from ._util import (
+    _NoValue,
+    _at,
+    _binder,
+    _dtype,
+    _float_dtype,
+    _norm_axis,
+    _plain,
+    _shape,
+    _size,
+    cast_like,
+    none_set,
+    shape_dtype,
+    unbroadcast,
+    values_of,
+)
 from .indexing import _scatter, untake
 from .reductions import _revcumsum
+
 
 # =============================================================================
 # cumsum, cumprod, nancumsum, nancumprod
@@ -31,8 +47,10 @@ def _nancumsum_vjp(g, ans, x, axis=None, dtype=None, out=None):
 
 
 defvjp_direct(anp.nancumsum, _nancumsum_vjp, save=(0,))
-defjvp(anp.nancumsum, lambda g, ans, x, axis=None, dtype=None, out=None:
-       anp.cumsum(g * ~_onp.isnan(x), axis))
+defjvp(
+    anp.nancumsum,
+    lambda g, ans, x, axis=None, dtype=None, out=None: anp.cumsum(g * ~_onp.isnan(x), axis),
+)
 
 
 def _zeros_mask(x):
@@ -54,7 +72,7 @@ def _cumprod_grad(g, ans, x, axis):
     zc = _onp.cumsum(z, axis=axis)
     before = zc == 0
     first = z & (zc == 1)
-    single = (zc.max(axis=axis, keepdims=True) == 1)
+    single = zc.max(axis=axis, keepdims=True) == 1
     after = (zc >= 1) & ~first & single
     term = _revcumsum(g * ans, axis) / (x * before + ~before) * before
     y1 = anp.cumprod(x * ~first + first, axis=axis)
@@ -142,6 +160,7 @@ def _cumulative_vjp(grad):
     """The VJP of cumulative_sum / cumulative_prod from grad(g, y, x, ax) for an x of
     ndim >= 1: g (in x's dtype) and y() (the output, read only when called) without the
     initial entry."""
+
     def rule(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
         xdtype = _dtype(x)
         ax = _cum_axis(x, axis)
@@ -149,21 +168,23 @@ def _cumulative_vjp(grad):
         if not _shape(x):
             return anp.reshape(g, ())
         return grad(g, lambda: _drop_initial(cast_like(ans, xdtype), ax, include_initial), x, ax)
+
     return rule
 
 
 if hasattr(anp, "cumulative_sum"):
-    def _cumulative_sum_jvp(g, ans, x, axis=None, dtype=None, out=None,
-                            include_initial=False):
+
+    def _cumulative_sum_jvp(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
         return anp.cumulative_sum(g, axis=axis, include_initial=include_initial)
 
-    defvjp_direct(anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)),
-                  save=())
+    defvjp_direct(
+        anp.cumulative_sum, _cumulative_vjp(lambda g, y, x, ax: _revcumsum(g, ax)), save=()
+    )
     defjvp(anp.cumulative_sum, _cumulative_sum_jvp)
 
 if hasattr(anp, "cumulative_prod"):
-    def _cumulative_prod_jvp(g, ans, x, axis=None, dtype=None, out=None,
-                             include_initial=False):
+
+    def _cumulative_prod_jvp(g, ans, x, axis=None, dtype=None, out=None, include_initial=False):
         ax = _cum_axis(x, axis)
         if not _shape(x):
             t = anp.reshape(g, (1,))
@@ -176,9 +197,11 @@ if hasattr(anp, "cumulative_prod"):
             t = anp.concatenate([_onp.zeros(zshape, _dtype(t)), t], axis=ax)
         return t
 
-    defvjp_direct(anp.cumulative_prod,
-                  _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
-                  save=(0, "ans"))
+    defvjp_direct(
+        anp.cumulative_prod,
+        _cumulative_vjp(lambda g, y, x, ax: _cumprod_grad(g, y(), x, ax)),
+        save=(0, "ans"),
+    )
     defjvp(anp.cumulative_prod, _cumulative_prod_jvp)
 
 
@@ -197,6 +220,7 @@ def _diff_parts(a, axis, prepend, append):
         if len(s) == 0:
             s = tuple(1 if i == ax else n for i, n in enumerate(shape))
         return s
+
     return ax, piece(prepend), shape, piece(append)
 
 
@@ -213,7 +237,7 @@ def _diff_vjp_for(which):
         ax, ps, shape, qs = _diff_parts(a, axis, prepend, append)
         target = {0: a, 3: prepend, 4: append}[which]
         dtype = _dtype(target)
-        if n == 0:                      # diff(a, 0) is a itself (prepend, append unused)
+        if n == 0:  # diff(a, 0) is a itself (prepend, append unused)
             return cast_like(g, dtype) if which == 0 else None
         start = 0 if which != 0 else (ps[ax] if ps is not None else 0)
         if which == 4:
@@ -223,6 +247,7 @@ def _diff_vjp_for(which):
         ge = _diff_transpose(g, n, ax)
         part = anp.getitem(ge, _at(ax, slice(start, start + length)))
         return cast_like(unbroadcast(part, target) if which else part, dtype)
+
     return rule
 
 
@@ -239,6 +264,7 @@ def _diff_jvp_for(which):
             pieces.append(anp.broadcast_to(g, s) if k == which else _onp.zeros(s, dtype))
         ext = pieces[0] if len(pieces) == 1 else anp.concatenate(pieces, axis=ax)
         return anp.diff(ext, n, ax)
+
     return jvp
 
 
@@ -263,6 +289,7 @@ def _ediff1d_vjp(which):
             return cast_like(anp.reshape(anp.getitem(g, slice(nb + nd, None)), shape), dtype)
         gd = anp.getitem(g, slice(nb, nb + nd))
         return cast_like(anp.reshape(_diff_transpose(gd, 1, 0), shape), dtype)
+
     return rule
 
 
@@ -280,6 +307,7 @@ def _ediff1d_jvp(which):
         if ne:
             parts.append(anp.reshape(g, (-1,)) if which == 1 else _onp.zeros(ne, dtype))
         return parts[0] if len(parts) == 1 else anp.concatenate(parts)
+
     return jvp
 
 
@@ -311,10 +339,12 @@ def _gradient_band(L, spacing, edge_order):
     w = min(3, L)
     start = _onp.clip(_onp.arange(L) - 1, 0, L - w)
     cols = start[:, None] + _onp.arange(w)[None, :]
-    probes = [_onp.gradient((_onp.arange(L) % 3 == r).astype(float), spacing,
-                            edge_order=edge_order) for r in range(3)]
-    P = _onp.stack(probes)                      # (3, L)
-    C = P[cols % 3, _onp.arange(L)[:, None]]    # (L, w)
+    probes = [
+        _onp.gradient((_onp.arange(L) % 3 == r).astype(float), spacing, edge_order=edge_order)
+        for r in range(3)
+    ]
+    P = _onp.stack(probes)  # (3, L)
+    C = P[cols % 3, _onp.arange(L)[:, None]]  # (L, w)
     return cols, C
 
 
@@ -374,6 +404,7 @@ def _planned_rules(prim, plan, vjps, jvps, missing, save):
     arguments, bound), made once per call, and parts per argument k: vjps[k](g, p, kw) is its
     cotangent, jvps[k](g, p, kw) the output tangent its tangent g causes (summed over the
     arguments). An argument without a part raises NotImplementedError(missing)."""
+
     def part(parts, k):
         if k not in parts:
             raise NotImplementedError(missing)
@@ -383,6 +414,7 @@ def _planned_rules(prim, plan, vjps, jvps, missing, save):
         def vjp(g):
             p, kw = plan(args, kwargs)
             return tuple([part(vjps, k)(g, p, kw) for k in argnums])
+
         return vjp
 
     def jvp(argnums, gs, ans, args, kwargs):
@@ -473,14 +505,21 @@ def _trap_vjp_x(g, tr, kw):
 
 
 _planned_rules(
-    _trapezoid, _trap_bind,
-    {0: _trap_vjp_y,
-     1: _trap_vjp_x,
-     2: lambda g, tr, kw: unbroadcast(g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay), kw["dx"])},
-    {0: lambda g, tr, kw: _trapezoid(g, kw["x"], kw["dx"], kw["axis"]),
-     1: lambda g, tr, kw: anp.sum(tr.d(g, None) * tr.pair_mean(kw["y"]), axis=tr.ap),
-     2: lambda g, tr, kw: g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay)},
-    "gradcy.numpy.trapezoid: axis has no gradient", save=(0, 1, 2))
+    _trapezoid,
+    _trap_bind,
+    {
+        0: _trap_vjp_y,
+        1: _trap_vjp_x,
+        2: lambda g, tr, kw: unbroadcast(g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay), kw["dx"]),
+    },
+    {
+        0: lambda g, tr, kw: _trapezoid(g, kw["x"], kw["dx"], kw["axis"]),
+        1: lambda g, tr, kw: anp.sum(tr.d(g, None) * tr.pair_mean(kw["y"]), axis=tr.ap),
+        2: lambda g, tr, kw: g * anp.sum(tr.pair_mean(kw["y"]), axis=tr.ay),
+    },
+    "gradcy.numpy.trapezoid: axis has no gradient",
+    save=(0, 1, 2),
+)
 
 
 # =============================================================================
@@ -532,8 +571,9 @@ class _InterpPlan:
 
     def check_xp(self):
         if self.period is not None:
-            raise NotImplementedError("gradcy.numpy.interp: no gradient with respect to xp with "
-                                      "period=")
+            raise NotImplementedError(
+                "gradcy.numpy.interp: no gradient with respect to xp with period="
+            )
 
     def t(self, x, xp):
         """The interpolation fractions, traced in x and xp (0 outside)."""
@@ -582,8 +622,9 @@ def _interp_vjp_xp(g, plan, kw):
     plan.check_xp()
     t, _ = plan.t(x, xp)
     s = -g * plan.slope(x, xp, fp)
-    c = (_scatter(s * (1.0 - t), plan.lo, (plan.n,), _dtype(s))
-         + _scatter(s * t, plan.hi, (plan.n,), _dtype(s)))
+    c = _scatter(s * (1.0 - t), plan.lo, (plan.n,), _dtype(s)) + _scatter(
+        s * t, plan.hi, (plan.n,), _dtype(s)
+    )
     return cast_like(c, _dtype(xp))
 
 
@@ -608,15 +649,22 @@ def _interp_jvp_fp(g, plan, kw):
 
 
 _planned_rules(
-    anp.interp, _interp_plan,
-    {0: lambda g, plan, kw: unbroadcast(g * plan.slope(kw["x"], kw["xp"], kw["fp"]), kw["x"]),
-     1: _interp_vjp_xp,
-     2: _interp_vjp_fp,
-     3: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.below), kw["left"]),
-     4: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.above), kw["right"])},
-    {0: lambda g, plan, kw: g * plan.slope(kw["x"], kw["xp"], kw["fp"]),
-     1: _interp_jvp_xp,
-     2: _interp_jvp_fp,
-     3: lambda g, plan, kw: g * plan.below,
-     4: lambda g, plan, kw: g * plan.above},
-    "gradcy.numpy.interp: period has no gradient", save=(0, 1, 2, 5))
+    anp.interp,
+    _interp_plan,
+    {
+        0: lambda g, plan, kw: unbroadcast(g * plan.slope(kw["x"], kw["xp"], kw["fp"]), kw["x"]),
+        1: _interp_vjp_xp,
+        2: _interp_vjp_fp,
+        3: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.below), kw["left"]),
+        4: lambda g, plan, kw: unbroadcast(anp.sum(g * plan.above), kw["right"]),
+    },
+    {
+        0: lambda g, plan, kw: g * plan.slope(kw["x"], kw["xp"], kw["fp"]),
+        1: _interp_jvp_xp,
+        2: _interp_jvp_fp,
+        3: lambda g, plan, kw: g * plan.below,
+        4: lambda g, plan, kw: g * plan.above,
+    },
+    "gradcy.numpy.interp: period has no gradient",
+    save=(0, 1, 2, 5),
+)

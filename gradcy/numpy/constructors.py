@@ -3,6 +3,7 @@ gradcy.numpy's zeros, ones, empty, full, identity, eye, the *_like ones, array a
 ndarray.flatten) return a buffer the tape owns, as a constant traced value, so that writes
 into it (inplace.py) happen in place and are recorded. Outside one they are NumPy's.
 """
+
 import builtins as _builtins
 
 import numpy as _np
@@ -20,9 +21,11 @@ from .inplace import _register, own
 def _owning(name, make, traced=None):
     """A constructor that, inside a differentiation, returns a buffer the tape owns. `traced`
     (full, full_like) is the primitive to use when a fill value is itself traced."""
+
     def constructor(*args, **kwargs):
-        if traced is not None and (_builtins.any(type(a) is Box for a in args[1:])
-                                   or type(kwargs.get("fill_value")) is Box):
+        if traced is not None and (
+            _builtins.any(type(a) is Box for a in args[1:]) or type(kwargs.get("fill_value")) is Box
+        ):
             return traced(*args, **kwargs)
         plain = [_plain(a) for a in args]
         tape = active_tape()
@@ -30,27 +33,35 @@ def _owning(name, make, traced=None):
             return make(*plain, **kwargs)
         out = make(*plain, **kwargs)
         if isinstance(out, _np.ndarray) and type(out) is not _np.ndarray:
-            out = _np.array(out)   # zeros_like of a registered subclass: a plain buffer,
-                                   # which writes reach (writes into a subclass are refused)
+            out = _np.array(out)  # zeros_like of a registered subclass: a plain buffer,
+            # which writes reach (writes into a subclass are refused)
         if type(out) is not _np.ndarray:
             # a Dask / CuPy array (zeros_like of one): a constant traced value, so traced
             # values can be written into it (by its own item assignment, see _box_setitem)
             return tape.new_constant(out) if is_array_value(out) else out
-        if out.base is not None:   # e.g. array(x, copy=False) returning a view of x
+        if out.base is not None:  # e.g. array(x, copy=False) returning a view of x
             out = out.copy()
         return own(tape, out)
+
     constructor.__name__ = name
     constructor.__qualname__ = name
-    constructor.__doc__ = (f"numpy.{name}; inside a differentiation the result is a buffer the "
-                           f"differentiation owns, so traced values can be written into it.")
+    constructor.__doc__ = (
+        f"numpy.{name}; inside a differentiation the result is a buffer the "
+        f"differentiation owns, so traced values can be written into it."
+    )
     return constructor
 
 
 def _owned_copy(source, result):
     """A traced copy of `source` made by the active differentiation: the tape owns it."""
     plain = _plain(result)
-    if (type(result) is Box and result is not source and type(plain) is _np.ndarray
-            and plain.base is None and plain is not _plain(source)):
+    if (
+        type(result) is Box
+        and result is not source
+        and type(plain) is _np.ndarray
+        and plain.base is None
+        and plain is not _plain(source)
+    ):
         tape = active_tape()
         if tape is result._tape and not tape.released and tape.owned_info(plain) is None:
             _register(tape, result)
@@ -60,11 +71,20 @@ def _owned_copy(source, result):
 def install_constructors(g):
     """Put the owning constructors into namespace `g` (the gradcy.numpy package; the
     primitives of the same names stay in numpy_wrapper, where their rules are registered)."""
-    for name in ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
-                 "full_like", "identity", "eye"]:
+    for name in [
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "identity",
+        "eye",
+    ]:
         make = getattr(_np, name)
-        wrapped = _owning(name, make, getattr(anp, name) if name in ("full", "full_like")
-                          else None)
+        wrapped = _owning(name, make, getattr(anp, name) if name in ("full", "full_like") else None)
         g[name] = wrapped
         _core.register_numpy_override(make, wrapped)
     plain_array, plain_copy = anp.array, anp.copy_

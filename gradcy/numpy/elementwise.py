@@ -10,6 +10,7 @@ arguments' tangents to the output's shape and casts it to the output's dtype.
 
 Constants in the rules are Python floats (weakly typed), so float32 cotangents stay float32.
 """
+
 import math
 
 import numpy as _onp
@@ -38,8 +39,12 @@ def _holomorphic(prim, rule, save, fast=None, ufunc=None, recomputable=False):
     """Register rule(g, ans, x) = g * f'(x) as both the VJP (autograd's convention: no
     conjugate) and the JVP of a unary function. fast: the ElementwiseRule kind that computes
     the VJP in C when g and the saved values are plain arrays (ufunc: f' for the *_d kinds)."""
-    defvjp_direct(prim, rule if fast is None else ElementwiseRule(fast, rule, 0, ufunc),
-                  save=save, recomputable=recomputable)
+    defvjp_direct(
+        prim,
+        rule if fast is None else ElementwiseRule(fast, rule, 0, ufunc),
+        save=save,
+        recomputable=recomputable,
+    )
     defjvp(prim, rule)
 
 
@@ -75,7 +80,7 @@ def _select(mask, g, ans, negate=False):
         return (2.0 * m - 1.0) * -g if negate else m * g
     if negate:
         return anp.where(mask, -g, g)
-    return cast_like(anp.where(mask, g, 0.0), _dtype(g))    # NumPy 1.x widens a scalar g
+    return cast_like(anp.where(mask, g, 0.0), _dtype(g))  # NumPy 1.x widens a scalar g
 
 
 # =============================================================================
@@ -87,22 +92,34 @@ def _select(mask, g, ans, negate=False):
 # the backward pass. multiply's and divide's saved sets are per argument: the rule of an
 # argument reads the other one (divide's rule for y reads x and y), so ``0.01 * x`` keeps
 # nothing of x.
-defvjp_direct(anp.add,
-       _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
-       _fast("unbroadcast", 1, lambda g, ans, x, y: unbroadcast(g, y)), save=(),
-       recomputable=True)
-defvjp_direct(anp.subtract,
-       _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
-       _fast("neg_unbroadcast", 1, lambda g, ans, x, y: -unbroadcast(g, y)),  # (reduce first)
-       save=(), recomputable=True)
-defvjp_direct(anp.multiply,
-       _fast("mul", 0, lambda g, ans, x, y: unbroadcast(g * y, x)),
-       _fast("mul", 1, lambda g, ans, x, y: unbroadcast(x * g, y)), save={0: (1,), 1: (0,)},
-       recomputable=True)
-defvjp_direct(anp.divide,
-       _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
-       lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),   # (reduce first)
-       save={0: (1,), 1: (0, 1)}, recomputable=True)
+defvjp_direct(
+    anp.add,
+    _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
+    _fast("unbroadcast", 1, lambda g, ans, x, y: unbroadcast(g, y)),
+    save=(),
+    recomputable=True,
+)
+defvjp_direct(
+    anp.subtract,
+    _fast("unbroadcast", 0, lambda g, ans, x, y: unbroadcast(g, x)),
+    _fast("neg_unbroadcast", 1, lambda g, ans, x, y: -unbroadcast(g, y)),  # (reduce first)
+    save=(),
+    recomputable=True,
+)
+defvjp_direct(
+    anp.multiply,
+    _fast("mul", 0, lambda g, ans, x, y: unbroadcast(g * y, x)),
+    _fast("mul", 1, lambda g, ans, x, y: unbroadcast(x * g, y)),
+    save={0: (1,), 1: (0,)},
+    recomputable=True,
+)
+defvjp_direct(
+    anp.divide,
+    _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
+    lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),  # (reduce first)
+    save={0: (1,), 1: (0, 1)},
+    recomputable=True,
+)
 _holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg", recomputable=True)
 defvjp_direct(anp.positive, lambda g, ans, x: g, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
@@ -113,7 +130,7 @@ defjvp(anp.positive, _jvp_first)
 
 
 def _power_dx(g, ans, x, y):
-    if type(y) in _PYNUM:          # constant Python exponent: the common x ** 2, x ** 0.5
+    if type(y) in _PYNUM:  # constant Python exponent: the common x ** 2, x ** 0.5
         if y == 0:
             return g * 0.0
         if y == 1:
@@ -160,9 +177,12 @@ def _float_power_dx(g, ans, x, y):
     return unbroadcast(g * y * anp.float_power(x, anp.where(y, y - 1, 1.0)), x)
 
 
-defvjp_direct(anp.float_power, _float_power_dx,
-              lambda g, ans, x, y: unbroadcast(g * _log_base(x) * anp.float_power(x, y), y),
-              save=(0, 1))
+defvjp_direct(
+    anp.float_power,
+    _float_power_dx,
+    lambda g, ans, x, y: unbroadcast(g * _log_base(x) * anp.float_power(x, y), y),
+    save=(0, 1),
+)
 
 
 def _float_power_jvp_x(g, ans, x, y):
@@ -173,12 +193,18 @@ def _float_power_jvp_x(g, ans, x, y):
 
 defjvp(anp.float_power, _float_power_jvp_x, lambda g, ans, x, y: g * _log_base(x) * ans)
 
-defvjp_direct(anp.fmod,
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g * anp.trunc(x / y), y), save=(0, 1))
-defvjp_direct(anp.remainder,
-       lambda g, ans, x, y: unbroadcast(g, x),
-       lambda g, ans, x, y: unbroadcast(-g * anp.floor_divide(x, y), y), save=(0, 1))
+defvjp_direct(
+    anp.fmod,
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * anp.trunc(x / y), y),
+    save=(0, 1),
+)
+defvjp_direct(
+    anp.remainder,
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * anp.floor_divide(x, y), y),
+    save=(0, 1),
+)
 defjvp(anp.fmod, _jvp_first, lambda g, ans, x, y: -g * anp.trunc(x / y))
 defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, y))
 
@@ -188,59 +214,91 @@ defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, 
 _holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",), recomputable=True)
 _holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
 _holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,), recomputable=True)
-_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",),
-             recomputable=True)
-_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans",
-             recomputable=True)
+_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",), recomputable=True)
+_holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans", recomputable=True)
 _holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
 _holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
 _holomorphic(anp.log, lambda g, ans, x: g / x, save=(0,), recomputable=True)
 _holomorphic(anp.log2, lambda g, ans, x: g / (x * _LN2), save=(0,))
 _holomorphic(anp.log10, lambda g, ans, x: g / (x * _LN10), save=(0,))
 _holomorphic(anp.log1p, lambda g, ans, x: g / (x + 1.0), save=(0,))
-defvjp_direct(anp.logaddexp,
-       lambda g, ans, x, y: unbroadcast(g * anp.exp(x - ans), x),
-       lambda g, ans, x, y: unbroadcast(g * anp.exp(y - ans), y), save=("ans", 0, 1))
-defvjp_direct(anp.logaddexp2,
-       lambda g, ans, x, y: unbroadcast(g * anp.exp2(x - ans), x),
-       lambda g, ans, x, y: unbroadcast(g * anp.exp2(y - ans), y), save=("ans", 0, 1))
-defvjp_direct(anp.ldexp,
-       lambda g, ans, x, i: unbroadcast(anp.ldexp(g, i), x), None, save=(1,))
-defjvp(anp.logaddexp,
-       lambda g, ans, x, y: g * anp.exp(x - ans), lambda g, ans, x, y: g * anp.exp(y - ans))
-defjvp(anp.logaddexp2,
-       lambda g, ans, x, y: g * anp.exp2(x - ans), lambda g, ans, x, y: g * anp.exp2(y - ans))
+defvjp_direct(
+    anp.logaddexp,
+    lambda g, ans, x, y: unbroadcast(g * anp.exp(x - ans), x),
+    lambda g, ans, x, y: unbroadcast(g * anp.exp(y - ans), y),
+    save=("ans", 0, 1),
+)
+defvjp_direct(
+    anp.logaddexp2,
+    lambda g, ans, x, y: unbroadcast(g * anp.exp2(x - ans), x),
+    lambda g, ans, x, y: unbroadcast(g * anp.exp2(y - ans), y),
+    save=("ans", 0, 1),
+)
+defvjp_direct(anp.ldexp, lambda g, ans, x, i: unbroadcast(anp.ldexp(g, i), x), None, save=(1,))
+defjvp(
+    anp.logaddexp,
+    lambda g, ans, x, y: g * anp.exp(x - ans),
+    lambda g, ans, x, y: g * anp.exp(y - ans),
+)
+defjvp(
+    anp.logaddexp2,
+    lambda g, ans, x, y: g * anp.exp2(x - ans),
+    lambda g, ans, x, y: g * anp.exp2(y - ans),
+)
 defjvp(anp.ldexp, lambda g, ans, x, i: anp.ldexp(g, i), None)
 
 # =============================================================================
 # Trigonometric and hyperbolic
 # =============================================================================
-_holomorphic(anp.sin, lambda g, ans, x: g * anp.cos(x), save=(0,),
-             fast="times_d", ufunc=_onp.cos, recomputable=True)
-_holomorphic(anp.cos, lambda g, ans, x: -g * anp.sin(x), save=(0,),
-             fast="neg_times_d", ufunc=_onp.sin, recomputable=True)
+_holomorphic(
+    anp.sin,
+    lambda g, ans, x: g * anp.cos(x),
+    save=(0,),
+    fast="times_d",
+    ufunc=_onp.cos,
+    recomputable=True,
+)
+_holomorphic(
+    anp.cos,
+    lambda g, ans, x: -g * anp.sin(x),
+    save=(0,),
+    fast="neg_times_d",
+    ufunc=_onp.sin,
+    recomputable=True,
+)
 _holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
 _holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
 _holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
 _holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
-_holomorphic(anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,),
-             fast="times_d", ufunc=_onp.cosh)
-_holomorphic(anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,),
-             fast="times_d", ufunc=_onp.sinh)
-_holomorphic(anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh",
-             recomputable=True)
+_holomorphic(
+    anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,), fast="times_d", ufunc=_onp.cosh
+)
+_holomorphic(
+    anp.cosh, lambda g, ans, x: g * anp.sinh(x), save=(0,), fast="times_d", ufunc=_onp.sinh
+)
+_holomorphic(
+    anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh", recomputable=True
+)
 _holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
 _holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
 _holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
-defvjp_direct(anp.arctan2,
-       lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-       lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y), save=(0, 1))
-defvjp_direct(anp.hypot,
-       lambda g, ans, x, y: unbroadcast(g * x / ans, x),
-       lambda g, ans, x, y: unbroadcast(g * y / ans, y), save=("ans", 0, 1))
-defjvp(anp.arctan2,
-       lambda g, ans, x, y: g * y / (x * x + y * y),
-       lambda g, ans, x, y: -g * x / (x * x + y * y))
+defvjp_direct(
+    anp.arctan2,
+    lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
+    save=(0, 1),
+)
+defvjp_direct(
+    anp.hypot,
+    lambda g, ans, x, y: unbroadcast(g * x / ans, x),
+    lambda g, ans, x, y: unbroadcast(g * y / ans, y),
+    save=("ans", 0, 1),
+)
+defjvp(
+    anp.arctan2,
+    lambda g, ans, x, y: g * y / (x * x + y * y),
+    lambda g, ans, x, y: -g * x / (x * x + y * y),
+)
 defjvp(anp.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans)
 
 
@@ -250,7 +308,7 @@ def _sinc_jvp(g, ans, x):
     return g * anp.where(x, (anp.cos(_PI * xs) - anp.sinc(xs)) / xs, 0.0)
 
 
-defvjp_direct(anp.sinc, _sinc_jvp, save=(0,))    # (real-valued: the VJP is the JVP)
+defvjp_direct(anp.sinc, _sinc_jvp, save=(0,))  # (real-valued: the VJP is the JVP)
 defjvp(anp.sinc, _sinc_jvp)
 _holomorphic(anp.deg2rad, lambda g, ans, x: g * _RAD, save=())
 _holomorphic(anp.radians, lambda g, ans, x: g * _RAD, save=())
@@ -272,7 +330,7 @@ defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
 
 
 def _absolute_jvp(g, ans, x):
-    if _is_complex(x):       # d|x| = Re(conj(x) dx) / |x|, real-linear in dx
+    if _is_complex(x):  # d|x| = Re(conj(x) dx) / |x|, real-linear in dx
         return anp.real(anp.conjugate(x) * g) / _replace_zero(ans, 1.0)
     return g * anp.sign(x)
 
@@ -280,8 +338,7 @@ def _absolute_jvp(g, ans, x):
 defjvp(anp.absolute, _absolute_jvp)
 defvjp_direct(anp.fabs, lambda g, ans, x: g * anp.sign(x), save=(0,))
 defjvp(anp.fabs, lambda g, ans, x: g * anp.sign(x))
-defvjp_direct(anp.conjugate,
-              lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g, save=())
+defvjp_direct(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g, save=())
 defvjp_direct(anp.real, lambda g, ans, x: g + 0j if _is_complex(x) else g, save=())
 defvjp_direct(anp.imag, lambda g, ans, x: g * -1j if _is_complex(x) else None, save=())
 defjvp(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g)
@@ -291,7 +348,7 @@ defjvp(anp.imag, lambda g, ans, x: anp.imag(g) if _is_complex(x) else None)
 
 def _angle_vjp(g, ans, x, deg=False):
     if not _is_complex(x):
-        return None      # angle of a real number is piecewise constant
+        return None  # angle of a real number is piecewise constant
     xc = anp.conjugate(x)
     return (g * (_DEG if deg else 1.0)) * (xc * -1j) / anp.real(x * xc)
 
@@ -317,9 +374,9 @@ defjvp(anp.angle, _angle_jvp)
 
 def _extremum_vjp(g, ans, x, y):
     """g where x attains the extremum ans (halved where x and y tie): autograd's balanced_eq."""
-    if type(ans) is Positions:      # the record keeps bit masks only (_extremum_save)
+    if type(ans) is Positions:  # the record keeps bit masks only (_extremum_save)
         return _positions_vjp(g, ans, x, 0)
-    mask = balanced_eq(x, ans, y)          # comparisons are not traced: a plain array
+    mask = balanced_eq(x, ans, y)  # comparisons are not traced: a plain array
     return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
 
 
@@ -348,14 +405,12 @@ def _extremum_save(argnums, ans, args, kwargs):
     """The saver of maximum, minimum, fmax, fmin: three bit masks of the output's shape
     (x == out, y == out, x == y) as a Positions record in place of x, y and the output:
     ``maximum(x, 0.0)`` keeps 3 bits per element instead of two float64 arrays."""
-    if (kwargs or len(args) != 2 or type(ans) is not _onp.ndarray
-            or ans.dtype.kind not in "fc"):
+    if kwargs or len(args) != 2 or type(ans) is not _onp.ndarray or ans.dtype.kind not in "fc":
         return ans, args
     x, y = args
     for v in (x, y):
-        if not (type(v) is _onp.ndarray or type(v) in (float, int)
-                or isinstance(v, _onp.generic)):
-            return ans, args          # a traced outer value (nested), a list: everything
+        if not (type(v) is _onp.ndarray or type(v) in (float, int) or isinstance(v, _onp.generic)):
+            return ans, args  # a traced outer value (nested), a list: everything
     shape = ans.shape
     masks = _onp.empty((3,) + shape, dtype=bool)
     _onp.equal(x, ans, out=masks[0, ...])
@@ -422,35 +477,50 @@ def _clip_jvp_x(g, ans, x, *args, **kwargs):
 
 
 defvjp_direct(anp.clip, _clip_vjp_x, _clip_vjp_lo, _clip_vjp_hi, save=(0, 1, 2))
-defjvp(anp.clip, _clip_jvp_x,
-       lambda g, ans, x, *args, **kwargs: _times_mask(
-           g, _clip_mask_lo(x, *_clip_bounds(args, kwargs)), ans),
-       lambda g, ans, x, *args, **kwargs: _times_mask(
-           g, _clip_mask_hi(x, *_clip_bounds(args, kwargs)), ans))
+defjvp(
+    anp.clip,
+    _clip_jvp_x,
+    lambda g, ans, x, *args, **kwargs: _times_mask(
+        g, _clip_mask_lo(x, *_clip_bounds(args, kwargs)), ans
+    ),
+    lambda g, ans, x, *args, **kwargs: _times_mask(
+        g, _clip_mask_hi(x, *_clip_bounds(args, kwargs)), ans
+    ),
+)
 
-defvjp_direct(anp.where, None,
-       lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, 0.0), x),
-       lambda g, ans, c, x, y: unbroadcast(anp.where(c, 0.0, g), y),
-       save=(0,))
-defvjp_direct(anp.nan_to_num,
-              lambda g, ans, x, *a, **k: anp.where(anp.isfinite(x), g, 0.0), save=(0,))
-defjvp(anp.where, None,
-       lambda g, ans, c, x, y: _select(c, g, ans),
-       lambda g, ans, c, x, y: _select(anp.logical_not(c), g, ans))
+defvjp_direct(
+    anp.where,
+    None,
+    lambda g, ans, c, x, y: unbroadcast(anp.where(c, g, 0.0), x),
+    lambda g, ans, c, x, y: unbroadcast(anp.where(c, 0.0, g), y),
+    save=(0,),
+)
+defvjp_direct(
+    anp.nan_to_num, lambda g, ans, x, *a, **k: anp.where(anp.isfinite(x), g, 0.0), save=(0,)
+)
+defjvp(
+    anp.where,
+    None,
+    lambda g, ans, c, x, y: _select(c, g, ans),
+    lambda g, ans, c, x, y: _select(anp.logical_not(c), g, ans),
+)
 defjvp(anp.nan_to_num, lambda g, ans, x, *a, **k: _select(anp.isfinite(x), g, ans))
 
 
 def _copysign_vjp(g, ans, x, y):
-    flip = anp.signbit(x) != anp.signbit(y)    # not traced: a plain bool array
+    flip = anp.signbit(x) != anp.signbit(y)  # not traced: a plain bool array
     return unbroadcast(anp.where(flip, -g, g), x)
 
 
 defvjp_direct(anp.copysign, _copysign_vjp, None, save=(0, 1))
-defjvp(anp.copysign,
-       lambda g, ans, x, y: _select(anp.signbit(x) != anp.signbit(y), g, ans, negate=True),
-       None)
-defvjp_direct(anp.heaviside, None,
-       lambda g, ans, x, h0: unbroadcast(anp.where(x == 0, g, 0.0), h0), save=(0,))
+defjvp(
+    anp.copysign,
+    lambda g, ans, x, y: _select(anp.signbit(x) != anp.signbit(y), g, ans, negate=True),
+    None,
+)
+defvjp_direct(
+    anp.heaviside, None, lambda g, ans, x, h0: unbroadcast(anp.where(x == 0, g, 0.0), h0), save=(0,)
+)
 defjvp(anp.heaviside, None, lambda g, ans, x, h0: _select(x == 0, g, ans))
 
 
@@ -482,18 +552,21 @@ def _divmod_vjp_y(g, ans, x, y, **kwargs):
 
 
 defvjp_direct(anp.divmod, _divmod_vjp_x, _divmod_vjp_y, save=(0, 1))
-defjvp(anp.divmod,
-       lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), g),
-       lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), -g * anp.floor_divide(x, y)))
+defjvp(
+    anp.divmod,
+    lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), g),
+    lambda g, ans, x, y, **kw: (_zeros_of(ans[0]), -g * anp.floor_divide(x, y)),
+)
 
 
 # i0' = i1 (scipy.special.i1; numpy has no i1)
 def _i1(x):
     try:
         from ..scipy import special
-    except ImportError as e:        # pragma: no cover - scipy is optional
-        raise NotImplementedError("gradcy.numpy.i0: the derivative needs scipy "
-                                  "(scipy.special.i1)") from e
+    except ImportError as e:  # pragma: no cover - scipy is optional
+        raise NotImplementedError(
+            "gradcy.numpy.i0: the derivative needs scipy (scipy.special.i1)"
+        ) from e
     return special.i1(x)
 
 

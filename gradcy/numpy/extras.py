@@ -3,6 +3,7 @@ values passed where an array goes (np.mean([a, b])), r_ and c_ (index-expression
 concatenation), the integer scalar types (int64(x) of a traced x is a constant), make_diagonal
 (the complement of diagonal), and autograd.numpy's helpers (metadata, parse_einsum_input,
 wrap_if_boxes_inside, wrap_intdtype)."""
+
 import numpy as _np
 
 from .. import _core
@@ -12,12 +13,27 @@ from . import _wrap
 
 try:
     from numpy._core.einsumfunc import _parse_einsum_input
-except ImportError:          # NumPy 1.x
+except ImportError:  # NumPy 1.x
     from numpy.core.einsumfunc import _parse_einsum_input
 
-__all__ = ["r_", "c_", "r_class", "c_class", "make_diagonal", "metadata", "parse_einsum_input",
-           "wrap_if_boxes_inside", "wrap_intdtype", "int8", "int16", "int32", "int64",
-           "integer", "notrace_functions", "numpy_version"]
+__all__ = [
+    "r_",
+    "c_",
+    "r_class",
+    "c_class",
+    "make_diagonal",
+    "metadata",
+    "parse_einsum_input",
+    "wrap_if_boxes_inside",
+    "wrap_intdtype",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "integer",
+    "notrace_functions",
+    "numpy_version",
+]
 
 numpy_version = _np.__version__
 
@@ -73,7 +89,8 @@ class r_class:
         if isinstance(items[0], str):
             raise NotImplementedError(
                 f"gradcy.numpy.{type(self).__name__[0]}_ with a string directive "
-                f"({items[0]!r}) and traced values; use gradcy.numpy.concatenate")
+                f"({items[0]!r}) and traced values; use gradcy.numpy.concatenate"
+            )
         out = []
         for v in items:
             if isinstance(v, slice):
@@ -88,6 +105,7 @@ class r_class:
 class c_class(r_class):
     """numpy.c_: c_[a, b] stacks 1-D items as columns (and concatenates 2-D ones) along the
     last axis; traced arrays among the items stay traced."""
+
     axis = -1
 
     def __getitem__(self, key):
@@ -125,8 +143,9 @@ class _IntTypeMeta(type):
 def wrap_intdtype(cls):
     """The numpy scalar type cls, callable on traced values (whose plain value it converts):
     calls return instances of cls itself, isinstance and numpy dtypes treat it as cls."""
-    return _IntTypeMeta(cls.__name__, (cls,), {"_numpy_type": cls, "__module__": __name__,
-                                               "__doc__": cls.__doc__})
+    return _IntTypeMeta(
+        cls.__name__, (cls,), {"_numpy_type": cls, "__module__": __name__, "__doc__": cls.__doc__}
+    )
 
 
 int8, int16, int32, int64 = (wrap_intdtype(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
@@ -140,8 +159,9 @@ def _make_diagonal(D, offset=0, axis1=0, axis2=1):
     """The arrays whose diagonal over the last two axes is D's last axis (the inverse of
     diagonal(A, axis1=-1, axis2=-2)); only offset=0, axis1=-1, axis2=-2 are supported."""
     if not (offset == 0 and axis1 == -1 and axis2 == -2):
-        raise NotImplementedError("gradcy.numpy.make_diagonal supports offset=0, axis1=-1, "
-                                  "axis2=-2 only")
+        raise NotImplementedError(
+            "gradcy.numpy.make_diagonal supports offset=0, axis1=-1, axis2=-2 only"
+        )
     D = _np.asarray(D)
     out = _np.zeros(D.shape + D.shape[-1:], D.dtype)
     _np.einsum("...ii->...i", out)[...] = D
@@ -149,8 +169,11 @@ def _make_diagonal(D, offset=0, axis1=0, axis2=1):
 
 
 make_diagonal = primitive(_make_diagonal, "gradcy.numpy.make_diagonal")
-defvjp_direct(make_diagonal, lambda g, ans, D, offset=0, axis1=0, axis2=1:
-              _wrap.diagonal(g, offset, axis1, axis2), save=())
+defvjp_direct(
+    make_diagonal,
+    lambda g, ans, D, offset=0, axis1=0, axis2=1: _wrap.diagonal(g, offset, axis1, axis2),
+    save=(),
+)
 defjvp(make_diagonal, "same")
 
 
@@ -173,7 +196,7 @@ def parse_einsum_input(*args):
             a = a._value
         plain.append(a)
     in_subs, out_subs, operands = _parse_einsum_input(tuple(plain))
-    given = args[1:] if isinstance(plain[0], str) else args[0::2][:len(operands)]
+    given = args[1:] if isinstance(plain[0], str) else args[0::2][: len(operands)]
     operands = [g if type(g) is Box else o for g, o in zip(given, operands)]
     return in_subs, out_subs, operands
 

@@ -12,6 +12,7 @@ part of their product, no conjugate), so the VJP of a C-linear map A is its plai
   transposes are the opposite half-spectrum transform with the norm direction swapped, the
   conjugate, and a weight along the last axis (1/2 or 2 on the bins that stand for two).
 """
+
 import operator as _operator
 
 import numpy.fft as _npfft
@@ -35,8 +36,9 @@ def _swap(norm):
     try:
         return _SWAP[norm]
     except (KeyError, TypeError):
-        raise ValueError(f'Invalid norm value {norm!r}; should be "backward", "ortho" or '
-                         f'"forward".') from None
+        raise ValueError(
+            f'Invalid norm value {norm!r}; should be "backward", "ortho" or "forward".'
+        ) from None
 
 
 # =============================================================================
@@ -44,9 +46,9 @@ def _swap(norm):
 # =============================================================================
 def _truncate_pad_raw(x, shape):
     """x cut or zero-padded (at the end of each axis) to `shape`."""
-    if type(x) is _Box:      # traced one level up (higher-order differentiation)
+    if type(x) is _Box:  # traced one level up (higher-order differentiation)
         return _truncate_pad(x, shape)
-    if _is_array_value(x):       # Dask, CuPy: a slice and a pad, in x's library
+    if _is_array_value(x):  # Dask, CuPy: a slice and a pad, in x's library
         if tuple(x.shape) == tuple(shape):
             return x
         cut = x[tuple(slice(0, min(a, b)) for a, b in zip(x.shape, shape))]
@@ -61,8 +63,9 @@ def _truncate_pad_raw(x, shape):
 
 
 _truncate_pad = primitive(_truncate_pad_raw, "gradcy.numpy.fft._truncate_pad")
-_defvjp_direct(_truncate_pad,
-              lambda g, ans, x, shape: _truncate_pad(g, _shape_dtype(x)[0]), None, save=())
+_defvjp_direct(
+    _truncate_pad, lambda g, ans, x, shape: _truncate_pad(g, _shape_dtype(x)[0]), None, save=()
+)
 _defjvp(_truncate_pad, lambda g, ans, x, shape: _truncate_pad(g, shape), None)
 
 
@@ -118,8 +121,11 @@ def _complex_rule(prim, kind, one_d):
         axes, s, norm = parse(len(shape), *args, **kwargs)
         if len(set(axes)) == len(axes):
             # F = F^T for every norm; the pads/truncations commute with it
-            return _fit(prim(g, axes=axes, norm=norm) if kind != "1" else
-                        prim(g, axis=axes[0], norm=norm), shape, dtype)
+            return _fit(
+                prim(g, axes=axes, norm=norm) if kind != "1" else prim(g, axis=axes[0], norm=norm),
+                shape,
+                dtype,
+            )
         # a repeated axis: numpy applies the 1-D transforms from the last axis to the first,
         # each padding/truncating what the previous one produced; transpose them in reverse
         cur, lengths = list(shape), [0] * len(axes)
@@ -133,12 +139,18 @@ def _complex_rule(prim, kind, one_d):
             if tuple(tshape) != g.shape:
                 g = _truncate_pad(g, tuple(tshape))
         return _cast_like(g, dtype)
+
     return rule
 
 
-for _prim, _kind, _one in [(fft, "1", fft), (ifft, "1", ifft),
-                           (fft2, "2", fft), (ifft2, "2", ifft),
-                           (fftn, "n", fft), (ifftn, "n", ifft)]:
+for _prim, _kind, _one in [
+    (fft, "1", fft),
+    (ifft, "1", ifft),
+    (fft2, "2", fft),
+    (ifft2, "2", ifft),
+    (fftn, "n", fft),
+    (ifftn, "n", ifft),
+]:
     _defvjp_direct(_prim, _complex_rule(_prim, _kind, _one), save=())
 
 
@@ -201,6 +213,7 @@ def _rfft_rule(kind):
         shape, dtype = _shape_dtype(x)
         axes, s, norm = parse(len(shape), *args, **kwargs)
         return _rfft_T(g, shape, dtype, axes, s[-1], norm, "rfft")
+
     return rule
 
 
@@ -211,11 +224,11 @@ def _irfft_rule(kind):
         shape, dtype = _shape_dtype(x)
         axes, s, norm = parse(len(shape), *args, **kwargs)
         return _irfft_T(g, shape, dtype, axes, norm, "irfft")
+
     return rule
 
 
-for _kind, _r, _ir in [("1", rfft, irfft), ("2", rfft2, irfft2),
-                       ("n", rfftn, irfftn)]:
+for _kind, _r, _ir in [("1", rfft, irfft), ("2", rfft2, irfft2), ("n", rfftn, irfftn)]:
     _defvjp_direct(_r, _rfft_rule(_kind), save=())
     _defvjp_direct(_ir, _irfft_rule(_kind), save=())
 
@@ -254,12 +267,28 @@ def _linear_jvp(prim):
         if kwargs and "out" in kwargs:
             kwargs = {k: v for k, v in kwargs.items() if k != "out"}
         return prim(g, *args, **kwargs)
+
     return jvp
 
 
-for _prim in [fft, ifft, fft2, ifft2, fftn, ifftn, rfft,
-              irfft, rfft2, irfft2, rfftn, irfftn, hfft,
-              ihfft, fftshift, ifftshift]:
+for _prim in [
+    fft,
+    ifft,
+    fft2,
+    ifft2,
+    fftn,
+    ifftn,
+    rfft,
+    irfft,
+    rfft2,
+    irfft2,
+    rfftn,
+    irfftn,
+    hfft,
+    ihfft,
+    fftshift,
+    ifftshift,
+]:
     _defjvp(_prim, _linear_jvp(_prim))
 
 del _prim, _kind, _one, _r, _ir

@@ -19,6 +19,7 @@ table off (the tests compare the two).
 The fused primitives are also callable (fusion.softmax(x, axis), ...); their rules are the one
 derivative formula of each function (gradcy.scipy.special's softmax and log_softmax use these).
 """
+
 import numpy as _onp
 
 from .._core import register_idioms
@@ -37,7 +38,7 @@ def _plain(t, ans):
 def softmax_lin(t, ans, x, axis=None):
     """The softmax Jacobian (diag(w) - w w^T along axis, symmetric) applied to t: the VJP and
     the JVP of w = softmax(x, axis)."""
-    if _plain(t, ans):                  # no dispatch
+    if _plain(t, ans):  # no dispatch
         return ans * (t - _onp.add.reduce(t * ans, axis=axis, keepdims=True))
     return ans * (t - anp.sum(t * ans, axis=axis, keepdims=True))
 
@@ -72,7 +73,7 @@ def _lse_weights(ans, x, e, s):
 
 
 def logsumexp_vjp(g, ans, x, axis=None, e=None, s=None):
-    if e is not None and type(g) is _onp.ndarray:      # plain: (g / s) is the small one
+    if e is not None and type(g) is _onp.ndarray:  # plain: (g / s) is the small one
         return e * (g / s)
     return g * _lse_weights(ans, x, e, s)
 
@@ -81,8 +82,9 @@ def logsumexp_jvp(t, ans, x, axis=None, e=None, s=None):
     return anp.sum(t * _lse_weights(ans, x, e, s), axis=axis, keepdims=True)
 
 
-logsumexp = primitive(_logsumexp, "gradcy.numpy.logsumexp (fused max, subtract, exp, sum, log, "
-                                  "add)")
+logsumexp = primitive(
+    _logsumexp, "gradcy.numpy.logsumexp (fused max, subtract, exp, sum, log, add)"
+)
 defvjp_direct(logsumexp, logsumexp_vjp, None, None, None, save=("ans", 0, 2, 3))
 defjvp(logsumexp, logsumexp_jvp, None, None, None)
 
@@ -104,8 +106,7 @@ def log_softmax_jvp(t, ans, x, axis=None):
     return t - anp.sum(t * anp.exp(ans), axis=axis, keepdims=True)
 
 
-log_softmax = primitive(_log_softmax, "gradcy.numpy.log_softmax (fused exp, sum, log, "
-                                      "subtract)")
+log_softmax = primitive(_log_softmax, "gradcy.numpy.log_softmax (fused exp, sum, log, subtract)")
 defvjp_direct(log_softmax, log_softmax_vjp, None, save=("ans",))
 defjvp(log_softmax, log_softmax_jvp, None)
 
@@ -162,22 +163,57 @@ _holomorphic(tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast=
 # =============================================================================
 # name: (forms recognised, with a the axis; fused primitive, what its record saves)
 IDIOMS = {
-    "softmax": (("e = exp(z); e / sum(e, a, keepdims=True)  (z = x - max(x, a, keepdims=True): "
-                 "parent x)", "e / sum(e)  (whole array)"), softmax, "the output"),
-    "logsumexp": (("m = max(x, a, keepdims=True); log(sum(exp(x - m), a, keepdims=True)) + m  "
-                   "(or m + log(...))",), logsumexp, "exp(x - m) and its sum"),
-    "log_softmax": (("x - lse  (lse: the logsumexp above)",
-                     "z - log(sum(exp(z), a, keepdims=True))  (z = x - max(...): parent x)"),
-                    log_softmax, "the output"),
+    "softmax": (
+        (
+            "e = exp(z); e / sum(e, a, keepdims=True)  (z = x - max(x, a, keepdims=True): "
+            "parent x)",
+            "e / sum(e)  (whole array)",
+        ),
+        softmax,
+        "the output",
+    ),
+    "logsumexp": (
+        (
+            "m = max(x, a, keepdims=True); log(sum(exp(x - m), a, keepdims=True)) + m  "
+            "(or m + log(...))",
+        ),
+        logsumexp,
+        "exp(x - m) and its sum",
+    ),
+    "log_softmax": (
+        (
+            "x - lse  (lse: the logsumexp above)",
+            "z - log(sum(exp(z), a, keepdims=True))  (z = x - max(...): parent x)",
+        ),
+        log_softmax,
+        "the output",
+    ),
     "sigmoid": (("1 / (1 + exp(-x))  (or exp(-x) + 1)",), sigmoid, "the output"),
     "softplus": (("log(1 + exp(x))  (or exp(x) + 1)", "log1p(exp(x))"), softplus, "exp(x)"),
-    "tanh": (("(exp(x) - exp(-x)) / (exp(x) + exp(-x))", "(1 - exp(-2 * x)) / (1 + exp(-2 * x))"),
-             tanh, "the output"),
+    "tanh": (
+        ("(exp(x) - exp(-x)) / (exp(x) + exp(-x))", "(1 - exp(-2 * x)) / (1 + exp(-2 * x))"),
+        tanh,
+        "the output",
+    ),
 }
 
-register_idioms({
-    "exp": anp.exp, "sum": anp.sum, "max": anp.max, "subtract": anp.subtract,
-    "divide": anp.divide, "add": anp.add, "log": anp.log, "log1p": anp.log1p,
-    "negative": anp.negative, "multiply": anp.multiply,
-    "softmax": softmax, "logsumexp": logsumexp, "log_softmax": log_softmax, "sigmoid": sigmoid,
-    "softplus": softplus, "tanh": tanh})
+register_idioms(
+    {
+        "exp": anp.exp,
+        "sum": anp.sum,
+        "max": anp.max,
+        "subtract": anp.subtract,
+        "divide": anp.divide,
+        "add": anp.add,
+        "log": anp.log,
+        "log1p": anp.log1p,
+        "negative": anp.negative,
+        "multiply": anp.multiply,
+        "softmax": softmax,
+        "logsumexp": logsumexp,
+        "log_softmax": log_softmax,
+        "sigmoid": sigmoid,
+        "softplus": softplus,
+        "tanh": tanh,
+    }
+)

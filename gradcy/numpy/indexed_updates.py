@@ -15,6 +15,7 @@ into an integer or boolean array, and the functional updates `x.at[idx].set(v)` 
   NumPy), recorded like a[idx] = ... for a traced a (the write goes through inplace.py); a
   plain a given a traced v raises TracerArrayConversionError.
 """
+
 import numpy as _np
 
 from .. import _core
@@ -31,9 +32,8 @@ __all__ = ["at"]
 # =============================================================================
 def _may_repeat(idx):
     """Whether idx may select a position twice (it has an integer array of 2+ elements)."""
-    for i in (idx if type(idx) is tuple else (idx,)):
-        if i is None or i is Ellipsis or isinstance(i, (int, _np.integer, slice, bool,
-                                                         _np.bool_)):
+    for i in idx if type(idx) is tuple else (idx,):
+        if i is None or i is Ellipsis or isinstance(i, (int, _np.integer, slice, bool, _np.bool_)):
             continue
         a = _np.asarray(_plain(i))
         if a.dtype != bool and a.size > 1:
@@ -74,7 +74,7 @@ def _selected(g, idx):
         gi = anp.getitem(g, idx)
         return gi if keep is None else anp.where(keep, gi, 0.0)
     if is_array_value(g):
-        gi = g[idx]          # (a new array: Dask and CuPy indexing do not alias for writes)
+        gi = g[idx]  # (a new array: Dask and CuPy indexing do not alias for writes)
         return gi if keep is None else anp.where(keep, gi, 0.0)
     gi = _np.array(g[idx], copy=True)
     if keep is not None:
@@ -148,24 +148,32 @@ def at_add(x, idx, v):
     return _add_at(x, idx, constant_if_cast(x, v, cast=False))
 
 
-defvjp_direct(_set_at,
-              lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
-              None,
-              lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
-              save=(1,))
-defjvp(_set_at,
-       lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
-       None,
-       lambda g, ans, x, idx, v: at_set(anp.zeros_like(ans), idx, g))
-defvjp_direct(_add_at,
-              lambda g, ans, x, idx, v: g,
-              None,
-              lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
-              save=(1,))
-defjvp(_add_at,
-       lambda g, ans, x, idx, v: g,
-       None,
-       lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g))
+defvjp_direct(
+    _set_at,
+    lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
+    None,
+    lambda g, ans, x, idx, v: unbroadcast(_selected(g, idx), v),
+    save=(1,),
+)
+defjvp(
+    _set_at,
+    lambda g, ans, x, idx, v: at_set(g, idx, 0.0),
+    None,
+    lambda g, ans, x, idx, v: at_set(anp.zeros_like(ans), idx, g),
+)
+defvjp_direct(
+    _add_at,
+    lambda g, ans, x, idx, v: g,
+    None,
+    lambda g, ans, x, idx, v: unbroadcast(anp.getitem(g, idx), v),
+    save=(1,),
+)
+defjvp(
+    _add_at,
+    lambda g, ans, x, idx, v: g,
+    None,
+    lambda g, ans, x, idx, v: at_add(anp.zeros_like(ans), idx, g),
+)
 
 
 def _at_apply(op, x, idx, v):
@@ -178,7 +186,7 @@ def _at_apply(op, x, idx, v):
     ordered = flat[order]
     starts = _np.ones(flat.size, bool)
     starts[1:] = ordered[1:] != ordered[:-1]
-    if starts.all():             # no position twice: one update
+    if starts.all():  # no position twice: one update
         return at_set(x, idx, op(anp.getitem(x, idx), v))
     # rank of each element among those that select its position: update round by round
     counter = _np.arange(flat.size)
@@ -204,8 +212,9 @@ def _ufunc_at(name, update):
 
     def at(a, indices, b=None):
         if b is None:
-            raise TypeError(f"{qual}: the second operand (argument 2) is required for a binary "
-                            f"ufunc")
+            raise TypeError(
+                f"{qual}: the second operand (argument 2) is required for a binary ufunc"
+            )
         idx = _plain(indices) if type(indices) is Box else indices
         if type(a) is not Box:
             if type(b) is Box:
@@ -215,15 +224,19 @@ def _ufunc_at(name, update):
                     f"array with gradcy.numpy (zeros, empty, array, copy) inside the "
                     f"differentiated function so that the write is traced, or use the "
                     f"functional form a = a.at[indices].{_AT_METHOD.get(name, name)}(b) on a "
-                    f"traced a")
+                    f"traced a"
+                )
             ufunc.at(a, idx, b)
             return None
         a[idx] = anp.getitem(update(a, idx, b), idx)
         return None
+
     at.__name__ = "at"
     at.__qualname__ = f"{name}.at"
-    at.__doc__ = (f"numpy.{name}.at: a[indices] = {name}(a[indices], b) in place, repeated "
-                  f"positions getting every update; a traced array receives a recorded write.")
+    at.__doc__ = (
+        f"numpy.{name}.at: a[indices] = {name}(a[indices], b) in place, repeated "
+        f"positions getting every update; a traced array receives a recorded write."
+    )
     return at
 
 

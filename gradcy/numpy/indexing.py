@@ -11,17 +11,38 @@ which says where each input element went; the cotangent is gathered back with a 
 (untake, differentiable). Only the non-differentiable array arguments (indices, conditions) are
 saved; the differentiated arrays are kept as metadata.
 """
+
 import inspect
 
 import numpy as _onp
 
 from .._core import Box, SparseCotangent, is_array_value, register_numpy_override
 from ..backends import is_lazy
-from ..registry import (defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct,
-                        nondifferentiable, primitive)
+from ..registry import (
+    defjvp,
+    defjvp_argnums,
+    defvjp_argnums,
+    defvjp_direct,
+    nondifferentiable,
+    primitive,
+)
 from . import _wrap as anp
-from ._util import (_contains_box, _dtype, _intp, _ndarray, _norm_axis, _plain, _positions, _same,
-                    _shape, _size, by_groups, cast_like, shape_dtype, unbroadcast)
+from ._util import (
+    _contains_box,
+    _dtype,
+    _intp,
+    _ndarray,
+    _norm_axis,
+    _plain,
+    _positions,
+    _same,
+    _shape,
+    _size,
+    by_groups,
+    cast_like,
+    shape_dtype,
+    unbroadcast,
+)
 
 # =============================================================================
 # Linear helper primitives: scatter-add (transpose of indexing) and un-repeat
@@ -48,11 +69,17 @@ def _no_repeats(idx):
 def untake(g, idx, shape, dtype):
     """A zero array of `shape` with g added at idx (repeated indices accumulate): the
     transpose of x[idx]."""
-    if type(g) is Box:      # traced one level up (higher-order differentiation)
+    if type(g) is Box:  # traced one level up (higher-order differentiation)
         return untake(g, idx, shape, dtype)
-    if is_array_value(g):   # Dask, CuPy: in g's library, or a clear error
-        return _untake_like(g, idx, None, shape, dtype,
-                            "untake (the VJP of take, take_along_axis, compress, gradient)")
+    if is_array_value(g):  # Dask, CuPy: in g's library, or a clear error
+        return _untake_like(
+            g,
+            idx,
+            None,
+            shape,
+            dtype,
+            "untake (the VJP of take, take_along_axis, compress, gradient)",
+        )
     out = _onp.zeros(shape, dtype=dtype)
     if type(g) is _ndarray and g.dtype.kind == "c" and out.dtype.kind != "c":
         g = g.real
@@ -71,9 +98,9 @@ defjvp(untake, lambda t, ans, g, idx, shape, dtype: untake(t, idx, shape, dtype)
 def unrepeat(g, repeats, axis, shape):
     """The transpose of repeat(x, repeats, axis) for x of `shape`: the copies of each element
     of g summed back into one."""
-    if type(g) is Box:      # traced one level up (higher-order differentiation)
+    if type(g) is Box:  # traced one level up (higher-order differentiation)
         return unrepeat(g, repeats, axis, shape)
-    if not is_array_value(g):   # Dask, CuPy: g as it is (Dask stays lazy)
+    if not is_array_value(g):  # Dask, CuPy: g as it is (Dask stays lazy)
         g = _onp.asarray(g)
     if axis is None:
         n = 1
@@ -85,20 +112,28 @@ def unrepeat(g, repeats, axis, shape):
         ax, tshape = _norm_axis(axis, len(shape)), tuple(shape)
     r = _onp.asarray(repeats)
     if r.size == 1:
-        out = g.reshape(tshape[:ax] + (tshape[ax], int(r.reshape(()))) + tshape[ax + 1:])
+        out = g.reshape(tshape[:ax] + (tshape[ax], int(r.reshape(()))) + tshape[ax + 1 :])
         out = out.sum(axis=ax + 1)
     else:
         pos = _onp.repeat(_onp.arange(tshape[ax]), r)
-        out = (by_groups(lambda b: _scatter_rows(b, pos, ax, tshape[ax]), g, (ax,), g.dtype,
-                         sizes={ax: tshape[ax]}) if is_lazy(g)
-               else _scatter_rows(g, pos, ax, tshape[ax]))
+        out = (
+            by_groups(
+                lambda b: _scatter_rows(b, pos, ax, tshape[ax]),
+                g,
+                (ax,),
+                g.dtype,
+                sizes={ax: tshape[ax]},
+            )
+            if is_lazy(g)
+            else _scatter_rows(g, pos, ax, tshape[ax])
+        )
     return out.reshape(shape)
 
 
 def _scatter_rows(g, pos, ax, n):
     """Zeros with n rows along axis ax, g's rows added at positions pos (a 1-D integer array;
     repeats accumulate): in g's library, by numpy.add.at."""
-    out = _onp.zeros_like(g, shape=g.shape[:ax] + (n,) + g.shape[ax + 1:])
+    out = _onp.zeros_like(g, shape=g.shape[:ax] + (n,) + g.shape[ax + 1 :])
     _onp.add.at(out, (slice(None),) * ax + (pos,), g)
     return out
 
@@ -111,8 +146,13 @@ def _untake_rows(g, pos, ax, shape, dtype):
     pos = pos % n if n else pos
     if _onp.unique(pos).size < pos.size:
         pos, inv = _onp.unique(pos, return_inverse=True)
-        g = by_groups(lambda b: _scatter_rows(b, inv.reshape(-1), ax, pos.size), g, (ax,),
-                      dtype, sizes={ax: pos.size})
+        g = by_groups(
+            lambda b: _scatter_rows(b, inv.reshape(-1), ax, pos.size),
+            g,
+            (ax,),
+            dtype,
+            sizes={ax: pos.size},
+        )
     out = _onp.zeros_like(g, dtype=dtype, shape=shape)
     out[(slice(None),) * ax + (pos,)] = g
     return out
@@ -135,8 +175,9 @@ def _along_one_axis(idx, ndim):
     return arrays[0], pos
 
 
-defvjp_direct(unrepeat, lambda h, ans, g, repeats, axis, shape: anp.repeat(h, repeats, axis),
-              save=(1,))
+defvjp_direct(
+    unrepeat, lambda h, ans, g, repeats, axis, shape: anp.repeat(h, repeats, axis), save=(1,)
+)
 defjvp(unrepeat, lambda t, ans, g, repeats, axis, shape: unrepeat(t, repeats, axis, shape), None)
 
 
@@ -151,6 +192,7 @@ def _getitem_vjp(g, ans, A, idx):
     if isinstance(A, (tuple, list, dict)):
         from ..builtins import container_untake
         from ..vspace import vspace
+
         return container_untake(g, idx, vspace(A))
     shape, dtype = shape_dtype(A)
     if dtype.kind not in "fc":
@@ -179,9 +221,13 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
             f"repeat) of a {type(g).__module__.split('.')[0]} {type(g).__name__} adds at those "
             f"positions (numpy.add.at), which {type(g).__module__.split('.')[0]} arrays do not "
             f"support beyond one 1-D integer array along one axis; read with a basic index "
-            f"(slices), a boolean mask, or one such integer array")
-    out = (_onp.zeros_like(A, dtype=dtype) if is_array_value(A)
-           else _onp.zeros_like(g, dtype=dtype, shape=shape))
+            f"(slices), a boolean mask, or one such integer array"
+        )
+    out = (
+        _onp.zeros_like(A, dtype=dtype)
+        if is_array_value(A)
+        else _onp.zeros_like(g, dtype=dtype, shape=shape)
+    )
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":
         g = g.real
     out[idx] = g
@@ -189,10 +235,12 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
-defjvp(anp.getitem,
-       lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g,
-                                          idx), None)
-anp.getitem.basic_view = True    # with a basic index, its cotangent may go into A's slot
+defjvp(
+    anp.getitem,
+    lambda g, ans, A, idx: anp.getitem(_onp.asarray(g) if type(g) in (float, complex) else g, idx),
+    None,
+)
+anp.getitem.basic_view = True  # with a basic index, its cotangent may go into A's slot
 
 
 def _untake_vjp(g, shape, dtype, idx, ax):
@@ -246,13 +294,15 @@ defjvp(anp.take_along_axis, _same(anp.take_along_axis), None)
 def _compress_vjp(g, ans, condition, a, axis=None, out=None):
     shape, dtype = shape_dtype(a)
     pos = _onp.flatnonzero(_onp.asarray(condition))
-    return _untake_vjp(g, shape, dtype, pos,
-                       None if axis is None else _norm_axis(axis, len(shape)))
+    return _untake_vjp(g, shape, dtype, pos, None if axis is None else _norm_axis(axis, len(shape)))
 
 
 defvjp_direct(anp.compress, None, _compress_vjp, save=(0,))
-defjvp(anp.compress, None, lambda g, ans, condition, a, *args, **kwargs:
-       anp.compress(condition, g, *args, **kwargs))
+defjvp(
+    anp.compress,
+    None,
+    lambda g, ans, condition, a, *args, **kwargs: anp.compress(condition, g, *args, **kwargs),
+)
 
 
 # =============================================================================
@@ -272,10 +322,10 @@ def _scatter(g, m, shape, dtype):
     if m.size == 0:
         return _onp.zeros(shape, dtype)
     if m.size == n and (m.size < 2 or (_onp.diff(m) > 0).all()):
-        out = anp.reshape(gf, (n,))              # a permutation-free copy: every slot once
-    elif (m.size < 2 or (_onp.diff(m) > 0).all()):
+        out = anp.reshape(gf, (n,))  # a permutation-free copy: every slot once
+    elif m.size < 2 or (_onp.diff(m) > 0).all():
         mask = _onp.zeros(n, bool)
-        mask[m] = True                           # increasing unique markers: a bool-mask scatter
+        mask[m] = True  # increasing unique markers: a bool-mask scatter
         out = untake(gf, mask, (n,), dtype)
     else:
         out = untake(gf, m, (n,), dtype)
@@ -307,8 +357,11 @@ def _selection(prim, diff, save=()):
         for j in targets:
             if j < len(new):
                 shape = _shape(new[j])
-                m = (_onp.arange(1, _size(shape) + 1, dtype=_intp).reshape(shape)
-                     if j == k else _onp.zeros(shape, _intp))
+                m = (
+                    _onp.arange(1, _size(shape) + 1, dtype=_intp).reshape(shape)
+                    if j == k
+                    else _onp.zeros(shape, _intp)
+                )
                 # a NumPy scalar stays one (NumPy 1.x's diagflat of a scalar is a scalar)
                 new[j] = m[()] if isinstance(new[j], _onp.generic) else m
             elif names.get(j) in kw and kw[names[j]] is not None:
@@ -319,7 +372,8 @@ def _selection(prim, diff, save=()):
                 f"{prim.name}: the positions its derivative moves values to depend on Dask "
                 f"values (its indices or conditions), which Dask cannot scatter to before "
                 f"computing them; pass those as NumPy arrays (.compute()), or write the "
-                f"selection with gradcy.numpy.where, which stays lazy")
+                f"selection with gradcy.numpy.where, which stays lazy"
+            )
         if isinstance(out, (tuple, list)):
             return [_onp.asarray(o) - 1 for o in out]
         return _onp.asarray(out) - 1
@@ -337,6 +391,7 @@ def _selection(prim, diff, save=()):
                     total = c if total is None else total + c
                 return total
             return _scatter(g, m, shape, dtype)
+
         return vjp
 
     def jvp_rule(k):
@@ -345,6 +400,7 @@ def _selection(prim, diff, save=()):
             if type(m) is list:
                 return tuple(_gathered(g, mi) for mi in m)
             return _gathered(g, m)
+
         return jvp
 
     nmax = max(diff) + 1 if diff else 0
@@ -364,7 +420,7 @@ _selection(anp.diagflat, (0,))
 _selection(anp.extract, (1,), save=(0,))
 _selection(anp.choose, (1,), save=(0,))
 _selection(anp.select, (1, 2), save=(0,))
-_selection(anp.meshgrid, ())         # variadic: every positional argument
+_selection(anp.meshgrid, ())  # variadic: every positional argument
 if hasattr(anp, "unstack"):
     _selection(anp.unstack, (0,))
 
@@ -373,14 +429,17 @@ if hasattr(anp, "unstack"):
 def _broadcast_arrays_vjp(argnums, ans, args, kwargs):
     def vjp(g):
         return tuple(None if g[k] is None else unbroadcast(g[k], args[k]) for k in argnums)
+
     return vjp
 
 
 def _broadcast_arrays_jvp(argnums, gs, ans, args, kwargs):
     ts = dict(zip(argnums, gs))
     outs = _plain(ans)
-    return tuple(anp.broadcast_to(ts[k], _shape(a)) if k in ts else
-                 _onp.zeros(_shape(a), _dtype(a)) for k, a in enumerate(outs))
+    return tuple(
+        anp.broadcast_to(ts[k], _shape(a)) if k in ts else _onp.zeros(_shape(a), _dtype(a))
+        for k, a in enumerate(outs)
+    )
 
 
 defvjp_argnums(anp.broadcast_arrays, _broadcast_arrays_vjp, save=())
@@ -390,9 +449,13 @@ defjvp_argnums(anp.broadcast_arrays, _broadcast_arrays_jvp)
 # trim_zeros: a slice decided by where the input's nonzeros are
 def _trim_slices(filt, trim="fb", axis=None):
     f = _onp.asarray(_plain(filt))
-    axes = (tuple(range(f.ndim)) if axis is None else
-            tuple(_norm_axis(a, f.ndim) for a in (axis if isinstance(axis, (tuple, list))
-                                                 else (axis,))))
+    axes = (
+        tuple(range(f.ndim))
+        if axis is None
+        else tuple(
+            _norm_axis(a, f.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))
+        )
+    )
     nz = _onp.argwhere(f != 0)
     if nz.size == 0:
         start = stop = _onp.zeros(f.ndim, _intp)
@@ -408,8 +471,10 @@ def _trim_zeros_vjp(g, ans, filt, trim="fb", axis=None):
 
 
 defvjp_direct(anp.trim_zeros, _trim_zeros_vjp, save=(0,))
-defjvp(anp.trim_zeros, lambda g, ans, filt, trim="fb", axis=None:
-       anp.getitem(g, _trim_slices(filt, trim, axis)))
+defjvp(
+    anp.trim_zeros,
+    lambda g, ans, filt, trim="fb", axis=None: anp.getitem(g, _trim_slices(filt, trim, axis)),
+)
 
 
 # sort_complex: a permutation along the last axis (lexicographic on real, imaginary parts)
@@ -488,8 +553,9 @@ def block(arrays):
     if not _contains_box(arrays):
         return _onp.block(arrays)
     if isinstance(arrays, tuple):
-        raise TypeError("gradcy.numpy.block: arrays is a tuple; only lists can be used to "
-                        "arrange blocks")
+        raise TypeError(
+            "gradcy.numpy.block: arrays is a tuple; only lists can be used to arrange blocks"
+        )
     depth = _block_depth(arrays)
     ndim = max([depth] + [len(_shape(e)) for e in _block_leaves(arrays)])
 
@@ -501,6 +567,7 @@ def block(arrays):
         if type(obj) is Box:
             return anp.reshape(obj, target) if target != tuple(shape) else obj
         return _onp.reshape(_onp.asarray(obj), target)
+
     return build(arrays, 0)
 
 
@@ -513,9 +580,26 @@ register_numpy_override(_onp.block, block)
 # Non-differentiable: integer, boolean or index results
 # =============================================================================
 _NONDIFFERENTIABLE = [
-    "nanargmax", "nanargmin", "lexsort", "bitwise_count", "isnat", "isdtype", "issubdtype",
-    "tril_indices", "triu_indices", "diag_indices", "broadcast_shapes", "common_type",
-    "mintypecode", "packbits", "unpackbits", "spacing", "einsum_path", "ix_", "show_runtime",
+    "nanargmax",
+    "nanargmin",
+    "lexsort",
+    "bitwise_count",
+    "isnat",
+    "isdtype",
+    "issubdtype",
+    "tril_indices",
+    "triu_indices",
+    "diag_indices",
+    "broadcast_shapes",
+    "common_type",
+    "mintypecode",
+    "packbits",
+    "unpackbits",
+    "spacing",
+    "einsum_path",
+    "ix_",
+    "show_runtime",
 ]
-nondifferentiable(*[getattr(anp, _n) for _n in _NONDIFFERENTIABLE
-                    if hasattr(getattr(anp, _n, None), "traced")])
+nondifferentiable(
+    *[getattr(anp, _n) for _n in _NONDIFFERENTIABLE if hasattr(getattr(anp, _n, None), "traced")]
+)

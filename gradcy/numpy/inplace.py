@@ -90,6 +90,7 @@ What follows NumPy, and what raises
 Regions are per-dimension index ranges of the buffer (steps and advanced indices widen them to a
 conservative hull), so checks are cheap and never miss an overlap.
 """
+
 import builtins as _builtins
 import dis as _dis
 import sys
@@ -139,7 +140,7 @@ def region(idx, shape):
             else:
                 out.append((stop + 1, start + 1) if start > stop else (0, 0))
         else:
-            return None             # advanced index: the whole buffer, conservatively
+            return None  # advanced index: the whole buffer, conservatively
         dim += 1
     while dim < len(shape):
         out.append((0, shape[dim]))
@@ -148,7 +149,7 @@ def region(idx, shape):
 
 
 _overlap = _core.regions_overlap
-_hull = _core.region_hull        # _hull((), r) is r: the hull of nothing grows from empty
+_hull = _core.region_hull  # _hull((), r) is r: the hull of nothing grows from empty
 
 
 def _before_write(tape, info, r):
@@ -157,7 +158,7 @@ def _before_write(tape, info, r):
     copy for all the records that hold the same array."""
     if info.saved and info.saved_hull != () and _overlap(info.saved_hull, r):
         keep, hull, saved = _array("q"), (), info.saved
-        copies = {}                    # id -> (array, its copy): one for all its records
+        copies = {}  # id -> (array, its copy): one for all its records
         for k in range(0, len(saved), 2):
             node, position = saved[k], saved[k + 1]
             released, _, _, _ = tape.node_flags(node)
@@ -165,14 +166,14 @@ def _before_write(tape, info, r):
                 continue
             value = tape.saved_value(node, position)
             if type(value) is not _np.ndarray or _core.root_buffer(value) is not info.root:
-                continue               # already replaced by a copy of its own
+                continue  # already replaced by a copy of its own
             sr = info.region_of(value)
             if _overlap(sr, r):
                 pair = copies.get(id(value))
                 if pair is None:
                     pair = copies[id(value)] = (value, _np.array(value, copy=True))
                 tape.replace_saved(node, position, pair[1])
-                continue               # the copy is the records' own: no longer in the buffer
+                continue  # the copy is the records' own: no longer in the buffer
             keep.append(node)
             keep.append(position)
             hull = _hull(hull, sr)
@@ -213,15 +214,14 @@ def _resolve_stale(box):
         return False
     info = tape.owned_info(plain)
     if info is not None:
-        root = _core.root_buffer(plain)      # the buffer, or an earlier version (same layout)
-    else:                                    # a view of an input: its copy is the buffer
+        root = _core.root_buffer(plain)  # the buffer, or an earlier version (same layout)
+    else:  # a view of an input: its copy is the buffer
         entry = tape.input_entry(plain)
         if entry is None or entry.target is None or entry.root is None:
             return False
         info, root = entry.target, entry.root
     buf = info.box() if info.box is not None else None
-    if buf is None or _plain(buf._value) is not info.root or _plain(buf._value).shape \
-            != root.shape:
+    if buf is None or _plain(buf._value) is not info.root or _plain(buf._value).shape != root.shape:
         return False
     whole = _root_index(plain, root)
     if whole is None:
@@ -245,15 +245,20 @@ def _own_input(view, plain):
     whole = _root_index(plain, entry.root)
     if whole is None:
         return None
-    if entry.target is not None:             # copied by an earlier write: view follows it
+    if entry.target is not None:  # copied by an earlier write: view follows it
         info = entry.target
         box = info.box() if info.box is not None else None
         if box is None or _plain(box._value) is not info.root:
             return None
     else:
         box = entry.box() if entry.box is not None else None
-        if box is None or box is view or box._tape is not tape or \
-                _plain(box._value) is not entry.root or entry.site != 1:
+        if (
+            box is None
+            or box is view
+            or box._tape is not tape
+            or _plain(box._value) is not entry.root
+            or entry.site != 1
+        ):
             return None
         root = entry.root
         transfer_box(box, anp.copy(box))
@@ -277,7 +282,7 @@ def _input_written(box, plain, info=None):
     if info is not None and entry.root is plain:
         info.views.update(entry.views)
         info.view_hull = _hull(info.view_hull, entry.view_hull)
-        entry.target = info              # later views of the input's memory: views of info
+        entry.target = info  # later views of the input's memory: views of info
         entry.views, entry.view_hull = {}, ()
         return True
     _after_write(box._tape, entry, None)
@@ -299,11 +304,11 @@ def _own_computed(box, plain=None):
     if found is None:
         if plain is None:
             return None
-        root, owner = plain, box              # t itself, no views of it noted
+        root, owner = plain, box  # t itself, no views of it noted
     else:
         root, owner = found
         if _plain(box._value) is root:
-            owner = box                       # t itself written (or real(t), ...): its Box
+            owner = box  # t itself written (or real(t), ...): its Box
     info = OwnedBuffer(root, _site())
     if owner is not None:
         info.box = _weakref.ref(owner)
@@ -347,7 +352,7 @@ def _register(tape, box, functional=False):
     return info
 
 
-_VERSIONS = {}        # id -> weak reference to an earlier version of a functional buffer
+_VERSIONS = {}  # id -> weak reference to an earlier version of a functional buffer
 
 
 def _adopt(tape, info, box):
@@ -359,6 +364,7 @@ def _adopt(tape, info, box):
         _VERSIONS.pop(id(ref), None)
         if owned.get(key) is info:
             del owned[key]
+
     ref = _weakref.ref(old, forget)
     _VERSIONS[id(ref)] = ref
     info.root = new
@@ -381,7 +387,6 @@ def _functional_write(tape, info, box, idx, value):
     _after_write(tape, info, r)
 
 
-
 # =============================================================================
 # The write primitive and its rules
 # =============================================================================
@@ -390,17 +395,19 @@ write = primitive(_core.write_into, "gradcy.numpy.setitem")
 
 def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     _, idx, value = args
-    if type(g) is Box:           # higher order: stay functional and traced
-        return [at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
-                for a in argnums]
+    if type(g) is Box:  # higher order: stay functional and traced
+        return [
+            at_set(g, idx, 0.0) if a == 0 else unbroadcast(anp.getitem(g, idx), value)
+            for a in argnums
+        ]
     g_value = None
     try:
-        if 2 in argnums:         # (a value with repeated positions was masked when recorded)
+        if 2 in argnums:  # (a value with repeated positions was masked when recorded)
             g_value = unbroadcast(_np.array(g[idx], copy=True), value)
         if 0 in argnums:
             if not g_owned:
                 g = g.copy()
-            g[idx] = 0           # O(slot): the rest of the buffer's cotangent passes through
+            g[idx] = 0  # O(slot): the rest of the buffer's cotangent passes through
     except TypeError:
         if type(g) is _np.ndarray:
             raise
@@ -409,11 +416,13 @@ def _write_vjp(argnums, g, g_owned, ans, args, kwargs):
     return [g if a == 0 else g_value for a in argnums]
 
 
-defvjp_write(write, _write_vjp, save=(1,))     # the index; buffer and value as metadata
-defjvp(write,
-       lambda g, ans, buf, idx, value: at_set(g, idx, 0.0),
-       None,
-       lambda g, ans, buf, idx, value: at_set(anp.zeros_like(ans), idx, g))
+defvjp_write(write, _write_vjp, save=(1,))  # the index; buffer and value as metadata
+defjvp(
+    write,
+    lambda g, ans, buf, idx, value: at_set(g, idx, 0.0),
+    None,
+    lambda g, ans, buf, idx, value: at_set(anp.zeros_like(ans), idx, g),
+)
 
 
 def _copies_overlapping_fancy_writes():
@@ -440,24 +449,32 @@ def _refuse_order_dependent_write(buf, idx, value):
     written (NumPy 1.x), raise when value is memory of an element that idx writes: the result
     then depends on NumPy's write order, which gradcy does not follow."""
     buf, value = _plain(buf), _plain(value)
-    if (type(buf) is not _np.ndarray or type(value) is not _np.ndarray
-            or region(idx, buf.shape) is not None or not _np.may_share_memory(buf, value)):
-        return                   # a basic index (NumPy copies), or no memory in common
-    if buf.itemsize == value.itemsize and not _np.isin(
-            _element_offsets(buf)[idx], _element_offsets(value)).any():
+    if (
+        type(buf) is not _np.ndarray
+        or type(value) is not _np.ndarray
+        or region(idx, buf.shape) is not None
+        or not _np.may_share_memory(buf, value)
+    ):
+        return  # a basic index (NumPy copies), or no memory in common
+    if (
+        buf.itemsize == value.itemsize
+        and not _np.isin(_element_offsets(buf)[idx], _element_offsets(value)).any()
+    ):
         return
     raise NotImplementedError(
         f"gradcy.numpy.setitem: the value written (argument 2) reads elements of the buffer "
         f"that the advanced index writes; NumPy {_np.__version__} writes them one by one "
         f"without copying the value first, so the result depends on its write order, which "
-        f"gradcy does not follow. Write a copy: buf[idx] = value.copy()")
+        f"gradcy does not follow. Write a copy: buf[idx] = value.copy()"
+    )
 
 
 def _nested_check(tape, value):
     if type(value) is Box and value._tape is not tape and value._tape.trace_id > tape.trace_id:
         raise NotImplementedError(
             "gradcy: writing a value traced by an inner differentiation into a buffer of an "
-            "outer one is not supported; use the functional form buf = buf.at[idx].set(value)")
+            "outer one is not supported; use the functional form buf = buf.at[idx].set(value)"
+        )
 
 
 def _is_buffer_box(info, box):
@@ -478,7 +495,8 @@ def _subclass_write(plain, what):
         f"arrays of a subclass are not traced (NumPy would change the array and its views), "
         f"so they would give a wrong gradient. Convert it to a plain array first "
         f"(x = gradcy.numpy.array(x), a buffer gradcy owns), or write the result to a new "
-        f"name (v = v * 2).")
+        f"name (v = v * 2)."
+    )
 
 
 def _seen_elsewhere(box, plain):
@@ -494,14 +512,14 @@ def _seen_elsewhere(box, plain):
         base = plain.base
         # (a subclass's ufunc result is often a view of an array only it holds: its base's
         # holders are base's own reference and getrefcount's argument)
-        if base is not None and (not isinstance(base, _np.ndarray)
-                                 or sys.getrefcount(base) > 3):
+        if base is not None and (not isinstance(base, _np.ndarray) or sys.getrefcount(base) > 3):
             return True
         del base
         if tape.computed is not None:
             entry = tape.computed.get(id(_core.root_buffer(plain)))
     return entry is not None and _builtins.any(
-        tape.node_flags(n)[1] for n in entry.views if n != box._node)
+        tape.node_flags(n)[1] for n in entry.views if n != box._node
+    )
 
 
 def _box_setitem(box, idx, value):
@@ -512,7 +530,7 @@ def _box_setitem(box, idx, value):
     plain = _plain(box._value)
     if isinstance(plain, _np.ndarray) and type(plain) is not _np.ndarray:
         raise _subclass_write(plain, "item assignment")
-    value = constant_if_cast(plain, value)   # (a write into an integer or boolean buffer)
+    value = constant_if_cast(plain, value)  # (a write into an integer or boolean buffer)
     if is_array_value(plain):
         # a Dask / CuPy array: its own item assignment on a copy (lazy for Dask), recorded as
         # at_set; the Box moves to the new version as for a NumPy buffer
@@ -521,38 +539,38 @@ def _box_setitem(box, idx, value):
     info = tape.owned_info(plain) if type(plain) is _np.ndarray else None
     if info is None and type(plain) is _np.ndarray:
         if tape.input_entry(plain) is not None:
-            info = _own_input(box, plain)    # a view of an input: the write reaches its copy
+            info = _own_input(box, plain)  # a view of an input: the write reaches its copy
             plain = _plain(box._value)
-        else:                                # an array an operation computed, or a view of
-            info = _own_computed(box)        # one: written in place from now on
+        else:  # an array an operation computed, or a view of
+            info = _own_computed(box)  # one: written in place from now on
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
         _write_view(box, info, plain, idx, value)
         return
-    nested = type(box._value) is Box or (type(value) is Box and (
-        value._tape is not tape or type(value._value) is Box))
+    nested = type(box._value) is Box or (
+        type(value) is Box and (value._tape is not tape or type(value._value) is Box)
+    )
     if info is None:
-        _check_unshared(box, plain, "item assignment")    # (plain: one local here)
-        if nested or _nested(tape):               # a new version: the copy on the first write
+        _check_unshared(box, plain, "item assignment")  # (plain: one local here)
+        if nested or _nested(tape):  # a new version: the copy on the first write
             transfer_box(box, at_set(box, idx, value))
             info = _register(tape, box, True)
             if _input_written(box, plain, info):
                 _after_write(tape, info, region(idx, plain.shape))
             return
-        if type(plain) is _np.ndarray and plain.base is None and \
-                tape.input_entry(plain) is None:
+        if type(plain) is _np.ndarray and plain.base is None and tape.input_entry(plain) is None:
             # an array an operation computed that nothing but the tape's saved records holds
             # (checked above): owned and written in place, the records holding it copying what
             # the write overlaps (measured against copying it whole: docs/tutorial.md)
             info = _own_computed(box, plain)
         else:
-            copied = anp.copy(box)                # copy on the first write: inputs never change
+            copied = anp.copy(box)  # copy on the first write: inputs never change
             transfer_box(box, copied)
             info = _register(tape, box)
             _input_written(box, plain, info)
     elif nested or info.functional:
         _functional_write(tape, info, box, idx, value)
         return
-    if _core.setitem_fast(box, idx, value):       # a basic index: the core records it
+    if _core.setitem_fast(box, idx, value):  # a basic index: the core records it
         return
     # an advanced index, a scalar slot or forward mode: its region is a hull from the index
     value = _landing(idx, box._value.shape, value)
@@ -577,8 +595,7 @@ def _root_index(view, root):
 def _offset(view, root):
     """view's first element as a flat index into root, or None."""
     off = view.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return off // root.itemsize if off >= 0 and root.itemsize and not off % root.itemsize \
-        else None
+    return off // root.itemsize if off >= 0 and root.itemsize and not off % root.itemsize else None
 
 
 def _shaped(v, shape):
@@ -589,15 +606,21 @@ def _element_index(view, root):
     """_root_index for any other view without repeated elements (a reshape across rows): the
     positions of its elements as index arrays; the view is taken again by its strides."""
     off = _offset(view, root)
-    if (off is None or root.ndim == 0 or not root.flags.c_contiguous
-            or any((st == 0 and n > 1) or st % root.itemsize
-                   for st, n in zip(view.strides, view.shape))):
+    if (
+        off is None
+        or root.ndim == 0
+        or not root.flags.c_contiguous
+        or any((st == 0 and n > 1) or st % root.itemsize for st, n in zip(view.strides, view.shape))
+    ):
         return None
     idx = _positions(off, view.shape, view.strides, root.itemsize, root.shape)
     if idx is None:
         return None
-    return (idx, lambda v: _shaped(v, view.shape),
-            lambda b: strided_view(b, off, view.shape, view.strides))
+    return (
+        idx,
+        lambda v: _shaped(v, view.shape),
+        lambda b: strided_view(b, off, view.shape, view.strides),
+    )
 
 
 def _positions(off, shape, strides, itemsize, root_shape):
@@ -629,10 +652,15 @@ def _scatter_view(g, ans, buf, off, shape, strides):
 
 strided_view = primitive(_strided_view, "gradcy.numpy.strided_view")
 defvjp_direct(strided_view, _scatter_view, None, None, None, save=(1, 2, 3))
-defjvp(strided_view,
-       lambda g, ans, buf, off, shape, strides: anp.getitem(
-           g, _positions(off, shape, strides, buf.itemsize, buf.shape)),
-       None, None, None)
+defjvp(
+    strided_view,
+    lambda g, ans, buf, off, shape, strides: anp.getitem(
+        g, _positions(off, shape, strides, buf.itemsize, buf.shape)
+    ),
+    None,
+    None,
+    None,
+)
 
 
 def _whole_positions(view, root):
@@ -640,14 +668,17 @@ def _whole_positions(view, root):
     its memory, when view holds every element of root once (so root is a function of view);
     else None."""
     off = _offset(view, root)
-    if off is None or view.size != root.size or not root.flags.c_contiguous \
-            or any(st % root.itemsize for st in view.strides):
+    if (
+        off is None
+        or view.size != root.size
+        or not root.flags.c_contiguous
+        or any(st % root.itemsize for st in view.strides)
+    ):
         return None
     pos = _np.full(view.shape, off, _np.intp)
     for k, (n, st) in enumerate(zip(view.shape, view.strides)):
         pos += (_np.arange(n) * (st // root.itemsize)).reshape((n,) + (1,) * (view.ndim - k - 1))
-    if pos.size and (pos.min() < 0 or pos.max() >= root.size or
-                     _np.unique(pos).size != root.size):
+    if pos.size and (pos.min() < 0 or pos.max() >= root.size or _np.unique(pos).size != root.size):
         return None
     return pos
 
@@ -684,7 +715,7 @@ def _block_index(view, root):
     if root.ndim == 0:
         idx = Ellipsis if size == 1 else None
     for d in range(root.ndim):
-        inner = int(_np.prod(shape[d + 1:], dtype=_np.intp))
+        inner = int(_np.prod(shape[d + 1 :], dtype=_np.intp))
         if off % inner or size % inner:
             continue
         a, n = (off // inner) % shape[d], size // inner
@@ -696,13 +727,15 @@ def _block_index(view, root):
         return None
     target = root[idx + (Ellipsis,) if idx is not Ellipsis else Ellipsis]
     check = view.reshape(target.shape)
-    if (check.__array_interface__["data"][0] != target.__array_interface__["data"][0]
-            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
-                   if n > 1)):
+    if check.__array_interface__["data"][0] != target.__array_interface__["data"][0] or any(
+        a != b for a, b, n in zip(check.strides, target.strides, check.shape) if n > 1
+    ):
         return None
-    return (idx,
-            lambda v: anp.reshape(_shaped(v, view.shape), target.shape),
-            lambda b: anp.reshape(anp.getitem(b, idx), view.shape))
+    return (
+        idx,
+        lambda v: anp.reshape(_shaped(v, view.shape), target.shape),
+        lambda b: anp.reshape(anp.getitem(b, idx), view.shape),
+    )
 
 
 def _strided_index(view, root):
@@ -718,7 +751,7 @@ def _strided_index(view, root):
         k = off // rs if rs else 0
         lo.append(k)
         off -= k * rs
-    axis_of, step_of = {}, {}           # view axis -> root axis, step
+    axis_of, step_of = {}, {}  # view axis -> root axis, step
     for k, (n, vs) in enumerate(zip(view.shape, view.strides)):
         if n == 1:
             continue
@@ -740,7 +773,7 @@ def _strided_index(view, root):
         idx[d] = slice(lo[d], stop if stop >= 0 else None, q)
     idx = tuple(idx)
     try:
-        target = root[idx + (Ellipsis,)]        # an array even when idx is all ints
+        target = root[idx + (Ellipsis,)]  # an array even when idx is all ints
     except IndexError:
         return None
     kept_axes = [k for k in range(view.ndim) if view.shape[k] != 1]
@@ -751,10 +784,11 @@ def _strided_index(view, root):
     check = view.reshape(squeezed)
     if not identity_perm:
         check = check.transpose(perm)
-    if (check.shape != target.shape or check.__array_interface__["data"][0]
-            != target.__array_interface__["data"][0]
-            or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape)
-                   if n > 1)):
+    if (
+        check.shape != target.shape
+        or check.__array_interface__["data"][0] != target.__array_interface__["data"][0]
+        or any(a != b for a, b, n in zip(check.strides, target.strides, check.shape) if n > 1)
+    ):
         return None
     inverse = [perm.index(i) for i in range(len(perm))]
 
@@ -765,10 +799,11 @@ def _strided_index(view, root):
         return v if identity_perm else anp.transpose(v, perm)
 
     def from_root(b):
-        s = anp.getitem(b, idx + (Ellipsis,))   # a view even when idx is all ints
+        s = anp.getitem(b, idx + (Ellipsis,))  # a view even when idx is all ints
         if not identity_perm:
             s = anp.transpose(s, inverse)
         return s if squeezed == view.shape else anp.reshape(s, view.shape)
+
     return idx, to_root, from_root
 
 
@@ -783,7 +818,8 @@ def _unmappable(view, info):
     return TypeError(
         f"gradcy: writing into a view {view.shape} of a {info.describe()} whose elements "
         f"repeat (zero strides) or lie outside it: write into the buffer itself instead "
-        f"(buf[i, j] = v)")
+        f"(buf[i, j] = v)"
+    )
 
 
 def _write_view(view, info, v, idx, value):
@@ -797,11 +833,11 @@ def _write_view(view, info, v, idx, value):
     buf = info.box() if info.box is not None else None
     if idx is Ellipsis and buf is not None:
         vidx = _core.view_index(view, buf)
-        if vidx is not None:         # view = buf[vidx], of buf as it is: the common case
+        if vidx is not None:  # view = buf[vidx], of buf as it is: the common case
             buf[vidx] = value
             transfer_box(view, anp.getitem(buf, vidx))
             return
-    root = _core.root_buffer(v)          # the buffer, or an earlier version (same layout)
+    root = _core.root_buffer(v)  # the buffer, or an earlier version (same layout)
     whole = _root_index(v, root)
     if whole is None:
         raise _unmappable(v, info)
@@ -820,7 +856,7 @@ def _write_view(view, info, v, idx, value):
         if part is None:
             raise _unmappable(v, info)
         buf[part[0]] = part[1](value)
-    else:                       # an advanced index: the view's new values, written whole
+    else:  # an advanced index: the view's new values, written whole
         buf[ridx] = whole[1](at_set(view, idx, value))
     transfer_box(view, from_root(buf))
 
@@ -833,9 +869,11 @@ _IOP = {"true_divide": "divide", "mod": "remainder"}
 
 def _check_writeable(plain):
     if not plain.flags.writeable:
-        raise ValueError(f"gradcy: assignment destination is read-only (a traced array "
-                         f"{plain.shape} NumPy made read-only: diagonal, broadcast_to, ...), "
-                         f"as in NumPy; copy it first (gradcy.numpy.copy)")
+        raise ValueError(
+            f"gradcy: assignment destination is read-only (a traced array "
+            f"{plain.shape} NumPy made read-only: diagonal, broadcast_to, ...), "
+            f"as in NumPy; copy it first (gradcy.numpy.copy)"
+        )
 
 
 def _refs_in_callee(x):
@@ -872,14 +910,16 @@ def _check_unshared(box, plain, what, caller_refs=1):
             f"...): NumPy would change that value too, and gradcy writes only into arrays it "
             f"created. Take the view after the write, write the result to a new array "
             f"(a = a + b), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
-            f"that writes reach its views.")
+            f"that writes reach its views."
+        )
     if shared == 2:
         raise ValueError(
             f"gradcy: {what} on a traced array {plain.shape} that is a view of another "
             f"array (a slice, .T, reshape, ... of it): NumPy would change that array too, and "
             f"gradcy writes only into arrays it created. Write the result to a new array "
             f"(v = v * 2), or create the array with gradcy.numpy (zeros, empty, array, copy) so "
-            f"that writes through its views reach it.")
+            f"that writes through its views reach it."
+        )
     if shared == 3:
         _check_writeable(plain)
     if shared == 4:
@@ -887,7 +927,8 @@ def _check_unshared(box, plain, what, caller_refs=1):
             f"gradcy: {what} on a differentiated argument {plain.shape} whose memory another "
             f"argument shares (the same array passed twice, or an array and a view of it): "
             f"NumPy would change both, and gradcy never writes the caller's arrays. Pass a "
-            f"copy (f(a, a.copy())), or write the result to a new array (a = a * 2).")
+            f"copy (f(a, a.copy())), or write the result to a new array (a = a * 2)."
+        )
 
 
 def _inplace_result(result, value, op):
@@ -897,17 +938,21 @@ def _inplace_result(result, value, op):
     if type(r) is not _np.ndarray or r.shape != value.shape:
         shape = _np.shape(r)
         if shape != value.shape:
-            raise ValueError(f"gradcy: non-broadcastable output operand with shape "
-                             f"{value.shape} doesn't match the broadcast shape {shape} ({op} "
-                             f"in place)")
+            raise ValueError(
+                f"gradcy: non-broadcastable output operand with shape "
+                f"{value.shape} doesn't match the broadcast shape {shape} ({op} "
+                f"in place)"
+            )
     rdtype = _np.result_type(r) if type(r) is not _np.ndarray else r.dtype
     if rdtype != value.dtype:
         if not _np.can_cast(rdtype, value.dtype, "same_kind"):
-            raise TypeError(f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
-                            f"{value.dtype!r} with casting rule 'same_kind'")
+            raise TypeError(
+                f"gradcy: Cannot cast ufunc '{op}' output from {rdtype!r} to "
+                f"{value.dtype!r} with casting rule 'same_kind'"
+            )
         result = anp.astype(result, value.dtype)
     if type(_plain(result)) is not _np.ndarray:
-        result = anp.array(result)   # a NumPy scalar from a 0-d array's op: it stays an array
+        result = anp.array(result)  # a NumPy scalar from a 0-d array's op: it stays an array
     return result
 
 
@@ -931,10 +976,10 @@ def _box_iop(box, op, other):
                 if _seen_elsewhere(box, plain):
                     raise _subclass_write(plain, entry[1])
                 if _np.shape(_plain(result)) != plain.shape:
-                    _inplace_result(result, plain, op)       # (raises NumPy's error)
+                    _inplace_result(result, plain, op)  # (raises NumPy's error)
                 transfer_box(box, result)
                 return box
-            return result        # Python and NumPy scalars are immutable: a new value
+            return result  # Python and NumPy scalars are immutable: a new value
     tape = box._tape
     if result._tape is not tape:
         # traced by an inner differentiation: a new value, unless NumPy would show the write
@@ -951,12 +996,12 @@ def _box_iop(box, op, other):
     info = tape.owned_info(plain)
     if info is not None:
         if info.root is plain:
-            _box_setitem(box, Ellipsis, result)   # in place, as NumPy does
+            _box_setitem(box, Ellipsis, result)  # in place, as NumPy does
         else:
             _write_view(box, info, plain, Ellipsis, result)
         return box
     if _temporary_target(box):
-        return result            # x[idx] op= v: Python writes the new value back (x[idx] = t)
+        return result  # x[idx] op= v: Python writes the new value back (x[idx] = t)
     views = tape.input_entry(plain)
     if views is not None and views.target is None and views.root is plain:
         # an input: a write into its copy (the first), which the tape owns from then on, so
@@ -964,13 +1009,13 @@ def _box_iop(box, op, other):
         _box_setitem(box, Ellipsis, result)
         return box
     if views is not None:
-        info = _own_input(box, plain)        # a view of an input: the write reaches its copy
+        info = _own_input(box, plain)  # a view of an input: the write reaches its copy
         if info is not None:
             _write_view(box, info, _plain(box._value), Ellipsis, result)
             return box
     else:
-        info = _own_computed(box)            # an array an operation computed whose views
-        if info is not None:                 # were taken, or one of those views
+        info = _own_computed(box)  # an array an operation computed whose views
+        if info is not None:  # were taken, or one of those views
             if info.root is plain and _is_buffer_box(info, box):
                 _box_setitem(box, Ellipsis, result)
             else:
@@ -983,8 +1028,8 @@ def _box_iop(box, op, other):
 
 
 _BINARY_OP = _dis.opmap.get("BINARY_OP")
-_INPLACE_ARG = 13 if sys.version_info >= (3, 11) else None    # NB_INPLACE_ADD: BINARY_OP's
-                                                                # in-place arguments start here
+_INPLACE_ARG = 13 if sys.version_info >= (3, 11) else None  # NB_INPLACE_ADD: BINARY_OP's
+# in-place arguments start here
 
 
 def _temporary_target(box):
@@ -999,11 +1044,12 @@ def _temporary_target(box):
     # keeps it through the call (3.10): _CALL_REFS measures that
     if sys.getrefcount(box) > 4 + (_CALL_REFS - 1):
         return False
-    frame = sys._getframe(2)     # _box_iop is called from Box.__iop__ (C, no frame)
+    frame = sys._getframe(2)  # _box_iop is called from Box.__iop__ (C, no frame)
     code, i = frame.f_code.co_code, frame.f_lasti
     if _INPLACE_ARG is not None:
         return code[i] == _BINARY_OP and code[i + 1] >= _INPLACE_ARG
     return _dis.opname[code[i]].startswith("INPLACE_")
+
 
 register_box_method("__setitem__", _box_setitem)
 register_box_method("__iop__", _box_iop)

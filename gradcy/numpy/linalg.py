@@ -20,19 +20,32 @@ Conventions:
   eigen/singular vectors carry a phase gauge, so only phase-invariant functions of them have
   well-defined derivatives (as in autograd).
 """
+
 import numpy.linalg as _npla
 import numpy as _onp
 
 # the rule machinery under private names: this module's public names are numpy.linalg's
 from .._core import Box as _Box, register_numpy_override as _register_numpy_override
 from ..backends import is_lazy as _is_lazy
-from ..registry import (defjvp, defjvp_argnums as _defjvp_argnums,
-                        defvjp_argnums as _defvjp_argnums, defvjp_direct as _defvjp_direct,
-                        nondifferentiable as _nondifferentiable, primitive as _primitive)
+from ..registry import (
+    defjvp,
+    defjvp_argnums as _defjvp_argnums,
+    defvjp_argnums as _defvjp_argnums,
+    defvjp_direct as _defvjp_direct,
+    nondifferentiable as _nondifferentiable,
+    primitive as _primitive,
+)
 from . import _wrap as _anp
 from ._wrap import wrap_namespace
-from ._util import (_dtype, _is_complex, _plain, _shape, _zeros_of, cast_like as _cast_like,
-                    unbroadcast as _unbroadcast)
+from ._util import (
+    _dtype,
+    _is_complex,
+    _plain,
+    _shape,
+    _zeros_of,
+    cast_like as _cast_like,
+    unbroadcast as _unbroadcast,
+)
 
 wrap_namespace(_npla.__dict__, globals(), "gradcy.numpy.linalg")
 
@@ -63,7 +76,7 @@ def _real_dtype(dt):
     return _onp.finfo(dt).dtype if dt.kind in "fc" else _onp.dtype(_onp.float64)
 
 
-_T = _anp._mT       # x with its last two axes swapped (a view for ndarrays)
+_T = _anp._mT  # x with its last two axes swapped (a view for ndarrays)
 
 
 def _conj(x):
@@ -133,8 +146,10 @@ def _add(a, b):
 # =============================================================================
 def _tuple_prim(fn, name):
     """A primitive that returns fn's result as a plain tuple (NumPy returns namedtuples)."""
+
     def wrapper(*args, **kwargs):
         return tuple(fn(*args, **kwargs))
+
     wrapper.__name__ = name.rsplit(".", 1)[-1]
     wrapper.__doc__ = fn.__doc__
     return _primitive(wrapper, name)
@@ -181,18 +196,21 @@ def _pair_function(p, np_function, doc):
     """numpy.linalg's np_function (one array argument) as a function that calls the primitive p
     (a plain tuple of the two outputs) when its argument is traced, and registers it as
     np_function's override."""
+
     def f(a):
         if type(a) is _Box:
             return p(a)
         return np_function(a)
+
     f.__name__ = f.__qualname__ = np_function.__name__
     f.__doc__ = doc
     _register_numpy_override(np_function, f)
     return f
 
 
-slogdet = _pair_function(_slogdet_p, _npla.slogdet,
-                         """numpy.linalg.slogdet; a (sign, logabsdet) tuple when traced.""")
+slogdet = _pair_function(
+    _slogdet_p, _npla.slogdet, """numpy.linalg.slogdet; a (sign, logabsdet) tuple when traced."""
+)
 
 
 # =============================================================================
@@ -213,16 +231,16 @@ def _pinv_vjp(g, ans, a, *args, **kwargs):
     G = _conj(g) if cplx else g
     P, Ph = ans, _H(ans)
     Gh = _H(G)
-    X = _mm(Gh, _mm(P, Ph))                       # G^H P P^H
-    Y = _mm(_mm(Ph, P), Gh)                       # P^H P G^H
+    X = _mm(Gh, _mm(P, Ph))  # G^H P P^H
+    Y = _mm(_mm(Ph, P), Gh)  # P^H P G^H
     r = -_mm(_mm(Ph, G), Ph) + X - _mm(a, _mm(P, X)) + Y - _mm(_mm(Y, P), a)
     return _cast_like(_conj(r) if cplx else r, _dtype(a))
 
 
 def _pinv_jvp(g, ans, a, *args, **kwargs):
     P, Ph, gh = ans, _H(ans), _H(g)
-    t1 = _mm(_mm(P, Ph), gh)                      # P P^H dA^H
-    t2 = _mm(gh, _mm(Ph, P))                      # dA^H P^H P
+    t1 = _mm(_mm(P, Ph), gh)  # P P^H dA^H
+    t2 = _mm(gh, _mm(Ph, P))  # dA^H P^H P
     return -_mm(_mm(P, g), P) + t1 - _mm(_mm(t1, a), P) + t2 - _mm(_mm(P, a), t2)
 
 
@@ -258,6 +276,7 @@ def _solve_vjp(argnums, ans, args, kwargs):
             else:
                 out.append(_unbroadcast(gb[..., 0] if vec else gb, b))
         return tuple(out)
+
     return vjp
 
 
@@ -313,6 +332,7 @@ def _tensorsolve_vjp(argnums, ans, args, kwargs):
             else:
                 out.append(_cast_like(_anp.reshape(gb, _shape(b)), _dtype(b)))
         return tuple(out)
+
     return vjp
 
 
@@ -343,8 +363,9 @@ defjvp(tensorsolve, _tensorsolve_jvp_a, _tensorsolve_jvp_b)
 def _tensorinv_vjp(g, ans, a, ind=2):
     N = int(_onp.prod(_shape(a)[:ind]))
     it = _T(_anp.reshape(ans, (N, N)))
-    return _cast_like(_anp.reshape(-_mm(_mm(it, _anp.reshape(g, (N, N))), it), _shape(a)),
-                     _dtype(a))
+    return _cast_like(
+        _anp.reshape(-_mm(_mm(it, _anp.reshape(g, (N, N))), it), _shape(a)), _dtype(a)
+    )
 
 
 def _tensorinv_jvp(g, ans, a, ind=2):
@@ -434,7 +455,7 @@ def _csign(x):
 
 def _argext_mask(v, axes, smallest):
     """1/count where v attains its max (min) over axes (ties share evenly); a constant."""
-    pv = _plain(v)                # NumPy's functions: an array of any library stays one
+    pv = _plain(v)  # NumPy's functions: an array of any library stays one
     ext = (_onp.min if smallest else _onp.max)(pv, axis=axes, keepdims=True)
     m = (pv == ext).astype(_real_dtype(_dtype(pv)))
     return m / _onp.sum(m, axis=axes, keepdims=True)
@@ -453,7 +474,7 @@ def _norm_D(x, ans_k, ord, axes, matrix):
                 d = _mm(u, vh)
             else:
                 i = 0 if ord == 2 else _shape(s)[-1] - 1
-                d = _mm(u[..., :, i:i + 1], vh[..., i:i + 1, :])
+                d = _mm(u[..., :, i : i + 1], vh[..., i : i + 1, :])
             return _anp.moveaxis(_conj(d), (-2, -1), (r, c))
         if ord in (1, -1):
             colsum = _anp.sum(_anp.abs(x), axis=r, keepdims=True)
@@ -491,8 +512,11 @@ def _norm_args(x, ord=None, axis=None, keepdims=False):
     return ord, axes, matrix, keepdims
 
 
-_defvjp_direct(norm, lambda g, ans, x, *a, **k: _norm_vjp_rule(
-    g, ans, x, *_norm_args(x, *a, **k)), save=("ans", 0))
+_defvjp_direct(
+    norm,
+    lambda g, ans, x, *a, **k: _norm_vjp_rule(g, ans, x, *_norm_args(x, *a, **k)),
+    save=("ans", 0),
+)
 defjvp(norm, lambda t, ans, x, *a, **k: _norm_jvp_rule(t, ans, x, *_norm_args(x, *a, **k)))
 
 
@@ -512,14 +536,18 @@ def _matrix_norm_args(x, keepdims=False, ord="fro"):
     return ord, (nd - 2, nd - 1), True, keepdims
 
 
-for _prim, _args in [(globals().get("vector_norm"), _vector_norm_args),
-                     (globals().get("matrix_norm"), _matrix_norm_args)]:
+for _prim, _args in [
+    (globals().get("vector_norm"), _vector_norm_args),
+    (globals().get("matrix_norm"), _matrix_norm_args),
+]:
     if _prim is None:
         continue
-    _defvjp_direct(_prim, (lambda pa: lambda g, ans, x, **k: _norm_vjp_rule(
-        g, ans, x, *pa(x, **k)))(_args), save=("ans", 0))
-    defjvp(_prim, (lambda pa: lambda t, ans, x, **k: _norm_jvp_rule(
-        t, ans, x, *pa(x, **k)))(_args))
+    _defvjp_direct(
+        _prim,
+        (lambda pa: lambda g, ans, x, **k: _norm_vjp_rule(g, ans, x, *pa(x, **k)))(_args),
+        save=("ans", 0),
+    )
+    defjvp(_prim, (lambda pa: lambda t, ans, x, **k: _norm_jvp_rule(t, ans, x, *pa(x, **k)))(_args))
 
 
 # =============================================================================
@@ -621,7 +649,7 @@ def _eig_jvp(g, ans, a):
     P = solve(u, _mm(g, u))
     C = _inv_F(e) * P
     uC = _mm(u, C)
-    c = _anp.sum(_conj(u) * uC, axis=-2)           # diag(U^H U C)
+    c = _anp.sum(_conj(u) * uC, axis=-2)  # diag(U^H U C)
     c = _anp.real(c) if _is_complex(c) else c
     return (_diag_part(P), uC - u * _row(c))
 
@@ -630,8 +658,9 @@ _defvjp_direct(_eig_p, _eig_vjp, save=("ans",))
 defjvp(_eig_p, _eig_jvp)
 
 
-eig = _pair_function(_eig_p, _npla.eig,
-                     """numpy.linalg.eig; an (eigenvalues, eigenvectors) tuple when traced.""")
+eig = _pair_function(
+    _eig_p, _npla.eig, """numpy.linalg.eig; an (eigenvalues, eigenvectors) tuple when traced."""
+)
 
 
 def _eig_matching(ans, a):
@@ -640,15 +669,19 @@ def _eig_matching(ans, a):
         raise NotImplementedError(
             f"gradcy.numpy.linalg.eigvals: no gradient for argument 0 (a) as a "
             f"{type(_plain(a)).__module__}.{type(_plain(a)).__name__}: Dask has no eig, so its "
-            f"eigenvectors would be computed in memory; pass a.compute() (a NumPy array)")
+            f"eigenvectors would be computed in memory; pass a.compute() (a NumPy array)"
+        )
     e, u = _eig_p(a)
     pe, pa = _plain(e), _plain(ans)
     if _onp.shape(pe) == _onp.shape(pa) and _onp.array_equal(pe, pa):
         return e, u
-    idx = _onp.argmin(_onp.abs(_onp.asarray(pa)[..., :, None] - _onp.asarray(pe)[..., None, :]),
-                      axis=-1)
-    return (_anp.take_along_axis(e, idx, axis=-1),
-            _anp.take_along_axis(u, idx[..., None, :], axis=-1))
+    idx = _onp.argmin(
+        _onp.abs(_onp.asarray(pa)[..., :, None] - _onp.asarray(pe)[..., None, :]), axis=-1
+    )
+    return (
+        _anp.take_along_axis(e, idx, axis=-1),
+        _anp.take_along_axis(u, idx[..., None, :], axis=-1),
+    )
 
 
 def _eigvals_vjp(g, ans, a):
@@ -693,7 +726,7 @@ def _cholesky_jvp(g, ans, a, upper=False):
     L = _H(ans) if upper else ans
     dA = 0.5 * (g + _H(g))
     y = solve(L, dA)
-    x = _H(solve(L, _H(y)))                   # L^-1 dA L^-H
+    x = _H(solve(L, _H(y)))  # L^-1 dA L^-H
     dL = _mm(L, _phi(x))
     return _H(dL) if upper else dL
 
@@ -721,7 +754,8 @@ def _svd_vjp(g, ans, a, full_matrices=True):
     if full_matrices and m != n:
         raise NotImplementedError(
             "gradcy: the gradient of svd(full_matrices=True) of a non-square matrix is not "
-            "defined (the extra singular vectors are arbitrary); use full_matrices=False")
+            "defined (the extra singular vectors are arbitrary); use full_matrices=False"
+        )
     cplx = _is_complex(u)
     gu, gs, gvh = [None if p is None else (_conj(p) if cplx else p) for p in _parts(g, 3)]
     inner = None if gs is None else _diag_embed(gs)
@@ -756,8 +790,10 @@ def _svd_jvp(g, ans, a, full_matrices=True):
     m, n = _shape(a)[-2:]
     k = min(m, n)
     if full_matrices and m != n:
-        raise NotImplementedError("gradcy: svd(full_matrices=True) of a non-square matrix has "
-                                  "no derivative; use full_matrices=False")
+        raise NotImplementedError(
+            "gradcy: svd(full_matrices=True) of a non-square matrix has "
+            "no derivative; use full_matrices=False"
+        )
     cplx = _is_complex(u)
     v = _H(vh)
     dAv = _mm(g, v)
@@ -797,11 +833,12 @@ def _svdvals_jvp(g, ans, a):
     return _anp.real(d) if _is_complex(d) else d
 
 
-if "svdvals" in globals():      # NumPy >= 2
+if "svdvals" in globals():  # NumPy >= 2
     _svdvals_p = svdvals
-else:   # NumPy < 2
-    _svdvals_p = svdvals = _primitive(lambda x: _npla.svd(x, compute_uv=False),
-                                    "gradcy.numpy.linalg.svdvals")
+else:  # NumPy < 2
+    _svdvals_p = svdvals = _primitive(
+        lambda x: _npla.svd(x, compute_uv=False), "gradcy.numpy.linalg.svdvals"
+    )
 _defvjp_direct(_svdvals_p, _svdvals_vjp, save=(0,))
 defjvp(_svdvals_p, _svdvals_jvp)
 
@@ -866,15 +903,16 @@ def _qr_square_adjoint(q, r, gq, gr, cplx, project):
     Z = _mm(q, C)
     if gq is not None and project:
         Z = Z + gq - _mm(q, _mm(_H(q), gq))
-    return _H(solve(r, _H(Z)))                # Z R^-H
+    return _H(solve(r, _H(Z)))  # Z R^-H
 
 
 def _qr_vjp(g, ans, a, mode="reduced"):
     q, r = ans[0], ans[1]
     m, n = _shape(a)[-2:]
     if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
-        raise NotImplementedError(f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no "
-                                  f"gradient; use mode='reduced'")
+        raise NotImplementedError(
+            f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no gradient; use mode='reduced'"
+        )
     cplx = _is_complex(q)
     gq, gr = [None if p is None else (_conj(p) if cplx else p) for p in _parts(g, 2)]
     if gq is None and gr is None:
@@ -897,7 +935,7 @@ def _qr_vjp(g, ans, a, mode="reduced"):
 
 
 def _qr_square_jvp(q, r, da, cplx, project):
-    D = _T(solve(_T(r), _T(da)))              # dA R^-1
+    D = _T(solve(_T(r), _T(da)))  # dA R^-1
     C = _mm(_H(q), D)
     low = _anp.tril(C, -1)
     om = low - _H(low)
@@ -914,8 +952,9 @@ def _qr_jvp(g, ans, a, mode="reduced"):
     q, r = ans[0], ans[1]
     m, n = _shape(a)[-2:]
     if mode not in ("reduced", "complete") or (mode == "complete" and m > n):
-        raise NotImplementedError(f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no "
-                                  f"derivative; use mode='reduced'")
+        raise NotImplementedError(
+            f"gradcy: qr(mode={mode!r}) of a {m}x{n} matrix has no derivative; use mode='reduced'"
+        )
     cplx = _is_complex(q)
     if m >= n:
         return _qr_square_jvp(q, r, g, cplx, m > n)
@@ -958,7 +997,7 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
         P = pinv(a) if rcond is None else pinv(a, rcond)
         B = _col(b) if vec else b
         X = _mm(P, B)
-        res_size = int(_onp.prod(_shape(ans[1])))      # residuals: empty unless full rank, m > n
+        res_size = int(_onp.prod(_shape(ans[1])))  # residuals: empty unless full rank, m > n
         ga = gb = None
         if gx is not None:
             G = _col(gx) if vec else gx
@@ -968,9 +1007,8 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
             if 0 in argnums:
                 R = B - _mm(a, X)
                 Gh = _H(G)
-                t = _mm(Gh, P)                    # G^H P
-                ga = (-_mm(gb, _H(X)) + _mm(R, _mm(t, Ph))
-                      + _mm(_mm(Ph, X), Gh - _mm(t, a)))
+                t = _mm(Gh, P)  # G^H P
+                ga = -_mm(gb, _H(X)) + _mm(R, _mm(t, Ph)) + _mm(_mm(Ph, X), Gh - _mm(t, a))
         if gres is not None and res_size:
             rho = _anp.real(gres) if _is_complex(gres) else gres
             R2 = (B - _mm(a, X)) * (2.0 * _row(rho))  # 2 r diag(rho)
@@ -983,8 +1021,7 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
         out = []
         for i in argnums:
             if i == 0:
-                out.append(None if ga is None else _cast_like(_conj(ga) if cplx else ga,
-                                                             _dtype(a)))
+                out.append(None if ga is None else _cast_like(_conj(ga) if cplx else ga, _dtype(a)))
             else:
                 if gb is not None:
                     gb = _conj(gb) if cplx else gb
@@ -992,6 +1029,7 @@ def _lstsq_vjp(argnums, ans, args, kwargs):
                     gb = _cast_like(gb, _dtype(b))
                 out.append(gb)
         return tuple(out)
+
     return vjp
 
 
@@ -1026,8 +1064,7 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
         dres = 2.0 * _anp.real(_anp.sum(_conj(R) * dr, axis=0))
     else:
         dres = _zeros_of(res)
-    return (dx[..., 0] if vec else dx, dres, None,
-            _zeros_of(ans[3]) if ds is None else ds)
+    return (dx[..., 0] if vec else dx, dres, None, _zeros_of(ans[3]) if ds is None else ds)
 
 
 _defvjp_argnums(lstsq, _lstsq_vjp, save=(0, 1))
@@ -1079,6 +1116,7 @@ def multi_dot(arrays, *, out=None):
             return arrays[i]
         k = split[i][j]
         return _anp.dot(prod(i, k), prod(k + 1, j))
+
     res = prod(0, n - 1)
     if first_1d and last_1d:
         return _anp.reshape(res, ())
@@ -1139,13 +1177,14 @@ def _array_api_alias(name, fn):
         if any(type(x) is _Box for x in args):
             return fn(*args, **kwargs)
         return npfn(*args, **kwargs)
+
     f.__name__ = name
     f.__doc__ = npfn.__doc__
     _register_numpy_override(npfn, f)
     return f
 
 
-if hasattr(_npla, "vecdot"):        # NumPy >= 2: numpy.linalg's array-API names
+if hasattr(_npla, "vecdot"):  # NumPy >= 2: numpy.linalg's array-API names
     trace = _array_api_alias("trace", _linalg_trace)
     diagonal = _array_api_alias("diagonal", _linalg_diagonal)
     cross = _array_api_alias("cross", _linalg_cross)

@@ -7,14 +7,29 @@ window constructors.
 Every rule here is linear in the cotangent and reads only metadata (shapes, dtypes, axes).
 A JVP applies the same function, with the same non-array arguments, to the tangent.
 """
+
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, register_numpy_override
 from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
-from ._util import (_binder, _dtype, _float_dtype, _is_complex, _ndarray, _norm_axis, _plain,
-                    _same, _shape, _zeros_of, cast_like, shape_dtype, unbroadcast)
+from ._util import (
+    _binder,
+    _dtype,
+    _float_dtype,
+    _is_complex,
+    _ndarray,
+    _norm_axis,
+    _plain,
+    _same,
+    _shape,
+    _zeros_of,
+    cast_like,
+    shape_dtype,
+    unbroadcast,
+)
 from .indexing import unrepeat, untake
+
 
 # =============================================================================
 # Reshaping and axis permutations
@@ -24,7 +39,8 @@ def _order_of(args, kwargs, pos, name):
     if order not in ("C", "F"):
         raise NotImplementedError(
             f"gradcy: the gradient of {name} with order={order!r} depends on the input's memory "
-            f"layout, which is not recorded; use order='C' or 'F'")
+            f"layout, which is not recorded; use order='C' or 'F'"
+        )
     return order
 
 
@@ -92,10 +108,12 @@ defvjp_direct(anp.transpose, _transpose_vjp, save=(1,))
 if getattr(anp, "permute_dims", anp.transpose) is not anp.transpose:
     defvjp_direct(anp.permute_dims, _transpose_vjp, save=(1,))
     defjvp(anp.permute_dims, _same(anp.permute_dims))
-defvjp_direct(anp.swapaxes, lambda g, ans, x, axis1, axis2: anp.swapaxes(g, axis1, axis2),
-              save=())
-defvjp_direct(anp.moveaxis, lambda g, ans, x, source, destination:
-              anp.moveaxis(g, destination, source), save=())
+defvjp_direct(anp.swapaxes, lambda g, ans, x, axis1, axis2: anp.swapaxes(g, axis1, axis2), save=())
+defvjp_direct(
+    anp.moveaxis,
+    lambda g, ans, x, source, destination: anp.moveaxis(g, destination, source),
+    save=(),
+)
 defvjp_direct(anp.rollaxis, _rollaxis_vjp, save=())
 if hasattr(anp, "matrix_transpose"):
     defvjp_direct(anp.matrix_transpose, lambda g, ans, x: anp.swapaxes(g, -1, -2), save=())
@@ -103,8 +121,16 @@ if hasattr(anp, "matrix_transpose"):
 defvjp_direct(anp.expand_dims, _reshape_to, save=())
 defvjp_direct(anp.squeeze, _reshape_to, save=())
 defvjp_direct(anp.broadcast_to, lambda g, ans, x, *a, **k: unbroadcast(g, x), save=())
-for _f in (anp.ravel, anp.transpose, anp.swapaxes, anp.moveaxis, anp.rollaxis, anp.expand_dims,
-           anp.squeeze, anp.broadcast_to):
+for _f in (
+    anp.ravel,
+    anp.transpose,
+    anp.swapaxes,
+    anp.moveaxis,
+    anp.rollaxis,
+    anp.expand_dims,
+    anp.squeeze,
+    anp.broadcast_to,
+):
     defjvp(_f, _same(_f))
 
 
@@ -116,6 +142,7 @@ def _atleast_vjp(argnums, ans, args, kwargs):
 
     def vjp(g):
         return tuple(None if g[k] is None else anp.reshape(g[k], shapes[k]) for k in argnums)
+
     return vjp
 
 
@@ -126,6 +153,7 @@ def _atleast_jvp(fn):
         ts = dict(zip(argnums, gs))
         dtype = _onp.result_type(*[shape_dtype(g)[1] for g in gs])
         return fn(*[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args)])
+
     return jvp
 
 
@@ -160,6 +188,7 @@ def _concatenate_vjp(argnums, ans, args, kwargs):
 
     def vjp(g):
         return tuple(None if k == 0 else piece(g, k - 1) for k in argnums)
+
     return vjp
 
 
@@ -169,8 +198,9 @@ defvjp_argnums(anp.concatenate_args, _concatenate_vjp, save=())
 def _concatenate_jvp(argnums, gs, ans, args, kwargs):
     ts = dict(zip(argnums, gs))
     dtype = ans.dtype
-    return anp.concatenate_args(args[0], *[ts[k] if k in ts else _zeros_of(a, dtype)
-                                           for k, a in enumerate(args[1:], 1)])
+    return anp.concatenate_args(
+        args[0], *[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args[1:], 1)]
+    )
 
 
 defjvp_argnums(anp.concatenate_args, _concatenate_jvp)
@@ -187,8 +217,9 @@ defvjp_argnums(anp.array_from_args, _array_from_args_vjp, save=())
 def _array_from_args_jvp(argnums, gs, ans, args, kwargs):
     ts = dict(zip(argnums, gs))
     dtype = ans.dtype
-    return anp.array_from_args(*[ts[k] if k in ts else _zeros_of(a, dtype)
-                                 for k, a in enumerate(args)])
+    return anp.array_from_args(
+        *[ts[k] if k in ts else _zeros_of(a, dtype) for k, a in enumerate(args)]
+    )
 
 
 defjvp_argnums(anp.array_from_args, _array_from_args_jvp)
@@ -201,8 +232,9 @@ def _unsplit(g, x, ios, ax):
     # the pieces' shapes, from a zero-strided stand-in for x (no memory)
     dummy = _onp.broadcast_to(_onp.empty((), dtype=bool), shape)
     shapes = [p.shape for p in _onp.array_split(dummy, ios, ax)]
-    parts = [_onp.zeros(s, dtype) if gi is None else cast_like(gi, dtype)
-             for gi, s in zip(g, shapes)]
+    parts = [
+        _onp.zeros(s, dtype) if gi is None else cast_like(gi, dtype) for gi, s in zip(g, shapes)
+    ]
     return anp.concatenate(parts, axis=ax)
 
 
@@ -213,9 +245,12 @@ def _split_vjp(g, ans, x, ios, axis=0):
 # indices_or_sections is kept (it may be an index array)
 defvjp_direct(anp.split, _split_vjp, None, save=(1,))
 defvjp_direct(anp.array_split, _split_vjp, None, save=(1,))
-defvjp_direct(anp.hsplit,
-              lambda g, ans, x, ios: _unsplit(g, x, ios, 1 if len(_shape(x)) > 1 else 0), None,
-              save=(1,))
+defvjp_direct(
+    anp.hsplit,
+    lambda g, ans, x, ios: _unsplit(g, x, ios, 1 if len(_shape(x)) > 1 else 0),
+    None,
+    save=(1,),
+)
 defvjp_direct(anp.vsplit, lambda g, ans, x, ios: _unsplit(g, x, ios, 0), None, save=(1,))
 defvjp_direct(anp.dsplit, lambda g, ans, x, ios: _unsplit(g, x, ios, 2), None, save=(1,))
 for _f in (anp.split, anp.array_split, anp.hsplit, anp.vsplit, anp.dsplit):
@@ -246,7 +281,7 @@ defvjp_direct(anp._astype_traced, _astype_vjp, None, save=())
 
 def _astype_jvp(g, ans, x, *args, **kwargs):
     dtype = ans.dtype
-    if dtype.kind not in "fcO":     # an integer or boolean result is a constant
+    if dtype.kind not in "fcO":  # an integer or boolean result is a constant
         return None
     return cast_like(g, dtype)
 
@@ -268,8 +303,11 @@ for _f in (anp.flip, anp.fliplr, anp.flipud):
 
 
 def _roll_vjp(g, ans, a, shift, axis=None):
-    back = -shift if isinstance(shift, (int, _onp.integer)) else tuple(-int(s) for s in
-                                                                       _onp.ravel(shift))
+    back = (
+        -shift
+        if isinstance(shift, (int, _onp.integer))
+        else tuple(-int(s) for s in _onp.ravel(shift))
+    )
     return anp.roll(g, back, axis)
 
 
@@ -292,8 +330,12 @@ def _tile_vjp(g, ans, A, reps):
 
 defvjp_direct(anp.tile, _tile_vjp, save=(1,))
 defjvp(anp.tile, _same(anp.tile))
-defvjp_direct(anp.repeat, lambda g, ans, a, repeats, axis=None:
-              unrepeat(g, repeats, axis, _shape(a)), None, save=(1,))
+defvjp_direct(
+    anp.repeat,
+    lambda g, ans, a, repeats, axis=None: unrepeat(g, repeats, axis, _shape(a)),
+    None,
+    save=(1,),
+)
 defjvp(anp.repeat, _same(anp.repeat), None)
 
 _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
@@ -349,6 +391,7 @@ def _tri_vjp(fn):
             return fn(g, k)
         # a 1-D m is broadcast along the rows of the output
         return anp.reshape(anp.sum(fn(g, k), axis=0), shape)
+
     return rule
 
 
@@ -376,7 +419,7 @@ del _f
 # =============================================================================
 def _identity_vjp(g, ans, x, *args, **kwargs):
     shape = _shape(x)
-    if _shape(ans) != shape:            # ascontiguousarray & co. make 0-d inputs 1-d
+    if _shape(ans) != shape:  # ascontiguousarray & co. make 0-d inputs 1-d
         g = anp.reshape(g, shape)
     return cast_like(g, _dtype(x))
 
@@ -385,8 +428,14 @@ def _identity_jvp(g, ans, x, *args, **kwargs):
     return g
 
 
-for _name in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
-              "require", "unwrap"):
+for _name in (
+    "asanyarray",
+    "ascontiguousarray",
+    "asfortranarray",
+    "asarray_chkfinite",
+    "require",
+    "unwrap",
+):
     _p = getattr(anp, _name, None)
     if _p is not None and hasattr(_p, "vjpmakers"):
         defvjp_direct(_p, _identity_vjp, save=())
@@ -394,7 +443,7 @@ for _name in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkf
 
 
 def _real_if_close_vjp(g, ans, a, *args, **kwargs):
-    return cast_like(g, _dtype(a))       # complex input, real output: g as complex
+    return cast_like(g, _dtype(a))  # complex input, real output: g as complex
 
 
 def _real_if_close_jvp(g, ans, a, *args, **kwargs):
@@ -405,6 +454,7 @@ def _real_if_close_jvp(g, ans, a, *args, **kwargs):
 
 defvjp_direct(anp.real_if_close, _real_if_close_vjp, save=())
 defjvp(anp.real_if_close, _real_if_close_jvp)
+
 
 # full(shape, fill_value) and full_like(a, fill_value): the fill broadcast (its VJP sums).
 # gradcy.numpy.full / full_like are constructors.py's owning constructors, which take plain values;
@@ -465,8 +515,7 @@ def _space_dtype(dtype):
 
 
 def _linspace_vjp(which):
-    def rule(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
-             **kw):
+    def rule(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw):
         if not _space_dtype(dtype):
             return None
         target = start if which == 0 else stop
@@ -482,12 +531,12 @@ def _linspace_vjp(which):
             step_c = g[1] * ((-1.0 if which == 0 else 1.0) / div)
             total = step_c if total is None else total + step_c
         return None if total is None else cast_like(unbroadcast(total, target), tdtype)
+
     return rule
 
 
 def _linspace_jvp(which):
-    def jvp(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0,
-            **kw):
+    def jvp(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, **kw):
         ax, t, bshape = _space_frame(ans, num, endpoint, axis)
         w = (1.0 - t) if which == 0 else t
         ts = _expand_at(g, ax, bshape) * w
@@ -496,13 +545,12 @@ def _linspace_jvp(which):
             step = g * ((-1.0 if which == 0 else 1.0) / div) if div > 0 else g * 0.0
             return (ts, step)
         return ts
+
     return jvp
 
 
 defvjp_direct(anp.linspace, _linspace_vjp(0), _linspace_vjp(1), save=())
 defjvp(anp.linspace, _linspace_jvp(0), _linspace_jvp(1))
-
-
 
 
 def _geometric_rules(prim, np_fn, rate, save):
@@ -523,15 +571,18 @@ def _geometric_rules(prim, np_fn, rate, save):
             if not _space_dtype(kw["dtype"]):
                 return None
             tdtype = _dtype(end)
-            c = anp.sum(g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape),
-                        axis=ax)
+            c = anp.sum(
+                g * ans * w.astype(_float_dtype(tdtype)) * rate(end, kw, ax, bshape), axis=ax
+            )
             return cast_like(unbroadcast(c, end), tdtype)
+
         return rule
 
     def jvp(which):
         def rule(g, ans, *args, **kwargs):
             kw, end, ax, w, bshape = frame(which, ans, args, kwargs)
             return _expand_at(g, ax, bshape) * w * ans * rate(end, kw, ax, bshape)
+
         return rule
 
     defvjp_direct(prim, vjp(0), vjp(1), save=save)
@@ -539,11 +590,18 @@ def _geometric_rules(prim, np_fn, rate, save):
 
 
 # logspace: base ** (...), rate ln(base); geomspace: exp of a log-linear mix, rate 1 / end
-_geometric_rules(anp.logspace, _onp.logspace,
-                 lambda end, kw, ax, bshape: anp.log(_expand_at(kw["base"], ax, bshape)),
-                 save=("ans", 4))
-_geometric_rules(anp.geomspace, _onp.geomspace,
-                 lambda end, kw, ax, bshape: 1.0 / _expand_at(end, ax, bshape), save=("ans", 0, 1))
+_geometric_rules(
+    anp.logspace,
+    _onp.logspace,
+    lambda end, kw, ax, bshape: anp.log(_expand_at(kw["base"], ax, bshape)),
+    save=("ans", 4),
+)
+_geometric_rules(
+    anp.geomspace,
+    _onp.geomspace,
+    lambda end, kw, ax, bshape: 1.0 / _expand_at(end, ax, bshape),
+    save=("ans", 0, 1),
+)
 
 
 # Window constructors: M is a count of points, not a value to differentiate
@@ -552,9 +610,12 @@ def _window(name):
 
     def window(M, *args, **kwargs):
         if type(M) is Box:
-            raise TypeError(f"gradcy.numpy.{name}: M, the number of points, is traced; it is a "
-                            f"count with no gradient. Pass a plain int (e.g. len(x)).")
+            raise TypeError(
+                f"gradcy.numpy.{name}: M, the number of points, is traced; it is a "
+                f"count with no gradient. Pass a plain int (e.g. len(x))."
+            )
         return np_fn(M, *args, **kwargs)
+
     window.__name__ = window.__qualname__ = name
     window.__doc__ = np_fn.__doc__
     register_numpy_override(np_fn, window)

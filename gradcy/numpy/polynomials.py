@@ -1,10 +1,12 @@
 """VJPs and JVPs of convolve, correlate and the polynomial functions (vander polyval polyadd
 polysub polymul polyder polyint ...)."""
+
 import numpy as _onp
 
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import _dtype, _float_dtype, _is_complex, _plain, _shape, _size, cast_like, unbroadcast
+
 
 # =============================================================================
 # convolve, correlate: bilinear; cotangents are 'valid' convolutions with the full-mode
@@ -24,8 +26,11 @@ def _conv_offset(N, M, mode, correlate):
 
 
 def _mode_name(mode):
-    return {0: "valid", 1: "same", 2: "full"}.get(mode, mode) if not isinstance(mode, str) else {
-        "v": "valid", "s": "same", "f": "full"}.get(mode, mode)
+    return (
+        {0: "valid", 1: "same", 2: "full"}.get(mode, mode)
+        if not isinstance(mode, str)
+        else {"v": "valid", "s": "same", "f": "full"}.get(mode, mode)
+    )
 
 
 def _full_cotangent(g, N, M, mode, correlate):
@@ -60,17 +65,22 @@ def _conv_vjp(which, correlate):
             else:
                 c = cw
         return cast_like(anp.reshape(c, _shape(target)), _dtype(target))
+
     return rule
 
 
 for _p, _corr in ((anp.convolve, False), (anp.correlate, True)):
     defvjp_direct(_p, _conv_vjp(0, _corr), _conv_vjp(1, _corr), save=(0, 1))
-defjvp(anp.convolve,
-       lambda g, ans, a, v, mode="full": anp.convolve(g, v, mode),
-       lambda g, ans, a, v, mode="full": anp.convolve(a, g, mode))
-defjvp(anp.correlate,
-       lambda g, ans, a, v, mode="valid": anp.correlate(g, v, mode),
-       lambda g, ans, a, v, mode="valid": anp.correlate(a, g, mode))
+defjvp(
+    anp.convolve,
+    lambda g, ans, a, v, mode="full": anp.convolve(g, v, mode),
+    lambda g, ans, a, v, mode="full": anp.convolve(a, g, mode),
+)
+defjvp(
+    anp.correlate,
+    lambda g, ans, a, v, mode="valid": anp.correlate(g, v, mode),
+    lambda g, ans, a, v, mode="valid": anp.correlate(a, g, mode),
+)
 
 
 # =============================================================================
@@ -88,6 +98,7 @@ def _polyadd_vjp(which, sign):
         c = anp.getitem(g, slice(len(_shape(g)) and _shape(g)[0] - n, None))
         c = -c if sign < 0 else c
         return cast_like(anp.reshape(c, shape), dtype)
+
     return rule
 
 
@@ -98,6 +109,7 @@ def _polyadd_jvp(which, sign):
         t = -t if sign < 0 else t
         k = n - _shape(t)[0]
         return anp.pad(t, [(k, 0)]) if k else t
+
     return jvp
 
 
@@ -126,6 +138,7 @@ def _polymul_vjp(which):
         if k:
             c = anp.pad(c, [(k, 0)])
         return cast_like(anp.reshape(c, shape), dtype)
+
     return rule
 
 
@@ -137,6 +150,7 @@ def _polymul_jvp(which):
         if which == 0:
             return anp.convolve(anp.getitem(_as1d(g), slice(k1, None)), p2)
         return anp.convolve(p1, anp.getitem(_as1d(g), slice(k2, None)))
+
     return jvp
 
 
@@ -185,7 +199,7 @@ def _powers(n, dtype, increasing=False):
 def _polyval_vjp_p(g, ans, p, x):
     pshape, pdtype = _shape(p), _dtype(p)
     n = pshape[0]
-    xe = anp.power(anp.expand_dims(x, -1), _powers(n, pdtype))     # x.shape + (n,)
+    xe = anp.power(anp.expand_dims(x, -1), _powers(n, pdtype))  # x.shape + (n,)
     nd = len(_shape(x))
     gb = anp.broadcast_to(g, _shape(x)) if _shape(g) != _shape(x) else g
     c = anp.tensordot(gb, xe, axes=nd) if nd else gb * xe
@@ -207,9 +221,11 @@ def _polyval_vjp_x(g, ans, p, x):
 
 
 defvjp_direct(anp.polyval, _polyval_vjp_p, _polyval_vjp_x, save=(0, 1))
-defjvp(anp.polyval,
-       lambda g, ans, p, x: anp.polyval(g, x),
-       lambda g, ans, p, x: (lambda s: None if s is None else g * s)(_poly_slope(p, x)))
+defjvp(
+    anp.polyval,
+    lambda g, ans, p, x: anp.polyval(g, x),
+    lambda g, ans, p, x: (lambda s: None if s is None else g * s)(_poly_slope(p, x)),
+)
 
 
 def _vander_exponents(x, N, increasing):
@@ -228,8 +244,7 @@ def _vander_vjp(g, ans, x, N=None, increasing=False):
 def _vander_jvp(g, ans, x, N=None, increasing=False):
     e = _vander_exponents(x, N, increasing)
     coef = e * (e > 0)
-    return anp.expand_dims(g, -1) * coef * anp.power(anp.expand_dims(x, -1),
-                                                     _onp.maximum(e - 1, 0))
+    return anp.expand_dims(g, -1) * coef * anp.power(anp.expand_dims(x, -1), _onp.maximum(e - 1, 0))
 
 
 defvjp_direct(anp.vander, _vander_vjp, save=(0,))

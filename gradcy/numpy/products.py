@@ -9,14 +9,14 @@ Every product's rule for one operand is a single product of the cotangent with t
 operand, taken on transposed *views* (ndarray.mT / .T, tensordot's own views), so the chain
 z = dot(x, z) costs exactly one matrix product per argument and copies nothing.
 """
+
 import functools
 import string
 
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, is_array_value
-from ..registry import (defjvp, defjvp_argnum, defvjp_argnums_direct, defvjp_direct,
-                        primitive)
+from ..registry import defjvp, defjvp_argnum, defvjp_argnums_direct, defvjp_direct, primitive
 from . import _wrap as anp
 from ._util import cast_like, shape_dtype, unbroadcast
 
@@ -28,7 +28,7 @@ _c_einsum = anp._c_einsum
 # =============================================================================
 # Helpers
 # =============================================================================
-_mT = anp._mT      # x with its last two axes swapped, as a view (traced: matrix_transpose)
+_mT = anp._mT  # x with its last two axes swapped, as a view (traced: matrix_transpose)
 
 
 def _permute(x, src):
@@ -73,10 +73,14 @@ def _append_axis(x, where=-1):
 # axes A.shape[:-1] + B.shape[:-2] + B.shape[-1:]. dot and matmul are hot: their rules are
 # direct (rule(g, ans, A, B), no closure per node) and test the common 2-D case first.
 def _dot_rule_0(g, ans, A, B):
-    if type(g) is _ndarray and type(B) is _ndarray and type(A) in _META_OR_ARRAY and (
-            B.ndim == 2 and A.ndim == 2):
-        r = _onp.matmul(g, B.T)     # 2-D dot is matmul: the common case, without dispatch
-        if r.dtype == A.dtype:      # (and without dot's zero fill of the output)
+    if (
+        type(g) is _ndarray
+        and type(B) is _ndarray
+        and type(A) in _META_OR_ARRAY
+        and (B.ndim == 2 and A.ndim == 2)
+    ):
+        r = _onp.matmul(g, B.T)  # 2-D dot is matmul: the common case, without dispatch
+        if r.dtype == A.dtype:  # (and without dot's zero fill of the output)
             return r
     sA, dtA = shape_dtype(A)
     nA, nB = len(sA), len(shape_dtype(B)[0])
@@ -89,20 +93,26 @@ def _dot_rule_0(g, ans, A, B):
     elif nB == 1:
         r = g * B if nA == 1 else _append_axis(g) * B
     elif nA == 1:
-        r = anp.dot(B, g) if nB == 2 else anp.tensordot(
-            B, g, (list(range(nB - 2)) + [nB - 1], list(range(nB - 1))))
+        r = (
+            anp.dot(B, g)
+            if nB == 2
+            else anp.tensordot(B, g, (list(range(nB - 2)) + [nB - 1], list(range(nB - 1))))
+        )
     elif nB == 2:
         r = anp.tensordot(g, B, ([nA - 1], [1]))
     else:
-        r = anp.tensordot(g, B, (list(range(nA - 1, nA + nB - 2)),
-                                 list(range(nB - 2)) + [nB - 1]))
+        r = anp.tensordot(g, B, (list(range(nA - 1, nA + nB - 2)), list(range(nB - 2)) + [nB - 1]))
     return cast_like(r, dtA)
 
 
 def _dot_rule_1(g, ans, A, B):
-    if type(g) is _ndarray and type(A) is _ndarray and type(B) in _META_OR_ARRAY and (
-            A.ndim == 2 and B.ndim == 2):
-        r = _onp.matmul(A.T, g)     # as in _dot_rule_0
+    if (
+        type(g) is _ndarray
+        and type(A) is _ndarray
+        and type(B) in _META_OR_ARRAY
+        and (A.ndim == 2 and B.ndim == 2)
+    ):
+        r = _onp.matmul(A.T, g)  # as in _dot_rule_0
         if r.dtype == B.dtype:
             return r
     sB, dtB = shape_dtype(B)
@@ -136,9 +146,13 @@ defvjp_direct(anp.dot, _dot_rule_0, _dot_rule_1, save={0: (1,), 1: (0,)})
 # broadcast. A 2-D operand against a batched one gets its cotangent from one tensordot (one
 # large matrix product, no per-batch partial sums).
 def _matmul_rule_0(g, ans, A, B):
-    if type(g) is _ndarray and type(B) is _ndarray and type(A) in _META_OR_ARRAY and (
-            B.ndim == 2 and A.ndim >= 2):
-        r = _onp.matmul(g, B.T)             # the common case, without dispatch
+    if (
+        type(g) is _ndarray
+        and type(B) is _ndarray
+        and type(A) in _META_OR_ARRAY
+        and (B.ndim == 2 and A.ndim >= 2)
+    ):
+        r = _onp.matmul(g, B.T)  # the common case, without dispatch
         if r.dtype == A.dtype:
             return r
     sA, dtA = shape_dtype(A)
@@ -149,7 +163,7 @@ def _matmul_rule_0(g, ans, A, B):
         if nB == 1:
             r = g * B
         elif nB == 2:
-            r = anp.dot(B, g)     # = matmul here; on Dask one fused task per block
+            r = anp.dot(B, g)  # = matmul here; on Dask one fused task per block
         else:
             r = anp.tensordot(B, g, (list(range(nB - 2)) + [nB - 1], list(range(nB - 1))))
     elif nB == 1:
@@ -163,9 +177,13 @@ def _matmul_rule_0(g, ans, A, B):
 
 
 def _matmul_rule_1(g, ans, A, B):
-    if type(g) is _ndarray and type(A) is _ndarray and type(B) in _META_OR_ARRAY and (
-            A.ndim == 2 and B.ndim >= 2):
-        r = _onp.matmul(A.T, g)             # the common case, without dispatch
+    if (
+        type(g) is _ndarray
+        and type(A) is _ndarray
+        and type(B) in _META_OR_ARRAY
+        and (A.ndim == 2 and B.ndim >= 2)
+    ):
+        r = _onp.matmul(A.T, g)  # the common case, without dispatch
         if r.dtype == B.dtype:
             return r
     sB, dtB = shape_dtype(B)
@@ -176,7 +194,7 @@ def _matmul_rule_1(g, ans, A, B):
         if nA == 1:
             r = g * A
         elif nA == 2:
-            r = anp.dot(g, A)     # = matmul here; on Dask one fused task per block
+            r = anp.dot(g, A)  # = matmul here; on Dask one fused task per block
         else:
             r = anp.tensordot(g, A, nA - 1)
     elif nA == 1:
@@ -203,8 +221,9 @@ def _tensordot_axes(axes, nA, nB):
     a_ax, b_ax = axes
     a_ax = [a_ax] if _onp.ndim(a_ax) == 0 else list(a_ax)
     b_ax = [b_ax] if _onp.ndim(b_ax) == 0 else list(b_ax)
-    return [int(i) % nA if nA else int(i) for i in a_ax], [int(i) % nB if nB else int(i)
-                                                           for i in b_ax]
+    return [int(i) % nA if nA else int(i) for i in a_ax], [
+        int(i) % nB if nB else int(i) for i in b_ax
+    ]
 
 
 def _tensordot_vjp_0(g, ans, A, B, axes=2):
@@ -252,10 +271,11 @@ def _einsum_from_sublists(args):
 
     def subs(sublist):
         return "".join("..." if s is Ellipsis else _SUBLIST_LETTERS[s] for s in sublist)
+
     text = ",".join(subs(args[2 * i + 1]) for i in range(n))
     if len(args) % 2:
         text += "->" + subs(args[-1])
-    return text, args[0:2 * n:2]
+    return text, args[0 : 2 * n : 2]
 
 
 def _pattern(shape):
@@ -275,20 +295,21 @@ def _einsum_grad_spec(subscripts, patterns, k):
     ins, arrow, out = text.partition("->")
     in_subs = ins.split(",")
     if len(in_subs) != len(patterns):
-        raise ValueError(f"einsum: {len(in_subs)} operands in {subscripts!r}, "
-                         f"{len(patterns)} given")
-    unit = [(False,) * p if type(p) is int else p for p in patterns]   # axis has length 1
+        raise ValueError(
+            f"einsum: {len(in_subs)} operands in {subscripts!r}, {len(patterns)} given"
+        )
+    unit = [(False,) * p if type(p) is int else p for p in patterns]  # axis has length 1
     fresh = iter([c for c in string.ascii_letters if c not in text])
 
     def new_label():
         try:
             return next(fresh)
         except StopIteration:
-            raise ValueError(f"einsum VJP: no free index letters left for {subscripts!r}") \
-                from None
+            raise ValueError(f"einsum VJP: no free index letters left for {subscripts!r}") from None
 
-    n_ell = max([len(u) - (len(sub) - 3) for u, sub in zip(unit, in_subs) if "..." in sub],
-                default=0)
+    n_ell = max(
+        [len(u) - (len(sub) - 3) for u, sub in zip(unit, in_subs) if "..." in sub], default=0
+    )
     ell = [new_label() for _ in range(n_ell)]
 
     def expand(sub, nd):
@@ -297,24 +318,26 @@ def _einsum_grad_spec(subscripts, patterns, k):
             return list(sub)
         pre, post = sub.split("...")
         m = n_ell if nd is None else nd - len(pre) - len(post)
-        return list(pre) + ell[n_ell - m:] + list(post)
+        return list(pre) + ell[n_ell - m :] + list(post)
+
     labels = [expand(sub, len(u)) for sub, u in zip(in_subs, unit)]
     if arrow:
         out_labels = expand(out, None)
     else:
         letters = "".join(sub.replace("...", "") for sub in in_subs)
         out_labels = ell + sorted(c for c in set(letters) if letters.count(c) == 1)
-    long_labels = {lab for labs, u in zip(labels, unit) for lab, one in zip(labs, u)
-                   if not one}                 # labels with a length other than 1 somewhere
+    long_labels = {
+        lab for labs, u in zip(labels, unit) for lab, one in zip(labs, u) if not one
+    }  # labels with a length other than 1 somewhere
 
     new_k, extras, extra_subs, seen = [], [], [], {}
     for axis, (lab, one) in enumerate(zip(labels[k], unit[k])):
-        if lab in seen:                      # a diagonal: tie a fresh label to the first
+        if lab in seen:  # a diagonal: tie a fresh label to the first
             f = new_label()
             new_k.append(f)
             extras.append(("eye", axis))
             extra_subs.append(lab + f)
-        elif one and lab in long_labels:     # broadcast against a longer axis
+        elif one and lab in long_labels:  # broadcast against a longer axis
             f = new_label()
             new_k.append(f)
             extras.append(("ones", None))
@@ -323,9 +346,14 @@ def _einsum_grad_spec(subscripts, patterns, k):
             seen[lab] = axis
             new_k.append(lab)
     others = [labs for j, labs in enumerate(labels) if j != k]
-    long_others = {lab for j, (labs, u) in enumerate(zip(labels, unit)) if j != k
-                   for lab, one in zip(labs, u) if not one}
-    tied = {e[0] for e in extra_subs if len(e) == 2}      # diagonals: eye(n) gives the length
+    long_others = {
+        lab
+        for j, (labs, u) in enumerate(zip(labels, unit))
+        if j != k
+        for lab, one in zip(labs, u)
+        if not one
+    }
+    tied = {e[0] for e in extra_subs if len(e) == 2}  # diagonals: eye(n) gives the length
     present = set(out_labels).union(*others)
     for lab, axis in seen.items():
         if lab in out_labels or lab in tied:
@@ -347,21 +375,24 @@ def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
     pass; out= keeps the iteration order einsum picks (order='C' can force a slow one)."""
     grad_subs, extras = _einsum_grad_spec(subscripts, patterns, k)
     op = ops[k]
-    operands = (g,) + ops[:k] + ops[k + 1:]
+    operands = (g,) + ops[:k] + ops[k + 1 :]
     dtype = op.dtype if type(op) is _ndarray else shape_dtype(op)[1]
     if extras:
         cdtype = dtype if dtype.kind in "fc" else _onp.dtype(_onp.float64)
         shape = _onp.shape(op) if type(op) is not _ndarray else op.shape
-        operands += tuple(_onp.eye(shape[ax], dtype=cdtype) if kind == "eye" else
-                          _onp.ones(1 if ax is None else shape[ax], cdtype)
-                          for kind, ax in extras)
+        operands += tuple(
+            _onp.eye(shape[ax], dtype=cdtype)
+            if kind == "eye"
+            else _onp.ones(1 if ax is None else shape[ax], cdtype)
+            for kind, ax in extras
+        )
     if plain and type(g) is _ndarray:
         c = _onp.empty(op.shape, _onp.result_type(*operands))
         _onp.einsum(grad_subs, *operands, out=c, optimize=optimize)
         if c.dtype == dtype:
             return c
         if c.dtype.kind == "c" and dtype.kind != "c":
-            c = c.real                       # a strided view: astype copies it to C order
+            c = c.real  # a strided view: astype copies it to C order
         return c.astype(dtype, order="C") if dtype.kind in "fc" else c
     c = anp.einsum(grad_subs, *operands, optimize=optimize)
     if type(c) is _ndarray and not c.flags.c_contiguous:
@@ -369,7 +400,7 @@ def _einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain):
     return cast_like(c, dtype)
 
 
-_SAME_DTYPE_SPECS = {}     # (subscripts, patterns, ks) -> cotangent subscripts, or None
+_SAME_DTYPE_SPECS = {}  # (subscripts, patterns, ks) -> cotangent subscripts, or None
 
 
 def _einsum_vjp(argnums, ans, args, kwargs):
@@ -402,9 +433,10 @@ def _einsum_vjp(argnums, ans, args, kwargs):
                 _SAME_DTYPE_SPECS[key] = specs
         if specs is not None:
             return _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype)
-    plain = all([type(o) in _META_OR_ARRAY for o in ops])      # no traced or scalar operand
-    return lambda g: tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain)
-                            for k in ks])
+    plain = all([type(o) in _META_OR_ARRAY for o in ops])  # no traced or scalar operand
+    return lambda g: tuple(
+        [_einsum_cotangent(g, subscripts, patterns, ops, k, optimize, plain) for k in ks]
+    )
 
 
 def _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype):
@@ -413,21 +445,28 @@ def _same_dtype_einsum_vjp(subscripts, patterns, ops, ks, specs, dtype):
         # two or more operands its result is a fresh array, C-ordered unless the operands'
         # strides say otherwise)
         if type(g) is not _ndarray or g.dtype != dtype:
-            return tuple([_einsum_cotangent(g, subscripts, patterns, ops, k, False, True)
-                          for k in ks])
+            return tuple(
+                [_einsum_cotangent(g, subscripts, patterns, ops, k, False, True) for k in ks]
+            )
         out = []
         for k, subs in zip(ks, specs):
-            c = _c_einsum(subs, g, *ops[:k], *ops[k + 1:])
+            c = _c_einsum(subs, g, *ops[:k], *ops[k + 1 :])
             out.append(c if c.flags.c_contiguous else _onp.ascontiguousarray(c))
         return tuple(out)
+
     return vjp
 
 
 def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
     """einsum's rule as the sweep calls it: the common case (plain operands and cotangent of
     one dtype, no optimize) without making a closure per node; _einsum_vjp otherwise."""
-    if (type(g) is _ndarray and not kwargs and type(args[0]) is str and len(args) >= 3
-            and _c_einsum is not None):
+    if (
+        type(g) is _ndarray
+        and not kwargs
+        and type(args[0]) is str
+        and len(args) >= 3
+        and _c_einsum is not None
+    ):
         ops = args[1:]
         dtype = g.dtype
         patterns = []
@@ -443,7 +482,7 @@ def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
             if specs is not None:
                 out = []
                 for k, subs in zip(ks, specs):
-                    c = _c_einsum(subs, g, *ops[:k], *ops[k + 1:])
+                    c = _c_einsum(subs, g, *ops[:k], *ops[k + 1 :])
                     out.append(c if c.flags.c_contiguous else _onp.ascontiguousarray(c))
                 return out
     return _einsum_vjp(argnums, ans, args, kwargs)(g)
@@ -453,8 +492,9 @@ def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
 # only ever runs for operands. Every operand's rule reads every other operand, not its own: a
 # call with one traced operand keeps the others only (``einsum('bsd,d->bs', prefix, q)`` with
 # q constant keeps q, not the prefix).
-defvjp_argnums_direct(anp.einsum, _einsum_rule, _einsum_vjp,
-                      save={k: ("others",) for k in range(8)})
+defvjp_argnums_direct(
+    anp.einsum, _einsum_rule, _einsum_vjp, save={k: ("others",) for k in range(8)}
+)
 
 
 # =============================================================================
@@ -528,15 +568,17 @@ def _kron_shapes(a, b):
 def _kron_vjp_0(g, ans, a, b):
     sa, dta, sb, dtb, nd, pa, pb, inter = _kron_shapes(a, b)
     axes = (list(range(1, 2 * nd, 2)), list(range(nd)))
-    return cast_like(anp.reshape(anp.tensordot(
-        anp.reshape(g, inter), anp.reshape(b, pb), axes), sa), dta)
+    return cast_like(
+        anp.reshape(anp.tensordot(anp.reshape(g, inter), anp.reshape(b, pb), axes), sa), dta
+    )
 
 
 def _kron_vjp_1(g, ans, a, b):
     sa, dta, sb, dtb, nd, pa, pb, inter = _kron_shapes(a, b)
     axes = (list(range(nd)), list(range(0, 2 * nd, 2)))
-    return cast_like(anp.reshape(anp.tensordot(
-        anp.reshape(a, pa), anp.reshape(g, inter), axes), sb), dtb)
+    return cast_like(
+        anp.reshape(anp.tensordot(anp.reshape(a, pa), anp.reshape(g, inter), axes), sb), dtb
+    )
 
 
 defvjp_direct(anp.kron, _kron_vjp_0, _kron_vjp_1, save=(0, 1))
@@ -552,17 +594,20 @@ def _cross_vjp(argnum):
         x, ax = (a, axisa) if argnum == 0 else (b, axisb)
         sa, sb = shape_dtype(a)[0], shape_dtype(b)[0]
         if sa[axisa] != 3 or sb[axisb] != 3:
-            raise NotImplementedError("gradcy: the VJP of cross is defined for 3-vectors "
-                                      "(2-vectors are deprecated by NumPy 2)")
+            raise NotImplementedError(
+                "gradcy: the VJP of cross is defined for 3-vectors "
+                "(2-vectors are deprecated by NumPy 2)"
+            )
         sx, dtx = shape_dtype(x)
         ax = ax % len(sx)
-        moved = sx[:ax] + sx[ax + 1:] + (3,)
+        moved = sx[:ax] + sx[ax + 1 :] + (3,)
         src = list(range(ax)) + list(range(ax + 1, len(sx))) + [ax]
         if argnum == 0:
             r = anp.cross(b, g, axisa=axisb, axisb=axisc, axisc=-1)
         else:
             r = anp.cross(g, a, axisa=axisc, axisb=axisa, axisc=-1)
         return cast_like(_permute(_sum_to(r, moved), src), dtx)
+
     return rule
 
 
@@ -583,30 +628,36 @@ def _diag_index(shape, offset, axis1, axis2):
 def diagonal_scatter(g, shape, dtype, offset=0, axis1=0, axis2=1):
     """Zeros of `shape` and `dtype` with g (broadcast to the diagonal's shape) on the diagonal
     diagonal(out, offset, axis1, axis2): the transpose of numpy.diagonal."""
-    if type(g) is Box:   # a value of an enclosing differentiation: record it there
+    if type(g) is Box:  # a value of an enclosing differentiation: record it there
         return diagonal_scatter(g, shape, dtype, offset, axis1, axis2)
     rows, cols = _diag_index(shape, offset, axis1, axis2)
-    if is_array_value(g):   # Dask, CuPy: g on an identity's diagonal, padded out (no writes)
+    if is_array_value(g):  # Dask, CuPy: g on an identity's diagonal, padded out (no writes)
         a1, a2 = axis1 % len(shape), axis2 % len(shape)
         n = len(rows)
         if n == 0:
             return _onp.zeros_like(g, dtype=dtype, shape=shape)
-        g = cast_like(_onp.broadcast_to(g, tuple(
-            d for i, d in enumerate(shape) if i not in (a1, a2)) + (n,)), dtype)
+        g = cast_like(
+            _onp.broadcast_to(g, tuple(d for i, d in enumerate(shape) if i not in (a1, a2)) + (n,)),
+            dtype,
+        )
         r, c = int(rows[0]), int(cols[0])
         square = _onp.where(_onp.eye(n, dtype=bool), g[..., :, None], dtype.type(0))
-        block = _onp.pad(square, [(0, 0)] * (len(shape) - 2)
-                         + [(r, shape[a1] - r - n), (c, shape[a2] - c - n)])
+        block = _onp.pad(
+            square, [(0, 0)] * (len(shape) - 2) + [(r, shape[a1] - r - n), (c, shape[a2] - c - n)]
+        )
         return _onp.moveaxis(block, (-2, -1), (a1, a2))
     out = _onp.zeros(shape, dtype)
     _onp.moveaxis(out, (axis1, axis2), (-2, -1))[..., rows, cols] = g
     return out
 
 
-defvjp_direct(diagonal_scatter,
-              lambda h, ans, g, shape, dtype, offset=0, axis1=0, axis2=1:
-              unbroadcast(anp.diagonal(h, offset, axis1, axis2), g),
-              save=())
+defvjp_direct(
+    diagonal_scatter,
+    lambda h, ans, g, shape, dtype, offset=0, axis1=0, axis2=1: unbroadcast(
+        anp.diagonal(h, offset, axis1, axis2), g
+    ),
+    save=(),
+)
 
 
 def _diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
@@ -619,8 +670,7 @@ defvjp_direct(anp.diagonal, _diagonal_vjp, save=())
 
 def _trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     sa, dta = shape_dtype(a)
-    return diagonal_scatter(_append_axis(cast_like(g, dta)), sa, dta, offset,
-                            axis1, axis2)
+    return diagonal_scatter(_append_axis(cast_like(g, dta)), sa, dta, offset, axis1, axis2)
 
 
 defvjp_direct(anp.trace, _trace_vjp, save=())
@@ -641,26 +691,28 @@ if hasattr(anp, "vecdot"):
     def _vecdot_vjp(argnum):
         def rule(g, ans, x1, x2, axis=-1, keepdims=False, **kwargs):
             if "axes" in kwargs:
-                raise NotImplementedError("gradcy: the VJP of vecdot with axes= is not "
-                                          "supported; use axis=")
+                raise NotImplementedError(
+                    "gradcy: the VJP of vecdot with axes= is not supported; use axis="
+                )
             x, other = (x1, x2) if argnum == 0 else (x2, x1)
             sx, dtx = shape_dtype(x)
             ax, nx = axis % len(sx), len(sx)
             on = len(shape_dtype(other)[0])
             oax = axis % on
-            moved = sx[:ax] + sx[ax + 1:] + (sx[ax],)
+            moved = sx[:ax] + sx[ax + 1 :] + (sx[ax],)
             src = list(range(ax)) + list(range(ax + 1, nx)) + [ax]
             operm = list(range(oax)) + list(range(oax + 1, on)) + [oax]
             if keepdims:
                 gs = _onp.shape(g) if type(g) is not _ndarray else g.shape
                 k = axis % len(gs)
-                g = anp.reshape(g, gs[:k] + gs[k + 1:])
+                g = anp.reshape(g, gs[:k] + gs[k + 1 :])
             o = other if oax == on - 1 else anp.transpose(other, operm)
             if argnum == 0:
                 r = _conj_if_complex(_append_axis(g) * o)
             else:
                 r = _append_axis(g) * _conj_if_complex(o)
             return cast_like(_permute(_sum_to(r, moved), src), dtx)
+
         return rule
 
     defvjp_direct(anp.vecdot, _vecdot_vjp(0), _vecdot_vjp(1), save=(0, 1))
@@ -691,8 +743,7 @@ if hasattr(anp, "vecmat"):
     def _vecmat_vjp_1(g, ans, v, A, **kwargs):
         _no_gufunc_axes("vecmat", kwargs)
         sA, dtA = shape_dtype(A)
-        return cast_like(
-            _sum_to(_append_axis(_conj_if_complex(v)) * _append_axis(g, -2), sA), dtA)
+        return cast_like(_sum_to(_append_axis(_conj_if_complex(v)) * _append_axis(g, -2), sA), dtA)
 
     defvjp_direct(anp.vecmat, _vecmat_vjp_0, _vecmat_vjp_1, save=(0, 1))
 
@@ -712,20 +763,31 @@ def _jvp_1(fn):
     return lambda g, ans, a, b, *args, **kwargs: fn(a, g, *args, **kwargs)
 
 
-for _f in [anp.dot, anp.matmul, anp.tensordot, anp.outer, anp.inner, anp.vdot, anp.kron,
-           anp.cross] + [getattr(anp, n) for n in ("vecdot", "matvec", "vecmat")
-                         if hasattr(anp, n)]:
+for _f in [
+    anp.dot,
+    anp.matmul,
+    anp.tensordot,
+    anp.outer,
+    anp.inner,
+    anp.vdot,
+    anp.kron,
+    anp.cross,
+] + [getattr(anp, n) for n in ("vecdot", "matvec", "vecmat") if hasattr(anp, n)]:
     defjvp(_f, _jvp_0(_f), _jvp_1(_f))
 
 
 def _einsum_jvp(argnum, g, ans, args, kwargs):
-    return anp.einsum(*args[:argnum], g, *args[argnum + 1:], **kwargs)
+    return anp.einsum(*args[:argnum], g, *args[argnum + 1 :], **kwargs)
 
 
 defjvp_argnum(anp.einsum, _einsum_jvp)
 
-defjvp(diagonal_scatter, lambda t, ans, g, shape, dtype, offset=0, axis1=0, axis2=1:
-       diagonal_scatter(t, shape, dtype, offset, axis1, axis2))
+defjvp(
+    diagonal_scatter,
+    lambda t, ans, g, shape, dtype, offset=0, axis1=0, axis2=1: diagonal_scatter(
+        t, shape, dtype, offset, axis1, axis2
+    ),
+)
 defjvp(anp.diagonal, lambda g, ans, a, *args, **kwargs: anp.diagonal(g, *args, **kwargs))
 defjvp(anp.trace, lambda g, ans, a, *args, **kwargs: anp.trace(g, *args, **kwargs))
 if hasattr(anp, "matrix_transpose"):

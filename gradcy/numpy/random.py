@@ -5,6 +5,7 @@ scale, an array to shuffle) they raise a TypeError that says how to write the dr
 gradient flows: sample with constant parameters and transform the sample (the
 reparameterisation), e.g. ``mu + sigma * np.random.standard_normal(size)``.
 """
+
 import functools as _functools
 
 import numpy.random as _npr
@@ -28,7 +29,7 @@ _REWRITE = {
     "rayleigh": "scale * np.random.rayleigh(1.0, size)",
     "weibull": "np.random.standard_exponential(size) ** (1.0 / a)",
     "multivariate_normal": "mean + np.random.standard_normal(size + mean.shape) @ "
-                           "np.linalg.cholesky(cov).T",
+    "np.linalg.cholesky(cov).T",
     "permutation": "x[np.random.permutation(len(x))]",
     "shuffle": "x = x[np.random.permutation(len(x))]",
     "choice": "a[np.random.randint(0, len(a), size)]",
@@ -45,8 +46,9 @@ def _has_box(obj):
 
 
 def _sampler(name, fun):
-    rewrite = _REWRITE.get(name, f"np.random.{name} with constant parameters, transformed by "
-                                 f"the traced ones")
+    rewrite = _REWRITE.get(
+        name, f"np.random.{name} with constant parameters, transformed by the traced ones"
+    )
 
     @_functools.wraps(fun)
     def sample(*args, **kwargs):
@@ -57,14 +59,20 @@ def _sampler(name, fun):
                     f"gradcy.numpy.random.{name}: {what} is a traced value; random sampling "
                     f"is not differentiable in its parameters. Draw from constant parameters "
                     f"and transform the draw with the traced ones (the reparameterisation): "
-                    f"{rewrite}. See {_SHARP_EDGES}#random-sampling")
+                    f"{rewrite}. See {_SHARP_EDGES}#random-sampling"
+                )
         return fun(*args, **kwargs)
+
     return sample
 
 
 for _name in _npr.__all__:
     _fun = getattr(_npr, _name)
-    if _name not in _NOT_SAMPLERS and callable(_fun) and not isinstance(_fun, type) and (
-            getattr(_fun, "__self__", None) is not None):       # the global RandomState's
+    if (
+        _name not in _NOT_SAMPLERS
+        and callable(_fun)
+        and not isinstance(_fun, type)
+        and (getattr(_fun, "__self__", None) is not None)
+    ):  # the global RandomState's
         globals()[_name] = _sampler(_name, _fun)
 del _name, _fun

@@ -11,6 +11,7 @@ Conventions of this table:
 - a JVP reduces the tangent over the same axes (with the same keepdims) as the primitive; the
   engine casts its result to the output's dtype (the real part for a real output).
 """
+
 import operator
 
 import numpy as _onp
@@ -18,8 +19,17 @@ import numpy as _onp
 from .._core import ArrayMeta, Box, is_array_value, meta_of
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
-from ._util import (_NoValue, _SMALL, broadcast_cotangent, cast_like, none_set,
-                    shape_dtype, unpack_positions, values_of)
+from ._util import (
+    _NoValue,
+    _SMALL,
+    broadcast_cotangent,
+    cast_like,
+    none_set,
+    shape_dtype,
+    unpack_positions,
+    values_of,
+)
+
 
 # =============================================================================
 # Helpers (plain Python on shapes, plain NumPy on masks)
@@ -28,7 +38,7 @@ def _axes(ndim, axis):
     """The reduced axes as a tuple of non-negative ints (None: all of them)."""
     if axis is None:
         return tuple(range(ndim))
-    if not ndim:                # NumPy lets 0-d arrays reduce over axis 0 / -1 too
+    if not ndim:  # NumPy lets 0-d arrays reduce over axis 0 / -1 too
         return ()
     if isinstance(axis, (tuple, list)):
         return tuple(operator.index(a) % ndim for a in axis)
@@ -83,15 +93,17 @@ def _sum_over(t, axes, keepdims):
 
 def _no_where(name, where):
     if _given(where):
-        raise NotImplementedError(f"gradcy.numpy.{name}: the gradient with where= is not "
-                                  f"supported; mask the input instead (gradcy.numpy.where)")
+        raise NotImplementedError(
+            f"gradcy.numpy.{name}: the gradient with where= is not "
+            f"supported; mask the input instead (gradcy.numpy.where)"
+        )
 
 
 def _weights(mask, axes, dtype):
     """mask / (number of True per reduced group), as plain `dtype`; 0 for groups without any."""
     w = mask.astype(_weight_dtype(dtype))
     count = mask.sum(axis=axes, keepdims=True)
-    if is_array_value(count):           # (not looked at: Dask stays lazy)
+    if is_array_value(count):  # (not looked at: Dask stays lazy)
         return w / _onp.maximum(count, 1)
     if (count != 1).any():
         w /= _onp.maximum(count, 1)
@@ -100,8 +112,9 @@ def _weights(mask, axes, dtype):
 
 def _chooser_weights(x, ans, axes, keepdims, where=None, nan_picks=True):
     """Where the extremum `ans` is attained in x, ties split evenly (plain array)."""
-    return _weights(_chooser_mask(x, ans, axes, keepdims, where, nan_picks), axes,
-                    shape_dtype(x)[1])
+    return _weights(
+        _chooser_mask(x, ans, axes, keepdims, where, nan_picks), axes, shape_dtype(x)[1]
+    )
 
 
 def _chooser_mask(x, ans, axes, keepdims, where=None, nan_picks=True):
@@ -138,16 +151,24 @@ def _revcumsum(g, axis):
 _REAL_SCALAR_TYPES = (float, _onp.float64, _onp.float32, _onp.float16)
 
 
-def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-              where=None):
-    if axis is None and type(x) is ArrayMeta and type(g) in _REAL_SCALAR_TYPES and (
-            x.size <= _SMALL and (where is None or where is _NoValue)):
+def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    if (
+        axis is None
+        and type(x) is ArrayMeta
+        and type(g) in _REAL_SCALAR_TYPES
+        and (x.size <= _SMALL and (where is None or where is _NoValue))
+    ):
         # the common full sum of a small array: the scalar cotangent filled in, cast on store
         full = _onp.empty(x.shape, x.dtype)
         full[...] = g
         return full
-    if (keepdims is True and type(x) is ArrayMeta and type(g) is _onp.ndarray
-            and g.dtype == x.dtype and (where is None or where is _NoValue)):
+    if (
+        keepdims is True
+        and type(x) is ArrayMeta
+        and type(g) is _onp.ndarray
+        and g.dtype == x.dtype
+        and (where is None or where is _NoValue)
+    ):
         # a softmax's sum: g has x's ndim; broadcast_cotangent of a plain g, inline
         if x.size > _SMALL:
             return _onp.broadcast_to(g, x.shape)
@@ -165,8 +186,7 @@ def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
 defvjp_direct(anp.sum, _sum_rule, save=())
 
 
-def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-             where=None):
+def _sum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     if _given(where):
         return anp.sum(g, axis=axis, keepdims=_kd(keepdims), where=where)
     return anp.sum(g, axis=axis, keepdims=_kd(keepdims))
@@ -182,10 +202,11 @@ def _mean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=
         mask = _onp.broadcast_to(where, shape)
         w = _weights(mask, axes, xdtype)
         return _keep(cast_like(g, xdtype), shape, axes, keepdims) * w
-    scale = 1.0 / (_count(shape, axes) or 1)     # a Python float: 1/n even in float16
+    scale = 1.0 / (_count(shape, axes) or 1)  # a Python float: 1/n even in float16
     # (NumPy 1.x widens a scalar g times a Python float: the outer cast_like undoes it)
     return anp.broadcast_to(
-        _keep(cast_like(cast_like(g, xdtype) * scale, xdtype), shape, axes, keepdims), shape)
+        _keep(cast_like(cast_like(g, xdtype) * scale, xdtype), shape, axes, keepdims), shape
+    )
 
 
 defvjp_direct(anp.mean, _mean_vjp, save=())
@@ -208,8 +229,9 @@ def _counted(x, where):
     return keep
 
 
-def _nansum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-                where=None):
+def _nansum_vjp(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None
+):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _counted(x, where)
@@ -218,8 +240,9 @@ def _nansum_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, init
 defvjp_direct(anp.nansum, _nansum_vjp, save=(0,))
 
 
-def _nansum_jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-                where=None):
+def _nansum_jvp(
+    g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None
+):
     keep = _counted(x, where)
     return _sum_over(g * keep, _axes(_onp.ndim(keep), axis), keepdims)
 
@@ -230,8 +253,9 @@ defjvp(anp.nansum, _nansum_jvp)
 def _nanmean_vjp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-            * _weights(_counted(x, where), axes, xdtype))
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _weights(
+        _counted(x, where), axes, xdtype
+    )
 
 
 defvjp_direct(anp.nanmean, _nanmean_vjp, save=(0,))
@@ -262,11 +286,11 @@ def _prod_grad(gk, ansk, x, axes, initial):
         return (gk * ansk) / x
     nz = z.sum(axis=axes, keepdims=True)
     nonzero = ~z
-    x1 = x * nonzero + z                      # x with every zero replaced by a constant 1
+    x1 = x * nonzero + z  # x with every zero replaced by a constant 1
     others = anp.prod(x1, axis=axes, keepdims=True)
     if initial is not None and initial is not _NoValue:
         others = others * initial
-    zx = x * z                                # the zero entries, as functions of x
+    zx = x * z  # the zero entries, as functions of x
     other_zero = anp.sum(zx, axis=axes, keepdims=True) - zx
     at_zero = z * (others * ((nz == 1) + (nz == 2) * other_zero))
     return gk * ((ansk / x1) * nonzero + at_zero)
@@ -280,8 +304,7 @@ def _nans_as_one(x):
 
 
 def _prod_vjp(name):
-    def rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-             where=None):
+    def rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         _no_where(name, where)
         shape, xdtype = shape_dtype(x)
         axes = _axes(len(shape), axis)
@@ -290,14 +313,15 @@ def _prod_vjp(name):
         x1, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
         c = _prod_grad(gk, ansk, x1, axes, initial)
         return c if nans is None else c * ~nans
+
     return rule
 
 
 def _prod_jvp(name):
     """sum over the group of g * (product of the other entries): ans * sum(g / x) without
     zeros, the VJP's zero-safe factor otherwise."""
-    def jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
-            where=None):
+
+    def jvp(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
         _no_where(name, where)
         x, nans = _nans_as_one(x) if name == "nanprod" else (x, None)
         if nans is not None:
@@ -308,6 +332,7 @@ def _prod_jvp(name):
             return cast_like(ans, xdtype) * _sum_over(g / x, axes, keepdims)
         ansk = _keep(cast_like(ans, xdtype), shape, axes, keepdims)
         return _sum_over(g * _prod_grad(1.0, ansk, x, axes, initial), axes, keepdims)
+
     return jvp
 
 
@@ -322,21 +347,25 @@ for _p, _name in ((anp.prod, "prod"), (anp.nanprod, "nanprod")):
 def _max_vjp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
-        return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                * _weights(unpack_positions(ans, shape), axes, xdtype))
-    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-            * _chooser_weights(x, ans, axes, keepdims, where))
+    if type(x) is ArrayMeta:  # the record keeps only the chosen positions (_extremum_saver)
+        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _weights(
+            unpack_positions(ans, shape), axes, xdtype
+        )
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _chooser_weights(
+        x, ans, axes, keepdims, where
+    )
 
 
 def _nanmax_vjp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    if type(x) is ArrayMeta:    # the record keeps only the chosen positions (_extremum_saver)
-        return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-                * _weights(unpack_positions(ans, shape), axes, xdtype))
-    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-            * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False))
+    if type(x) is ArrayMeta:  # the record keeps only the chosen positions (_extremum_saver)
+        return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _weights(
+            unpack_positions(ans, shape), axes, xdtype
+        )
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _chooser_weights(
+        x, ans, axes, keepdims, where, nan_picks=False
+    )
 
 
 _add_reduce, _all_reduce, _equal = _onp.add.reduce, _onp.logical_and.reduce, _onp.equal
@@ -346,8 +375,13 @@ def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, wher
     """max's (min's) rule as the sweep calls it. The common case first: x kept as the bit mask
     of the chosen positions (_extremum_saver), keepdims over one axis, one chosen position per
     group: the cotangent goes to it as it is (mask * g, no weights)."""
-    if (type(x) is ArrayMeta and type(g) is _onp.ndarray and keepdims is True
-            and type(axis) is int and g.dtype == x.dtype):
+    if (
+        type(x) is ArrayMeta
+        and type(g) is _onp.ndarray
+        and keepdims is True
+        and type(axis) is int
+        and g.dtype == x.dtype
+    ):
         mask = unpack_positions(ans, x.shape)
         if _all_reduce(_equal(_add_reduce(mask, axis, None, None, True), 1), None):
             return _onp.multiply(mask, g)
@@ -356,21 +390,26 @@ def _max_rule(g, ans, x, axis=None, out=None, keepdims=False, initial=None, wher
 
 _AXIS_KEEPDIMS = frozenset(("axis", "keepdims"))
 _EXTREMUM_ARGS = ("axis", "out", "keepdims", "initial", "where")
-_packbits = getattr(_onp.packbits, "_implementation", _onp.packbits)   # plain: no dispatch
+_packbits = getattr(_onp.packbits, "_implementation", _onp.packbits)  # plain: no dispatch
 
 
 def _extremum_saver(nan_picks):
     """The saver of max, min, nanmax, nanmin: the positions that attain the extremum, as a bit
     mask (one bit per element of the input, numpy.packbits) in place of the input and the
     output (1/64 of a float64 input); the rules read it back with unpack_positions."""
+
     def save(argnums, ans, args, kwargs):
         x = args[0]
-        if type(x) is not _onp.ndarray or not (type(ans) is _onp.ndarray
-                                                or _onp.isscalar(ans)):
-            return ans, args          # a traced outer value (nested) or a scalar: everything
-        if (len(args) == 1 and type(ans) is _onp.ndarray and x.dtype.kind == "f"
-                and kwargs.keys() <= _AXIS_KEEPDIMS and kwargs.get("keepdims") is True
-                and type(kwargs.get("axis")) is int):
+        if type(x) is not _onp.ndarray or not (type(ans) is _onp.ndarray or _onp.isscalar(ans)):
+            return ans, args  # a traced outer value (nested) or a scalar: everything
+        if (
+            len(args) == 1
+            and type(ans) is _onp.ndarray
+            and x.dtype.kind == "f"
+            and kwargs.keys() <= _AXIS_KEEPDIMS
+            and kwargs.get("keepdims") is True
+            and type(kwargs.get("axis")) is int
+        ):
             # the common case first (a softmax's max over one axis, keepdims): no nan maximum
             # (a nan, or +inf beside -inf, makes the sum nan: then the general path)
             total = _add_reduce(ans, None)
@@ -384,6 +423,7 @@ def _extremum_saver(nan_picks):
             return ans, args
         mask = _chooser_mask(x, ans, axes, opts.get("keepdims", False), where, nan_picks)
         return _onp.packbits(mask, axis=None), (meta_of(x),) + args[1:]
+
     return save
 
 
@@ -400,8 +440,9 @@ def _max_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where
 
 def _nanmax_jvp(g, ans, x, axis=None, out=None, keepdims=False, initial=None, where=None):
     axes = _axes(len(shape_dtype(x)[0]), axis)
-    return _sum_over(g * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False),
-                     axes, keepdims)
+    return _sum_over(
+        g * _chooser_weights(x, ans, axes, keepdims, where, nan_picks=False), axes, keepdims
+    )
 
 
 defjvp(anp.max, _max_jvp)

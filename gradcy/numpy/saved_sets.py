@@ -34,6 +34,7 @@ owned buffer is read back from the buffer's slot (the write path, gradcy/_core.p
 What a call keeps: ``prim.saved_set(argnums)``; what a whole program keeps against a hand-written
 gradient: benchmarks/saved_bytes_audit.py.
 """
+
 import numpy as _onp
 
 from ._util import unpack_positions
@@ -45,7 +46,7 @@ class Positions(_onp.ndarray):
     """Bit masks (numpy.packbits) a saved record keeps in place of the values they were
     chosen from; ``out_shape`` is the shape of one mask. An ndarray, so the tape counts it."""
 
-    _gradcy_plain = True    # arrays made from it are plain arrays to the rules (_tape.pyx)
+    _gradcy_plain = True  # arrays made from it are plain arrays to the rules (_tape.pyx)
 
 
 def extremum_masks(packed):

@@ -8,6 +8,7 @@ unique(..., return_index=True) reports; for intersect1d, the first in ar1): a de
 choice, exact wherever values are distinct. Their integer outputs (indices, inverse, counts) are
 constants.
 """
+
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, meta_of, register_numpy_override
@@ -15,11 +16,12 @@ from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
 from ._util import _binder, _intp, _norm_axis, _plain, _shape
 
+
 def _permutation_vjp(g, a, perm, axis):
     """The cotangent of a for y = take_along_axis(a, perm, axis), a permutation perm along
     axis, from y's cotangent g."""
     shape = _shape(a)
-    if type(perm) is Box:       # traced (a const_graph recording): the inverse, recorded too
+    if type(perm) is Box:  # traced (a const_graph recording): the inverse, recorded too
         inv = anp.argsort(perm, axis=None if axis is None else _norm_axis(axis, len(shape)))
         if axis is None:
             return anp.reshape(anp.take(g, inv), shape)
@@ -38,7 +40,7 @@ def _permutation_vjp(g, a, perm, axis):
 def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
     if order is not None:
         raise NotImplementedError("gradcy: sort with order= (structured arrays) has no gradient")
-    if type(a) is ArrayMeta:    # the record keeps the permutation only (_sort_save)
+    if type(a) is ArrayMeta:  # the record keeps the permutation only (_sort_save)
         return _permutation_vjp(g, a, ans, axis)
     perm = anp.argsort(a, axis=axis, kind="stable")
     return _permutation_vjp(g, a, perm, axis)
@@ -47,15 +49,16 @@ def _sort_vjp(g, ans, a, axis=-1, kind=None, order=None, stable=None):
 def _partition_vjp(g, ans, a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("gradcy: partition with order= has no gradient")
-    if type(a) is ArrayMeta:    # the record keeps the permutation only (_partition_save)
+    if type(a) is ArrayMeta:  # the record keeps the permutation only (_partition_save)
         return _permutation_vjp(g, a, ans, axis)
     perm = anp.argpartition(a, kth, axis=axis, kind=kind)
     return _permutation_vjp(g, a, perm, axis)
 
 
 def _small_index(perm, n):
-    return perm.astype(_onp.int16 if n <= 32767 else _onp.int32 if n < 2 ** 31 else perm.dtype,
-                       copy=False)
+    return perm.astype(
+        _onp.int16 if n <= 32767 else _onp.int32 if n < 2**31 else perm.dtype, copy=False
+    )
 
 
 _SORT_ARGS = ("axis", "kind", "order", "stable")
@@ -67,6 +70,7 @@ def _order_save(names, order):
     the forward pass, in the smallest integer type that holds the axis length: int16 up to
     32767) in place of the input, read by the rule; order(a, axis, opts) computes it. Other
     inputs keep their arguments."""
+
     def save(argnums, ans, args, kwargs):
         a = args[0]
         opts = dict(zip(names, args[1:]))
@@ -75,15 +79,23 @@ def _order_save(names, order):
             return ans, args
         axis = opts.get("axis", -1)
         perm = order(a, axis, opts)
-        return (_small_index(perm, a.size if axis is None else a.shape[axis]),
-                (meta_of(a),) + args[1:])
+        return (
+            _small_index(perm, a.size if axis is None else a.shape[axis]),
+            (meta_of(a),) + args[1:],
+        )
+
     return save
 
 
-_sort_save = _order_save(_SORT_ARGS,
-                         lambda a, axis, opts: _onp.argsort(a, axis=axis, kind="stable"))
-_partition_save = _order_save(_PARTITION_ARGS, lambda a, axis, opts: _onp.argpartition(
-    a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect")))
+_sort_save = _order_save(
+    _SORT_ARGS, lambda a, axis, opts: _onp.argsort(a, axis=axis, kind="stable")
+)
+_partition_save = _order_save(
+    _PARTITION_ARGS,
+    lambda a, axis, opts: _onp.argpartition(
+        a, opts["kth"], axis=axis, kind=opts.get("kind", "introselect")
+    ),
+)
 
 defvjp_direct(anp.sort, _sort_vjp, save=_sort_save)
 defvjp_direct(anp.partition, _partition_vjp, None, save=_partition_save)
@@ -120,7 +132,7 @@ def _occurrences(a, v):
     copy of a value in v (in v's order) at the value's k-th occurrence in a (the first, when v
     has no repeats). NaNs match NaNs."""
     order = _onp.argsort(a, kind="stable")
-    start = _onp.searchsorted(a[order], v, side="left")   # first of its run (NaNs sort last)
+    start = _onp.searchsorted(a[order], v, side="left")  # first of its run (NaNs sort last)
     ov = _onp.argsort(v, kind="stable")
     sv = v[ov]
     if sv.size:
@@ -133,8 +145,10 @@ def _occurrences(a, v):
     idx = order[_onp.minimum(start, max(a.size - 1, 0))] if a.size else start
     found = a[idx]
     if not ((found == v) | (_onp.isnan(found) & _onp.isnan(v))).all():
-        raise NotImplementedError("gradcy.numpy: a set operation's output has values its inputs "
-                                  "do not hold; no gradient rule applies")
+        raise NotImplementedError(
+            "gradcy.numpy: a set operation's output has values its inputs "
+            "do not hold; no gradient rule applies"
+        )
     return idx
 
 
@@ -157,7 +171,8 @@ def _set_front(name, arrays):
 
     def front(*args, **kwargs):
         if not any(type(a) is Box for a in args) and not any(
-                type(v) is Box for v in kwargs.values()):
+            type(v) is Box for v in kwargs.values()
+        ):
             return np_fn(*args, **kwargs)
         result = np_fn(*[_plain(a) for a in args], **{k: _plain(v) for k, v in kwargs.items()})
         b = bind(args, kwargs)
@@ -174,6 +189,7 @@ def _set_front(name, arrays):
         if hasattr(result, "_fields"):
             return result._replace(**{result._fields[0]: values})
         return (values,) + tuple(result[1:])
+
     front.__name__ = front.__qualname__ = name
     front.__doc__ = np_fn.__doc__
     register_numpy_override(np_fn, front)
@@ -185,7 +201,7 @@ union1d = _set_front("union1d", ("ar1", "ar2"))
 intersect1d = _set_front("intersect1d", ("ar1", "ar2"))
 setdiff1d = _set_front("setdiff1d", ("ar1", "ar2"))
 setxor1d = _set_front("setxor1d", ("ar1", "ar2"))
-if hasattr(_onp, "unique_all"):     # NumPy >= 2
+if hasattr(_onp, "unique_all"):  # NumPy >= 2
     unique_values = _set_front("unique_values", ("x",))
     unique_counts = _set_front("unique_counts", ("x",))
     unique_inverse = _set_front("unique_inverse", ("x",))

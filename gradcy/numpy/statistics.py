@@ -5,6 +5,7 @@ Conventions as in reductions.py. Piecewise-linear statistics (median, quantiles)
 order statistics on the plain values (ties split evenly, like max); the weights are constants
 for differentiation, so the rules differentiate again.
 """
+
 import numpy as _onp
 
 from .._core import Box, meta_of, register_numpy_override
@@ -12,11 +13,37 @@ from ..backends import is_array_value, is_lazy, zeros as _zeros
 from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
-from ._util import (_NoValue, _binder, _contains_box, _dtype, _float_dtype, _intp, _norm_axis,
-                    _plain, _plain_tree, _shape, _size, by_groups, cast_like, none_set,
-                    shape_dtype, unbroadcast, values_of)
-from .reductions import (_axes, _count, _kd, _keep, _kshape, _no_where, _real_dtype, _sum_over,
-                         _weight_dtype, _weights)
+from ._util import (
+    _NoValue,
+    _binder,
+    _contains_box,
+    _dtype,
+    _float_dtype,
+    _intp,
+    _norm_axis,
+    _plain,
+    _plain_tree,
+    _shape,
+    _size,
+    by_groups,
+    cast_like,
+    none_set,
+    shape_dtype,
+    unbroadcast,
+    values_of,
+)
+from .reductions import (
+    _axes,
+    _count,
+    _kd,
+    _keep,
+    _kshape,
+    _no_where,
+    _real_dtype,
+    _sum_over,
+    _weight_dtype,
+    _weights,
+)
 
 
 def _median_weights(x, axes, nan):
@@ -25,9 +52,8 @@ def _median_weights(x, axes, nan):
     weights, lazily, group by group."""
     if is_lazy(_plain(x)):
         xd = _plain(x)
-        return by_groups(lambda b: _median_weights(b, axes, nan), xd, axes,
-                         _weight_dtype(xd.dtype))
-    if type(x) is Positions:    # the record keeps the two masks only (_median_saver)
+        return by_groups(lambda b: _median_weights(b, axes, nan), xd, axes, _weight_dtype(xd.dtype))
+    if type(x) is Positions:  # the record keeps the two masks only (_median_saver)
         m_lo, m_hi = median_masks(x)
         w_lo = _weights(m_lo, axes, x.value_dtype)
         if _onp.array_equal(m_lo, m_hi):
@@ -47,17 +73,15 @@ def _median_weights(x, axes, nan):
 def _median_vjp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
-    w = ans if type(ans) is Positions else x      # (the masks of _median_saver)
-    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-            * _median_weights(w, axes, False))
+    w = ans if type(ans) is Positions else x  # (the masks of _median_saver)
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _median_weights(w, axes, False)
 
 
 def _nanmedian_vjp(g, ans, x, axis=None, out=None, overwrite_input=False, keepdims=False):
     shape, xdtype = shape_dtype(x)
     axes = _axes(len(shape), axis)
     w = ans if type(ans) is Positions else x
-    return (_keep(cast_like(g, xdtype), shape, axes, keepdims)
-            * _median_weights(w, axes, True))
+    return _keep(cast_like(g, xdtype), shape, axes, keepdims) * _median_weights(w, axes, True)
 
 
 _MEDIAN_ARGS = ("axis", "out", "overwrite_input", "keepdims")
@@ -67,6 +91,7 @@ def _median_saver(nan):
     """The saver of median/nanmedian: the bit masks of the entries equal to the lower and the
     upper middle order statistics (a Positions record of two masks of the input's shape) in
     place of the input."""
+
     def save(argnums, ans, args, kwargs):
         a = args[0]
         if type(a) is not _onp.ndarray or a.dtype.kind != "f":
@@ -78,11 +103,13 @@ def _median_saver(nan):
         quantile = _onp.nanquantile if nan else _onp.quantile
         masks = _onp.empty((2,) + a.shape, dtype=bool)
         for k, method in enumerate(("lower", "higher")):
-            _onp.equal(a, quantile(a, 0.5, axis=ax, keepdims=True, method=method),
-                       out=masks[k, ...])
+            _onp.equal(
+                a, quantile(a, 0.5, axis=ax, keepdims=True, method=method), out=masks[k, ...]
+            )
         packed = _onp.packbits(masks, axis=None).view(Positions)
         packed.out_shape, packed.value_dtype = a.shape, a.dtype
         return packed, (meta_of(a),) + args[1:]
+
     return save
 
 
@@ -144,7 +171,7 @@ def _safe_inverse(gk, ansk):
     """gk / ansk, with 0 where ansk is 0 (a constant group: the subgradient 0, like torch) or
     nan (an all-nan group of nanstd)."""
     a = _plain(ansk)
-    if is_array_value(a):       # Dask, CuPy: no test of the values (Dask stays lazy)
+    if is_array_value(a):  # Dask, CuPy: no test of the values (Dask stays lazy)
         good = a > 0
         return anp.where(good, gk / anp.where(good, ansk, 1), 0)
     bad = ~(_onp.asarray(a) > 0)
@@ -179,7 +206,8 @@ def _var_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     shape, _ = shape_dtype(x)
     axes = _axes(len(shape), axis)
     return _half_dvar(g, x, axes, keepdims, kw) * (
-        2.0 * _inverse_count(shape, axes, _ddof(ddof, kw)))
+        2.0 * _inverse_count(shape, axes, _ddof(ddof, kw))
+    )
 
 
 def _std_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
@@ -188,7 +216,8 @@ def _std_jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False,
     axes = _axes(len(shape), axis)
     t = _half_dvar(g, x, axes, keepdims, kw)
     return _safe_inverse(t, cast_like(ans, _real_dtype(xdtype))) * _inverse_count(
-        shape, axes, _ddof(ddof, kw))
+        shape, axes, _ddof(ddof, kw)
+    )
 
 
 defjvp(anp.var, _var_jvp)
@@ -211,6 +240,7 @@ def _nan_denom(nans, axes, ddof, rdtype):
 def _nan_moment_vjp(name, plain_vjp, std):
     """The VJP of nanvar (std False) or nanstd: plain_vjp's (var's, std's) where x has no
     nan, else the non-nan entries' share."""
+
     def rule(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         _no_where(name, kw.get("where"))
         shape, xdtype = shape_dtype(x)
@@ -226,6 +256,7 @@ def _nan_moment_vjp(name, plain_vjp, std):
         else:
             gk = gk * 2
         return (gk * _nan_denom(nans, axes, ddof, rdtype)) * _nan_centered(x, axes, kw, nans)
+
     return rule
 
 
@@ -248,6 +279,7 @@ def _nan_half_dvar(g, x, axes, keepdims, kw, ddof, nans):
 
 def _nan_moment_jvp(name, plain_jvp, std):
     """The JVP of nanvar (std False) or nanstd."""
+
     def jvp(g, ans, x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
         _no_where(name, kw.get("where"))
         nans = _onp.isnan(x)
@@ -258,6 +290,7 @@ def _nan_moment_jvp(name, plain_jvp, std):
         if not std:
             return t * 2.0
         return _safe_inverse(t, cast_like(ans, _real_dtype(shape_dtype(x)[1])))
+
     return jvp
 
 
@@ -362,8 +395,11 @@ def _average_jvp(argnums, gs, ans, args, kwargs):
             gwb = _average_weights(g, shape, axes)
             t = _sum_over((a - _keep(avg, shape, axes, keepdims)) * gwb, axes, keepdims) / total
             if returned:
-                t_sum = _sum_over(anp.broadcast_to(gwb, _onp.broadcast_shapes(
-                    shape, shape_dtype(gwb)[0])), axes, keepdims)
+                t_sum = _sum_over(
+                    anp.broadcast_to(gwb, _onp.broadcast_shapes(shape, shape_dtype(gwb)[0])),
+                    axes,
+                    keepdims,
+                )
         else:
             continue
         t_avg = t if t_avg is None else t_avg + t
@@ -372,8 +408,11 @@ def _average_jvp(argnums, gs, ans, args, kwargs):
     avg_shape, avg_dtype = shape_dtype(avg)
     t_avg = cast_like(anp.broadcast_to(t_avg, avg_shape), avg_dtype)
     sum_shape, sum_dtype = shape_dtype(ans[1])
-    t_sum = (_zeros(sum_shape, sum_dtype, _plain(ans[1])) if t_sum is None
-             else cast_like(anp.broadcast_to(t_sum, sum_shape), sum_dtype))
+    t_sum = (
+        _zeros(sum_shape, sum_dtype, _plain(ans[1]))
+        if t_sum is None
+        else cast_like(anp.broadcast_to(t_sum, sum_shape), sum_dtype)
+    )
     return (t_avg, t_sum)
 
 
@@ -386,10 +425,22 @@ defjvp_argnums(anp.average, _average_jvp)
 # d(virtual index)/dq = n + _Q_SLOPE[method] and the unclipped virtual index is
 # q * (n + slope) + _Q_ALPHA1[method] (alpha - 1 in NumPy's notation), for the methods that
 # interpolate continuously in q; the others are piecewise constant in q.
-_Q_SLOPE = {"linear": -1.0, "weibull": 1.0, "hazen": 0.0, "median_unbiased": 1.0 / 3.0,
-            "normal_unbiased": 0.25, "interpolated_inverted_cdf": 0.0}
-_Q_ALPHA1 = {"linear": 0.0, "weibull": -1.0, "hazen": -0.5, "median_unbiased": -2.0 / 3.0,
-             "normal_unbiased": -0.625, "interpolated_inverted_cdf": -1.0}
+_Q_SLOPE = {
+    "linear": -1.0,
+    "weibull": 1.0,
+    "hazen": 0.0,
+    "median_unbiased": 1.0 / 3.0,
+    "normal_unbiased": 0.25,
+    "interpolated_inverted_cdf": 0.0,
+}
+_Q_ALPHA1 = {
+    "linear": 0.0,
+    "weibull": -1.0,
+    "hazen": -0.5,
+    "median_unbiased": -2.0 / 3.0,
+    "normal_unbiased": -0.625,
+    "interpolated_inverted_cdf": -1.0,
+}
 
 
 def _q_axes(nd, axis):
@@ -420,7 +471,7 @@ def _quantile_plan(x, q, axis, method, nan, scale):
     if nan:
         counts = (~isn).sum(-1)
     else:
-        counts = _onp.where(isn.any(-1), 0, n)      # a nan anywhere: nan out, no gradient
+        counts = _onp.where(isn.any(-1), 0, n)  # a nan anywhere: nan out, no gradient
     lo = _onp.zeros((Q,) + K, _intp)
     hi = _onp.zeros((Q,) + K, _intp)
     t = _onp.zeros((Q,) + K)
@@ -458,11 +509,19 @@ def _quantile_plan(x, q, axis, method, nan, scale):
     def split(eq):
         eq = eq & valid
         return eq / _onp.maximum(eq.sum(-1, keepdims=True), 1)
+
     w_lo = split(xm[None] == s_lo)
     w_hi = split(xm[None] == s_hi)
     wdt = _float_dtype(xp.dtype)
-    return perm, K, red, w_lo.astype(wdt), (w_hi - w_lo).astype(wdt), t, (
-        slope if has_slope and slope.any() else None)
+    return (
+        perm,
+        K,
+        red,
+        w_lo.astype(wdt),
+        (w_hi - w_lo).astype(wdt),
+        t,
+        (slope if has_slope and slope.any() else None),
+    )
 
 
 def _q_layout(shape, axis):
@@ -487,13 +546,21 @@ def _lazy_quantile_plan(x, q, axis, method, nan, scale):
         _, _, _, w_lo, dW, t, slope = _quantile_plan(b, qp, -1, method, nan, scale)
         if slope is None:
             slope = _onp.zeros_like(t)
-        return _onp.concatenate([w_lo, dW, t[..., None], slope[..., None]], axis=-1,
-                                dtype=_onp.float64)
-    packed = by_groups(block, xm, (len(K),), _onp.float64, lead=(Q,),
-                       sizes={len(K): 2 * n + 2})
+        return _onp.concatenate(
+            [w_lo, dW, t[..., None], slope[..., None]], axis=-1, dtype=_onp.float64
+        )
+
+    packed = by_groups(block, xm, (len(K),), _onp.float64, lead=(Q,), sizes={len(K): 2 * n + 2})
     wdt = _float_dtype(x.dtype)
-    return (perm, K, red, packed[..., :n].astype(wdt), packed[..., n:2 * n].astype(wdt),
-            packed[..., 2 * n], packed[..., 2 * n + 1] if method in _Q_SLOPE else None)
+    return (
+        perm,
+        K,
+        red,
+        packed[..., :n].astype(wdt),
+        packed[..., n : 2 * n].astype(wdt),
+        packed[..., 2 * n],
+        packed[..., 2 * n + 1] if method in _Q_SLOPE else None,
+    )
 
 
 def _q_moved(x, perm, K):
@@ -508,8 +575,7 @@ def _quantile_rules(prim, nan, scale):
     def plan(args, kwargs):
         kw = bind(args, kwargs)
         if kw.get("weights") is not None:
-            raise NotImplementedError(f"{prim.name}: the gradient with weights= is not "
-                                      f"supported")
+            raise NotImplementedError(f"{prim.name}: the gradient with weights= is not supported")
         method = kw.get("method", "linear")
         if kw.get("interpolation") is not None:
             method = kw["interpolation"]
@@ -542,9 +608,9 @@ def _quantile_rules(prim, nan, scale):
     def dout_dq(a, K, perm, dW, slope):
         xm = _q_moved(a, perm, K)
         nans = _onp.isnan(xm)
-        if not none_set(nans):                     # weight 0 there, but 0 * nan is nan
+        if not none_set(nans):  # weight 0 there, but 0 * nan is nan
             xm = anp.where(nans, 0.0, xm)
-        return slope * anp.sum(dW * xm, axis=-1)          # (Q, *K)
+        return slope * anp.sum(dW * xm, axis=-1)  # (Q, *K)
 
     def vjp_q(g, ans, a, q, *args, **kwargs):
         qshape, qdtype = _shape(q), _dtype(q)
@@ -617,8 +683,11 @@ class _CovSetup:
 
     def __init__(self, m, y, rowvar, bias, ddof, fweights, aweights, dtype):
         if dtype is None:
-            dtype = _onp.result_type(_dtype(m), _onp.float64) if y is None else \
-                _onp.result_type(_dtype(m), _dtype(y), _onp.float64)
+            dtype = (
+                _onp.result_type(_dtype(m), _onp.float64)
+                if y is None
+                else _onp.result_type(_dtype(m), _dtype(y), _onp.float64)
+            )
         self.dtype = _onp.dtype(dtype)
         self._rowvar = rowvar
         Xm, self.back_m = _cov_rows(m, rowvar, True, self.dtype)
@@ -671,8 +740,11 @@ class _CovSetup:
         return anp.matmul(G + self.H(G), self.weighted(Xc)) / self.fact
 
     def tangent_C(self, dX):
-        dXc = dX - (anp.mean(dX, axis=1, keepdims=True) if self.w is None else
-                    anp.sum(dX * self.w, axis=1, keepdims=True) / self.w.sum())
+        dXc = dX - (
+            anp.mean(dX, axis=1, keepdims=True)
+            if self.w is None
+            else anp.sum(dX * self.w, axis=1, keepdims=True) / self.w.sum()
+        )
         A = anp.matmul(dXc, self.H(self.weighted(self.Xc)))
         B = anp.matmul(self.Xc, self.H(self.weighted(dXc)))
         return (A + B) / self.fact
@@ -705,8 +777,16 @@ class _CovSetup:
 
 def _cov_setup(args, kwargs):
     kw = _cov_bind(args, kwargs)
-    s = _CovSetup(kw["m"], kw["y"], kw["rowvar"], kw["bias"], kw["ddof"], kw["fweights"],
-                  kw["aweights"], kw["dtype"])
+    s = _CovSetup(
+        kw["m"],
+        kw["y"],
+        kw["rowvar"],
+        kw["bias"],
+        kw["ddof"],
+        kw["fweights"],
+        kw["aweights"],
+        kw["dtype"],
+    )
     return s, kw
 
 
@@ -715,6 +795,7 @@ def _cov_vjp(argnums, ans, args, kwargs):
         s, kw = _cov_setup(args, kwargs)
         G = anp.reshape(g, (s.d, s.d))
         return s.split(s.grad_rows(G), argnums, kw["m"], kw["y"])
+
     return vjp
 
 
@@ -748,7 +829,7 @@ def _corr_setup(args, kwargs):
 def _corrcoef_vjp(argnums, ans, args, kwargs):
     def vjp(g):
         if not _shape(ans):
-            return tuple(None for _ in argnums)       # a single variable: R = 1
+            return tuple(None for _ in argnums)  # a single variable: R = 1
         s, kw, C, d, sd, R = _corr_setup(args, kwargs)
         GR = anp.reshape(g, (s.d, s.d))
         GC = GR / (anp.expand_dims(sd, 1) * anp.expand_dims(sd, 0))
@@ -756,6 +837,7 @@ def _corrcoef_vjp(argnums, ans, args, kwargs):
         diag = -(anp.sum(GRR, axis=1) + anp.sum(GRR, axis=0)) / (2.0 * d)
         GC = GC + anp.diag(diag)
         return s.split(s.grad_rows(GC), argnums, kw["x"], kw["y"])
+
     return vjp
 
 
@@ -767,8 +849,9 @@ def _corrcoef_jvp(argnums, gs, ans, args, kwargs):
     for k, g in zip(argnums, gs):
         dC = s.tangent_C(s.rows_tangent(k, g, kw["x"], kw["y"]))
         r = anp.diagonal(dC) / (2.0 * d)
-        dR = (dC / (anp.expand_dims(sd, 1) * anp.expand_dims(sd, 0))
-              - R * (anp.expand_dims(r, 1) + anp.expand_dims(r, 0)))
+        dR = dC / (anp.expand_dims(sd, 1) * anp.expand_dims(sd, 0)) - R * (
+            anp.expand_dims(r, 1) + anp.expand_dims(r, 0)
+        )
         total = dR if total is None else total + dR
     return total
 
@@ -804,7 +887,8 @@ def _no_traced_weights(name, weights):
     if type(weights) is Box:
         raise NotImplementedError(
             f"gradcy.numpy.{name}: no gradient with respect to weights; weighted counts are "
-            f"gradcy.numpy.bincount(np.digitize(a, edges) - 1, weights), which has one")
+            f"gradcy.numpy.bincount(np.digitize(a, edges) - 1, weights), which has one"
+        )
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):
@@ -836,17 +920,21 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     hist, edges = _onp.histogramdd(*plain)
     d = len(edges)
     if type(sample) is Box:
-        columns = [anp.getitem(sample, (slice(None), i)) for i in _builtins_range(d)] \
-            if sample.ndim == 2 else [sample]
+        columns = (
+            [anp.getitem(sample, (slice(None), i)) for i in _builtins_range(d)]
+            if sample.ndim == 2
+            else [sample]
+        )
     else:
         columns = list(sample) if isinstance(sample, (list, tuple)) else [None] * d
-    try:                           # numpy's reading: a sequence gives one entry per dimension
+    try:  # numpy's reading: a sequence gives one entry per dimension
         per_dim_bins = list(bins)
     except TypeError:
         per_dim_bins = [bins] * d
     ranges = range if range is not None else [None] * d
-    edges_t = [_traced_edges(c, e, b, r) for c, e, b, r in zip(columns, edges, per_dim_bins,
-                                                                 ranges)]
+    edges_t = [
+        _traced_edges(c, e, b, r) for c, e, b, r in zip(columns, edges, per_dim_bins, ranges)
+    ]
     if density and any(type(e) is Box for e in edges_t):
         total = hist.sum()
         for i, e in enumerate(edges_t):
@@ -868,7 +956,7 @@ def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
     except TypeError:
         nb = 1
     if nb != 1 and nb != 2:
-        bins = [bins, bins]        # numpy's reading: one array of edges for both dimensions
+        bins = [bins, bins]  # numpy's reading: one array of edges for both dimensions
     hist, edges = histogramdd([x, y], bins, range, density, weights)
     return hist, edges[0], edges[1]
 
@@ -889,5 +977,8 @@ def _bincount_weights_vjp(g, ans, x, weights=None, minlength=0):
 
 
 defvjp_direct(anp.bincount, None, _bincount_weights_vjp, save=(0,))
-defjvp(anp.bincount, None, lambda g, ans, x, weights=None, minlength=0:
-       anp.bincount(values_of(x), g, minlength))
+defjvp(
+    anp.bincount,
+    None,
+    lambda g, ans, x, weights=None, minlength=0: anp.bincount(values_of(x), g, minlength),
+)

@@ -4,6 +4,7 @@ SciPy is an optional extra (pip install "gradcy[scipy]"). Importing this package
 SciPy; each submodule imports it when it is first imported, and raises an ImportError that says
 what to install when SciPy is missing.
 """
+
 import importlib as _importlib
 
 _SUBMODULES = ("special", "stats", "linalg", "signal", "integrate")
@@ -15,8 +16,10 @@ def _import_scipy(name):
     try:
         return _importlib.import_module(name)
     except ImportError as e:
-        raise ImportError(f"gradcy.scipy needs SciPy, which could not be imported ({e}); "
-                          f"install it with: pip install \"gradcy[scipy]\"") from e
+        raise ImportError(
+            f"gradcy.scipy needs SciPy, which could not be imported ({e}); "
+            f'install it with: pip install "gradcy[scipy]"'
+        ) from e
 
 
 def __getattr__(name):
@@ -34,6 +37,7 @@ def foreign_ufunc(ufunc):
     For the engine's error of a ufunc called on traced values (_box.pyx: __array_ufunc__),
     so the message names the module the user called and its gradcy twin."""
     import sys
+
     name = getattr(ufunc, "__name__", "?")
     special = sys.modules.get("scipy.special")
     if special is not None and getattr(special, name, None) is ufunc:
@@ -47,10 +51,14 @@ def foreign_ufunc_message(ufunc, method="__call__"):
     qualname, twin = foreign_ufunc(ufunc)
     what = qualname + ("" if method == "__call__" else f".{method}")
     if twin is not None:
-        return (f"gradcy: {what} is not differentiable on traced values as it is; call its "
-                f"gradcy twin gradcy.{qualname} (after `import gradcy.scipy.special`, "
-                f"scipy.special's own functions are routed to it). See "
-                f"docs/sharp_edges.md#functions-of-other-libraries")
-    return (f"gradcy: {what} is not differentiable on traced values; use "
-            f"gradcy.{qualname}, or register a primitive with gradcy.extend. See "
-            f"docs/sharp_edges.md#functions-of-other-libraries")
+        return (
+            f"gradcy: {what} is not differentiable on traced values as it is; call its "
+            f"gradcy twin gradcy.{qualname} (after `import gradcy.scipy.special`, "
+            f"scipy.special's own functions are routed to it). See "
+            f"docs/sharp_edges.md#functions-of-other-libraries"
+        )
+    return (
+        f"gradcy: {what} is not differentiable on traced values; use "
+        f"gradcy.{qualname}, or register a primitive with gradcy.extend. See "
+        f"docs/sharp_edges.md#functions-of-other-libraries"
+    )

@@ -13,6 +13,7 @@ Forward mode solves the forward sensitivity system [y, s] with ds/dt = df/dy s +
 The extra arguments may be arrays, floats or nested tuples/lists/dicts of them; other values
 (ints, strings, functions) are passed through as constants.
 """
+
 import numpy as _onp
 
 from .._core import Box
@@ -31,8 +32,7 @@ from ..builtins import SequenceBox
 __all__ = ["odeint"]
 
 # Options of scipy's odeint that also apply to the adjoint and sensitivity solves.
-_SOLVER_KW = ("rtol", "atol", "mxstep", "hmax", "hmin", "mxordn", "mxords", "mxhnil",
-              "printmessg")
+_SOLVER_KW = ("rtol", "atol", "mxstep", "hmax", "hmin", "mxordn", "mxords", "mxhnil", "printmessg")
 # Positions 3.. of the primitive hold the differentiable extra arguments, all saved.
 _MAX_ARGS = 1024
 
@@ -68,6 +68,7 @@ def _split_args(args):
         for i, v in zip(pos, dyn):
             full[i] = v
         return unflatten(full)
+
     return [leaves[i] for i in pos], rebuild
 
 
@@ -80,19 +81,22 @@ def odeint(func, y0, t, args=(), **kwargs):
     float arrays and floats in args (forward and reverse mode). func(y, t, *args) (or
     func(t, y, *args) with tfirst=True) must be written with gradcy.numpy.
     full_output=True is supported for untraced inputs only."""
-    if isinstance(args, SequenceBox):     # a traced tuple (gradcy.builtins.tuple, as autograd's)
+    if isinstance(args, SequenceBox):  # a traced tuple (gradcy.builtins.tuple, as autograd's)
         args = tuple([args[i] for i in range(len(args))])
     if not isinstance(args, tuple):
         args = (args,)
     if kwargs.get("full_output"):
         if _contains_box((y0, t, args)):
-            raise NotImplementedError("gradcy: odeint with full_output=True is not "
-                                      "differentiable; call it with full_output=False")
+            raise NotImplementedError(
+                "gradcy: odeint with full_output=True is not "
+                "differentiable; call it with full_output=False"
+            )
         return _si.odeint(func, y0, t, args=args, **kwargs)
     dyn, rebuild = _split_args(args)
     if len(dyn) > _MAX_ARGS:
-        raise ValueError(f"gradcy: odeint takes at most {_MAX_ARGS} array arguments; pack "
-                         f"them into fewer arrays")
+        raise ValueError(
+            f"gradcy: odeint takes at most {_MAX_ARGS} array arguments; pack them into fewer arrays"
+        )
     return _odeint_p(func, y0, t, *dyn, rebuild=rebuild, **kwargs)
 
 
@@ -111,6 +115,7 @@ def _setup(args, kwargs):
         if isinstance(out, (list, tuple)):
             out = anp.array(out)
         return out if anp.ndim(out) == 1 else anp.ravel(out)
+
     if not hasattr(t, "shape"):
         t = _onp.asarray(t, dtype=float)
     solver_kw = {k: kwargs[k] for k in _SOLVER_KW if k in kwargs}
@@ -127,8 +132,9 @@ def _jvp(fun, primals, tangents):
     """(fun(*primals), its tangent) for the tangents of the primals (one forward-mode run)."""
     argnum = tuple(range(len(primals)))
     leaves, unflatten = _differentiated_leaves(primals, argnum, "odeint")
-    return _forward(fun, primals, {}, argnum, leaves, unflatten, tree_flatten(tangents)[0],
-                    "odeint")
+    return _forward(
+        fun, primals, {}, argnum, leaves, unflatten, tree_flatten(tangents)[0], "odeint"
+    )
 
 
 # =============================================================================
@@ -143,11 +149,13 @@ def _odeint_vjp(argnums, ans, args, kwargs):
     sizes = [int(_onp.prod(s)) for s, _ in metas]
 
     if want_args:
+
         def aug(state, s, *d):
             vjp_f, dy = _vjp(lambda y, dd: f(y, s, *dd), (state[:D], d))
-            a_y, a_d = vjp_f(-state[D:2 * D])
+            a_y, a_d = vjp_f(-state[D : 2 * D])
             return anp.concatenate([dy, a_y] + [anp.ravel(c) for c in a_d])
     else:
+
         def aug(state, s, *d):
             vjp_f, dy = _vjp(lambda y: f(y, s, *d), (state[:D],))
             (a_y,) = vjp_f(-state[D:])
@@ -161,11 +169,12 @@ def _odeint_vjp(argnums, ans, args, kwargs):
         for i in range(T - 1, 0, -1):
             t_bar[i] = anp.dot(g[i], f(ans[i], t[i], *dyn))
             parts = [ans[i], a] + ([theta_bar] if want_args else [])
-            out = _odeint_p(aug, anp.concatenate(parts), anp.stack([t[i], t[i - 1]]), *dyn,
-                            **solver_kw)
-            a_pre = out[1, D:2 * D]
+            out = _odeint_p(
+                aug, anp.concatenate(parts), anp.stack([t[i], t[i - 1]]), *dyn, **solver_kw
+            )
+            a_pre = out[1, D : 2 * D]
             if want_args:
-                theta_bar = out[1, 2 * D:]
+                theta_bar = out[1, 2 * D :]
             a = a_pre + g[i - 1]
         if a_pre is None:
             t_bar[0] = anp.zeros(())
@@ -185,9 +194,10 @@ def _odeint_vjp(argnums, ans, args, kwargs):
                 results.append(cast_like(anp.stack(t_bar), t.dtype))
             else:
                 j = k - 3
-                piece = theta_bar[offsets[j]:offsets[j] + sizes[j]]
+                piece = theta_bar[offsets[j] : offsets[j] + sizes[j]]
                 results.append(cast_like(anp.reshape(piece, metas[j][0]), metas[j][1]))
         return tuple(results)
+
     return vjp
 
 
@@ -216,11 +226,14 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
             def aug(z, s, *dd):
                 y_dot, s_dot = _jvp(lambda y, d: f(y, s, *d), (z[:D], dd[:n]), (z[D:], dd[n:]))
                 return anp.concatenate([y_dot, s_dot])
+
             extra = list(dyn) + d_dyn
         else:
+
             def aug(z, s, *d):
                 y_dot, s_dot = _jvp(lambda y: f(y, s, *d), (z[:D],), (z[D:],))
                 return anp.concatenate([y_dot, s_dot])
+
             extra = list(dyn)
         out = _odeint_p(aug, anp.concatenate([ans[0], s0]), t, *extra, **solver_kw)
         S = out[:, D:]
@@ -238,4 +251,5 @@ defjvp_argnums(_odeint_p, _odeint_jvp)
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

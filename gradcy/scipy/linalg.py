@@ -9,6 +9,7 @@ transpose of its Jacobian (no conjugation); solve_triangular with trans='C' conj
 matching factors. The overwrite_* flags are ignored (always False): a traced argument's buffer
 may be saved by another node of the tape, so it must never be overwritten.
 """
+
 import functools as _functools
 import types as _types
 
@@ -53,7 +54,7 @@ def _public(fun, name):
 # =============================================================================
 # Helpers (work on arrays and traced values alike)
 # =============================================================================
-_mT = anp._mT      # x with its last two axes swapped (a view for arrays)
+_mT = anp._mT  # x with its last two axes swapped (a view for arrays)
 
 
 def _is_complex(x):
@@ -131,6 +132,7 @@ def _sylvester_vjp(argnums, ans, args, kwargs):
             else:
                 out.append(cast_like(z, dtypes[2]))
         return tuple(out)
+
     return vjp
 
 
@@ -162,14 +164,17 @@ def _trans_code(trans):
     try:
         return _TRANS[trans]
     except (KeyError, TypeError):
-        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
-                         f"{trans!r}") from None
+        raise ValueError(
+            f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}"
+        ) from None
 
 
-def _solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                      check_finite=True):
-    return _sla.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal,
-                                 check_finite=check_finite)
+def _solve_triangular(
+    a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True
+):
+    return _sla.solve_triangular(
+        a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal, check_finite=check_finite
+    )
 
 
 solve_triangular = _public(_solve_triangular, "solve_triangular")
@@ -194,14 +199,24 @@ def _solve_triangular_vjp(argnums, ans, args, kwargs):
     def vjp(g):
         # w = op(A)^-T g, the cotangent of b
         if trans == 0:
-            w = solve_triangular(a, g, trans=1, lower=lower, unit_diagonal=unit,
-                                 check_finite=check_finite)
+            w = solve_triangular(
+                a, g, trans=1, lower=lower, unit_diagonal=unit, check_finite=check_finite
+            )
         elif trans == 2 and cplx:
-            w = anp.conj(solve_triangular(a, anp.conj(g), trans=0, lower=lower,
-                                          unit_diagonal=unit, check_finite=check_finite))
+            w = anp.conj(
+                solve_triangular(
+                    a,
+                    anp.conj(g),
+                    trans=0,
+                    lower=lower,
+                    unit_diagonal=unit,
+                    check_finite=check_finite,
+                )
+            )
         else:
-            w = solve_triangular(a, g, trans=0, lower=lower, unit_diagonal=unit,
-                                 check_finite=check_finite)
+            w = solve_triangular(
+                a, g, trans=0, lower=lower, unit_diagonal=unit, check_finite=check_finite
+            )
         out = []
         for k in argnums:
             if k == 1:
@@ -215,6 +230,7 @@ def _solve_triangular_vjp(argnums, ans, args, kwargs):
                         abar = anp.conj(abar)
                 out.append(cast_like(-_triangle(abar, lower, unit), a_dtype))
         return tuple(out)
+
     return vjp
 
 
@@ -236,8 +252,9 @@ def _solve_triangular_jvp(argnums, gs, ans, args, kwargs):
                 da = _conj(_mT(da))
             t = -anp.dot(da, ans)
         rhs = t if rhs is None else rhs + t
-    return solve_triangular(a, rhs, trans=trans, lower=lower, unit_diagonal=unit,
-                            check_finite=check_finite)
+    return solve_triangular(
+        a, rhs, trans=trans, lower=lower, unit_diagonal=unit, check_finite=check_finite
+    )
 
 
 defvjp_argnums(solve_triangular, _solve_triangular_vjp, save=("ans", 0))
@@ -322,13 +339,14 @@ def _solve_banded_vjp(argnums, ans, args, kwargs):
                     prod = anp.sum(prod, axis=-1)
                 out.append(cast_like(-prod, ab_dtype))
         return tuple(out)
+
     return vjp
 
 
 def _banded_matvec(l, u, dab, x):
     """A @ x for A given by the banded storage dab."""
     _, cols, mask = _band_gather(l, u, dab.shape[-1], "col")
-    xg = _gather_rows(x, cols, mask)                    # x[i + u - k]
+    xg = _gather_rows(x, cols, mask)  # x[i + u - k]
     band = anp.getitem(dab, (_onp.arange(l + u + 1).reshape(-1, 1), cols))
     if x.ndim > 1:
         band = anp.reshape(band, band.shape + (1,) * (x.ndim - 1))
@@ -388,14 +406,14 @@ def _phi(x):
 
 def _cho_factor_vjp(g, ans, a, lower=False, check_finite=True):
     if _is_complex(a):
-        raise NotImplementedError("gradcy: cho_factor has a derivative rule for real matrices "
-                                  "only")
+        raise NotImplementedError("gradcy: cho_factor has a derivative rule for real matrices only")
     L = ans if lower else _mT(ans)
     Lbar = g if lower else _mT(g)
     P = _phi(anp.matmul(_mT(L), Lbar))
     # S = L^-T P L^-1
-    S = solve_triangular(L, _mT(solve_triangular(L, _mT(P), trans=1, lower=True)),
-                         trans=1, lower=True)
+    S = solve_triangular(
+        L, _mT(solve_triangular(L, _mT(P), trans=1, lower=True)), trans=1, lower=True
+    )
     return cast_like(0.5 * (S + _mT(S)), a.dtype)
 
 
@@ -415,4 +433,5 @@ defjvp(_cho_factor_p, _cho_factor_jvp)
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

@@ -6,6 +6,7 @@ Every mode's output is a window of the full convolution, so the cotangent of eac
 flipped along every axis. Complex inputs follow autograd's convention (convolution is
 bilinear: no conjugation).
 """
+
 import numpy as _onp
 
 from ..backends import is_array_value, is_lazy
@@ -37,11 +38,11 @@ def convolve(A, B, axes=None, dot_axes=((), ()), mode="full", method="auto"):
     works too. mode: 'full', 'valid' or 'same' (the length of A's axis). A Dask A or B is
     convolved lazily by the axes form (scipy.signal.convolve would compute it); method is then
     not used."""
-    if isinstance(axes, str):                  # scipy's convolve(in1, in2, mode, method)
+    if isinstance(axes, str):  # scipy's convolve(in1, in2, mode, method)
         axes, mode = None, axes
         if isinstance(dot_axes, str):
             dot_axes, method = ((), ()), dot_axes
-    lazy = is_lazy(_plain(A)) or is_lazy(_plain(B))   # scipy would compute a Dask array
+    lazy = is_lazy(_plain(A)) or is_lazy(_plain(B))  # scipy would compute a Dask array
     if axes is None and not (dot_axes[0] or dot_axes[1]) and not lazy:
         if mode == "full" and method == "auto":
             return _conv(A, B)
@@ -59,8 +60,9 @@ def _general_convolve(A, B, axes, dot_axes, mode, method):
     nA, nB = anp.ndim(A), anp.ndim(B)
     if axes is None:
         if nA != nB:
-            raise ValueError(f"convolve: axes=None needs inputs of the same ndim, got {nA} "
-                             f"and {nB}")
+            raise ValueError(
+                f"convolve: axes=None needs inputs of the same ndim, got {nA} and {nB}"
+            )
         axes = (list(range(nA)), list(range(nB)))
     convA, convB = [a % nA for a in axes[0]], [b % nB for b in axes[1]]
     dotA, dotB = [a % nA for a in dot_axes[0]], [b % nB for b in dot_axes[1]]
@@ -71,37 +73,45 @@ def _general_convolve(A, B, axes, dot_axes, mode, method):
     shA, shB = anp.shape(A), anp.shape(B)
     for a, b in zip(dotA, dotB):
         if shA[a] != shB[b]:
-            raise ValueError(f"convolve: summed axes {a} of A and {b} of B differ in length "
-                             f"({shA[a]} vs {shB[b]})")
+            raise ValueError(
+                f"convolve: summed axes {a} of A and {b} of B differ in length "
+                f"({shA[a]} vs {shB[b]})"
+            )
     n = [shA[a] for a in convA]
     m = [shB[b] for b in convB]
     swap = mode == "valid" and not all(i >= j for i, j in zip(n, m))
     if swap and not all(i <= j for i, j in zip(n, m)):
-        raise ValueError("convolve: in 'valid' mode one array must be at least as large as "
-                         "the other along every convolved axis")
+        raise ValueError(
+            "convolve: in 'valid' mode one array must be at least as large as "
+            "the other along every convolved axis"
+        )
     # signal S = (keep, dot, conv) and kernel K = (keep, dot, conv); the longer one slides
     S = anp.transpose(A, keepA + dotA + convA)
     K = anp.transpose(B, keepB + dotB + convB)
     if swap:
         S, K, n, m = K, S, m, n
-    ks, kk, nd, nc = (len(keepB) if swap else len(keepA)), (len(keepA) if swap else len(keepB)), \
-        len(dotA), len(convA)
+    ks, kk, nd, nc = (
+        (len(keepB) if swap else len(keepA)),
+        (len(keepA) if swap else len(keepB)),
+        len(dotA),
+        len(convA),
+    )
     if mode != "valid":
         S = anp.pad(S, [(0, 0)] * (ks + nd) + [(j - 1, j - 1) for j in m])
     # windows: (keep, dot, output positions..., kernel offsets...), a view of S
     W = _windows(S, tuple(m))
     Kf = K[tuple([slice(None)] * (kk + nd) + [slice(None, None, -1)] * nc)]
     w_axes = list(range(ks + nd + nc, ks + nd + 2 * nc))
-    total = anp.tensordot(W, Kf, axes=(list(range(ks, ks + nd)) + w_axes,
-                                       list(range(kk, kk + nd + nc))))
+    total = anp.tensordot(
+        W, Kf, axes=(list(range(ks, ks + nd)) + w_axes, list(range(kk, kk + nd + nc)))
+    )
     # total: (signal keep, conv, kernel keep) -> (A keep, B keep, conv)
     conv_axes = list(range(ks, ks + nc))
     s_keep, k_keep = list(range(ks)), list(range(ks + nc, ks + nc + kk))
     total = anp.transpose(total, (k_keep + s_keep if swap else s_keep + k_keep) + conv_axes)
     if mode == "same":
         lead = [slice(None)] * (len(keepA) + len(keepB))
-        total = total[tuple(lead + [slice((j - 1) // 2, (j - 1) // 2 + i)
-                                    for i, j in zip(n, m)])]
+        total = total[tuple(lead + [slice((j - 1) // 2, (j - 1) // 2 + i) for i, j in zip(n, m)])]
     return total
 
 
@@ -116,14 +126,17 @@ def _unwindows_raw(G, shape, m):
     """The adjoint of _windows: an array of `shape` where each window of G adds into the
     positions it was taken from."""
     k = len(m)
-    lengths = G.shape[len(shape) - k:len(shape)]
+    lengths = G.shape[len(shape) - k : len(shape)]
     if is_array_value(G):
         # Dask, CuPy: a sum of zero-padded windows, in G's library (Dask stays lazy)
         lead = [(0, 0)] * (len(shape) - k)
-        return sum(_onp.pad(G[(Ellipsis,) + (slice(None),) * k + offset],
-                            lead + [(w, n - w - L) for w, L, n in zip(offset, lengths,
-                                                                        shape[-k:])])
-                   for offset in _onp.ndindex(*m))
+        return sum(
+            _onp.pad(
+                G[(Ellipsis,) + (slice(None),) * k + offset],
+                lead + [(w, n - w - L) for w, L, n in zip(offset, lengths, shape[-k:])],
+            )
+            for offset in _onp.ndindex(*m)
+        )
     out = _onp.zeros(shape, _onp.result_type(G))
     for offset in _onp.ndindex(*m):
         region = (Ellipsis,) + tuple(slice(w, w + L) for w, L in zip(offset, lengths))
@@ -134,10 +147,14 @@ def _unwindows_raw(G, shape, m):
 _windows = primitive(_windows_raw, "gradcy.scipy.signal.windows")
 _unwindows = primitive(_unwindows_raw, "gradcy.scipy.signal.unwindows")
 # two linear maps, each the other's adjoint
-defvjp_argnums(_windows, lambda argnums, ans, args, kwargs:
-               lambda g: (_unwindows(g, _onp.shape(args[0]), args[1]),), save=())
-defvjp_argnums(_unwindows, lambda argnums, ans, args, kwargs:
-               lambda g: (_windows(g, args[2]),), save=())
+defvjp_argnums(
+    _windows,
+    lambda argnums, ans, args, kwargs: lambda g: (_unwindows(g, _onp.shape(args[0]), args[1]),),
+    save=(),
+)
+defvjp_argnums(
+    _unwindows, lambda argnums, ans, args, kwargs: lambda g: (_windows(g, args[2]),), save=()
+)
 defjvp(_windows, lambda g, ans, S, m: _windows(g, m))
 defjvp(_unwindows, lambda g, ans, G, shape, m: _unwindows(g, shape, m))
 
@@ -180,6 +197,7 @@ def _convolve_vjp(argnums, ans, args, kwargs):
             c = _conv(gfull, anp.flip(other), mode="valid", method=method)
             out.append(cast_like(c, dtypes[k]))
         return tuple(out)
+
     return vjp
 
 
@@ -198,4 +216,5 @@ defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

@@ -16,6 +16,7 @@ flow through it. scipy.special.sinc is numpy's sinc (gradcy.numpy.sinc).
 Calling the scipy.special ufuncs themselves on traced values routes to these primitives.
 Complex arguments follow autograd's convention: the VJP of a holomorphic f is g * f'(x).
 """
+
 import math
 
 import numpy as _onp
@@ -45,7 +46,7 @@ def _wrap(name):
     fun = getattr(_sp, name)
     full = f"{_PREFIX}.{name}"
     p = notrace_primitive(fun, full) if name in _NONDIFFERENTIABLE else primitive(fun, full)
-    anp.set_out_arg(p, fun)          # out= goes through gradcy.numpy's out hook
+    anp.set_out_arg(p, fun)  # out= goes through gradcy.numpy's out hook
     if isinstance(fun, _onp.ufunc):
         register_numpy_override(fun, p)
     return p
@@ -53,11 +54,45 @@ def _wrap(name):
 
 # The primitives with rules (registered below), and the two piecewise constant ones (gammasgn,
 # round). psi and digamma are the same scipy ufunc, as are jn and jv.
-(beta, betainc, betaln, gamma, gammaln, gammainc, gammaincc, gammasgn, rgamma, multigammaln, psi,
- digamma, polygamma, erf, erfc, erfinv, erfcinv, expit, logit, logsumexp, i0, i1, iv, ive, j0, j1,
- jn, jv, y0, y1, yn, round) = map(_wrap, """beta betainc betaln gamma gammaln gammainc gammaincc
+(
+    beta,
+    betainc,
+    betaln,
+    gamma,
+    gammaln,
+    gammainc,
+    gammaincc,
+    gammasgn,
+    rgamma,
+    multigammaln,
+    psi,
+    digamma,
+    polygamma,
+    erf,
+    erfc,
+    erfinv,
+    erfcinv,
+    expit,
+    logit,
+    logsumexp,
+    i0,
+    i1,
+    iv,
+    ive,
+    j0,
+    j1,
+    jn,
+    jv,
+    y0,
+    y1,
+    yn,
+    round,
+) = map(
+    _wrap,
+    """beta betainc betaln gamma gammaln gammainc gammaincc
     gammasgn rgamma multigammaln psi digamma polygamma erf erfc erfinv erfcinv expit logit
-    logsumexp i0 i1 iv ive j0 j1 jn jv y0 y1 yn round""".split())
+    logsumexp i0 i1 iv ive j0 j1 jn jv y0 y1 yn round""".split(),
+)
 
 
 def _softmax(x, axis=None):
@@ -70,7 +105,7 @@ def _softmax(x, axis=None):
     x = _onp.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0:
         return _sp.softmax(x, axis=axis)
-    e = x - _onp.maximum.reduce(x, axis=axis, keepdims=True)   # x.max, without its wrapper
+    e = x - _onp.maximum.reduce(x, axis=axis, keepdims=True)  # x.max, without its wrapper
     _onp.exp(e, out=e)
     e /= _onp.add.reduce(e, axis=axis, keepdims=True)
     return e
@@ -143,8 +178,7 @@ def _unary(prim, deriv, save):
 
 def _last_arg(prim, deriv, save):
     """Rules of f(p, x) differentiable in x only: f_x = deriv(ans, p, x); p gets none."""
-    defvjp_direct(prim, None, lambda g, ans, p, x: unbroadcast(g * deriv(ans, p, x), x),
-                  save=save)
+    defvjp_direct(prim, None, lambda g, ans, p, x: unbroadcast(g * deriv(ans, p, x), x), save=save)
     defjvp(prim, None, lambda g, ans, p, x: g * deriv(ans, p, x))
 
 
@@ -165,8 +199,9 @@ def _multigammaln_d(a, d):
     return anp.sum(digamma(anp.expand_dims(a, -1) - half), axis=-1)
 
 
-defvjp_direct(multigammaln, lambda g, ans, a, d: unbroadcast(g * _multigammaln_d(a, d), a), None,
-              save=(0,))
+defvjp_direct(
+    multigammaln, lambda g, ans, a, d: unbroadcast(g * _multigammaln_d(a, d), a), None, save=(0,)
+)
 defjvp(multigammaln, lambda g, ans, a, d: g * _multigammaln_d(a, d), None)
 
 
@@ -178,18 +213,22 @@ def _betaln_da(a, b):
     return psi(a) - psi(a + b)
 
 
-defvjp_direct(beta,
-              lambda g, ans, a, b: unbroadcast(g * _beta_da(ans, a, b), a),
-              lambda g, ans, a, b: unbroadcast(g * _beta_da(ans, b, a), b), save=("ans", 0, 1))
-defjvp(beta,
-       lambda g, ans, a, b: g * _beta_da(ans, a, b),
-       lambda g, ans, a, b: g * _beta_da(ans, b, a))
-defvjp_direct(betaln,
-              lambda g, ans, a, b: unbroadcast(g * _betaln_da(a, b), a),
-              lambda g, ans, a, b: unbroadcast(g * _betaln_da(b, a), b), save=(0, 1))
-defjvp(betaln,
-       lambda g, ans, a, b: g * _betaln_da(a, b),
-       lambda g, ans, a, b: g * _betaln_da(b, a))
+defvjp_direct(
+    beta,
+    lambda g, ans, a, b: unbroadcast(g * _beta_da(ans, a, b), a),
+    lambda g, ans, a, b: unbroadcast(g * _beta_da(ans, b, a), b),
+    save=("ans", 0, 1),
+)
+defjvp(
+    beta, lambda g, ans, a, b: g * _beta_da(ans, a, b), lambda g, ans, a, b: g * _beta_da(ans, b, a)
+)
+defvjp_direct(
+    betaln,
+    lambda g, ans, a, b: unbroadcast(g * _betaln_da(a, b), a),
+    lambda g, ans, a, b: unbroadcast(g * _betaln_da(b, a), b),
+    save=(0, 1),
+)
+defjvp(betaln, lambda g, ans, a, b: g * _betaln_da(a, b), lambda g, ans, a, b: g * _betaln_da(b, a))
 
 
 def _betainc_dx(a, b, x):
@@ -198,8 +237,12 @@ def _betainc_dx(a, b, x):
 
 
 # a and b have no rule: a cotangent reaching them raises MissingVJPError (as in autograd)
-defvjp_direct(betainc, lambda g, ans, a, b, x: unbroadcast(g * _betainc_dx(a, b, x), x),
-              argnums=(2,), save=(0, 1, 2))
+defvjp_direct(
+    betainc,
+    lambda g, ans, a, b, x: unbroadcast(g * _betainc_dx(a, b, x), x),
+    argnums=(2,),
+    save=(0, 1, 2),
+)
 defjvp(betainc, lambda g, ans, a, b, x: _like(g * _betainc_dx(a, b, x), ans), argnums=(2,))
 
 
@@ -208,11 +251,16 @@ def _gammainc_dx(a, x):
     return anp.exp(-x) * x ** (a - 1.0) / gamma(a)
 
 
-defvjp_direct(gammainc, lambda g, ans, a, x: unbroadcast(g * _gammainc_dx(a, x), x),
-              argnums=(1,), save=(0, 1))
+defvjp_direct(
+    gammainc, lambda g, ans, a, x: unbroadcast(g * _gammainc_dx(a, x), x), argnums=(1,), save=(0, 1)
+)
 defjvp(gammainc, lambda g, ans, a, x: _like(g * _gammainc_dx(a, x), ans), argnums=(1,))
-defvjp_direct(gammaincc, lambda g, ans, a, x: unbroadcast(-g * _gammainc_dx(a, x), x),
-              argnums=(1,), save=(0, 1))
+defvjp_direct(
+    gammaincc,
+    lambda g, ans, a, x: unbroadcast(-g * _gammainc_dx(a, x), x),
+    argnums=(1,),
+    save=(0, 1),
+)
 defjvp(gammaincc, lambda g, ans, a, x: _like(-g * _gammainc_dx(a, x), ans), argnums=(1,))
 
 # =============================================================================
@@ -233,7 +281,7 @@ _unary(logit, lambda ans, x: 1.0 / (x * (1.0 - x)), save=(0,))
 def _lse_keep(v, a, b, axis, keepdims):
     """A reduction's output (or cotangent) v reshaped to broadcast against the reduced input."""
     if axis is None or keepdims:
-        return v                  # a scalar, or already with the reduced axes kept
+        return v  # a scalar, or already with the reduced axes kept
     shape = _onp.shape(a) if b is None else _onp.broadcast_shapes(_onp.shape(a), _onp.shape(b))
     nd = len(shape)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -244,8 +292,9 @@ def _lse_keep(v, a, b, axis, keepdims):
 def _lse_weights(ans, a, b, axis, keepdims, return_sign):
     """exp(a - logsumexp): d logsumexp / d b (times b: d logsumexp / d a)."""
     if return_sign:
-        raise NotImplementedError(f"{_PREFIX}.logsumexp: derivatives with return_sign=True are "
-                                  f"not implemented")
+        raise NotImplementedError(
+            f"{_PREFIX}.logsumexp: derivatives with return_sign=True are not implemented"
+        )
     return anp.exp(a - _lse_keep(ans, a, b, axis, keepdims))
 
 
@@ -293,8 +342,11 @@ _unary(i0, lambda ans, x: i1(x), save=(0,))
 _unary(i1, lambda ans, x: (i0(x) + iv(2, x)) * 0.5, save=(0,))
 _last_arg(iv, lambda ans, v, x: (iv(v - 1, x) + iv(v + 1, x)) * 0.5, save=(0, 1))
 # ive(v, x) = iv(v, x) exp(-|x|)
-_last_arg(ive, lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) * 0.5 - anp.sign(x) * ans,
-          save=("ans", 0, 1))
+_last_arg(
+    ive,
+    lambda ans, v, x: (ive(v - 1, x) + ive(v + 1, x)) * 0.5 - anp.sign(x) * ans,
+    save=("ans", 0, 1),
+)
 _unary(j0, lambda ans, x: -j1(x), save=(0,))
 _unary(j1, lambda ans, x: (j0(x) - jn(2, x)) * 0.5, save=(0,))
 _last_arg(jn, lambda ans, n, x: (jn(n - 1, x) - jn(n + 1, x)) * 0.5, save=(0, 1))
@@ -310,4 +362,5 @@ del _p
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

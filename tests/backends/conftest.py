@@ -1,4 +1,5 @@
 """A real Dask cluster for the backend tests: two worker processes, one thread each."""
+
 import os
 import sys
 
@@ -25,10 +26,16 @@ def pytest_collection_modifyitems(session, config, items):
 def dask_client():
     """A distributed.Client of a LocalCluster(n_workers=2, processes=True,
     threads_per_worker=1), closed at the end of the session."""
-    distributed = pytest.importorskip("distributed", reason="distributed is not installed "
-                                      "(pip install -e '.[dask]')")
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None, memory_limit="1GiB")
+    distributed = pytest.importorskip(
+        "distributed", reason="distributed is not installed (pip install -e '.[dask]')"
+    )
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        processes=True,
+        threads_per_worker=1,
+        dashboard_address=None,
+        memory_limit="1GiB",
+    )
     client = distributed.Client(cluster)
     try:
         yield client

@@ -5,6 +5,7 @@ Each program runs on NumPy and on the backend; values and gradients agree to 1e-
 and every gradient has the type of its input (NumPy in, NumPy out; Dask in, lazy Dask out with
 the input's chunks; CuPy in, CuPy out).
 """
+
 import numpy as onp
 import pytest
 from counters import assert_counters_zero
@@ -23,17 +24,19 @@ def _backend(name, request):
     if name == "numpy":
         return (lambda a, chunks=None: a), (lambda a: a)
     if name == "dask":
-        da = pytest.importorskip("dask.array", reason="dask is not installed "
-                                 "(pip install -e '.[dask]')")
-        request.getfixturevalue("dask_client")   # computations run on the cluster
+        da = pytest.importorskip(
+            "dask.array", reason="dask is not installed (pip install -e '.[dask]')"
+        )
+        request.getfixturevalue("dask_client")  # computations run on the cluster
 
         def to(a, chunks=None):
             return da.from_array(a, chunks=chunks if chunks is not None else -1)
+
         return to, (lambda a: a.compute())
     cupy = pytest.importorskip("cupy", reason="cupy is not installed (no GPU on this machine)")
     try:
         cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:       # cupy without a usable device
+    except Exception as e:  # cupy without a usable device
         pytest.skip(f"cupy has no GPU: {e}")
     return (lambda a, chunks=None: cupy.asarray(a)), (lambda a: cupy.asnumpy(a))
 
@@ -83,8 +86,8 @@ def write_into_buffer(w, X):
     buf = np.zeros_like(X)
     buf[:, 0] = np.sin(X[:, 0] * w[0])
     buf[:, 1] = X[:, 1] * w[1] + buf[:, 0]
-    buf[:, 2] = np.exp(-buf[:, 1] ** 2) * w[2]
-    return np.sum(buf ** 2 * X)
+    buf[:, 2] = np.exp(-(buf[:, 1] ** 2)) * w[2]
+    return np.sum(buf**2 * X)
 
 
 def _data(n=400, d=3, seed=0):
@@ -131,11 +134,13 @@ def test_value_and_grad_one_compute(backend):
     Xb, yb = to(X, (100, 3)), to(y, 100)
     if name == "dask":
         import dask
+
         calls = []
 
         def counting(dsk, keys, **kw):
             calls.append(len(keys))
             return dask.get(dsk, keys, **kw)
+
         with dask.config.set(scheduler=counting):
             v, g = value_and_grad(logistic)(w, Xb, yb)
         assert len(calls) == 1, calls
@@ -238,7 +243,7 @@ def test_counters_count_declared_nbytes():
     """Saved Dask arrays count the nbytes they declare while the tape holds them, and the
     counters come back to zero."""
     da = pytest.importorskip("dask.array", reason="dask is not installed")
-    x = da.ones((1000, 100), chunks=(250, 100))       # 800 kB declared, nothing allocated
+    x = da.ones((1000, 100), chunks=(250, 100))  # 800 kB declared, nothing allocated
     vjp, ans = gradcy.make_vjp(lambda t: np.sin(t) * t)(x)
     try:
         assert gradcy.memory.stats()["saved_bytes"] >= x.nbytes
@@ -255,13 +260,18 @@ def test_nothing_computed_for_lazy_parameters():
 
     def refuse(*a, **k):
         raise AssertionError("gradcy computed a Dask array")
+
     X, y, w = _data()
     with dask.config.set(scheduler=refuse):
-        g = grad(logistic)(da.from_array(w), da.from_array(X, chunks=(100, 3)),
-                           da.from_array(y, chunks=100))
-        h = hessian_vector_product(logistic)(da.from_array(w),
-                                             da.from_array(X, chunks=(100, 3)),
-                                             da.from_array(y, chunks=100), da.from_array(w))
+        g = grad(logistic)(
+            da.from_array(w), da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100)
+        )
+        h = hessian_vector_product(logistic)(
+            da.from_array(w),
+            da.from_array(X, chunks=(100, 3)),
+            da.from_array(y, chunks=100),
+            da.from_array(w),
+        )
     assert _lazy(g) and _lazy(h)
 
 
@@ -269,8 +279,7 @@ def _lazy_programs(da):
     X, y, w = _data()
     rng = onp.random.default_rng(2)
     x = da.from_array(onp.linspace(-1.0, 1.0, 40), chunks=10)
-    Xd, yd, wd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100), \
-        da.from_array(w)
+    Xd, yd, wd = da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100), da.from_array(w)
     W1, W2 = (da.from_array(rng.standard_normal(s)) for s in ((3, 8), (8, 1)))
     return {
         "sin_chain": lambda: grad(sin_chain)(x),
@@ -291,6 +300,7 @@ def test_lazy_programs_compute_nothing(program):
 
     def refuse(*a, **k):
         raise AssertionError("gradcy computed a Dask array")
+
     run = _lazy_programs(da)[program]
     with dask.config.set(scheduler=refuse):
         out = run()
@@ -311,6 +321,7 @@ def test_mixed_libraries_raise():
 
     class Other:
         pass
+
     with pytest.raises(TypeError, match="does not move arrays between array libraries"):
         match_gradient(Other(), onp.zeros(3))
     assert type(match_gradient(onp.ones(3), da.zeros(3, chunks=1))) is da.Array

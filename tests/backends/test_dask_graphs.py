@@ -8,6 +8,7 @@ hand-written loss and gradient computed together; `hessian` and `jacobian` compu
 rows in one graph. Counted exactly, through a scheduler that records the graph it is given
 (the synchronous one runs it), so the counts do not depend on the machine's load.
 """
+
 import numpy as onp
 import pytest
 
@@ -84,8 +85,7 @@ def test_grad_graph_no_larger_than_hand_written(blocks):
 def test_value_and_grad_graph_no_larger_than_hand_written(blocks):
     w, X, y, Xn, yn = _data(blocks)
     (v, g), graphs = _run(lambda: value_and_grad(loss)(w, X, y))
-    (rv, rg), ref_graphs = _run(lambda: dask.compute(_hand_loss(w, X, y),
-                                                     _hand_gradient(w, X, y)))
+    (rv, rg), ref_graphs = _run(lambda: dask.compute(_hand_loss(w, X, y), _hand_gradient(w, X, y)))
     assert len(graphs) == 1 and len(ref_graphs) == 1
     assert graphs[0] <= ref_graphs[0], (graphs, ref_graphs)
     onp.testing.assert_allclose(v, rv, rtol=RTOL)
@@ -108,16 +108,19 @@ def test_jacobian_one_graph():
     w, X, y, Xn, yn = _data(4)
     J, graphs = _run(lambda: jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, X))
     assert len(graphs) == 1, graphs
-    onp.testing.assert_allclose(J, jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, Xn),
-                                rtol=RTOL)
+    onp.testing.assert_allclose(
+        J, jacobian(lambda w, X: np.tanh(X.T @ np.sin(X @ w)))(w, Xn), rtol=RTOL
+    )
 
 
 @pytest.mark.parametrize("blocks", [1, 4, 10])
 def test_grad_graph_no_larger_than_dask_glm(blocks):
     """Against dask-glm 0.4's own Logistic.pointwise_gradient, where it is installed."""
     import warnings
-    pytest.importorskip("dask_glm", reason="dask-glm is not installed "
-                        "(pip install -e '.[dask-glm]')")
+
+    pytest.importorskip(
+        "dask_glm", reason="dask-glm is not installed (pip install -e '.[dask-glm]')"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         from dask_glm.families import Logistic
@@ -148,8 +151,7 @@ def test_hessian_on_dask_data_equals_numpys(name):
     H, graphs = _run(lambda: hessian(_hessian_cases(X, y)[name])(w))
     assert len(graphs) == 1, graphs
     assert type(H) is onp.ndarray and H.shape == (w.size, w.size) and H.dtype == w.dtype
-    onp.testing.assert_allclose(H, hessian(_hessian_cases(Xn, yn)[name])(w), rtol=RTOL,
-                                atol=1e-12)
+    onp.testing.assert_allclose(H, hessian(_hessian_cases(Xn, yn)[name])(w), rtol=RTOL, atol=1e-12)
 
 
 def test_hessian_graph_does_not_grow_with_the_parameter():
@@ -173,6 +175,7 @@ def test_the_seed_of_a_lazy_scalar_output_adds_no_layer():
     no layer of ones, one layer fewer for each first step on it (the negation of
     `- np.dot(y, z)`, the broadcast of the sum)."""
     from gradcy.backends import recording_computes
+
     w, X, y, Xn, yn = _data(4)
     with recording_computes() as computes:
         g = grad(loss)(w, X, y)
@@ -188,6 +191,7 @@ def test_hessian_vector_product_on_dask_data_equals_numpys(name, lazy_w):
     product of the same data; NumPy in, NumPy out (one compute), Dask in, lazy Dask out with
     the parameter's chunks."""
     from gradcy import hessian_vector_product
+
     w, X, y, Xn, yn = _data(4)
     v = onp.cos(onp.arange(w.size))
     ref = hessian_vector_product(lambda w, v: _hessian_cases(Xn, yn)[name](w))(w, v, v)
@@ -197,8 +201,9 @@ def test_hessian_vector_product_on_dask_data_equals_numpys(name, lazy_w):
         assert type(out) is type(wd) and out.chunks == wd.chunks
         out = out.compute()
     else:
-        out, graphs = _run(lambda: hessian_vector_product(
-            lambda w: _hessian_cases(X, y)[name](w))(w, v))
+        out, graphs = _run(
+            lambda: hessian_vector_product(lambda w: _hessian_cases(X, y)[name](w))(w, v)
+        )
         assert len(graphs) == 1 and type(out) is onp.ndarray
     assert out.dtype == w.dtype
     onp.testing.assert_allclose(out, ref, rtol=RTOL, atol=1e-12)
@@ -210,6 +215,7 @@ def test_hessian_vector_product_graph_smaller_than_reverse_over_reverse(monkeypa
     import gradcy._second_order as so
     from gradcy import hessian_vector_product
     from gradcy.backends import graph_size
+
     w, X, y, Xn, yn = _data(4)
     wd, vd = da.from_array(w), da.from_array(onp.cos(onp.arange(w.size)))
     forward = graph_size(hessian_vector_product(loss)(wd, X, y, vd), data=(X, y))
@@ -231,6 +237,7 @@ def test_hessian_on_dask_data_where_a_rule_refuses_a_batch():
 
     def indexed(w, X):
         return np.sum(np.exp(X @ w) * w[0]) + w[1] * w[2]
+
     for f, x in ((matrix, W), (indexed, w)):
         H, graphs = _run(lambda: hessian(f)(x, X))
         assert len(graphs) == 1, graphs

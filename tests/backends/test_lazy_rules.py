@@ -8,6 +8,7 @@ to NumPy or tests its values), the gradient is a lazy Dask array with the input'
 computed on the two-process cluster, it equals the gradient of the same program at the NumPy
 array to 1e-12 relative.
 """
+
 import os
 import traceback
 
@@ -64,12 +65,14 @@ _COND = onp.array([[True, False, True, False]] * 6)
 
 PROGRAMS = {
     "std": lambda x: np.sum(np.std(x, axis=0) * _W),
-    "std_constant_column": lambda x: np.sum(np.std(x * onp.array([1.0, 0.0, 1.0, 1.0]),
-                                                   axis=0) * _W),
+    "std_constant_column": lambda x: np.sum(
+        np.std(x * onp.array([1.0, 0.0, 1.0, 1.0]), axis=0) * _W
+    ),
     "nanstd": lambda x: np.sum(np.nanstd(x, axis=1) ** 3),
     "nanvar": lambda x: np.sum(np.nanvar(x, axis=0) * _W),
-    "average_returned": lambda x: np.sum(np.average(x, axis=0, weights=np.arange(1.0, 7.0),
-                                                    returned=True)[0] * _W),
+    "average_returned": lambda x: np.sum(
+        np.average(x, axis=0, weights=np.arange(1.0, 7.0), returned=True)[0] * _W
+    ),
     "bincount_weights": lambda x: np.sum(np.bincount(_indices(x), x[:, 0], 4) ** 2),
     "fft_padded": lambda x: np.sum(np.abs(np.fft.fft(x, 7, axis=1)) ** 2),
     "fft_truncated": lambda x: np.sum(np.real(np.fft.fft(x, 3, axis=1)) * onp.arange(3.0)),
@@ -87,22 +90,29 @@ PROGRAMS = {
     "quantile": lambda x: np.sum(np.quantile(x, _Q3, axis=0) * _W),
     "quantile_lower_ties": lambda x: np.sum(np.quantile(x, 0.3, axis=1, method="lower") ** 2),
     "quantile_axes": lambda x: np.sum(np.quantile(x, [0.25, 0.75], axis=(0, 1)) * [1.0, 3.0]),
-    "percentile_hazen": lambda x: np.sum(np.percentile(x, [10.0, 60.0], axis=0,
-                                                       method="hazen") * _W),
+    "percentile_hazen": lambda x: np.sum(
+        np.percentile(x, [10.0, 60.0], axis=0, method="hazen") * _W
+    ),
     "nanquantile": lambda x: np.sum(np.nanquantile(x, _Q3, axis=0) * _W),
-    "nanpercentile_keepdims": lambda x: np.sum(np.nanpercentile(x, 75.0, axis=1,
-                                                                keepdims=True) ** 2),
+    "nanpercentile_keepdims": lambda x: np.sum(
+        np.nanpercentile(x, 75.0, axis=1, keepdims=True) ** 2
+    ),
     # cov's weights as Dask arrays (Dask's own cov computes once: `fact <= 0`)
     "cov_fweights": lambda x: np.sum(np.cov(x, fweights=_weights_like(x, _FW)) ** 2),
     "cov_aweights": lambda x: np.sum(np.cov(x, aweights=_weights_like(x, _AW)) ** 2),
-    "cov_both_weights_ddof0": lambda x: np.sum(np.cov(x, ddof=0, fweights=_weights_like(x, _FW),
-                                                      aweights=_weights_like(x, _AW)) ** 2),
+    "cov_both_weights_ddof0": lambda x: np.sum(
+        np.cov(x, ddof=0, fweights=_weights_like(x, _FW), aweights=_weights_like(x, _AW)) ** 2
+    ),
     # scipy.signal.convolve: the windows' adjoint, and scipy's form on Dask
-    "convolve_axes": lambda x: np.sum(_signal().convolve(x, onp.arange(6.0).reshape(2, 3),
-                                                         axes=([0, 1], [0, 1])) ** 2),
-    "convolve_valid_dot": lambda x: np.sum(_signal().convolve(
-        x, onp.arange(8.0).reshape(2, 4), axes=([0], [0]), dot_axes=([1], [1]),
-        mode="valid") ** 2),
+    "convolve_axes": lambda x: np.sum(
+        _signal().convolve(x, onp.arange(6.0).reshape(2, 3), axes=([0, 1], [0, 1])) ** 2
+    ),
+    "convolve_valid_dot": lambda x: np.sum(
+        _signal().convolve(
+            x, onp.arange(8.0).reshape(2, 4), axes=([0], [0]), dot_axes=([1], [1]), mode="valid"
+        )
+        ** 2
+    ),
     "convolve_same": lambda x: np.sum(_signal().convolve(x, onp.ones((3, 2)), "same") ** 2),
     # diagonal and trace: the cotangent on the diagonal of a padded square (no item writes)
     "diagonal_trace": lambda x: np.trace(x, offset=-2),
@@ -119,8 +129,9 @@ PROGRAMS = {
     "take_getitem_columns": lambda x: np.sum(x[..., [3, 1, 1]] ** 2),
     "take_compress": lambda x: np.sum(np.compress([True, False, True, True], x, axis=1) ** 2),
     "take_gradient": lambda x: np.sum(np.gradient(x, axis=0) ** 2),
-    "take_select_numpy_conditions": lambda x: np.sum(np.select(
-        [_COND, ~_COND], [x, x ** 2], 0.0) ** 2),
+    "take_select_numpy_conditions": lambda x: np.sum(
+        np.select([_COND, ~_COND], [x, x**2], 0.0) ** 2
+    ),
     # cumprod: no test for zeros (the rule with zeros, equal to the one without where none)
     "cumprod": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
     "cumprod_zeros": lambda x: np.sum(np.cumprod(x, axis=0) * _ARANGE),
@@ -149,21 +160,46 @@ def _written_softmax(x):
     e = np.exp(x - np.max(x, axis=1, keepdims=True))
     return e / np.sum(e, axis=1, keepdims=True)
 
+
 # chunks of the Dask input other than (3, 4)
-_CHUNKS = {name: (3, 2) for name in PROGRAMS
-           if name.startswith(("median", "nanmedian", "quantile", "percentile", "nanquantile",
-                               "nanpercentile", "cov", "convolve", "diagonal",
-                               "repeat", "cumprod", "nancumprod", "take", "max", "min",
-                               "nanmax", "nanmin", "ptp", "prod", "nanprod", "nanmean"))}
+_CHUNKS = {
+    name: (3, 2)
+    for name in PROGRAMS
+    if name.startswith(
+        (
+            "median",
+            "nanmedian",
+            "quantile",
+            "percentile",
+            "nanquantile",
+            "nanpercentile",
+            "cov",
+            "convolve",
+            "diagonal",
+            "repeat",
+            "cumprod",
+            "nancumprod",
+            "take",
+            "max",
+            "min",
+            "nanmax",
+            "nanmin",
+            "ptp",
+            "prod",
+            "nanprod",
+            "nanmean",
+        )
+    )
+}
 # graphs Dask's own forward computes (numpy.cov on Dask tests `fact <= 0`); the rules add none
 _DASK_FORWARD_COMPUTES = {"cov_fweights": 1, "cov_aweights": 1, "cov_both_weights_ddof0": 1}
 
 
 def _data(name):
     x = onp.random.RandomState(7).standard_normal((6, 4))
-    if "ties" in name:                  # equal entries in every column and most rows
+    if "ties" in name:  # equal entries in every column and most rows
         x = onp.round(x)
-    if "zeros" in name:                 # two zeros in column 1, one in column 3 and row 3
+    if "zeros" in name:  # two zeros in column 1, one in column 3 and row 3
         x[2, 1] = x[4, 1] = x[3, 3] = 0.0
     if name.startswith("nan"):
         x[1, 2] = onp.nan
@@ -188,7 +224,7 @@ def test_rule_keeps_dask_lazy(name, dask_client):
     assert count == forward, f"{name}: Dask computed {count - forward} graph(s) in the rules"
     assert isinstance(g, da.Array) and g.chunks == xd.chunks and g.dtype == xd.dtype
     expected = grad(f)(xn)
-    got = dask_client.compute(g).result()      # on the two-process cluster
+    got = dask_client.compute(g).result()  # on the two-process cluster
     assert type(got) is onp.ndarray and type(expected) is onp.ndarray
     onp.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-300)
 
@@ -213,14 +249,16 @@ SECOND_ORDER = {
     "median": lambda x: np.median(x, axis=0) ** 3,
     "nanmedian_ties": lambda x: np.nanmedian(x, axis=1) ** 3,
     "quantile": lambda x: np.quantile(x, [0.2, 0.7], axis=0) ** 3,
-    "nanpercentile_weibull": lambda x: np.nanpercentile(x, [20.0, 70.0], axis=1,
-                                                        method="weibull") ** 3,
+    "nanpercentile_weibull": lambda x: (
+        np.nanpercentile(x, [20.0, 70.0], axis=1, method="weibull") ** 3
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SECOND_ORDER))
 def test_jvp_and_hvp_stay_lazy(name):
     from gradcy import make_jvp
+
     f = SECOND_ORDER[name]
     xn, vn = _data(name), onp.random.RandomState(8).standard_normal((6, 4))
     xd, vd = da.from_array(xn, chunks=(3, 2)), da.from_array(vn, chunks=(3, 2))
@@ -245,6 +283,7 @@ def test_quantile_gradient_in_q_of_dask_data(fun):
 
     def f(q, x):
         return np.sum(fun(x, q, axis=0) ** 2 * _W)
+
     count, gq = _count_computes(lambda q: grad(f)(q, xd), q)
     assert count == 1 and type(gq) is onp.ndarray
     onp.testing.assert_allclose(gq, grad(f)(q, xn), rtol=RTOL)
@@ -253,17 +292,26 @@ def test_quantile_gradient_in_q_of_dask_data(fun):
 def test_eigvals_of_dask_refuses():
     """Dask has no eig: eigvals' rule would compute the matrix's eigenvectors in memory."""
     xd = da.from_array(_data("eigvals")[:4], chunks=2)
-    with pytest.warns(FutureWarning), pytest.raises(
-            NotImplementedError, match=r"gradcy\.numpy\.linalg\.eigvals: no gradient for "
-                                       r"argument 0 \(a\) as a dask\.array.*a\.compute\(\)"):
+    with (
+        pytest.warns(FutureWarning),
+        pytest.raises(
+            NotImplementedError,
+            match=r"gradcy\.numpy\.linalg\.eigvals: no gradient for "
+            r"argument 0 \(a\) as a dask\.array.*a\.compute\(\)",
+        ),
+    ):
         grad(lambda x: np.sum(np.real(np.linalg.eigvals(x))))(xd)
 
 
-@pytest.mark.parametrize("fun", [
-    lambda x: np.sum(np.median(x, axis=0) ** 2),
-    lambda x: np.sum(np.quantile(x, [0.3, 0.6], axis=1) ** 2),
-    lambda x: np.sum(np.nanpercentile(x, 40.0, axis=0, method="nearest") ** 2),
-], ids=["median", "quantile", "nanpercentile_nearest"])
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda x: np.sum(np.median(x, axis=0) ** 2),
+        lambda x: np.sum(np.quantile(x, [0.3, 0.6], axis=1) ** 2),
+        lambda x: np.sum(np.nanpercentile(x, 40.0, axis=0, method="nearest") ** 2),
+    ],
+    ids=["median", "quantile", "nanpercentile_nearest"],
+)
 def test_order_statistics_float32_dask(fun):
     """float32 in, float32 out: the weights of each block are made in the input's dtype."""
     xn = _data("float32").astype(onp.float32)
@@ -275,19 +323,26 @@ def test_order_statistics_float32_dask(fun):
     onp.testing.assert_array_equal(g.compute(), expected)
 
 
-@pytest.mark.parametrize("fun", [
-    lambda x: np.sum(np.select([x > 0.5, x < -0.5], [x, x ** 2], 0.0)),
-    lambda x: np.sum(np.extract(x > 0, x)),
-    lambda x: np.sum(np.choose((x > 0).astype(int), [x, x ** 2])),
-], ids=["select", "extract", "choose"])
+@pytest.mark.parametrize(
+    "fun",
+    [
+        lambda x: np.sum(np.select([x > 0.5, x < -0.5], [x, x**2], 0.0)),
+        lambda x: np.sum(np.extract(x > 0, x)),
+        lambda x: np.sum(np.choose((x > 0).astype(int), [x, x**2])),
+    ],
+    ids=["select", "extract", "choose"],
+)
 def test_selection_by_dask_values_refuses(fun):
     """Positions chosen by Dask values (conditions, indices): the derivative would scatter to
     positions Dask has not computed; a clear error naming the function and the fixes (was a
     TypeError from inside numpy.add.at)."""
     xd = da.from_array(_data("select"), chunks=(3, 2))
-    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.(select|extract|choose): the "
-                                                  r"positions .* depend on Dask values.*"
-                                                  r"gradcy\.numpy\.where"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"gradcy\.numpy\.(select|extract|choose): the "
+        r"positions .* depend on Dask values.*"
+        r"gradcy\.numpy\.where",
+    ):
         grad(fun)(xd)
 
 
@@ -296,16 +351,17 @@ def test_scatter_add_of_dask_refuses():
     read (numpy.add.at), which Dask has not: a clear error, not Dask's TypeError from inside
     add.at."""
     xd = da.from_array(_data("diag"), chunks=(3, 2))
-    with pytest.raises(NotImplementedError, match=r"gradcy\.numpy\.untake \(the VJP of take, "
-                                                  r".*numpy\.add\.at.*one such integer array"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"gradcy\.numpy\.untake \(the VJP of take, "
+        r".*numpy\.add\.at.*one such integer array",
+    ):
         grad(lambda x: np.sum(np.diag(x) ** 2))(xd)
-
-
 
 
 _D = onp.random.RandomState(9).standard_normal((6, 6))
 _D1 = onp.random.RandomState(10).standard_normal(72)
-DATA_PROGRAMS = {      # (program of a NumPy x and data d, data); Dask's repeat takes neither form
+DATA_PROGRAMS = {  # (program of a NumPy x and data d, data); Dask's repeat takes neither form
     "repeat_array_repeats": (lambda x, d: np.sum(np.repeat(x, [1, 0, 3, 2], axis=1) ** 2 * d), _D),
     "repeat_flat": (lambda x, d: np.sum(np.repeat(x, 3) * d), _D1),
 }
@@ -320,10 +376,16 @@ def test_numpy_input_dask_data_computes_once(name):
     xn = _data(name)
     starts = []
 
-    class Sites(Callback):          # the function of gradcy.backends each compute starts from
+    class Sites(Callback):  # the function of gradcy.backends each compute starts from
         def _start(self, dsk):
-            starts.append([fr.name for fr in traceback.extract_stack()
-                           if fr.filename.endswith(os.path.join("gradcy", "backends.py"))])
+            starts.append(
+                [
+                    fr.name
+                    for fr in traceback.extract_stack()
+                    if fr.filename.endswith(os.path.join("gradcy", "backends.py"))
+                ]
+            )
+
     with dask.config.set(scheduler="sync"), Sites():
         g = grad(lambda x: f(x, dd))(xn)
     assert starts == [["compute_pending"]] and type(g) is onp.ndarray

@@ -2,6 +2,7 @@
 ``# E: text`` must get an error whose message holds ``text``, and no other line may get one.
 Without gradcy's annotations (grad typed as returning Any) these lines pass unnoticed. The texts
 leave out what NumPy's stubs spell differently between versions (an array's shape type)."""
+
 from typing import Any
 
 import numpy as onp
@@ -21,7 +22,7 @@ def loss(w: Array, scale: float) -> onp.floating[Any]:
 
 @primitive
 def cube(x: float) -> float:
-    return x ** 3
+    return x**3
 
 
 w = np.ones(3)

@@ -11,6 +11,7 @@ directory with no configuration file (a user's defaults plus --strict), so the g
 checks against is the installed one, not the source tree; its cache is kept in
 build/mypy-cache/user (or $GRADCY_MYPY_CACHE) to make runs after the first fast.
 """
+
 import argparse
 import os
 import pathlib
@@ -23,7 +24,7 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 GOOD, BAD = HERE / "user_program.py", HERE / "bad_program.py"
 ERROR = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<msg>.*)$")
-MARK = re.compile(r"\S  # E: (?P<text>.*)$")     # (after code, two spaces)
+MARK = re.compile(r"\S  # E: (?P<text>.*)$")  # (after code, two spaces)
 
 
 def expected(path):
@@ -38,10 +39,22 @@ def expected(path):
 
 def main():
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
-    cache = os.environ.get("GRADCY_MYPY_CACHE",
-                           str(HERE.parents[1] / "build" / "mypy-cache" / "user"))
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file=", "--no-error-summary",
-           "--show-absolute-path", "--cache-dir", cache, str(GOOD), str(BAD)]
+    cache = os.environ.get(
+        "GRADCY_MYPY_CACHE", str(HERE.parents[1] / "build" / "mypy-cache" / "user")
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--config-file=",
+        "--no-error-summary",
+        "--show-absolute-path",
+        "--cache-dir",
+        cache,
+        str(GOOD),
+        str(BAD),
+    ]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         run = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True)
@@ -53,20 +66,32 @@ def main():
         m = ERROR.match(line)
         if m:
             errors.setdefault((m.group("path"), int(m.group("line"))), []).append(m.group("msg"))
-    problems = [f"{path}:{line}: {msg}" for (path, line), msgs in sorted(errors.items())
-                for msg in msgs if path == str(GOOD)]
+    problems = [
+        f"{path}:{line}: {msg}"
+        for (path, line), msgs in sorted(errors.items())
+        for msg in msgs
+        if path == str(GOOD)
+    ]
     for line, text in expected(BAD).items():
         msgs = errors.pop((str(BAD), line), [])
         if not any(text in msg for msg in msgs):
             problems.append(f"{BAD}:{line}: expected an error holding {text!r}, got {msgs}")
-    problems += [f"{path}:{line}: unexpected error: {msg}"
-                 for (path, line), msgs in sorted(errors.items()) if path == str(BAD)
-                 for msg in msgs]
+    problems += [
+        f"{path}:{line}: unexpected error: {msg}"
+        for (path, line), msgs in sorted(errors.items())
+        if path == str(BAD)
+        for msg in msgs
+    ]
     if problems:
-        sys.exit("typing: mypy --strict on tests/typing/ did not give what it must:\n  "
-                 + "\n  ".join(problems) + f"\n(command: {' '.join(cmd)})")
-    print(f"typing: mypy --strict: {GOOD.name} clean, {len(expected(BAD))} errors of "
-          f"{BAD.name} found ({took:.1f} s)")
+        sys.exit(
+            "typing: mypy --strict on tests/typing/ did not give what it must:\n  "
+            + "\n  ".join(problems)
+            + f"\n(command: {' '.join(cmd)})"
+        )
+    print(
+        f"typing: mypy --strict: {GOOD.name} clean, {len(expected(BAD))} errors of "
+        f"{BAD.name} found ({took:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Every function of gradcy's public API is annotated (its parameters and its return), so that
 a user's `mypy --strict` sees types, not untyped calls (tests/typing/check.py runs mypy on a
 user's program; this names an unannotated public function directly, without mypy)."""
+
 import inspect
 import typing
 
@@ -31,8 +32,9 @@ def _missing(fun):
     sigs = sigs or [inspect.signature(fun)]
     missing = []
     for sig in sigs:
-        missing += [p.name for p in sig.parameters.values()
-                    if p.annotation is inspect.Parameter.empty]
+        missing += [
+            p.name for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty
+        ]
         if sig.return_annotation is inspect.Signature.empty:
             missing.append("return")
     return sorted(set(missing))
@@ -46,5 +48,6 @@ def test_public_function_is_annotated(fun):
 def test_the_check_sees_an_unannotated_function():
     def f(x, y: int):
         return y
+
     assert _missing(f) == ["return", "x"]
     assert len(list(_public_functions())) > 30

@@ -1,4 +1,5 @@
 """The program tests/typing/check.py type-checks runs, and computes what it should."""
+
 import runpy
 from pathlib import Path
 
@@ -15,5 +16,4 @@ def test_user_program_runs():
     w = onp.zeros(3)
     # the loss's gradient by hand: mean over rows of (sigmoid(x w) - y) x
     expected = ((1.0 / (1.0 + onp.exp(-(x @ w))) - y)[:, None] * x).mean(axis=0)
-    onp.testing.assert_allclose(program["grad"](program["loss"])(w, x, y), expected,
-                                rtol=1e-12)
+    onp.testing.assert_allclose(program["grad"](program["loss"])(w, x, y), expected, rtol=1e-12)

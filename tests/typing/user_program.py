@@ -8,6 +8,7 @@ It must type-check as written, and the types mypy infers are asserted with asser
 change that loses them (grad typed as returning Any) fails (tests/typing/check.py); it runs in
 the test suite too (tests/typing/test_user_program.py), so that it stays a working program.
 """
+
 import sys
 from typing import Any
 
@@ -22,8 +23,16 @@ else:
 import gradcy
 import gradcy.memory
 import gradcy.numpy as np
-from gradcy import (checkpoint, elementwise_grad, grad, hessian, jacobian, make_jvp, make_vjp,
-                    value_and_grad)
+from gradcy import (
+    checkpoint,
+    elementwise_grad,
+    grad,
+    hessian,
+    jacobian,
+    make_jvp,
+    make_vjp,
+    value_and_grad,
+)
 from gradcy.extend import defjvp, defvjp, primitive
 from gradcy.misc import flatten
 from gradcy.misc.optimizers import adam
@@ -64,15 +73,15 @@ def main() -> None:
     y: Array = (rng.random(20) > 0.5).astype(onp.float64)
     w: Array = np.zeros(3)
 
-    check_grads(softplus, modes=["fwd", "rev"], order=2)(x[0])   # the rules vs differences
+    check_grads(softplus, modes=["fwd", "rev"], order=2)(x[0])  # the rules vs differences
     g = grad(loss)(w, x, y)
     assert_type(g, Array)
     value, g2 = value_and_grad(loss)(w, x, y)
     assert_type(value, onp.floating[Any])
     assert_type(g2, Array)
-    gx = grad(loss, 1)(w, x, y)           # another argument: typed Any
+    gx = grad(loss, 1)(w, x, y)  # another argument: typed Any
     gw, gx2 = grad(loss, (0, 1))(w, x, y)
-    for _ in range(5):                      # a few steps of gradient descent
+    for _ in range(5):  # a few steps of gradient descent
         w = w - 0.5 * grad(loss)(w, x, y)
 
     assert_type(elementwise_grad(np.tanh)(w), Any)
@@ -90,9 +99,19 @@ def main() -> None:
     prof = gradcy.memory.profile(loss)(w, x, y)
     top = prof.top_site()
     peak: int = gradcy.memory.stats()["peak_saved_bytes"]
-    print(f"loss {value:.4f}, gradient {g}, peak {peak} bytes, top site {top}",
-          gx.shape, gw.shape, gx2.shape, out, tangent, h.shape, jac.shape, prof.summary(),
-          unflatten(flat)["b"], w_fit)
+    print(
+        f"loss {value:.4f}, gradient {g}, peak {peak} bytes, top site {top}",
+        gx.shape,
+        gw.shape,
+        gx2.shape,
+        out,
+        tangent,
+        h.shape,
+        jac.shape,
+        prof.summary(),
+        unflatten(flat)["b"],
+        w_fit,
+    )
 
 
 if __name__ == "__main__":

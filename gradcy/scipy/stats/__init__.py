@@ -11,6 +11,7 @@ Each is a primitive named by its path (gradcy.scipy.stats.norm.cdf) that calls S
 value. Parameters without a rule (e.g. the df of t.cdf, the a and b of beta.cdf) raise
 MissingVJPError / MissingJVPError when a derivative reaches them, as in autograd.
 """
+
 from .. import _import_scipy
 
 _import_scipy("scipy.stats")

@@ -1,6 +1,7 @@
 """What the distribution modules share: SciPy's functions of a distribution as primitives, and
 the registration of their rules (from elementwise partial derivatives; a density's from its
 log-density's)."""
+
 from typing import NamedTuple
 
 from .. import _import_scipy
@@ -23,8 +24,12 @@ def scipy_functions(module, names, params):
     out = []
     for name in names.split():
         ns = {"__name__": module, "_scipy": getattr(dist, name)}
-        exec(compile(f"def {name}({params}):\n    return _scipy({call})\n",
-                     f"<{module}.{name}>", "exec"), ns)
+        exec(
+            compile(
+                f"def {name}({params}):\n    return _scipy({call})\n", f"<{module}.{name}>", "exec"
+            ),
+            ns,
+        )
         fun = ns[name]
         fun.__doc__ = f"scipy.stats.{family}.{name}({call})"
         out.append(primitive(fun, f"{module}.{name}"))
@@ -34,6 +39,7 @@ def scipy_functions(module, names, params):
 class Rules(NamedTuple):
     """A function's VJPs (direct form) and JVPs, one each per argument in argnums (default 0,
     1, ...)."""
+
     vjps: list
     jvps: list
     argnums: tuple = None
@@ -62,8 +68,9 @@ def partials(ds, argnums=None, reads_ans=False):
     is ds[j](*args, **kwargs), or ds[j](ans, *args, **kwargs) with reads_ans."""
     nums = range(len(ds)) if argnums is None else argnums
     ds = ds if reads_ans else [_of_args(d) for d in ds]
-    return Rules([_partial_vjp(d, i) for d, i in zip(ds, nums)], [_partial_jvp(d) for d in ds],
-                 argnums)
+    return Rules(
+        [_partial_vjp(d, i) for d, i in zip(ds, nums)], [_partial_jvp(d) for d in ds], argnums
+    )
 
 
 def negated(d):
@@ -89,5 +96,8 @@ def density_rules(logpdf, pdf, r, save):
     enters logpdf's VJPs as g * pdf, and pdf's tangent is pdf times logpdf's. Within pdf's
     rules, logpdf's see pdf's output as ans: they may read it only for its shape."""
     rules(logpdf, r, save)
-    rules(pdf, Rules([_density_vjp(v) for v in r.vjps], [_density_jvp(j) for j in r.jvps],
-                     r.argnums), ("ans",) + tuple(save))
+    rules(
+        pdf,
+        Rules([_density_vjp(v) for v in r.vjps], [_density_jvp(j) for j in r.jvps], r.argnums),
+        ("ans",) + tuple(save),
+    )

@@ -3,6 +3,7 @@
 Values come from scipy.stats.beta. pdf and logpdf are differentiable in x, a and b; cdf in x only
 (a derivative reaching a or b raises, as in autograd).
 """
+
 from ...numpy import _wrap as anp
 from ..special import psi
 from ._dist import density_rules, partials, rules, scipy_functions
@@ -30,4 +31,5 @@ rules(cdf, partials([pdf]), save=(0, 1, 2))
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

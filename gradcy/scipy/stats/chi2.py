@@ -4,6 +4,7 @@ Values come from scipy.stats.chi2. pdf and logpdf are differentiable in x and df
 (a derivative reaching df raises). Unlike autograd, whose x-derivative of the density is zero
 for non-integer df, the rules hold for every df > 0.
 """
+
 import math
 
 from ...numpy import _wrap as anp
@@ -31,4 +32,5 @@ rules(cdf, partials([pdf]), save=(0, 1))
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

@@ -5,6 +5,7 @@ first axis, shape (K,) or (K, N) (N points), or K - 1 components with the last o
 (1 - sum). The x-derivative is the derivative of the formula; note that SciPy rejects points off
 the simplex, so only its component along the simplex is observable numerically.
 """
+
 import numpy as _onp
 
 from .. import _import_scipy
@@ -78,4 +79,5 @@ density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_alpha], [_jvp_x, _jvp_alpha]), sa
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

@@ -3,6 +3,7 @@
 Values come from scipy.stats.gamma. pdf and logpdf are differentiable in x and a; cdf in x only
 (a derivative reaching a raises, as in autograd).
 """
+
 from ...numpy import _wrap as anp
 from ..special import psi
 from ._dist import density_rules, partials, rules, scipy_functions
@@ -26,4 +27,5 @@ rules(cdf, partials([pdf]), save=(0, 1))
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

@@ -7,6 +7,7 @@ and cov; the cov derivative is the symmetric one (SciPy reads one triangle of co
 form cov was given in (its trace for a scalar, its diagonal for a vector). allow_singular=True has
 no derivatives.
 """
+
 import numpy as _onp
 
 from ...numpy import linalg as _la
@@ -51,9 +52,11 @@ def _cov_cotangent(G, cov, d):
 
 def _check(allow_singular):
     if allow_singular:
-        raise NotImplementedError(f"{__name__}: no derivative with respect to cov with "
-                                  f"allow_singular=True (the density is not differentiable at "
-                                  f"a singular covariance)")
+        raise NotImplementedError(
+            f"{__name__}: no derivative with respect to cov with "
+            f"allow_singular=True (the density is not differentiable at "
+            f"a singular covariance)"
+        )
 
 
 def _parts(x, mean, cov, allow_singular):
@@ -107,8 +110,9 @@ def _jvp_cov(t, ans, x, mean=None, cov=1, allow_singular=False):
     return anp.reshape(out, _onp.shape(ans))
 
 
-density_rules(logpdf, pdf, Rules([_vjp_x, _vjp_mean, _vjp_cov], [_jvp_x, _jvp_mean, _jvp_cov]),
-              save=(0, 1, 2))
+density_rules(
+    logpdf, pdf, Rules([_vjp_x, _vjp_mean, _vjp_cov], [_jvp_x, _jvp_mean, _jvp_cov]), save=(0, 1, 2)
+)
 
 
 # entropy = log det(2 pi e cov) / 2: d/dcov = inv(cov) / 2; the mean does not enter
@@ -130,4 +134,5 @@ defjvp(entropy, None, _entropy_jvp_cov)
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)

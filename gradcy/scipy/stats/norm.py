@@ -3,11 +3,13 @@
 Values come from scipy.stats.norm; every argument is differentiable. With z = (x - loc)/scale
 and any F(x, loc, scale) = G(z) / scale**k: dF/dloc = -dF/dx, which the rules use throughout.
 """
+
 from ...numpy import _wrap as anp
 from ._dist import density_rules, negated, partials, rules, scipy_functions, standardized
 
 pdf, cdf, sf, logpdf, logcdf, logsf = scipy_functions(
-    __name__, "pdf cdf sf logpdf logcdf logsf", "x, loc=0.0, scale=1.0")
+    __name__, "pdf cdf sf logpdf logcdf logsf", "x, loc=0.0, scale=1.0"
+)
 
 
 def _loc_scale(dx, dscale, reads_ans=False):
@@ -34,18 +36,26 @@ density_rules(logpdf, pdf, _loc_scale(_logpdf_dx, _logpdf_dscale), save=(0, 1, 2
 def _dist_rules(prim, w, save):
     def dscale(ans, x, loc=0.0, scale=1.0):
         return -w(ans, x, loc, scale) * standardized(x, loc, scale)
+
     rules(prim, _loc_scale(w, dscale, reads_ans=True), save=save)
 
 
 _dist_rules(cdf, lambda ans, *args, **kwargs: pdf(*args, **kwargs), save=(0, 1, 2))
 _dist_rules(sf, lambda ans, *args, **kwargs: -pdf(*args, **kwargs), save=(0, 1, 2))
-_dist_rules(logcdf, lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs) - ans),
-            save=("ans", 0, 1, 2))
-_dist_rules(logsf, lambda ans, *args, **kwargs: -anp.exp(logpdf(*args, **kwargs) - ans),
-            save=("ans", 0, 1, 2))
+_dist_rules(
+    logcdf,
+    lambda ans, *args, **kwargs: anp.exp(logpdf(*args, **kwargs) - ans),
+    save=("ans", 0, 1, 2),
+)
+_dist_rules(
+    logsf,
+    lambda ans, *args, **kwargs: -anp.exp(logpdf(*args, **kwargs) - ans),
+    save=("ans", 0, 1, 2),
+)
 
 
 def __getattr__(name):
     # autograd's rule names for this module (grad_*, ...), added on first lookup
     from gradcy._autograd_rules import autograd_name
+
     return autograd_name(__name__, name)
