@@ -355,11 +355,31 @@ cdef object _match_softmax(Primitive prim, Tape top, ParentRef* refs, int32_t nr
     return _fused(refs, _unshift(top, z, axis), _softmax, ans, (_meta_of(ans), axis))
 
 
+cdef object _log_sum_exp(Tape top, Py_ssize_t lg, bint keepdims_only, object ans,
+                         Py_ssize_t* e_out, Py_ssize_t* z_out):
+    """Node lg is log(sum(exp(z), axis, ...)) (the sum's call as _reduction_axis reads it, z of
+    ans's dtype as _exp_of reads it): the axis, with exp's index in e_out and z's in z_out;
+    _NOT_A_REDUCTION otherwise. The one walk of logsumexp's and log-softmax's matchers."""
+    cdef Py_ssize_t s = _unary(top, lg, _log), e, z
+    if s < 0:
+        return _NOT_A_REDUCTION
+    axis = _reduction_axis(top, s, _sum, keepdims_only)     # (its parent is read)
+    if axis is _NOT_A_REDUCTION:
+        return axis
+    e = _parent(top, s, 0)
+    z = _exp_of(top, e, ans)
+    if z < 0:
+        return _NOT_A_REDUCTION
+    e_out[0] = e
+    z_out[0] = z
+    return axis
+
+
 cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs,
                              tuple uargs, object ans):
     """add(log(s), m) or add(m, log(s)): s = sum(exp(x - m), axis, keepdims=True),
     m = max(x, axis, keepdims=True) -> logsumexp(x, axis) saving exp(x - m) and s."""
-    cdef Py_ssize_t lg, m, s, e, z, x, m2 = -1
+    cdef Py_ssize_t lg, m, e, z, x, m2 = -1
     cdef int k
     if nrefs != 2 or PyTuple_GET_SIZE(uargs) != 2:
         return None
@@ -370,15 +390,8 @@ cdef object _match_logsumexp(Primitive prim, Tape top, ParentRef* refs, int32_t 
     else:
         return None
     lg, m = refs[k].node, refs[1 - k].node
-    s = _unary(top, lg, _log)
-    if s < 0:
-        return None
-    axis = _reduction_axis(top, s, _sum, True)      # (s is a sum node: its parent is read)
+    axis = _log_sum_exp(top, lg, True, ans, &e, &z)
     if axis is _NOT_A_REDUCTION:
-        return None
-    e = _parent(top, s, 0)
-    z = _exp_of(top, e, ans)
-    if z < 0:
         return None
     x = _binary(top, z, _subtract, &m2)
     if x < 0 or m2 != m or not PyObject_RichCompareBool(
@@ -405,7 +418,7 @@ cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_
     """subtract(x, l): l = logsumexp(x, axis) (a fused record) -> log_softmax(x, axis);
     l = log(sum(exp(z), axis, keepdims=True)) with z the first operand -> log_softmax(z or
     x, axis)."""
-    cdef Py_ssize_t z, lg, s, e, parent
+    cdef Py_ssize_t z, lg, e, z2, parent
     if (nrefs != 2 or refs[0].argnum != 0 or refs[1].argnum != 1
             or PyTuple_GET_SIZE(uargs) != 2):
         return None
@@ -419,14 +432,8 @@ cdef object _match_log_softmax(Primitive prim, Tape top, ParentRef* refs, int32_
         if not (_stock_rules(_subtract) and _stock_rules(_logsumexp)):
             return None
         return _fused(refs, z, _log_softmax, ans, (_meta_of(ans), axis))
-    s = _unary(top, lg, _log)
-    if s < 0:
-        return None
-    axis = _reduction_axis(top, s, _sum, False)     # (s is a sum node: its parent is read)
-    if axis is _NOT_A_REDUCTION:
-        return None
-    e = _parent(top, s, 0)
-    if _exp_of(top, e, ans) != z:
+    axis = _log_sum_exp(top, lg, False, ans, &e, &z2)
+    if axis is _NOT_A_REDUCTION or z2 != z:
         return None
     if not (_stock_rules(_subtract) and _stock_rules(_log) and _stock_rules(_sum)
             and _stock_rules(_exp)):
