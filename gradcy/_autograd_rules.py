@@ -34,7 +34,8 @@ from .numpy._util import unbroadcast as _unbroadcast
 from .numpy._wrap import wrap_namespace
 from .numpy.numpy_boxes import ArrayBox
 from .test_util import check_grads
-from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, primitive
+from .registry import def_linear, defjvp, defjvp_argnum, defvjp, defvjp_argnum, defvjp_argnums
+from .registry import primitive
 from .tracer import register_notrace
 from .util import func
 from .vspace import SparseObject, vspace
@@ -594,6 +595,7 @@ def _scipy_integrate(mod):
     return dict(
         grad_odeint=grad_odeint,
         argnums_unpack=argnums_unpack,
+        defvjp_argnums=defvjp_argnums,
         flatten=flatten,
         make_vjp=make_vjp,
         tuple=atuple,
@@ -609,6 +611,7 @@ def _scipy_linalg(mod):
     return dict(
         grad_solve_triangular=vjp_maker(mod.solve_triangular, 1),
         grad_solve_banded=grad_solve_banded,
+        defvjp_argnums=defvjp_argnums,
         test=scipy.linalg.test,
         wrap_namespace=wrap_namespace,
     )

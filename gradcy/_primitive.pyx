@@ -274,9 +274,12 @@ cdef class Primitive:
 
     @property
     def vjp_argnums(self):
-        """The maker(argnums, ans, args, kwargs) -> vjp(g) registered for all arguments,
-        or None."""
-        return self.vjp.maker if type(self.vjp) is JointVJP else None
+        """The rule of all arguments in autograd's form, maker(argnums, ans, args, kwargs) ->
+        vjp(g) (a view of the registered rule); None for per-argument rules and an in-place
+        write's rule."""
+        if type(self.vjp) is not JointVJP or self.vjp.writes:
+            return None
+        return (<JointVJP>self.vjp).as_maker()
 
     def set_saved(self, save):
         """Declare what the VJPs read: an iterable of 'ans' and argument positions, or None for

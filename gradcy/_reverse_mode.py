@@ -31,7 +31,7 @@ from ._tracing import (
 )
 from ._tracing import VJP
 from ._typing import A, ArgNum, P, R, Recompute, T
-from .registry import defjvp_argnums, defvjp_argnums, primitive
+from .registry import defjvp_argnums, defvjp_argnums_direct, primitive
 from .wrap_util import _check_argnum, wrap_nary_f
 
 
@@ -649,17 +649,14 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
             _check_untraced_output(out, name)
         return out
 
-    def vjp_argnums(argnums, ans, args, kwargs):
-        def vjp(g):
-            try:
-                inner, _ = _trace(run, args, kwargs, tuple(argnums), "checkpoint", consume=True)
-            except RuntimeError as e:
-                if "backward pass runs" not in str(e):
-                    raise
-                raise RuntimeError(_hidden_traced_message(name)) from e
-            return inner(g)
-
-        return vjp
+    def vjp(argnums, g, g_owned, ans, args, kwargs):
+        try:
+            inner, _ = _trace(run, args, kwargs, tuple(argnums), "checkpoint", consume=True)
+        except RuntimeError as e:
+            if "backward pass runs" not in str(e):
+                raise
+            raise RuntimeError(_hidden_traced_message(name)) from e
+        return inner(g)
 
     def jvp_argnums(argnums, gs, ans, args, kwargs):
         argnums = tuple(argnums)
@@ -669,7 +666,7 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
 
     wrapped = primitive(run, f"checkpoint({name})")
     wrapped.guard_args = True  # (run is gradcy's, the function it runs the user's)
-    defvjp_argnums(wrapped, vjp_argnums, save=("args",))
+    defvjp_argnums_direct(wrapped, vjp, save=("args",))
     defjvp_argnums(wrapped, jvp_argnums)
 
     def checkpointed(*args, **kwargs):

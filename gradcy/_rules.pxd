@@ -32,7 +32,6 @@ cdef class JointVJP(VJP):
     # one rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
     # per argnum (g_owned: fn may overwrite g)
     cdef readonly object fn
-    cdef readonly object maker        # what was registered (defvjp_argnums' maker), for views
 
 
 cdef class ElementwiseRule:

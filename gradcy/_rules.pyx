@@ -402,23 +402,42 @@ cdef class ArgnumVJP(VJP):
         return tuple(out)
 
 
-def maker_rule(maker, bint dense_containers=False):
-    """A VJP maker(ans, *args, **kwargs) -> vjp(g) as a rule(g, ans, *args, **kwargs) of an
-    ArgnumVJP (compiled: cheaper to call than the same closure in Python). dense_containers (a
-    maker written for autograd's API): the cotangent of a container output reaches it as
-    autograd's VJPs get it (gradcy.vspace.container_cotangent), not with None for zeros."""
-    if dense_containers:
+# gradcy.vspace's, imported on the first call of a maker's rule (gradcy.vspace imports the core)
+cdef object _SparseObject = None
+cdef object _container_cotangent = None
+
+
+cdef object _as_autograd_gives(object g, object ans):
+    """The cotangent g of ans as autograd's VJPs get it: a container's dense, of the output's
+    type (gradcy.vspace.container_cotangent), not with gradcy's None for zero elements."""
+    global _SparseObject, _container_cotangent
+    if _container_cotangent is None:
         from gradcy.vspace import SparseObject, container_cotangent
+        _SparseObject, _container_cotangent = SparseObject, container_cotangent
+    if type(g) is list or type(g) is tuple or type(g) is dict or type(g) is _SparseObject:
+        return _container_cotangent(g, ans)
+    return g
 
-        def dense_rule(g, ans, *args, **kwargs):
-            if (type(g) is list or type(g) is tuple or type(g) is dict
-                    or type(g) is SparseObject):
-                g = container_cotangent(g, ans)
-            return maker(ans, *args, **kwargs)(g)
-        return dense_rule
 
+# gradcy's own rules are registered in the direct forms (ArgnumVJP's rules, JointVJP's fn): a
+# rule registered in a maker form of autograd's API (defvjp, defvjp_argnum, defvjp_argnums) is
+# written for autograd (a user's, or a library's such as PennyLane's), and gets its cotangents
+# as autograd gives them
+def maker_rule(maker):
+    """A VJP maker(ans, *args, **kwargs) -> vjp(g) (defvjp) as a rule(g, ans, *args, **kwargs)
+    of an ArgnumVJP (compiled: cheaper to call than the same closure in Python); container
+    cotangents reach it dense, as under autograd."""
     def rule(g, ans, *args, **kwargs):
-        return maker(ans, *args, **kwargs)(g)
+        return maker(ans, *args, **kwargs)(_as_autograd_gives(g, ans))
+    return rule
+
+
+def joint_maker_rule(maker):
+    """A VJP maker(argnums, ans, args, kwargs) -> vjp(g) of all arguments (defvjp_argnums) as
+    the fn(argnums, g, g_owned, ans, args, kwargs) of a JointVJP; container cotangents reach it
+    dense, as under autograd."""
+    def rule(argnums, g, g_owned, ans, args, kwargs):
+        return maker(argnums, ans, args, kwargs)(_as_autograd_gives(g, ans))
     return rule
 
 
@@ -426,11 +445,10 @@ def maker_rule(maker, bint dense_containers=False):
 @cython.auto_pickle(False)   # (the generated __setstate__ sets its fields unchecked)
 cdef class JointVJP(VJP):
     """One rule for all arguments: fn(argnums, g, g_owned, ans, args, kwargs) -> one cotangent
-    per argnum (g_owned: fn may write into g). maker: what was registered, if anything else."""
+    per argnum (g_owned: fn may write into g)."""
 
-    def __cinit__(self, fn, maker=None, bint writes=False):
+    def __cinit__(self, fn, bint writes=False):
         self.fn = fn
-        self.maker = maker
         self.writes = writes
 
     def copy(self):
@@ -460,3 +478,7 @@ cdef class JointVJP(VJP):
     def __call__(self, argnums, g, ans, args, kwargs):
         return tuple(self.fn(tuple(argnums), g, False, ans, tuple(args),
                              kwargs if kwargs is not None else {}))
+
+    def as_maker(self):
+        """This rule in autograd's form: maker(argnums, ans, args, kwargs) -> vjp(g)."""
+        return lambda argnums, ans, args, kwargs: lambda g: self(argnums, g, ans, args, kwargs)

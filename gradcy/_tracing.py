@@ -28,7 +28,7 @@ from ._arguments import (
 )
 from ._core import Box, Tape
 from ._pytree import _first, tree_flatten
-from .registry import defjvp_argnums, defvjp_argnum, primitive
+from .registry import defjvp_argnums, defvjp_argnums_direct, primitive
 
 
 class VJP:
@@ -217,7 +217,11 @@ def pack_outputs(*values):
 pack_outputs = primitive(pack_outputs, "gradcy.differential_operators.pack_outputs")
 
 
-defvjp_argnum(pack_outputs, lambda argnum, ans, args, kwargs: lambda g: g[argnum], save=())
+defvjp_argnums_direct(
+    pack_outputs,
+    lambda argnums, g, g_owned, ans, args, kwargs: tuple([g[k] for k in argnums]),
+    save=(),
+)
 
 
 def _pack_outputs_jvp(argnums, gs, ans, args, kwargs):

@@ -200,6 +200,7 @@ class dict(_dict, metaclass=_ContainerMeta):
 # below are the index bookkeeping autograd's have.
 # =============================================================================
 from .registry import defjvp, defjvp_argnum, defjvp_argnums, defvjp, defvjp_argnum
+from .registry import defvjp_argnums_direct
 from .registry import notrace_primitive, primitive
 from .util import subvals
 from .vspace import (
@@ -338,9 +339,11 @@ def _element_cotangent(g, key, x):
     return vspace(x).zeros() if out is None else out
 
 
-defvjp_argnum(
+defvjp_argnums_direct(
     make_sequence,
-    lambda argnum, ans, args, kwargs: lambda g: _element_cotangent(g, argnum - 1, args[argnum]),
+    lambda argnums, g, g_owned, ans, args, kwargs: _tuple(
+        [_element_cotangent(g, k - 1, args[k]) for k in argnums]
+    ),
 )
 
 
@@ -350,10 +353,10 @@ def make_dict(keys, *values):
     return _dict(zip(keys, values))
 
 
-defvjp_argnum(
+defvjp_argnums_direct(
     make_dict,
-    lambda argnum, ans, args, kwargs: (
-        lambda g: _element_cotangent(g, args[0][argnum - 1], args[argnum])
+    lambda argnums, g, g_owned, ans, args, kwargs: _tuple(
+        [_element_cotangent(g, args[0][k - 1], args[k]) for k in argnums]
     ),
 )
 

@@ -5,6 +5,12 @@ is converted here, once, to the one form the backward sweep calls (gradcy._rules
 argument rules ``rule(g, ans, *args, **kwargs)`` (ArgnumVJP), or one rule of all arguments
 ``fn(argnums, g, g_owned, ans, args, kwargs)`` (JointVJP).
 
+gradcy's own rules are written in those forms (`defvjp_direct`, `defvjp_argnums_direct`) and
+get gradcy's cotangents (a container's with None for zero elements). The maker forms
+(`defvjp`, `defvjp_argnum`, `defvjp_argnums`: autograd's API) are for rules written for
+autograd, by users and libraries: their container cotangents reach them dense, as autograd
+gives them.
+
 The statement that registers a primitive's reverse-mode rule also says, with ``save=``, what a
 recorded call keeps for it (and, with ``recomputable=``, whether its output may be made again
 in the backward pass): nothing else sets them, so the statement a reader sees is the one in
@@ -17,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from ._docstrings import fill
-from ._rules import ArgnumVJP, JointVJP, maker_rule
+from ._rules import ArgnumVJP, JointVJP, joint_maker_rule, maker_rule
 from ._core import Primitive
 from ._typing import P, R
 
@@ -175,7 +181,9 @@ def defvjp(
         arguments of the call, and returns ``vjp(g)``, which maps the output's cotangent ``g``
         to that argument's cotangent (shaped like the argument; it may be broadcast to it).
         ``None`` means a zero cotangent. An argument without a rule raises
-        `gradcy.MissingVJPError` when a gradient reaches it.
+        `gradcy.MissingVJPError` when a gradient reaches it. The cotangent of a container
+        output (tuple, list, dict) reaches ``vjp`` as under autograd: the whole container,
+        zeros for the elements the program did not use.
     argnums : sequence of int, optional
         The argument positions of the makers (default ``0, 1, ...``).
     save : iterable of {'ans', 'args', int}, dict or callable, optional
@@ -220,7 +228,7 @@ def defvjp(
     gradcy...MissingVJPError: ...no VJP for argument 1...
     """
     _check_prim(prim, "defvjp")
-    _set_argnum_rules(prim, argnums, [_as_direct(m) for m in vjpmakers])
+    _set_argnum_rules(prim, argnums, [None if m is None else maker_rule(m) for m in vjpmakers])
     _set_saved(prim, save, recomputable)
 
 
@@ -285,17 +293,6 @@ def _set_argnum_rules(prim, argnums, rules):
         prim.vjp.rules[argnum] = rule
 
 
-def _written_for_autograd(maker):
-    """maker is not one of gradcy's own rules (which take None for a zero element of a
-    container cotangent): its container cotangents reach it dense, as under autograd."""
-    return not getattr(maker, "__module__", None) or not maker.__module__.startswith("gradcy.")
-
-
-def _as_direct(maker):
-    """maker(ans, *args, **kwargs) -> vjp(g), as rule(g, ans, *args, **kwargs)."""
-    return None if maker is None else maker_rule(maker, _written_for_autograd(maker))
-
-
 @_shared_parameters
 def defvjp_argnums(
     prim: Primitive[..., Any], vjpmaker: Callable[..., Any], save: Save = None
@@ -306,6 +303,7 @@ def defvjp_argnums(
     vjpmaker : callable
         ``vjpmaker(argnums, ans, args, kwargs)`` returns ``vjp(g)``, which returns a tuple
         with one cotangent per entry of ``argnums`` (the positions being differentiated).
+        ``g`` is as for `defvjp`'s makers.
     {save}
 
     Examples
@@ -323,33 +321,17 @@ def defvjp_argnums(
     (5.0, 2.0)
     """
     _check_prim(prim, "defvjp_argnums")
-    _defvjp_argnums(prim, vjpmaker, save, _written_for_autograd(vjpmaker))
+    defvjp_argnums_direct(prim, joint_maker_rule(vjpmaker), save)
 
 
-def _defvjp_argnums(prim, vjpmaker, save, dense_containers):
-    if dense_containers:
-        from .vspace import SparseObject, container_cotangent
-
-        def rule(argnums, g, g_owned, ans, args, kwargs):
-            if type(g) in (list, tuple, dict, SparseObject):
-                g = container_cotangent(g, ans)
-            return vjpmaker(argnums, ans, args, kwargs)(g)
-    else:
-
-        def rule(argnums, g, g_owned, ans, args, kwargs):
-            return vjpmaker(argnums, ans, args, kwargs)(g)
-
-    defvjp_argnums_direct(prim, rule, vjpmaker, save)
-
-
-def defvjp_argnums_direct(prim, rule, vjpmaker=None, save=None):
+def defvjp_argnums_direct(prim, rule, save=None):
     """Register one reverse-mode rule for all the arguments, called directly in the backward
-    pass: ``rule(argnums, g, g_owned, ans, args, kwargs)`` returns one cotangent per entry of
-    ``argnums`` (``g_owned``: it may write into ``g``); no closure is built per recorded call.
-    ``vjpmaker``: the same rule in `defvjp_argnums`'s form, for autograd-style callers
-    (``prim.vjp_argnums``). ``save`` as in `defvjp`."""
+    pass (gradcy's own joint rules: one call computes the cotangents of all the requested
+    arguments, sharing their work, such as one solve): ``rule(argnums, g, g_owned, ans, args,
+    kwargs)`` returns one cotangent per entry of ``argnums`` (``g_owned``: it may write into
+    ``g``); no closure is built per recorded call. ``save`` as in `defvjp`."""
     _check_prim(prim, "defvjp_argnums_direct")
-    prim.set_vjp(JointVJP(rule, vjpmaker))
+    prim.set_vjp(JointVJP(rule))
     _set_saved(prim, save)
 
 
@@ -358,7 +340,7 @@ def defvjp_write(prim, rule, save=None):
     ``rule(argnums, g, g_owned, ans, args, kwargs)`` returns one cotangent per argnum and may
     write into ``g`` when ``g_owned`` is true. Its records are never recomputed."""
     _check_prim(prim, "defvjp_write")
-    prim.set_vjp(JointVJP(rule, None, True))
+    prim.set_vjp(JointVJP(rule, True))
     _set_saved(prim, save)
 
 
@@ -392,7 +374,7 @@ def defvjp_argnum(
         return lambda g: tuple(vjp(g) for vjp in vjps)
 
     _check_prim(prim, "defvjp_argnum")
-    _defvjp_argnums(prim, vjp_argnums, save, _written_for_autograd(vjpmaker))
+    defvjp_argnums_direct(prim, joint_maker_rule(vjp_argnums), save)
 
 
 @_shared_parameters

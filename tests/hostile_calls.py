@@ -298,7 +298,7 @@ def rules(r, pool):
         construct(
             "JointVJP",
             JointVJP,
-            (r.rng.choice(fns + values), r.rng.choice(values), r.rng.choice(values)),
+            (r.rng.choice(fns + values), r.rng.choice(values)),
         )
         construct(
             "ArgnumVJP",

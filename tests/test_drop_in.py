@@ -18,7 +18,8 @@ from gradcy.builtins import DictBox, SequenceBox, getval, make_dict
 from gradcy.builtins import dict as gdict
 from gradcy.builtins import list as glist
 from gradcy.builtins import tuple as gtuple
-from gradcy.extend import defvjp, primitive
+from gradcy.core import primitive_vjps, primitive_with_deprecation_warnings
+from gradcy.extend import defvjp, defvjp_argnums, primitive
 from gradcy.vspace import ArrayVSpace, VSpace
 
 
@@ -355,6 +356,46 @@ def test_dict_output_cotangent_is_dense_and_traced_as_a_dict_box():
     mixed = grad(lambda c: grad(lambda x: p(x)["a"] * c)(0.3))(2.0)
     assert mixed == pytest.approx(onp.cos(0.3), rel=1e-15)
     assert isinstance(seen[-1], DictBox)
+
+
+def _register_sin_cos_rule(how, p, rule):
+    """Register rule(g, x) -> the cotangent of x as p's VJP, in one of autograd's maker forms."""
+    if how == "defvjp, a maker whose module is named gradcy.*":
+        maker = lambda ans, x: lambda g: rule(g, x)
+        maker.__module__ = "gradcy.user_rules"
+        defvjp(p, maker)
+    elif how == "defvjp_argnums":
+        defvjp_argnums(p, lambda argnums, ans, args, kwargs: lambda g: (rule(g, args[0]),))
+    elif how == "primitive_vjps":
+        primitive_vjps[p] = lambda argnums, ans, args, kwargs: lambda g: (rule(g, args[0]),)
+    else:  # autograd's deprecated prim.defvjp(vjpfun), vjpfun(g, ans, vs, gvs, *args)
+        with pytest.warns(DeprecationWarning):
+            p.defvjp(lambda g, ans, vs, gvs, x: rule(g, x))
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "defvjp, a maker whose module is named gradcy.*",
+        "defvjp_argnums",
+        "primitive_vjps",
+        "prim.defvjp",
+    ],
+)
+def test_every_maker_form_rule_gets_dense_container_cotangents(how):
+    # a rule in a maker form of autograd's API is one written for autograd (gradcy's own are
+    # direct), wherever it is defined: gradcy's sparse cotangent (None for the unused element)
+    # never reaches it
+    seen = []
+    p = primitive_with_deprecation_warnings(lambda x: (onp.sin(x), onp.cos(x)))
+
+    def rule(g, x):
+        seen.append(g)
+        return g[0] * onp.cos(x) - g[1] * onp.sin(x)
+
+    _register_sin_cos_rule(how, p, rule)
+    assert grad(lambda x: p(x)[0] * 2.0)(0.3) == pytest.approx(2.0 * onp.cos(0.3), rel=1e-15)
+    assert type(seen[0]) is tuple and [float(v) for v in seen[0]] == [2.0, 0.0]
 
 
 def test_container_cotangent_traced_by_an_outer_differentiation_is_one_traced_container():

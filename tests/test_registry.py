@@ -3,6 +3,7 @@
 import importlib
 import pathlib
 
+from gradcy._rules import JointVJP
 from vjp_harness import primitives_with_vjps
 
 
@@ -31,13 +32,20 @@ def test_every_vjp_has_a_jvp():
 
 
 def test_own_rules_are_direct():
-    """gradcy's own per-argument rules are registered in the direct form (defvjp_direct: the
-    rule is called in the backward pass), never through the maker form (defvjp, which wraps a
-    maker(ans, *args) -> vjp(g) and builds a closure per recorded call)."""
+    """gradcy's own rules are registered in the direct forms, called in the backward pass:
+    per argument (defvjp_direct) and of all arguments (defvjp_argnums_direct), never through
+    the maker forms of autograd's API (defvjp, defvjp_argnum, defvjp_argnums), which build a
+    closure per recorded call and give container cotangents dense, as to rules written for
+    autograd."""
     wrapped = sorted(
         f"{name}[{k}]"
         for name, p in primitives_with_vjps().items()
         for k, rule in p.vjpmakers.items()
         if getattr(rule, "__qualname__", "").startswith("maker_rule.")
+    )
+    wrapped += sorted(
+        name
+        for name, p in primitives_with_vjps().items()
+        if type(p.vjp) is JointVJP and p.vjp.fn.__qualname__.startswith("joint_maker_rule.")
     )
     assert not wrapped, f"rules registered in the maker form: {wrapped}"

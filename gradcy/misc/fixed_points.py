@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from .._forward_mode import make_jvp
 from .._pytree import tree_flatten
 from .._reverse_mode import make_vjp
-from ..registry import defjvp_argnums, defvjp_argnums, primitive
+from ..registry import defjvp_argnums, defvjp_argnums_direct, primitive
 from ..vspace import vspace
 
 _X = TypeVar("_X")  # the iterate
@@ -103,22 +103,16 @@ def _adjoint_step(f, params):
     return lambda w: vs.add(vjp_x(w), x_bar)
 
 
-def _fixed_point_vjp(argnums, ans, args, kwargs):
+def _fixed_point_vjp(argnums, g, g_owned, ans, args, kwargs):
     _, f, distance, tol, unflatten = args[:_FIRST_LEAF]
     a = unflatten(list(args[_FIRST_LEAF:]))
-
-    def vjp(g):
-        w = fixed_point(
-            lambda p: _adjoint_step(f, p), (a, ans, g), vspace(ans).zeros(), distance, tol
-        )
-        vjp_a, _ = make_vjp(lambda aa: f(aa)(ans))(a)
-        try:
-            grads = tree_flatten(vjp_a(w))[0]
-        finally:
-            vjp_a.release()
-        return tuple([None if k < _FIRST_LEAF else grads[k - _FIRST_LEAF] for k in argnums])
-
-    return vjp
+    w = fixed_point(lambda p: _adjoint_step(f, p), (a, ans, g), vspace(ans).zeros(), distance, tol)
+    vjp_a, _ = make_vjp(lambda aa: f(aa)(ans))(a)
+    try:
+        grads = tree_flatten(vjp_a(w))[0]
+    finally:
+        vjp_a.release()
+    return tuple([None if k < _FIRST_LEAF else grads[k - _FIRST_LEAF] for k in argnums])
 
 
 # ---- forward mode -------------------------------------------------------------------------
@@ -144,6 +138,6 @@ def _fixed_point_jvp(argnums, gs, ans, args, kwargs):
     )
 
 
-defvjp_argnums(_fixed_point, _fixed_point_vjp, save=("ans",))
+defvjp_argnums_direct(_fixed_point, _fixed_point_vjp, save=("ans",))
 defjvp_argnums(_fixed_point, _fixed_point_jvp)
 _ensure_saved(8)

@@ -6,7 +6,7 @@ import operator
 
 import numpy as _onp
 
-from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums_direct, defvjp_direct
 from . import _wrap as anp
 from ._util import (
     _NoValue,
@@ -410,12 +410,9 @@ def _planned_rules(prim, plan, vjps, jvps, missing, save):
             raise NotImplementedError(missing)
         return parts[k]
 
-    def vjp_maker(argnums, ans, args, kwargs):
-        def vjp(g):
-            p, kw = plan(args, kwargs)
-            return tuple([part(vjps, k)(g, p, kw) for k in argnums])
-
-        return vjp
+    def vjp(argnums, g, g_owned, ans, args, kwargs):
+        p, kw = plan(args, kwargs)
+        return tuple([part(vjps, k)(g, p, kw) for k in argnums])
 
     def jvp(argnums, gs, ans, args, kwargs):
         p, kw = plan(args, kwargs)
@@ -425,7 +422,7 @@ def _planned_rules(prim, plan, vjps, jvps, missing, save):
             total = t if total is None else total + t
         return total
 
-    defvjp_argnums(prim, vjp_maker, save=save)
+    defvjp_argnums_direct(prim, vjp, save=save)
     defjvp_argnums(prim, jvp)
 
 

@@ -21,7 +21,7 @@ from ..backends import is_lazy
 from ..registry import (
     defjvp,
     defjvp_argnums,
-    defvjp_argnums,
+    defvjp_argnums_direct,
     defvjp_direct,
     nondifferentiable,
     primitive,
@@ -426,11 +426,8 @@ if hasattr(anp, "unstack"):
 
 
 # broadcast_arrays: each output is its argument broadcast (unbroadcast is the transpose)
-def _broadcast_arrays_vjp(argnums, ans, args, kwargs):
-    def vjp(g):
-        return tuple(None if g[k] is None else unbroadcast(g[k], args[k]) for k in argnums)
-
-    return vjp
+def _broadcast_arrays_vjp(argnums, g, g_owned, ans, args, kwargs):
+    return tuple(None if g[k] is None else unbroadcast(g[k], args[k]) for k in argnums)
 
 
 def _broadcast_arrays_jvp(argnums, gs, ans, args, kwargs):
@@ -442,7 +439,7 @@ def _broadcast_arrays_jvp(argnums, gs, ans, args, kwargs):
     )
 
 
-defvjp_argnums(anp.broadcast_arrays, _broadcast_arrays_vjp, save=())
+defvjp_argnums_direct(anp.broadcast_arrays, _broadcast_arrays_vjp, save=())
 defjvp_argnums(anp.broadcast_arrays, _broadcast_arrays_jvp)
 
 

@@ -30,7 +30,7 @@ from ..backends import is_lazy as _is_lazy
 from ..registry import (
     defjvp,
     defjvp_argnums as _defjvp_argnums,
-    defvjp_argnums as _defvjp_argnums,
+    defvjp_argnums_direct as _defvjp_argnums_direct,
     defvjp_direct as _defvjp_direct,
     nondifferentiable as _nondifferentiable,
     primitive as _primitive,
@@ -262,22 +262,18 @@ def _solve_vec(a, b):
     return nb == 1 or (_SOLVE_STACKS_VECTORS and nb == len(_shape(a)) - 1)
 
 
-def _solve_vjp(argnums, ans, args, kwargs):
+def _solve_vjp(argnums, g, g_owned, ans, args, kwargs):
     a, b = args[0], args[1]
     vec = _solve_vec(a, b)
-
-    def vjp(g):
-        gb = solve(_T(a), _col(g) if vec else g)
-        out = []
-        for i in argnums:
-            if i == 0:
-                x = _col(ans) if vec else ans
-                out.append(_unbroadcast(-_mm(gb, _T(x)), a))
-            else:
-                out.append(_unbroadcast(gb[..., 0] if vec else gb, b))
-        return tuple(out)
-
-    return vjp
+    gb = solve(_T(a), _col(g) if vec else g)
+    out = []
+    for i in argnums:
+        if i == 0:
+            x = _col(ans) if vec else ans
+            out.append(_unbroadcast(-_mm(gb, _T(x)), a))
+        else:
+            out.append(_unbroadcast(gb[..., 0] if vec else gb, b))
+    return tuple(out)
 
 
 def _solve_jvp_a(g, ans, a, b):
@@ -294,7 +290,7 @@ def _solve_jvp_b(g, ans, a, b):
     return solve(a, g)
 
 
-_defvjp_argnums(solve, _solve_vjp, save=("ans", 0))
+_defvjp_argnums_direct(solve, _solve_vjp, save=("ans", 0))
 defjvp(solve, _solve_jvp_a, _solve_jvp_b)
 
 
@@ -310,7 +306,7 @@ def _tensorsolve_perm(nd, axes):
     return perm
 
 
-def _tensorsolve_vjp(argnums, ans, args, kwargs):
+def _tensorsolve_vjp(argnums, g, g_owned, ans, args, kwargs):
     a, b = args[0], args[1]
     axes = args[2] if len(args) > 2 else kwargs.get("axes")
     nd = len(_shape(a))
@@ -318,22 +314,18 @@ def _tensorsolve_vjp(argnums, ans, args, kwargs):
     at = _anp.transpose(a, perm) if perm != list(range(nd)) else a
     N = int(_onp.prod(_shape(ans)))
     A2 = _anp.reshape(at, (N, N))
-
-    def vjp(g):
-        gb = solve(_T(A2), _anp.reshape(g, (N, 1)))
-        out = []
-        for i in argnums:
-            if i == 0:
-                ga = -gb * _anp.reshape(ans, (1, N))
-                ga = _anp.reshape(ga, _shape(at))
-                if perm != list(range(nd)):
-                    ga = _anp.transpose(ga, list(_onp.argsort(perm)))
-                out.append(_cast_like(ga, _dtype(a)))
-            else:
-                out.append(_cast_like(_anp.reshape(gb, _shape(b)), _dtype(b)))
-        return tuple(out)
-
-    return vjp
+    gb = solve(_T(A2), _anp.reshape(g, (N, 1)))
+    out = []
+    for i in argnums:
+        if i == 0:
+            ga = -gb * _anp.reshape(ans, (1, N))
+            ga = _anp.reshape(ga, _shape(at))
+            if perm != list(range(nd)):
+                ga = _anp.transpose(ga, list(_onp.argsort(perm)))
+            out.append(_cast_like(ga, _dtype(a)))
+        else:
+            out.append(_cast_like(_anp.reshape(gb, _shape(b)), _dtype(b)))
+    return tuple(out)
 
 
 def _tensorsolve_A2(a, axes, N):
@@ -356,7 +348,7 @@ def _tensorsolve_jvp_b(g, ans, a, b, axes=None):
     return _anp.reshape(solve(A2, _anp.reshape(g, (N, 1))), _shape(ans))
 
 
-_defvjp_argnums(tensorsolve, _tensorsolve_vjp, save=("ans", 0))
+_defvjp_argnums_direct(tensorsolve, _tensorsolve_vjp, save=("ans", 0))
 defjvp(tensorsolve, _tensorsolve_jvp_a, _tensorsolve_jvp_b)
 
 
@@ -986,51 +978,47 @@ def _lstsq_rcond(args, kwargs):
     return args[2] if len(args) > 2 else kwargs.get("rcond")
 
 
-def _lstsq_vjp(argnums, ans, args, kwargs):
+def _lstsq_vjp(argnums, g, g_owned, ans, args, kwargs):
     a, b = args[0], args[1]
     rcond = _lstsq_rcond(args, kwargs)
     vec = len(_shape(b)) == 1
     cplx = _is_complex(a) or _is_complex(b)
-
-    def vjp(g):
-        gx, gres, _, gs = _parts(g, 4)
-        P = pinv(a) if rcond is None else pinv(a, rcond)
-        B = _col(b) if vec else b
-        X = _mm(P, B)
-        res_size = int(_onp.prod(_shape(ans[1])))  # residuals: empty unless full rank, m > n
-        ga = gb = None
-        if gx is not None:
-            G = _col(gx) if vec else gx
-            G = _conj(G) if cplx else G
-            Ph = _H(P)
-            gb = _mm(Ph, G)
-            if 0 in argnums:
-                R = B - _mm(a, X)
-                Gh = _H(G)
-                t = _mm(Gh, P)  # G^H P
-                ga = -_mm(gb, _H(X)) + _mm(R, _mm(t, Ph)) + _mm(_mm(Ph, X), Gh - _mm(t, a))
-        if gres is not None and res_size:
-            rho = _anp.real(gres) if _is_complex(gres) else gres
-            R2 = (B - _mm(a, X)) * (2.0 * _row(rho))  # 2 r diag(rho)
-            gb = _add(gb, R2)
-            if 0 in argnums:
-                ga = _add(ga, -_mm(R2, _H(X)))
-        if gs is not None and 0 in argnums:
-            u, s, vh = _svd_p(a, full_matrices=False)
-            ga = _add(ga, _mm(u * _row(gs), vh))
-        out = []
-        for i in argnums:
-            if i == 0:
-                out.append(None if ga is None else _cast_like(_conj(ga) if cplx else ga, _dtype(a)))
-            else:
-                if gb is not None:
-                    gb = _conj(gb) if cplx else gb
-                    gb = gb[..., 0] if vec else gb
-                    gb = _cast_like(gb, _dtype(b))
-                out.append(gb)
-        return tuple(out)
-
-    return vjp
+    gx, gres, _, gs = _parts(g, 4)
+    P = pinv(a) if rcond is None else pinv(a, rcond)
+    B = _col(b) if vec else b
+    X = _mm(P, B)
+    res_size = int(_onp.prod(_shape(ans[1])))  # residuals: empty unless full rank, m > n
+    ga = gb = None
+    if gx is not None:
+        G = _col(gx) if vec else gx
+        G = _conj(G) if cplx else G
+        Ph = _H(P)
+        gb = _mm(Ph, G)
+        if 0 in argnums:
+            R = B - _mm(a, X)
+            Gh = _H(G)
+            t = _mm(Gh, P)  # G^H P
+            ga = -_mm(gb, _H(X)) + _mm(R, _mm(t, Ph)) + _mm(_mm(Ph, X), Gh - _mm(t, a))
+    if gres is not None and res_size:
+        rho = _anp.real(gres) if _is_complex(gres) else gres
+        R2 = (B - _mm(a, X)) * (2.0 * _row(rho))  # 2 r diag(rho)
+        gb = _add(gb, R2)
+        if 0 in argnums:
+            ga = _add(ga, -_mm(R2, _H(X)))
+    if gs is not None and 0 in argnums:
+        u, s, vh = _svd_p(a, full_matrices=False)
+        ga = _add(ga, _mm(u * _row(gs), vh))
+    out = []
+    for i in argnums:
+        if i == 0:
+            out.append(None if ga is None else _cast_like(_conj(ga) if cplx else ga, _dtype(a)))
+        else:
+            if gb is not None:
+                gb = _conj(gb) if cplx else gb
+                gb = gb[..., 0] if vec else gb
+                gb = _cast_like(gb, _dtype(b))
+            out.append(gb)
+    return tuple(out)
 
 
 def _lstsq_jvp(argnums, gs, ans, args, kwargs):
@@ -1067,7 +1055,7 @@ def _lstsq_jvp(argnums, gs, ans, args, kwargs):
     return (dx[..., 0] if vec else dx, dres, None, _zeros_of(ans[3]) if ds is None else ds)
 
 
-_defvjp_argnums(lstsq, _lstsq_vjp, save=(0, 1))
+_defvjp_argnums_direct(lstsq, _lstsq_vjp, save=(0, 1))
 _defjvp_argnums(lstsq, _lstsq_jvp)
 
 

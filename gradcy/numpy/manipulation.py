@@ -11,7 +11,7 @@ A JVP applies the same function, with the same non-array arguments, to the tange
 import numpy as _onp
 
 from .._core import ArrayMeta, Box, register_numpy_override
-from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums_direct, defvjp_direct
 from . import _wrap as anp
 from ._util import (
     _binder,
@@ -134,16 +134,10 @@ for _f in (
     defjvp(_f, _same(_f))
 
 
-def _atleast_vjp(argnums, ans, args, kwargs):
+def _atleast_vjp(argnums, g, g_owned, ans, args, kwargs):
     if len(args) == 1:
-        shape = _shape(args[0])
-        return lambda g: (anp.reshape(g, shape),)
-    shapes = [_shape(a) for a in args]
-
-    def vjp(g):
-        return tuple(None if g[k] is None else anp.reshape(g[k], shapes[k]) for k in argnums)
-
-    return vjp
+        return (anp.reshape(g, _shape(args[0])),)
+    return tuple(None if g[k] is None else anp.reshape(g[k], _shape(args[k])) for k in argnums)
 
 
 def _atleast_jvp(fn):
@@ -158,14 +152,14 @@ def _atleast_jvp(fn):
 
 
 for _f in (anp.atleast_1d, anp.atleast_2d, anp.atleast_3d):
-    defvjp_argnums(_f, _atleast_vjp, save=())
+    defvjp_argnums_direct(_f, _atleast_vjp, save=())
     defjvp_argnums(_f, _atleast_jvp(_f))
 
 
 # =============================================================================
 # Joining and splitting
 # =============================================================================
-def _concatenate_vjp(argnums, ans, args, kwargs):
+def _concatenate_vjp(argnums, g, g_owned, ans, args, kwargs):
     axis, arrays = args[0], args[1:]
     metas = [shape_dtype(a) for a in arrays]
     if axis is None:
@@ -186,13 +180,10 @@ def _concatenate_vjp(argnums, ans, args, kwargs):
             gi = anp.reshape(gi, shape)
         return cast_like(gi, dtype)
 
-    def vjp(g):
-        return tuple(None if k == 0 else piece(g, k - 1) for k in argnums)
-
-    return vjp
+    return tuple(None if k == 0 else piece(g, k - 1) for k in argnums)
 
 
-defvjp_argnums(anp.concatenate_args, _concatenate_vjp, save=())
+defvjp_argnums_direct(anp.concatenate_args, _concatenate_vjp, save=())
 
 
 def _concatenate_jvp(argnums, gs, ans, args, kwargs):
@@ -206,12 +197,11 @@ def _concatenate_jvp(argnums, gs, ans, args, kwargs):
 defjvp_argnums(anp.concatenate_args, _concatenate_jvp)
 
 
-def _array_from_args_vjp(argnums, ans, args, kwargs):
-    dtypes = {k: shape_dtype(args[k])[1] for k in argnums}
-    return lambda g: tuple(cast_like(anp.getitem(g, k), dtypes[k]) for k in argnums)
+def _array_from_args_vjp(argnums, g, g_owned, ans, args, kwargs):
+    return tuple(cast_like(anp.getitem(g, k), shape_dtype(args[k])[1]) for k in argnums)
 
 
-defvjp_argnums(anp.array_from_args, _array_from_args_vjp, save=())
+defvjp_argnums_direct(anp.array_from_args, _array_from_args_vjp, save=())
 
 
 def _array_from_args_jvp(argnums, gs, ans, args, kwargs):

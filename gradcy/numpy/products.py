@@ -492,9 +492,7 @@ def _einsum_rule(argnums, g, g_owned, ans, args, kwargs):
 # only ever runs for operands. Every operand's rule reads every other operand, not its own: a
 # call with one traced operand keeps the others only (``einsum('bsd,d->bs', prefix, q)`` with
 # q constant keeps q, not the prefix).
-defvjp_argnums_direct(
-    anp.einsum, _einsum_rule, _einsum_vjp, save={k: ("others",) for k in range(8)}
-)
+defvjp_argnums_direct(anp.einsum, _einsum_rule, save={k: ("others",) for k in range(8)})
 
 
 # =============================================================================

@@ -10,7 +10,7 @@ import numpy as _onp
 
 from .._core import Box, meta_of, register_numpy_override
 from ..backends import is_array_value, is_lazy, zeros as _zeros
-from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums_direct, defvjp_direct
 from . import _wrap as anp
 from .saved_sets import Positions, median_masks
 from ._util import (
@@ -790,13 +790,10 @@ def _cov_setup(args, kwargs):
     return s, kw
 
 
-def _cov_vjp(argnums, ans, args, kwargs):
-    def vjp(g):
-        s, kw = _cov_setup(args, kwargs)
-        G = anp.reshape(g, (s.d, s.d))
-        return s.split(s.grad_rows(G), argnums, kw["m"], kw["y"])
-
-    return vjp
+def _cov_vjp(argnums, g, g_owned, ans, args, kwargs):
+    s, kw = _cov_setup(args, kwargs)
+    G = anp.reshape(g, (s.d, s.d))
+    return s.split(s.grad_rows(G), argnums, kw["m"], kw["y"])
 
 
 def _cov_jvp(argnums, gs, ans, args, kwargs):
@@ -810,7 +807,7 @@ def _cov_jvp(argnums, gs, ans, args, kwargs):
     return anp.reshape(total, _shape(ans))
 
 
-defvjp_argnums(anp.cov, _cov_vjp, save=(0, 1, 5, 6))
+defvjp_argnums_direct(anp.cov, _cov_vjp, save=(0, 1, 5, 6))
 defjvp_argnums(anp.cov, _cov_jvp)
 
 
@@ -826,19 +823,16 @@ def _corr_setup(args, kwargs):
     return s, kw, C, d, sd, R
 
 
-def _corrcoef_vjp(argnums, ans, args, kwargs):
-    def vjp(g):
-        if not _shape(ans):
-            return tuple(None for _ in argnums)  # a single variable: R = 1
-        s, kw, C, d, sd, R = _corr_setup(args, kwargs)
-        GR = anp.reshape(g, (s.d, s.d))
-        GC = GR / (anp.expand_dims(sd, 1) * anp.expand_dims(sd, 0))
-        GRR = GR * R
-        diag = -(anp.sum(GRR, axis=1) + anp.sum(GRR, axis=0)) / (2.0 * d)
-        GC = GC + anp.diag(diag)
-        return s.split(s.grad_rows(GC), argnums, kw["x"], kw["y"])
-
-    return vjp
+def _corrcoef_vjp(argnums, g, g_owned, ans, args, kwargs):
+    if not _shape(ans):
+        return tuple(None for _ in argnums)  # a single variable: R = 1
+    s, kw, C, d, sd, R = _corr_setup(args, kwargs)
+    GR = anp.reshape(g, (s.d, s.d))
+    GC = GR / (anp.expand_dims(sd, 1) * anp.expand_dims(sd, 0))
+    GRR = GR * R
+    diag = -(anp.sum(GRR, axis=1) + anp.sum(GRR, axis=0)) / (2.0 * d)
+    GC = GC + anp.diag(diag)
+    return s.split(s.grad_rows(GC), argnums, kw["x"], kw["y"])
 
 
 def _corrcoef_jvp(argnums, gs, ans, args, kwargs):
@@ -856,7 +850,7 @@ def _corrcoef_jvp(argnums, gs, ans, args, kwargs):
     return total
 
 
-defvjp_argnums(anp.corrcoef, _corrcoef_vjp, save=(0, 1))
+defvjp_argnums_direct(anp.corrcoef, _corrcoef_vjp, save=(0, 1))
 defjvp_argnums(anp.corrcoef, _corrcoef_jvp)
 
 

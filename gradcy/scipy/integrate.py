@@ -20,7 +20,7 @@ from .._core import Box
 from .._arguments import _differentiated_leaves
 from .._pytree import tree_flatten
 from .._tracing import _forward, _trace
-from ..registry import defjvp_argnums, defvjp_argnums, primitive
+from ..registry import defjvp_argnums, defvjp_argnums_direct, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import _zeros_of, cast_like, shape_dtype
 from . import _import_scipy
@@ -140,7 +140,7 @@ def _jvp(fun, primals, tangents):
 # =============================================================================
 # Reverse mode: the adjoint system
 # =============================================================================
-def _odeint_vjp(argnums, ans, args, kwargs):
+def _odeint_vjp(argnums, g, g_owned, ans, args, kwargs):
     f, t, dyn, solver_kw = _setup(args, kwargs)
     y0 = args[1]
     want_args = any(k >= 3 for k in argnums)
@@ -161,44 +161,39 @@ def _odeint_vjp(argnums, ans, args, kwargs):
             (a_y,) = vjp_f(-state[D:])
             return anp.concatenate([dy, a_y])
 
-    def vjp(g):
-        a = g[T - 1]
-        a_pre = None
-        theta_bar = anp.zeros(sum(sizes)) if want_args else None
-        t_bar = [None] * T
-        for i in range(T - 1, 0, -1):
-            t_bar[i] = anp.dot(g[i], f(ans[i], t[i], *dyn))
-            parts = [ans[i], a] + ([theta_bar] if want_args else [])
-            out = _odeint_p(
-                aug, anp.concatenate(parts), anp.stack([t[i], t[i - 1]]), *dyn, **solver_kw
-            )
-            a_pre = out[1, D : 2 * D]
-            if want_args:
-                theta_bar = out[1, 2 * D :]
-            a = a_pre + g[i - 1]
-        if a_pre is None:
-            t_bar[0] = anp.zeros(())
+    a = g[T - 1]
+    a_pre = None
+    theta_bar = anp.zeros(sum(sizes)) if want_args else None
+    t_bar = [None] * T
+    for i in range(T - 1, 0, -1):
+        t_bar[i] = anp.dot(g[i], f(ans[i], t[i], *dyn))
+        parts = [ans[i], a] + ([theta_bar] if want_args else [])
+        out = _odeint_p(aug, anp.concatenate(parts), anp.stack([t[i], t[i - 1]]), *dyn, **solver_kw)
+        a_pre = out[1, D : 2 * D]
+        if want_args:
+            theta_bar = out[1, 2 * D :]
+        a = a_pre + g[i - 1]
+    if a_pre is None:
+        t_bar[0] = anp.zeros(())
+    else:
+        t_bar[0] = -anp.dot(a_pre, f(ans[0], t[0], *dyn))
+    results = []
+    offset = 0
+    offsets = []
+    for size in sizes:
+        offsets.append(offset)
+        offset += size
+    for k in argnums:
+        if k == 1:
+            shape, dtype = shape_dtype(y0)
+            results.append(cast_like(anp.reshape(a, shape), dtype))
+        elif k == 2:
+            results.append(cast_like(anp.stack(t_bar), t.dtype))
         else:
-            t_bar[0] = -anp.dot(a_pre, f(ans[0], t[0], *dyn))
-        results = []
-        offset = 0
-        offsets = []
-        for size in sizes:
-            offsets.append(offset)
-            offset += size
-        for k in argnums:
-            if k == 1:
-                shape, dtype = shape_dtype(y0)
-                results.append(cast_like(anp.reshape(a, shape), dtype))
-            elif k == 2:
-                results.append(cast_like(anp.stack(t_bar), t.dtype))
-            else:
-                j = k - 3
-                piece = theta_bar[offsets[j] : offsets[j] + sizes[j]]
-                results.append(cast_like(anp.reshape(piece, metas[j][0]), metas[j][1]))
-        return tuple(results)
-
-    return vjp
+            j = k - 3
+            piece = theta_bar[offsets[j] : offsets[j] + sizes[j]]
+            results.append(cast_like(anp.reshape(piece, metas[j][0]), metas[j][1]))
+    return tuple(results)
 
 
 # =============================================================================
@@ -244,7 +239,7 @@ def _odeint_jvp(argnums, gs, ans, args, kwargs):
     return S
 
 
-defvjp_argnums(_odeint_p, _odeint_vjp, save=("ans", 2) + tuple(range(3, 3 + _MAX_ARGS)))
+defvjp_argnums_direct(_odeint_p, _odeint_vjp, save=("ans", 2) + tuple(range(3, 3 + _MAX_ARGS)))
 defjvp_argnums(_odeint_p, _odeint_jvp)
 
 

@@ -15,7 +15,7 @@ import types as _types
 
 import numpy as _onp
 
-from ..registry import defjvp, defjvp_argnums, defvjp_argnums, defvjp_direct, primitive
+from ..registry import defjvp, defjvp_argnums, defvjp_argnums_direct, defvjp_direct, primitive
 from ..registry import defvjp  # noqa: F401 (a name of autograd.scipy.linalg)
 from ..numpy import _wrap as anp
 from ..numpy._util import cast_like
@@ -117,23 +117,19 @@ def _solve_sylvester(a, b, q):
 solve_sylvester = _public(_solve_sylvester, "solve_sylvester")
 
 
-def _sylvester_vjp(argnums, ans, args, kwargs):
+def _sylvester_vjp(argnums, g, g_owned, ans, args, kwargs):
     a, b, q = args
     dtypes = (a.dtype, b.dtype, q.dtype)
-
-    def vjp(g):
-        z = solve_sylvester(_mT(a), _mT(b), g)
-        out = []
-        for k in argnums:
-            if k == 0:
-                out.append(cast_like(-anp.matmul(z, _mT(ans)), dtypes[0]))
-            elif k == 1:
-                out.append(cast_like(-anp.matmul(_mT(ans), z), dtypes[1]))
-            else:
-                out.append(cast_like(z, dtypes[2]))
-        return tuple(out)
-
-    return vjp
+    z = solve_sylvester(_mT(a), _mT(b), g)
+    out = []
+    for k in argnums:
+        if k == 0:
+            out.append(cast_like(-anp.matmul(z, _mT(ans)), dtypes[0]))
+        elif k == 1:
+            out.append(cast_like(-anp.matmul(_mT(ans), z), dtypes[1]))
+        else:
+            out.append(cast_like(z, dtypes[2]))
+    return tuple(out)
 
 
 def _sylvester_jvp(argnums, gs, ans, args, kwargs):
@@ -150,7 +146,7 @@ def _sylvester_jvp(argnums, gs, ans, args, kwargs):
     return solve_sylvester(a, b, rhs)
 
 
-defvjp_argnums(solve_sylvester, _sylvester_vjp, save=("ans", 0, 1))
+defvjp_argnums_direct(solve_sylvester, _sylvester_vjp, save=("ans", 0, 1))
 defjvp_argnums(solve_sylvester, _sylvester_jvp)
 
 
@@ -187,7 +183,7 @@ def _triangle(x, lower, unit_diagonal):
     return anp.triu(x, 1 if unit_diagonal else 0)
 
 
-def _solve_triangular_vjp(argnums, ans, args, kwargs):
+def _solve_triangular_vjp(argnums, g, g_owned, ans, args, kwargs):
     a, b = args[0], args[1]
     trans = _trans_code(kwargs.get("trans", args[2] if len(args) > 2 else 0))
     lower = kwargs.get("lower", args[3] if len(args) > 3 else False)
@@ -195,43 +191,39 @@ def _solve_triangular_vjp(argnums, ans, args, kwargs):
     check_finite = kwargs.get("check_finite", True)
     cplx = _is_complex(a)
     a_dtype, b_dtype = a.dtype, b.dtype
-
-    def vjp(g):
-        # w = op(A)^-T g, the cotangent of b
-        if trans == 0:
-            w = solve_triangular(
-                a, g, trans=1, lower=lower, unit_diagonal=unit, check_finite=check_finite
+    # w = op(A)^-T g, the cotangent of b
+    if trans == 0:
+        w = solve_triangular(
+            a, g, trans=1, lower=lower, unit_diagonal=unit, check_finite=check_finite
+        )
+    elif trans == 2 and cplx:
+        w = anp.conj(
+            solve_triangular(
+                a,
+                anp.conj(g),
+                trans=0,
+                lower=lower,
+                unit_diagonal=unit,
+                check_finite=check_finite,
             )
-        elif trans == 2 and cplx:
-            w = anp.conj(
-                solve_triangular(
-                    a,
-                    anp.conj(g),
-                    trans=0,
-                    lower=lower,
-                    unit_diagonal=unit,
-                    check_finite=check_finite,
-                )
-            )
+        )
+    else:
+        w = solve_triangular(
+            a, g, trans=0, lower=lower, unit_diagonal=unit, check_finite=check_finite
+        )
+    out = []
+    for k in argnums:
+        if k == 1:
+            out.append(cast_like(w, b_dtype))
         else:
-            w = solve_triangular(
-                a, g, trans=0, lower=lower, unit_diagonal=unit, check_finite=check_finite
-            )
-        out = []
-        for k in argnums:
-            if k == 1:
-                out.append(cast_like(w, b_dtype))
+            if trans == 0:
+                abar = _outer_like(w, ans)
             else:
-                if trans == 0:
-                    abar = _outer_like(w, ans)
-                else:
-                    abar = _outer_like(ans, w)
-                    if trans == 2 and cplx:
-                        abar = anp.conj(abar)
-                out.append(cast_like(-_triangle(abar, lower, unit), a_dtype))
-        return tuple(out)
-
-    return vjp
+                abar = _outer_like(ans, w)
+                if trans == 2 and cplx:
+                    abar = anp.conj(abar)
+            out.append(cast_like(-_triangle(abar, lower, unit), a_dtype))
+    return tuple(out)
 
 
 def _solve_triangular_jvp(argnums, gs, ans, args, kwargs):
@@ -257,7 +249,7 @@ def _solve_triangular_jvp(argnums, gs, ans, args, kwargs):
     )
 
 
-defvjp_argnums(solve_triangular, _solve_triangular_vjp, save=("ans", 0))
+defvjp_argnums_direct(solve_triangular, _solve_triangular_vjp, save=("ans", 0))
 defjvp_argnums(solve_triangular, _solve_triangular_jvp)
 
 
@@ -318,29 +310,25 @@ def _gather_rows(x, idx, mask):
     return anp.where(mask, xg, 0.0)
 
 
-def _solve_banded_vjp(argnums, ans, args, kwargs):
+def _solve_banded_vjp(argnums, g, g_owned, ans, args, kwargs):
     l_and_u, ab, b = args[0], args[1], args[2]
     l, u = _l_and_u(l_and_u)
     n = ab.shape[-1]
     ab_dtype, b_dtype = ab.dtype, b.dtype
     check_finite = kwargs.get("check_finite", True)
-
-    def vjp(g):
-        w = solve_banded((u, l), _banded_transpose(l, u, ab), g, check_finite=check_finite)
-        out = []
-        for k in argnums:
-            if k == 2:
-                out.append(cast_like(w, b_dtype))
-            else:
-                # ab_bar[k, j] = -sum_m w[i, m] x[j, m] with i = k + j - u, inside the band
-                _, cols, mask = _band_gather(l, u, n, "row")
-                prod = _gather_rows(w, cols, mask) * ans
-                if ans.ndim > 1:
-                    prod = anp.sum(prod, axis=-1)
-                out.append(cast_like(-prod, ab_dtype))
-        return tuple(out)
-
-    return vjp
+    w = solve_banded((u, l), _banded_transpose(l, u, ab), g, check_finite=check_finite)
+    out = []
+    for k in argnums:
+        if k == 2:
+            out.append(cast_like(w, b_dtype))
+        else:
+            # ab_bar[k, j] = -sum_m w[i, m] x[j, m] with i = k + j - u, inside the band
+            _, cols, mask = _band_gather(l, u, n, "row")
+            prod = _gather_rows(w, cols, mask) * ans
+            if ans.ndim > 1:
+                prod = anp.sum(prod, axis=-1)
+            out.append(cast_like(-prod, ab_dtype))
+    return tuple(out)
 
 
 def _banded_matvec(l, u, dab, x):
@@ -364,7 +352,7 @@ def _solve_banded_jvp(argnums, gs, ans, args, kwargs):
     return solve_banded((l, u), ab, rhs, check_finite=check_finite)
 
 
-defvjp_argnums(solve_banded, _solve_banded_vjp, save=("ans", 1))
+defvjp_argnums_direct(solve_banded, _solve_banded_vjp, save=("ans", 1))
 defjvp_argnums(solve_banded, _solve_banded_jvp)
 
 

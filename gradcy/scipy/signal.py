@@ -10,7 +10,7 @@ bilinear: no conjugation).
 import numpy as _onp
 
 from ..backends import is_array_value, is_lazy
-from ..registry import defjvp, defvjp_argnums, primitive
+from ..registry import defjvp, defvjp_argnums_direct, primitive
 from ..numpy import _wrap as anp
 from ..numpy._util import _plain, cast_like
 from . import _import_scipy
@@ -147,13 +147,13 @@ def _unwindows_raw(G, shape, m):
 _windows = primitive(_windows_raw, "gradcy.scipy.signal.windows")
 _unwindows = primitive(_unwindows_raw, "gradcy.scipy.signal.unwindows")
 # two linear maps, each the other's adjoint
-defvjp_argnums(
+defvjp_argnums_direct(
     _windows,
-    lambda argnums, ans, args, kwargs: lambda g: (_unwindows(g, _onp.shape(args[0]), args[1]),),
+    lambda argnums, g, g_owned, ans, args, kwargs: (_unwindows(g, _onp.shape(args[0]), args[1]),),
     save=(),
 )
-defvjp_argnums(
-    _unwindows, lambda argnums, ans, args, kwargs: lambda g: (_windows(g, args[2]),), save=()
+defvjp_argnums_direct(
+    _unwindows, lambda argnums, g, g_owned, ans, args, kwargs: (_windows(g, args[2]),), save=()
 )
 defjvp(_windows, lambda g, ans, S, m: _windows(g, m))
 defjvp(_unwindows, lambda g, ans, G, shape, m: _unwindows(g, shape, m))
@@ -183,22 +183,18 @@ def _full_padding(shape1, shape2, mode):
     return pads if any(p != (0, 0) for p in pads) else None
 
 
-def _convolve_vjp(argnums, ans, args, kwargs):
+def _convolve_vjp(argnums, g, g_owned, ans, args, kwargs):
     in1, in2 = args[0], args[1]
     mode, method = _mode_method(args, kwargs)
     pads = _full_padding(in1.shape, in2.shape, mode)
     dtypes = (in1.dtype, in2.dtype)
-
-    def vjp(g):
-        gfull = g if pads is None else anp.pad(g, pads)
-        out = []
-        for k in argnums:
-            other = in2 if k == 0 else in1
-            c = _conv(gfull, anp.flip(other), mode="valid", method=method)
-            out.append(cast_like(c, dtypes[k]))
-        return tuple(out)
-
-    return vjp
+    gfull = g if pads is None else anp.pad(g, pads)
+    out = []
+    for k in argnums:
+        other = in2 if k == 0 else in1
+        c = _conv(gfull, anp.flip(other), mode="valid", method=method)
+        out.append(cast_like(c, dtypes[k]))
+    return tuple(out)
 
 
 def _convolve_jvp_0(g, ans, in1, in2, mode="full", method="auto"):
@@ -209,7 +205,7 @@ def _convolve_jvp_1(g, ans, in1, in2, mode="full", method="auto"):
     return _conv(in1, g, mode=mode, method=method)
 
 
-defvjp_argnums(_conv, _convolve_vjp, save=(0, 1))
+defvjp_argnums_direct(_conv, _convolve_vjp, save=(0, 1))
 defjvp(_conv, _convolve_jvp_0, _convolve_jvp_1)
 
 
