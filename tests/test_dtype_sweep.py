@@ -41,7 +41,8 @@ from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
 from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, products
-from op_records import ELEMENTWISE
+from op_records.elementwise import ELEMENTWISE
+from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
 try:
@@ -279,52 +280,20 @@ def _ax(x):
     return 1 if gnp.ndim(x) >= 2 else None
 
 
-REDUCTIONS = [
-    ("sum", True),
-    ("mean", True),
-    ("prod", True),
-    ("max", False),
-    ("min", False),
-    ("nanmax", False),
-    ("nanmin", False),
-    ("nansum", True),
-    ("nanmean", True),
-    ("nanprod", True),
-    ("var", True),
-    ("std", True),
-    ("nanvar", True),
-    ("nanstd", True),
-    ("ptp", False),
-    ("median", False),
-    ("nanmedian", False),
-    ("average", True),
-    ("cumsum", True),
-    ("cumprod", True),
-    ("nancumsum", True),
-    ("nancumprod", True),
-]
-for _n, _c in REDUCTIONS:
-    _f = getattr(gnp, _n)
-    add(_n, lambda x, K, f=_f: f(x, _ax(x)), dtypes=ALL if _c else REAL)
-for _n, _c in [
-    ("sum", True),
-    ("mean", True),
-    ("prod", True),
-    ("max", False),
-    ("min", False),
-    ("var", True),
-    ("std", True),
-    ("ptp", False),
-    ("median", False),
-]:
-    add(
-        _n,
-        lambda x, K, f=getattr(gnp, _n): f(x, axis=0, keepdims=True),
-        label=":keepdims",
-        shape=(2, 3),
-        scalar=False,
-        dtypes=ALL if _c else REAL,
-    )
+# each operator's record (tests/op_records/reductions.py) says whether it is differentiated for
+# complex dtypes; all but the cumulative ones take keepdims=
+for _r in REDUCTION_RECORDS:
+    _f, _dt = getattr(gnp, _r.name), ALL if _r.complex else REAL
+    add(_r.name, lambda x, K, f=_f: f(x, _ax(x)), dtypes=_dt)
+    if not _r.cumulative:
+        add(
+            _r.name,
+            lambda x, K, f=_f: f(x, axis=0, keepdims=True),
+            label=":keepdims",
+            shape=(2, 3),
+            scalar=False,
+            dtypes=_dt,
+        )
 add("var", lambda x, K: gnp.var(x, 1, ddof=1), label=":ddof", scalar=False)
 add("average", lambda x, K: gnp.average(K(gnp.shape(x)), _ax(x), x), argnum=2)
 add("trace", lambda x, K: gnp.trace(x), shape=(3, 3), scalar=False)
