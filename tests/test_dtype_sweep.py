@@ -42,6 +42,7 @@ from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
 from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, products
 from op_records.elementwise import ELEMENTWISE
+from op_records.fft import RECORDS as FFT_RECORDS
 from op_records.products import RECORDS as PRODUCT_RECORDS
 from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
@@ -791,30 +792,13 @@ add(
 
 # ---- numpy.fft ----------------------------------------------------------------------------
 FFT = gnp.fft
-for _n, _shape, _c in [
-    ("fft", (4,), True),
-    ("ifft", (4,), True),
-    ("fft2", (2, 4), True),
-    ("ifft2", (2, 4), True),
-    ("fftn", (2, 4), True),
-    ("ifftn", (2, 4), True),
-    ("rfft", (4,), False),
-    ("rfft2", (2, 4), False),
-    ("rfftn", (2, 4), False),
-    ("irfft", (3,), True),
-    ("irfft2", (2, 3), True),
-    ("irfftn", (2, 3), True),
-    ("hfft", (3,), True),
-    ("ihfft", (4,), False),
-    ("fftshift", (2, 3), True),
-    ("ifftshift", (2, 3), True),
-]:
+for _r in FFT_RECORDS:  # tests/op_records/fft.py
     add(
-        "fft." + _n,
-        lambda x, K, f=getattr(FFT, _n): f(x),
-        shape=_shape,
+        "fft." + _r.name,
+        lambda x, K, f=getattr(FFT, _r.name): f(x),
+        shape=_r.shape,
         scalar=False,
-        dtypes=ALL if _c else REAL,
+        dtypes=ALL if _r.complex else REAL,
     )
 add("fft.fft", lambda x, K: FFT.fft(x, 6, axis=0), label=":n", shape=(4, 2), scalar=False)
 add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,), scalar=False)
