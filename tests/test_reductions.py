@@ -13,7 +13,7 @@ from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta
 from gradcy.numpy.saved_sets import unpack_positions
 from gradcy.test_util import check_grads
-from op_records.reductions import RECORDS, names
+from op_records.reductions import RECORDS, REDUCTION, names
 from reduction_cases import AXIS_KEEP, distinct
 from vjp_harness import check_deep as check, raw_cotangent, raw_tangent, rand, saved_record
 
@@ -122,24 +122,24 @@ def test_float64_cotangent_into_float32_input():
         assert c.dtype == onp.float32 and c.shape == x.shape
 
 
+# the calls compared with autograd: each function autograd differentiates (its record), over
+# all axes, one axis and with keepdims=, and ddof=
+AUTOGRAD_CALLS = [
+    (r.name, kw)
+    for r in RECORDS
+    if r.autograd
+    for kw in [dict(), dict(axis=0), dict(axis=1)]
+    + [dict(axis=1, keepdims=True)] * (not r.cumulative)
+] + [("var", dict(axis=0, ddof=1)), ("std", dict(ddof=1))]
+
+
 def test_matches_autograd():
     import autograd
     import autograd.numpy as anp
 
     x = distinct(3, 4)
     x[1, 2] = x[1, 0] = x.max()  # ties
-    for name, kw in [
-        ("sum", dict(axis=0)),
-        ("mean", dict(axis=1, keepdims=True)),
-        ("prod", dict(axis=1)),
-        ("max", dict(axis=1)),
-        ("min", dict()),
-        ("max", dict()),
-        ("var", dict(axis=0, ddof=1)),
-        ("std", dict(axis=1)),
-        ("cumsum", dict(axis=1)),
-        ("cumsum", dict()),
-    ]:
+    for name, kw in AUTOGRAD_CALLS:
 
         def f_ag(x):
             return anp.sum(getattr(anp, name)(x, **kw) ** 2)
@@ -156,17 +156,7 @@ def test_jvp_matches_autograd():
 
     x = distinct(3, 4)
     v = rand(3, 4, seed=8)
-    for name, kw in [
-        ("sum", dict(axis=0)),
-        ("mean", dict(axis=1, keepdims=True)),
-        ("prod", dict(axis=1)),
-        ("max", dict(axis=1)),
-        ("min", dict()),
-        ("var", dict(axis=0, ddof=1)),
-        ("std", dict(axis=1)),
-        ("cumsum", dict(axis=1)),
-        ("cumsum", dict()),
-    ]:
+    for name, kw in AUTOGRAD_CALLS:
         _, ours = make_jvp(lambda x: getattr(np, name)(x, **kw))(x)(v)
         _, theirs = autograd.make_jvp(lambda x: getattr(anp, name)(x, **kw))(x)(v)
         assert onp.allclose(ours, theirs), (name, kw)
@@ -181,19 +171,12 @@ def test_complex_jvp_matches_autograd():
     rs = onp.random.RandomState(5)
     z = rs.randn(3, 4) + 1j * rs.randn(3, 4)
     v = rs.randn(3, 4) + 1j * rs.randn(3, 4)
-    for name, kw in [
-        ("sum", dict(axis=0)),
-        ("mean", dict(axis=1)),
-        ("prod", dict(axis=0)),
-        ("cumsum", dict(axis=1)),
-        ("var", dict(axis=1)),
-        ("std", dict(axis=0)),
-        ("var", dict(ddof=1)),
-    ]:
+    for name, kw in [(n, kw) for n, kw in AUTOGRAD_CALLS if REDUCTION[n].complex]:
         _, ours = make_jvp(lambda z: getattr(np, name)(z, **kw))(z)(v)
         _, theirs = autograd.make_jvp(lambda z: getattr(anp, name)(z, **kw))(z)(v)
         assert onp.allclose(ours, theirs), (name, kw)
-        assert onp.iscomplexobj(ours) == (name not in ("var", "std")), name
+        # NumPy's own output type: real for var and std
+        assert onp.iscomplexobj(ours) == onp.iscomplexobj(getattr(onp, name)(z, **kw)), name
         y, t = raw_tangent(
             lambda z: getattr(np, name)(z, **kw),
             (z.astype(onp.complex64),),
@@ -365,7 +348,7 @@ def test_all_nan_groups():
     x = onp.array([[onp.nan, onp.nan], [1.0, 2.0]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for name in ["nanmean", "nanmax", "nanmin", "nanvar", "nanstd", "nanmedian"]:
+        for name in names(nan=True, cumulative=False):
             g = grad(lambda x: np.sum(getattr(np, name)(x, axis=1)[1]))(x)
             assert onp.all(g[0] == 0) and onp.all(onp.isfinite(g)), name
 
