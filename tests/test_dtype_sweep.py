@@ -43,6 +43,7 @@ from gradcy.numpy import _wrap as W
 from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, products
 from op_records.elementwise import ELEMENTWISE
 from op_records.fft import RECORDS as FFT_RECORDS
+from op_records.linalg import RECORDS as LINALG_RECORDS, draw as la_draw, spd, wellcond
 from op_records.products import RECORDS as PRODUCT_RECORDS
 from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
@@ -101,36 +102,25 @@ class Consts:
         return onp.asarray(self._rs.uniform(lo, hi, shape), _real_dtype(self.dt))
 
     def wellcond(self, n, m=None):
-        return onp.asarray(_wellcond(self._rs, n, m, self.complex), self.dt)
+        return onp.asarray(wellcond(self._rs, n, m, self.complex), self.dt)
 
     def spd(self, n):
-        return onp.asarray(_spd(self._rs, n, self.complex), self.dt)
+        return onp.asarray(spd(self._rs, n, self.complex), self.dt)
+
+    def of(self, kind, shape):
+        """Data of a linalg record's kind (op_records/linalg.py draw())."""
+        if kind == "uniform":
+            return self(shape)
+        return onp.asarray(la_draw(kind, self._rs, shape, self.complex), self.dt)
+
+
+def _pick(result, k):
+    """Output k of a tuple result (all of it for k None)."""
+    return result if k is None else result[k]
 
 
 def _real_dtype(dt):
     return onp.dtype(dt.char.lower()) if dt.kind == "c" else dt
-
-
-def _wellcond(rs, n, m=None, complex_=False):
-    m = n if m is None else m
-    a = 0.3 * rs.uniform(-1, 1, (n, m)) + 1.5 * onp.eye(n, m)
-    if complex_:
-        a = a + 0.2j * rs.uniform(-1, 1, (n, m))
-    return a
-
-
-def _spd(rs, n, complex_=False):
-    a = rs.uniform(-1, 1, (n, n))
-    if complex_:
-        a = a + 0.3j * rs.uniform(-1, 1, (n, n))
-    return a @ a.conj().T + n * onp.eye(n)
-
-
-def _sym(rs, n, complex_=False):
-    a = rs.uniform(-1, 1, (n, n))
-    if complex_:
-        a = a + 0.3j * rs.uniform(-1, 1, (n, n))
-    return a + a.conj().T + onp.diag(onp.arange(n) * 2.0)
 
 
 # =============================================================================
@@ -203,19 +193,15 @@ def add(
 
 
 def gen_wellcond(rs, shape, complex_):
-    return _wellcond(rs, shape[-2], shape[-1], complex_)
+    return wellcond(rs, shape[-2], shape[-1], complex_)
 
 
 def gen_spd(rs, shape, complex_):
-    return _spd(rs, shape[-1], complex_)
-
-
-def gen_sym(rs, shape, complex_):
-    return _sym(rs, shape[-1], complex_)
+    return spd(rs, shape[-1], complex_)
 
 
 def gen_lower(rs, shape, complex_):
-    return onp.tril(_wellcond(rs, shape[-2], shape[-1], complex_))
+    return onp.tril(wellcond(rs, shape[-2], shape[-1], complex_))
 
 
 # ---- elementwise: each operator's record (tests/op_records.py) gives its range, whether it
@@ -616,179 +602,34 @@ for _r in PRODUCT_RECORDS:
         )
 add("dot", lambda x, K: gnp.dot(x, K((3,))), label=":scalar", shape=(), scalar=True)
 
-# ---- numpy.linalg -------------------------------------------------------------------------
+# ---- numpy.linalg: each operator's record (tests/op_records/linalg.py), every operand and
+# every tuple output it lists differentiated in turn, the other operands constants of their kind
 LA = gnp.linalg
-add(
-    "linalg.det",
-    lambda x, K: LA.det(x),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.inv",
-    lambda x, K: LA.inv(x),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.slogdet",
-    lambda x, K: LA.slogdet(x)[1],
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.matrix_power",
-    lambda x, K: LA.matrix_power(x, 3),
-    shape=(3, 3),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.pinv",
-    lambda x, K: LA.pinv(x),
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add("linalg.norm", lambda x, K: LA.norm(x), scalar=False, dtypes=LAPACK)
+for _r in LINALG_RECORDS:
+    for _i, (_kind, _shape) in enumerate(zip(_r.kinds, _r.shapes)):
+        for _k in _r.outputs or (None,):
+            add(
+                "linalg." + _r.name,
+                lambda x, K, r=_r, i=_i, k=_k: _pick(
+                    r.call(
+                        *[
+                            x if j == i else K.of(kd, s)
+                            for j, (kd, s) in enumerate(zip(r.kinds, r.shapes))
+                        ]
+                    ),
+                    k,
+                ),
+                argnum=_i,
+                label=(f"@{_i}" if _i else "")
+                + ("" if _k is None or len(_r.outputs) == 1 else f"[{_k}]"),
+                shape=_shape,
+                gen=None
+                if _kind == "uniform"
+                else lambda rs, shape, c, kind=_kind: la_draw(kind, rs, shape, c),
+                scalar=False,
+                dtypes=LAPACK,
+            )
 add("linalg.norm", lambda x, K: LA.norm(x, axis=1), label=":axis", scalar=False, dtypes=LAPACK)
-add("linalg.vector_norm", lambda x, K: LA.vector_norm(x), shape=(3,), scalar=False, dtypes=LAPACK)
-add("linalg.matrix_norm", lambda x, K: LA.matrix_norm(x), scalar=False, dtypes=LAPACK)
-add(
-    "linalg.cholesky",
-    lambda x, K: LA.cholesky(x),
-    shape=(3, 3),
-    gen=gen_spd,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.eigh",
-        lambda x, K, k=_k: LA.eigh(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 3),
-        gen=gen_sym,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.eigvalsh",
-    lambda x, K: LA.eigvalsh(x),
-    shape=(3, 3),
-    gen=gen_sym,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.eig",
-        lambda x, K, k=_k: LA.eig(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 3),
-        gen=gen_sym,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.eigvals",
-    lambda x, K: LA.eigvals(x),
-    shape=(3, 3),
-    gen=gen_sym,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.qr",
-        lambda x, K, k=_k: LA.qr(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 2),
-        gen=gen_wellcond,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-for _k in range(3):
-    add(
-        "linalg.svd",
-        lambda x, K, k=_k: LA.svd(x, full_matrices=False)[k],
-        label=f"[{_k}]",
-        shape=(3, 2),
-        gen=gen_wellcond,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.svdvals",
-    lambda x, K: LA.svdvals(x),
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.solve",
-    lambda x, K: LA.solve(x, K((3,))),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.solve",
-    lambda x, K: LA.solve(K.wellcond(3), x),
-    argnum=1,
-    shape=(3, 2),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.lstsq",
-    lambda x, K: LA.lstsq(x, K((3,)))[0],
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.lstsq",
-    lambda x, K: LA.lstsq(K.wellcond(3, 2), x)[0],
-    argnum=1,
-    shape=(3,),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorinv",
-    lambda x, K: LA.tensorinv(gnp.reshape(x, (2, 2, 4)), ind=2),
-    shape=(4, 4),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(x, (2, 2, 4)), K((2, 2))),
-    shape=(4, 4),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(K.wellcond(4), (2, 2, 4)), x),
-    argnum=1,
-    shape=(2, 2),
-    scalar=False,
-    dtypes=LAPACK,
-)
 
 # ---- numpy.fft ----------------------------------------------------------------------------
 FFT = gnp.fft
