@@ -44,6 +44,7 @@ from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, produc
 from op_records.elementwise import ELEMENTWISE
 from op_records.fft import RECORDS as FFT_RECORDS
 from op_records.linalg import RECORDS as LINALG_RECORDS, draw as la_draw, spd, wellcond
+from op_records.manipulation import RECORDS as MOVES_RECORDS
 from op_records.products import RECORDS as PRODUCT_RECORDS
 from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
@@ -207,7 +208,6 @@ def gen_lower(rs, shape, complex_):
 # ---- elementwise: each operator's record (tests/op_records.py) gives its range, whether it
 # is differentiated for complex dtypes, and which arguments; two arguments broadcast against a
 # (3,) constant
-add("copy", lambda x, K: gnp.copy(x))
 for _r in ELEMENTWISE.values():
     _f, (_lo, _hi) = getattr(gnp, _r.name), _r.sweep
     _dt = ALL if _r.complex else REAL
@@ -287,45 +287,19 @@ add("average", lambda x, K: gnp.average(K(gnp.shape(x)), _ax(x), x), argnum=2)
 add("sort", lambda x, K: gnp.sort(x, axis=1), scalar=False, dtypes=REAL)
 add("partition", lambda x, K: gnp.partition(x, 1, axis=1), scalar=False, dtypes=REAL)
 
-# ---- shapes and indexing ----------------------------------------------------------------------
-add("reshape", lambda x, K: gnp.reshape(x, (-1, 1)))
-add("ravel", lambda x, K: gnp.ravel(x))
-add("transpose", lambda x, K: gnp.transpose(x))
-add("swapaxes", lambda x, K: gnp.swapaxes(x, 0, 2), shape=(2, 3, 2), scalar=False)
-add("moveaxis", lambda x, K: gnp.moveaxis(x, 0, -1), shape=(2, 3, 2), scalar=False)
-add("rollaxis", lambda x, K: gnp.rollaxis(x, 2), shape=(2, 3, 2), scalar=False)
-add("squeeze", lambda x, K: gnp.squeeze(x), shape=(2, 1, 3))
-add("expand_dims", lambda x, K: gnp.expand_dims(x, 0))
-add("atleast_1d", lambda x, K: gnp.atleast_1d(x))
-add("atleast_2d", lambda x, K: gnp.atleast_2d(x))
-add("atleast_3d", lambda x, K: gnp.atleast_3d(x))
-add("broadcast_to", lambda x, K: gnp.broadcast_to(x, (2,) + gnp.shape(x)))
-add("repeat", lambda x, K: gnp.repeat(x, 2))
+# ---- shapes and indexing: each operator's record (tests/op_records/manipulation.py), then the
+# other calls and the internal primitives
+for _r in MOVES_RECORDS:
+    add(
+        _r.name,
+        lambda x, K, r=_r: _pick(r.call(x), r.output),
+        argnum=_r.argnum,
+        shape=_r.shape,
+        scalar=_r.scalar,
+    )
 add("repeat", lambda x, K: gnp.repeat(x, [1, 2], axis=0), label=":axis", scalar=False)
-add("tile", lambda x, K: gnp.tile(x, (2, 1)))
-add("flip", lambda x, K: gnp.flip(x, 0), scalar=False)
-add("fliplr", lambda x, K: gnp.fliplr(x), scalar=False)
-add("flipud", lambda x, K: gnp.flipud(x), scalar=False)
-add("roll", lambda x, K: gnp.roll(x, 1, axis=1), scalar=False)
-add("rot90", lambda x, K: gnp.rot90(x), scalar=False)
-add("pad", lambda x, K: gnp.pad(x, ((1, 0), (0, 2))), scalar=False)
-add("diag", lambda x, K: gnp.diag(x), shape=(3,), scalar=False)
 add("diag", lambda x, K: gnp.diag(x, 1), label=":2d", shape=(3, 3), scalar=False)
 add("make_diagonal", lambda x, K: gnp.make_diagonal(x, 0, -1, -2), shape=(2, 3), scalar=False)
-add("tril", lambda x, K: gnp.tril(x), shape=(3, 3), scalar=False)
-add("triu", lambda x, K: gnp.triu(x, 1), shape=(3, 3), scalar=False)
-add("take", lambda x, K: gnp.take(x, [0, 2, 2]), scalar=False)
-add(
-    "take_along_axis",
-    lambda x, K: gnp.take_along_axis(x, onp.array([[0, 2], [1, 1]]), axis=1),
-    scalar=False,
-)
-add("compress", lambda x, K: gnp.compress([True, False, True], x, axis=1), argnum=1, scalar=False)
-add("split", lambda x, K: gnp.split(x, 3, axis=1)[1], scalar=False)
-add("array_split", lambda x, K: gnp.array_split(x, 2, axis=1)[0], scalar=False)
-add("hsplit", lambda x, K: gnp.hsplit(x, 3)[0], scalar=False)
-add("vsplit", lambda x, K: gnp.vsplit(x, 2)[1], scalar=False)
-add("dsplit", lambda x, K: gnp.dsplit(x, 2)[0], shape=(2, 3, 2), scalar=False)
 add("_wrap.container_take", lambda x, K: gnp.split(x, 2)[1], shape=(4,), scalar=False)
 add("_wrap.getitem", lambda x, K: x[1:, ::2], scalar=False)
 add("_wrap.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,), scalar=False)
