@@ -46,6 +46,7 @@ from op_records.fft import RECORDS as FFT_RECORDS
 from op_records.linalg import RECORDS as LINALG_RECORDS, draw as la_draw, spd, wellcond
 from op_records.manipulation import RECORDS as MOVES_RECORDS
 from op_records.products import RECORDS as PRODUCT_RECORDS
+from op_records.sorting import RECORDS as SORTING_RECORDS
 from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
@@ -284,8 +285,8 @@ for _r in REDUCTION_RECORDS:
         )
 add("var", lambda x, K: gnp.var(x, 1, ddof=1), label=":ddof", scalar=False)
 add("average", lambda x, K: gnp.average(K(gnp.shape(x)), _ax(x), x), argnum=2)
-add("sort", lambda x, K: gnp.sort(x, axis=1), scalar=False, dtypes=REAL)
-add("partition", lambda x, K: gnp.partition(x, 1, axis=1), scalar=False, dtypes=REAL)
+for _r in SORTING_RECORDS:  # tests/op_records/sorting.py
+    add(_r.name, lambda x, K, r=_r: r.call(x), shape=_r.shape, scalar=False, dtypes=REAL)
 
 # ---- shapes and indexing: each operator's record (tests/op_records/manipulation.py), then the
 # other calls and the internal primitives
