@@ -47,7 +47,7 @@ from op_records.linalg import RECORDS as LINALG_RECORDS, draw as la_draw, spd, w
 from op_records.manipulation import RECORDS as MOVES_RECORDS
 from op_records.products import RECORDS as PRODUCT_RECORDS
 from op_records.sorting import RECORDS as SORTING_RECORDS
-from op_records.reductions import RECORDS as REDUCTION_RECORDS
+from op_records.reductions import QUANTILES, RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
 try:
@@ -500,16 +500,11 @@ add(
 )
 add("meshgrid", lambda x, K: gnp.meshgrid(x, K((3,)))[0], shape=(2,), scalar=False)
 add("meshgrid", lambda x, K: gnp.meshgrid(K((3,)), x)[1], argnum=1, shape=(2,), scalar=False)
-for _n, _q in (
-    ("percentile", (20, 80)),
-    ("nanpercentile", (20, 80)),
-    ("quantile", (0.2, 0.8)),
-    ("nanquantile", (0.2, 0.8)),
-):
-    _f = getattr(gnp, _n)
-    add(_n, lambda x, K, f=_f, q=_q: f(x, q[0], axis=_ax(x)), dtypes=REAL)
+for _r in QUANTILES:  # tests/op_records/reductions.py: the range of q
+    _f, _q = getattr(gnp, _r.name), _r.q
+    add(_r.name, lambda x, K, f=_f, q=_q: f(x, q[0], axis=_ax(x)), dtypes=REAL)
     add(
-        _n,
+        _r.name,
         lambda x, K, f=_f: f(K((2, 3)), x, axis=1),
         argnum=1,
         shape=(2,),

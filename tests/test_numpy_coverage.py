@@ -13,7 +13,7 @@ from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import calculus, indexing, polynomials, statistics
 from gradcy.test_util import check_grads
 from op_records.products import RECORDS as PRODUCTS
-from op_records.reductions import RECORDS as REDUCTIONS
+from op_records.reductions import QUANTILES, RECORDS as REDUCTIONS
 from vjp_harness import rand
 
 # NumPy 1.26 names trapezoid trapz, and has no unstack, cumulative_sum, cumulative_prod
@@ -60,10 +60,6 @@ _PRIMS = [
     W.linspace,
     W.logspace,
     W.geomspace,
-    W.quantile,
-    W.percentile,
-    W.nanquantile,
-    W.nanpercentile,
     W.cov,
     W.corrcoef,
     W.interp,
@@ -71,6 +67,7 @@ _PRIMS = [
     W.full_like,
     W.bincount,
 ] + [getattr(W, n) for n in ("unstack", "cumulative_sum", "cumulative_prod") if hasattr(W, n)]
+_PRIMS += [getattr(W, r.name) for r in QUANTILES]  # their records: tests/op_records/reductions.py
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -87,10 +84,6 @@ NEVER_CLOSED = {
     "take_along_axis": (lambda a: np.take_along_axis(a, onp.zeros((1, 3), int), 0), _x),
     "copy": (lambda a: np.copy(a), _x),
     "asarray": (lambda a: np.asarray(a), _x),
-    "percentile": (lambda a: np.percentile(a, 30, axis=0), _x),
-    "quantile": (lambda a: np.quantile(a, 0.3, axis=0), _x),
-    "nanpercentile": (lambda a: np.nanpercentile(a, 30, axis=0), _x),
-    "nanquantile": (lambda a: np.nanquantile(a, 0.3, axis=0), _x),
     "cov": (lambda a: np.cov(a), _x),
     "corrcoef": (lambda a: np.corrcoef(a), _x),
     "interp": (lambda a: np.interp(onp.array([0.5, 1.5]), onp.arange(5.0), a), _v),
@@ -134,6 +127,9 @@ NEVER_CLOSED = {
 # differentiated in its first operand, the others constants)
 NEVER_CLOSED.update(
     {r.name: (lambda a, f=getattr(np, r.name): f(a, 0), _x) for r in REDUCTIONS if not r.autograd}
+)
+NEVER_CLOSED.update(
+    {r.name: (lambda a, r=r: getattr(np, r.name)(a, r.q[0], axis=0), _x) for r in QUANTILES}
 )
 NEVER_CLOSED.update(
     {

@@ -22,6 +22,10 @@ Fields of a record:
   bound     for the property tests' programs: the bound of |output| from the bound b of
             |input| and the number n of entries reduced (None: not drawn there)
 The nan variants (nan = True) are those whose name is "nan" + the plain function's.
+
+The quantiles (QUANTILES: quantile, percentile and their nan variants, statistics.py) take q
+besides: their records give the range of q the checks draw from (its low end where one q is
+needed); they sort real data only, and autograd has none of them.
 """
 
 from dataclasses import dataclass
@@ -107,3 +111,21 @@ def names(family=None, **facts):
         if (family is None or r.family == family)
         and all(getattr(r, k) == v for k, v in facts.items())
     ]
+
+
+@dataclass(frozen=True)
+class Quantile:
+    name: str
+    q: tuple
+
+    @property
+    def nan(self):
+        return self.name.startswith("nan")
+
+
+QUANTILES = [
+    Quantile("quantile", (0.2, 0.8)),
+    Quantile("nanquantile", (0.2, 0.8)),
+    Quantile("percentile", (20.0, 80.0)),
+    Quantile("nanpercentile", (20.0, 80.0)),
+]
