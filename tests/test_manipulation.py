@@ -481,6 +481,7 @@ def test_saved_set(fun, kept, shape):
     assert type(ans) is ArrayMeta or (
         isinstance(ans, tuple) and all(type(a) is ArrayMeta for a in ans)
     ), f"{name} keeps its output"
+    assert all(k < len(args) for k in kept), f"{name} has no argument {max(kept)}"
     for i, a in enumerate(args):
         if i in kept:
             assert type(a) is not ArrayMeta, f"{name} dropped argument {i}"

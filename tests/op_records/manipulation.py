@@ -51,7 +51,7 @@ def _i(name, call, **kw):
 RECORDS = [
     _m("reshape", lambda x: np.reshape(x, (-1, 1)), scalar=True),
     _m("ravel", lambda x: np.ravel(x), scalar=True),
-    _m("transpose", lambda x: np.transpose(x), saved=(1,), scalar=True),
+    _m("transpose", lambda x: np.transpose(x), scalar=True),
     _m("swapaxes", lambda x: np.swapaxes(x, 0, 2), shape=(2, 3, 2)),
     _m("moveaxis", lambda x: np.moveaxis(x, 0, -1), shape=(2, 3, 2)),
     _m("rollaxis", lambda x: np.rollaxis(x, 2), shape=(2, 3, 2)),
