@@ -41,7 +41,13 @@ from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
 from gradcy.numpy import fft as gfft, indexed_updates, indexing, inplace, products
-from op_records import ELEMENTWISE
+from op_records.elementwise import ELEMENTWISE
+from op_records.fft import RECORDS as FFT_RECORDS
+from op_records.linalg import RECORDS as LINALG_RECORDS, draw as la_draw, spd, wellcond
+from op_records.manipulation import RECORDS as MOVES_RECORDS
+from op_records.products import RECORDS as PRODUCT_RECORDS
+from op_records.sorting import RECORDS as SORTING_RECORDS
+from op_records.reductions import QUANTILES, RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, primitives_with_vjps, raw_cotangent
 
 try:
@@ -98,36 +104,25 @@ class Consts:
         return onp.asarray(self._rs.uniform(lo, hi, shape), _real_dtype(self.dt))
 
     def wellcond(self, n, m=None):
-        return onp.asarray(_wellcond(self._rs, n, m, self.complex), self.dt)
+        return onp.asarray(wellcond(self._rs, n, m, self.complex), self.dt)
 
     def spd(self, n):
-        return onp.asarray(_spd(self._rs, n, self.complex), self.dt)
+        return onp.asarray(spd(self._rs, n, self.complex), self.dt)
+
+    def of(self, kind, shape):
+        """Data of a linalg record's kind (op_records/linalg.py draw())."""
+        if kind == "uniform":
+            return self(shape)
+        return onp.asarray(la_draw(kind, self._rs, shape, self.complex), self.dt)
+
+
+def _pick(result, k):
+    """Output k of a tuple result (all of it for k None)."""
+    return result if k is None else result[k]
 
 
 def _real_dtype(dt):
     return onp.dtype(dt.char.lower()) if dt.kind == "c" else dt
-
-
-def _wellcond(rs, n, m=None, complex_=False):
-    m = n if m is None else m
-    a = 0.3 * rs.uniform(-1, 1, (n, m)) + 1.5 * onp.eye(n, m)
-    if complex_:
-        a = a + 0.2j * rs.uniform(-1, 1, (n, m))
-    return a
-
-
-def _spd(rs, n, complex_=False):
-    a = rs.uniform(-1, 1, (n, n))
-    if complex_:
-        a = a + 0.3j * rs.uniform(-1, 1, (n, n))
-    return a @ a.conj().T + n * onp.eye(n)
-
-
-def _sym(rs, n, complex_=False):
-    a = rs.uniform(-1, 1, (n, n))
-    if complex_:
-        a = a + 0.3j * rs.uniform(-1, 1, (n, n))
-    return a + a.conj().T + onp.diag(onp.arange(n) * 2.0)
 
 
 # =============================================================================
@@ -200,25 +195,20 @@ def add(
 
 
 def gen_wellcond(rs, shape, complex_):
-    return _wellcond(rs, shape[-2], shape[-1], complex_)
+    return wellcond(rs, shape[-2], shape[-1], complex_)
 
 
 def gen_spd(rs, shape, complex_):
-    return _spd(rs, shape[-1], complex_)
-
-
-def gen_sym(rs, shape, complex_):
-    return _sym(rs, shape[-1], complex_)
+    return spd(rs, shape[-1], complex_)
 
 
 def gen_lower(rs, shape, complex_):
-    return onp.tril(_wellcond(rs, shape[-2], shape[-1], complex_))
+    return onp.tril(wellcond(rs, shape[-2], shape[-1], complex_))
 
 
 # ---- elementwise: each operator's record (tests/op_records.py) gives its range, whether it
 # is differentiated for complex dtypes, and which arguments; two arguments broadcast against a
 # (3,) constant
-add("copy", lambda x, K: gnp.copy(x))
 for _r in ELEMENTWISE.values():
     _f, (_lo, _hi) = getattr(gnp, _r.name), _r.sweep
     _dt = ALL if _r.complex else REAL
@@ -279,99 +269,38 @@ def _ax(x):
     return 1 if gnp.ndim(x) >= 2 else None
 
 
-REDUCTIONS = [
-    ("sum", True),
-    ("mean", True),
-    ("prod", True),
-    ("max", False),
-    ("min", False),
-    ("nanmax", False),
-    ("nanmin", False),
-    ("nansum", True),
-    ("nanmean", True),
-    ("nanprod", True),
-    ("var", True),
-    ("std", True),
-    ("nanvar", True),
-    ("nanstd", True),
-    ("ptp", False),
-    ("median", False),
-    ("nanmedian", False),
-    ("average", True),
-    ("cumsum", True),
-    ("cumprod", True),
-    ("nancumsum", True),
-    ("nancumprod", True),
-]
-for _n, _c in REDUCTIONS:
-    _f = getattr(gnp, _n)
-    add(_n, lambda x, K, f=_f: f(x, _ax(x)), dtypes=ALL if _c else REAL)
-for _n, _c in [
-    ("sum", True),
-    ("mean", True),
-    ("prod", True),
-    ("max", False),
-    ("min", False),
-    ("var", True),
-    ("std", True),
-    ("ptp", False),
-    ("median", False),
-]:
-    add(
-        _n,
-        lambda x, K, f=getattr(gnp, _n): f(x, axis=0, keepdims=True),
-        label=":keepdims",
-        shape=(2, 3),
-        scalar=False,
-        dtypes=ALL if _c else REAL,
-    )
+# each operator's record (tests/op_records/reductions.py) says whether it is differentiated for
+# complex dtypes; all but the cumulative ones take keepdims=
+for _r in REDUCTION_RECORDS:
+    _f, _dt = getattr(gnp, _r.name), ALL if _r.complex else REAL
+    add(_r.name, lambda x, K, f=_f: f(x, _ax(x)), dtypes=_dt)
+    if not _r.cumulative:
+        add(
+            _r.name,
+            lambda x, K, f=_f: f(x, axis=0, keepdims=True),
+            label=":keepdims",
+            shape=(2, 3),
+            scalar=False,
+            dtypes=_dt,
+        )
 add("var", lambda x, K: gnp.var(x, 1, ddof=1), label=":ddof", scalar=False)
 add("average", lambda x, K: gnp.average(K(gnp.shape(x)), _ax(x), x), argnum=2)
-add("trace", lambda x, K: gnp.trace(x), shape=(3, 3), scalar=False)
-add("sort", lambda x, K: gnp.sort(x, axis=1), scalar=False, dtypes=REAL)
-add("partition", lambda x, K: gnp.partition(x, 1, axis=1), scalar=False, dtypes=REAL)
+for _r in SORTING_RECORDS:  # tests/op_records/sorting.py
+    add(_r.name, lambda x, K, r=_r: r.call(x), shape=_r.shape, scalar=False, dtypes=REAL)
 
-# ---- shapes and indexing ----------------------------------------------------------------------
-add("reshape", lambda x, K: gnp.reshape(x, (-1, 1)))
-add("ravel", lambda x, K: gnp.ravel(x))
-add("transpose", lambda x, K: gnp.transpose(x))
-add("swapaxes", lambda x, K: gnp.swapaxes(x, 0, 2), shape=(2, 3, 2), scalar=False)
-add("moveaxis", lambda x, K: gnp.moveaxis(x, 0, -1), shape=(2, 3, 2), scalar=False)
-add("rollaxis", lambda x, K: gnp.rollaxis(x, 2), shape=(2, 3, 2), scalar=False)
-add("matrix_transpose", lambda x, K: gnp.matrix_transpose(x), scalar=False)
-add("squeeze", lambda x, K: gnp.squeeze(x), shape=(2, 1, 3))
-add("expand_dims", lambda x, K: gnp.expand_dims(x, 0))
-add("atleast_1d", lambda x, K: gnp.atleast_1d(x))
-add("atleast_2d", lambda x, K: gnp.atleast_2d(x))
-add("atleast_3d", lambda x, K: gnp.atleast_3d(x))
-add("broadcast_to", lambda x, K: gnp.broadcast_to(x, (2,) + gnp.shape(x)))
-add("repeat", lambda x, K: gnp.repeat(x, 2))
+# ---- shapes and indexing: each operator's record (tests/op_records/manipulation.py), then the
+# other calls and the internal primitives
+for _r in MOVES_RECORDS:
+    add(
+        _r.name,
+        lambda x, K, r=_r: _pick(r.call(x), r.output),
+        argnum=_r.argnum,
+        shape=_r.shape,
+        scalar=_r.scalar,
+    )
 add("repeat", lambda x, K: gnp.repeat(x, [1, 2], axis=0), label=":axis", scalar=False)
-add("tile", lambda x, K: gnp.tile(x, (2, 1)))
-add("flip", lambda x, K: gnp.flip(x, 0), scalar=False)
-add("fliplr", lambda x, K: gnp.fliplr(x), scalar=False)
-add("flipud", lambda x, K: gnp.flipud(x), scalar=False)
-add("roll", lambda x, K: gnp.roll(x, 1, axis=1), scalar=False)
-add("rot90", lambda x, K: gnp.rot90(x), scalar=False)
-add("pad", lambda x, K: gnp.pad(x, ((1, 0), (0, 2))), scalar=False)
-add("diag", lambda x, K: gnp.diag(x), shape=(3,), scalar=False)
 add("diag", lambda x, K: gnp.diag(x, 1), label=":2d", shape=(3, 3), scalar=False)
-add("diagonal", lambda x, K: gnp.diagonal(x), shape=(3, 3), scalar=False)
 add("make_diagonal", lambda x, K: gnp.make_diagonal(x, 0, -1, -2), shape=(2, 3), scalar=False)
-add("tril", lambda x, K: gnp.tril(x), shape=(3, 3), scalar=False)
-add("triu", lambda x, K: gnp.triu(x, 1), shape=(3, 3), scalar=False)
-add("take", lambda x, K: gnp.take(x, [0, 2, 2]), scalar=False)
-add(
-    "take_along_axis",
-    lambda x, K: gnp.take_along_axis(x, onp.array([[0, 2], [1, 1]]), axis=1),
-    scalar=False,
-)
-add("compress", lambda x, K: gnp.compress([True, False, True], x, axis=1), argnum=1, scalar=False)
-add("split", lambda x, K: gnp.split(x, 3, axis=1)[1], scalar=False)
-add("array_split", lambda x, K: gnp.array_split(x, 2, axis=1)[0], scalar=False)
-add("hsplit", lambda x, K: gnp.hsplit(x, 3)[0], scalar=False)
-add("vsplit", lambda x, K: gnp.vsplit(x, 2)[1], scalar=False)
-add("dsplit", lambda x, K: gnp.dsplit(x, 2)[0], shape=(2, 3, 2), scalar=False)
 add("_wrap.container_take", lambda x, K: gnp.split(x, 2)[1], shape=(4,), scalar=False)
 add("_wrap.getitem", lambda x, K: x[1:, ::2], scalar=False)
 add("_wrap.getitem", lambda x, K: x[[0, 1, 1]], label=":fancy", shape=(3,), scalar=False)
@@ -571,16 +500,11 @@ add(
 )
 add("meshgrid", lambda x, K: gnp.meshgrid(x, K((3,)))[0], shape=(2,), scalar=False)
 add("meshgrid", lambda x, K: gnp.meshgrid(K((3,)), x)[1], argnum=1, shape=(2,), scalar=False)
-for _n, _q in (
-    ("percentile", (20, 80)),
-    ("nanpercentile", (20, 80)),
-    ("quantile", (0.2, 0.8)),
-    ("nanquantile", (0.2, 0.8)),
-):
-    _f = getattr(gnp, _n)
-    add(_n, lambda x, K, f=_f, q=_q: f(x, q[0], axis=_ax(x)), dtypes=REAL)
+for _r in QUANTILES:  # tests/op_records/reductions.py: the range of q
+    _f, _q = getattr(gnp, _r.name), _r.q
+    add(_r.name, lambda x, K, f=_f, q=_q: f(x, q[0], axis=_ax(x)), dtypes=REAL)
     add(
-        _n,
+        _r.name,
         lambda x, K, f=_f: f(K((2, 3)), x, axis=1),
         argnum=1,
         shape=(2,),
@@ -633,235 +557,59 @@ add(
 add("vander", lambda x, K: gnp.vander(x), shape=(3,), scalar=False)
 
 # ---- products ---------------------------------------------------------------------------------
-#            name        shape0  shape1  extra args
-PRODUCTS = [
-    ("dot", (2, 3), (3,)),
-    ("inner", (2, 3), (3,)),
-    ("outer", (2,), (3,)),
-    ("kron", (2, 2), (2,)),
-    ("matmul", (2, 3), (3, 2)),
-    ("matvec", (2, 3), (3,)),
-    ("vecmat", (3,), (3, 2)),
-    ("vecdot", (2, 3), (3,)),
-    ("vdot", (3,), (3,)),
-    ("cross", (3,), (3,)),
-]
-for _n, _s0, _s1 in PRODUCTS:
-    _f = getattr(gnp, _n, None)
-    add(_n, lambda x, K, f=_f, s=_s1: f(x, K(s)), shape=_s0, scalar=False)
-    add(_n, lambda x, K, f=_f, s=_s0: f(K(s), x), argnum=1, shape=_s1, scalar=False)
-add("tensordot", lambda x, K: gnp.tensordot(x, K((3, 2)), 1), shape=(2, 3), scalar=False)
-add(
-    "tensordot",
-    lambda x, K: gnp.tensordot(K((2, 2, 3)), x, 2),
-    argnum=1,
-    shape=(2, 3),
-    scalar=False,
-)
+# each operator's record (tests/op_records/products.py): its representative call, every
+# operand differentiated in turn with the others constants
+for _r in PRODUCT_RECORDS:
+    for _i, (_argnum, _shape) in enumerate(zip(_r.operands, _r.shapes)):
+        add(
+            _r.name,
+            lambda x, K, r=_r, i=_i: r.call(
+                *[x if j == i else K(s) for j, s in enumerate(r.shapes)]
+            ),
+            argnum=_argnum,
+            shape=_shape,
+            scalar=False,
+        )
 add("dot", lambda x, K: gnp.dot(x, K((3,))), label=":scalar", shape=(), scalar=True)
-add("einsum", lambda x, K: gnp.einsum("ij,j->i", x, K((3,))), argnum=1, scalar=False)
-add("einsum", lambda x, K: gnp.einsum("ij,j->i", K((2, 3)), x), argnum=2, shape=(3,), scalar=False)
 
-# ---- numpy.linalg -------------------------------------------------------------------------
+# ---- numpy.linalg: each operator's record (tests/op_records/linalg.py), every operand and
+# every tuple output it lists differentiated in turn, the other operands constants of their kind
 LA = gnp.linalg
-add(
-    "linalg.det",
-    lambda x, K: LA.det(x),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.inv",
-    lambda x, K: LA.inv(x),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.slogdet",
-    lambda x, K: LA.slogdet(x)[1],
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.matrix_power",
-    lambda x, K: LA.matrix_power(x, 3),
-    shape=(3, 3),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.pinv",
-    lambda x, K: LA.pinv(x),
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add("linalg.norm", lambda x, K: LA.norm(x), scalar=False, dtypes=LAPACK)
+for _r in LINALG_RECORDS:
+    for _i, (_kind, _shape) in enumerate(zip(_r.kinds, _r.shapes)):
+        for _k in _r.outputs or (None,):
+            add(
+                "linalg." + _r.name,
+                lambda x, K, r=_r, i=_i, k=_k: _pick(
+                    r.call(
+                        *[
+                            x if j == i else K.of(kd, s)
+                            for j, (kd, s) in enumerate(zip(r.kinds, r.shapes))
+                        ]
+                    ),
+                    k,
+                ),
+                argnum=_i,
+                label=(f"@{_i}" if _i else "")
+                + ("" if _k is None or len(_r.outputs) == 1 else f"[{_k}]"),
+                shape=_shape,
+                gen=None
+                if _kind == "uniform"
+                else lambda rs, shape, c, kind=_kind: la_draw(kind, rs, shape, c),
+                scalar=False,
+                dtypes=LAPACK,
+            )
 add("linalg.norm", lambda x, K: LA.norm(x, axis=1), label=":axis", scalar=False, dtypes=LAPACK)
-add("linalg.vector_norm", lambda x, K: LA.vector_norm(x), shape=(3,), scalar=False, dtypes=LAPACK)
-add("linalg.matrix_norm", lambda x, K: LA.matrix_norm(x), scalar=False, dtypes=LAPACK)
-add(
-    "linalg.cholesky",
-    lambda x, K: LA.cholesky(x),
-    shape=(3, 3),
-    gen=gen_spd,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.eigh",
-        lambda x, K, k=_k: LA.eigh(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 3),
-        gen=gen_sym,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.eigvalsh",
-    lambda x, K: LA.eigvalsh(x),
-    shape=(3, 3),
-    gen=gen_sym,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.eig",
-        lambda x, K, k=_k: LA.eig(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 3),
-        gen=gen_sym,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.eigvals",
-    lambda x, K: LA.eigvals(x),
-    shape=(3, 3),
-    gen=gen_sym,
-    scalar=False,
-    dtypes=LAPACK,
-)
-for _k in range(2):
-    add(
-        "linalg.qr",
-        lambda x, K, k=_k: LA.qr(x)[k],
-        label=f"[{_k}]",
-        shape=(3, 2),
-        gen=gen_wellcond,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-for _k in range(3):
-    add(
-        "linalg.svd",
-        lambda x, K, k=_k: LA.svd(x, full_matrices=False)[k],
-        label=f"[{_k}]",
-        shape=(3, 2),
-        gen=gen_wellcond,
-        scalar=False,
-        dtypes=LAPACK,
-    )
-add(
-    "linalg.svdvals",
-    lambda x, K: LA.svdvals(x),
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.solve",
-    lambda x, K: LA.solve(x, K((3,))),
-    shape=(3, 3),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.solve",
-    lambda x, K: LA.solve(K.wellcond(3), x),
-    argnum=1,
-    shape=(3, 2),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.lstsq",
-    lambda x, K: LA.lstsq(x, K((3,)))[0],
-    shape=(3, 2),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.lstsq",
-    lambda x, K: LA.lstsq(K.wellcond(3, 2), x)[0],
-    argnum=1,
-    shape=(3,),
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorinv",
-    lambda x, K: LA.tensorinv(gnp.reshape(x, (2, 2, 4)), ind=2),
-    shape=(4, 4),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(x, (2, 2, 4)), K((2, 2))),
-    shape=(4, 4),
-    gen=gen_wellcond,
-    scalar=False,
-    dtypes=LAPACK,
-)
-add(
-    "linalg.tensorsolve",
-    lambda x, K: LA.tensorsolve(gnp.reshape(K.wellcond(4), (2, 2, 4)), x),
-    argnum=1,
-    shape=(2, 2),
-    scalar=False,
-    dtypes=LAPACK,
-)
 
 # ---- numpy.fft ----------------------------------------------------------------------------
 FFT = gnp.fft
-for _n, _shape, _c in [
-    ("fft", (4,), True),
-    ("ifft", (4,), True),
-    ("fft2", (2, 4), True),
-    ("ifft2", (2, 4), True),
-    ("fftn", (2, 4), True),
-    ("ifftn", (2, 4), True),
-    ("rfft", (4,), False),
-    ("rfft2", (2, 4), False),
-    ("rfftn", (2, 4), False),
-    ("irfft", (3,), True),
-    ("irfft2", (2, 3), True),
-    ("irfftn", (2, 3), True),
-    ("hfft", (3,), True),
-    ("ihfft", (4,), False),
-    ("fftshift", (2, 3), True),
-    ("ifftshift", (2, 3), True),
-]:
+for _r in FFT_RECORDS:  # tests/op_records/fft.py
     add(
-        "fft." + _n,
-        lambda x, K, f=getattr(FFT, _n): f(x),
-        shape=_shape,
+        "fft." + _r.name,
+        lambda x, K, f=getattr(FFT, _r.name): f(x),
+        shape=_r.shape,
         scalar=False,
-        dtypes=ALL if _c else REAL,
+        dtypes=ALL if _r.complex else REAL,
     )
 add("fft.fft", lambda x, K: FFT.fft(x, 6, axis=0), label=":n", shape=(4, 2), scalar=False)
 add("fft._truncate_pad", lambda x, K: gfft._truncate_pad(x, (6,)), shape=(4,), scalar=False)

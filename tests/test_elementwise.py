@@ -9,7 +9,7 @@ import gradcy.numpy as np
 from gradcy import elementwise_grad, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.test_util import check_grads
-from op_records import BINARY, ELEMENTWISE, UNARY, away_from_zero
+from op_records.elementwise import BINARY, ELEMENTWISE, UNARY, away_from_zero
 from vjp_harness import check_deep, rand, raw_cotangent, raw_tangent
 
 MODES = ("fwd", "rev")

@@ -12,7 +12,7 @@ import pytest
 import gradcy.numpy as np
 from gradcy import grad, make_vjp
 from gradcy._rules import ElementwiseRule
-from op_records import ELEMENTWISE, FAST
+from op_records.elementwise import ELEMENTWISE, FAST
 from vjp_harness import raw_cotangent
 
 FAST_UNARY = [n for n in FAST if ELEMENTWISE[n].nargs == 1]

@@ -14,27 +14,10 @@ import gradcy
 from gradcy import MissingJVPError, grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.test_util import check_grads
+from op_records.fft import RECORDS
 from vjp_harness import raw_cotangent
 
-_PRIMS = [
-    fft.fft,
-    fft.ifft,
-    fft.fft2,
-    fft.ifft2,
-    fft.fftn,
-    fft.ifftn,
-    fft.rfft,
-    fft.irfft,
-    fft.rfft2,
-    fft.irfft2,
-    fft.rfftn,
-    fft.irfftn,
-    fft.hfft,
-    fft.ihfft,
-    fft.fftshift,
-    fft.ifftshift,
-    FV._truncate_pad,
-]
+_PRIMS = [getattr(fft, r.name) for r in RECORDS] + [FV._truncate_pad]
 COVERED = {p.name for p in _PRIMS}
 
 

@@ -6,10 +6,12 @@ random axis/keepdims, reshape/transpose/getitem with random valid indices, dot/m
 constants of compatible shapes, and products of the value with itself), applied to a random
 float64 input of 0 to 3 dimensions. Shapes are tracked while drawing so every operation is
 valid, and a bound on |value| is tracked so the pool never offers an operation that would blow
-up (exp, square, prod only on small values; log and sqrt only of x**2 + c); operations
-that can make equal entries (fancy indices with repeats, maximum against a broadcast
-constant) keep max/min/std reductions out of the rest of the chain, since central
-differences are not a derivative at a tie.
+up (each operator's record says how far it grows its input; an argument whose domain is not
+the real line gets x**2 + 0.5, a constant one drawn in its domain); operations that can make
+equal entries (fancy indices with repeats, maximum against a broadcast constant) keep
+max/min/std reductions out of the rest of the chain, since central differences are not a
+derivative at a tie. The pool is every elementwise and reduction record with a bound
+(tests/op_records/).
 
 Properties:
   * the forward- and reverse-mode derivatives match central differences (check_grads,
@@ -21,8 +23,6 @@ Properties:
 Examples are derandomized (reproducible in CI); a failure prints the program as an expression.
 """
 
-import math
-
 import numpy as onp
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -31,6 +31,8 @@ from hypothesis import strategies as st
 import gradcy.numpy as gnp
 from gradcy import make_jvp, make_vjp
 from gradcy.test_util import check_grads
+from op_records.elementwise import ELEMENTWISE, RECORDS as ELEMENTWISE_RECORDS
+from op_records.reductions import RECORDS as REDUCTION_RECORDS
 from vjp_harness import NEP50, dtype_ok, raw_cotangent
 
 COVERED = set()  # this module checks compositions, not individual primitives
@@ -86,76 +88,25 @@ def _const(draw, shape, lo, hi):
     return onp.random.RandomState(seed).uniform(lo, hi, shape)
 
 
-# ---- elementwise ------------------------------------------------------------------------------
-# name, source, function, usable for |x| <= b, bound of the output from b
-UNARY = [
-    ("tanh", "tanh({})", gnp.tanh, None, lambda b: 1.0),
-    ("sin", "sin({})", gnp.sin, None, lambda b: 1.0),
-    ("cos", "cos({})", gnp.cos, None, lambda b: 1.0),
-    ("arctan", "arctan({})", gnp.arctan, None, lambda b: 1.6),
-    ("exp", "exp({})", gnp.exp, 2.0, math.exp),
-    ("sinh", "sinh({})", gnp.sinh, 2.0, math.sinh),
-    ("expm1", "expm1({})", gnp.expm1, 2.0, lambda b: math.exp(b)),
-    ("square", "square({})", gnp.square, 4.0, lambda b: b * b),
-    ("negative", "-{}", gnp.negative, None, lambda b: b),
-    ("log", "log({} ** 2 + 1)", lambda x: gnp.log(x**2 + 1.0), None, lambda b: math.log(b * b + 1)),
-    (
-        "sqrt",
-        "sqrt(square({}) + 0.5)",
-        lambda x: gnp.sqrt(gnp.square(x) + 0.5),
-        None,
-        lambda b: math.sqrt(b * b + 0.5),
-    ),
-    (
-        "reciprocal",
-        "reciprocal({0} * {0} + 1)",
-        lambda x: gnp.reciprocal(x * x + 1.0),
-        None,
-        lambda b: 1.0,
-    ),
-    ("log1p", "log1p(exp({}))", lambda x: gnp.log1p(gnp.exp(x)), 4.0, lambda b: b + 1.0),
-    ("cbrt", "cbrt({} + 3)", lambda x: gnp.cbrt(x + 3.0), 2.0, lambda b: 2.0),
-]
+# ---- the pool: each operator's record says how far it may grow its input (the records with
+# no bound are not drawn), its domain and whether it picks entries (tests/op_records/)
+UNARY = [r for r in ELEMENTWISE_RECORDS if r.nargs == 1 and r.grows]
+BINARY = [r for r in ELEMENTWISE_RECORDS if r.nargs == 2 and r.grows]
+REDUCTIONS = [r for r in REDUCTION_RECORDS if r.bound]
 
-# name, source, function(x, c), constant range, bound from (b, bound of c); flips the order of
-# the arguments for the commutative-in-validity ones
-BINARY = [
-    ("add", "({} + {c})", lambda x, c: x + c, (-1, 1), lambda b: b + 1),
-    ("radd", "({c} + {})", lambda x, c: gnp.add(c, x), (-1, 1), lambda b: b + 1),
-    ("subtract", "({} - {c})", lambda x, c: gnp.subtract(x, c), (-1, 1), lambda b: b + 1),
-    ("rsubtract", "({c} - {})", lambda x, c: c - x, (-1, 1), lambda b: b + 1),
-    ("multiply", "({} * {c})", lambda x, c: x * c, (-1, 1), lambda b: b),
-    ("rmultiply", "({c} * {})", lambda x, c: gnp.multiply(c, x), (-1, 1), lambda b: b),
-    ("divide", "({} / {c})", lambda x, c: x / c, (0.5, 1.5), lambda b: 2 * b),
-    (
-        "rdivide",
-        "({c} / ({} ** 2 + 1))",
-        lambda x, c: gnp.divide(c, x**2 + 1.0),
-        (0.5, 1.5),
-        lambda b: 1.5,
-    ),
-    ("maximum", "maximum({}, {c})", lambda x, c: gnp.maximum(x, c), (-1, 1), lambda b: max(b, 1)),
-    ("rminimum", "minimum({c}, {})", lambda x, c: gnp.minimum(c, x), (-1, 1), lambda b: max(b, 1)),
-    ("arctan2", "arctan2({}, {c})", lambda x, c: gnp.arctan2(x, c), (0.5, 1.5), lambda b: 1.6),
-    ("rarctan2", "arctan2({c}, {})", lambda x, c: gnp.arctan2(c, x), (0.5, 1.5), lambda b: 3.2),
-    ("hypot", "hypot({}, {c})", lambda x, c: gnp.hypot(x, c), (0.5, 1.5), lambda b: b + 1.5),
-    (
-        "logaddexp",
-        "logaddexp({}, {c})",
-        lambda x, c: gnp.logaddexp(x, c),
-        (-1, 1),
-        lambda b: b + 1.7,
-    ),
-    (
-        "power",
-        "power({} ** 2 + 0.5, {c})",
-        lambda x, c: gnp.power(x**2 + 0.5, c),
-        (0.5, 1.5),
-        lambda b: (b * b + 0.5) ** 1.5 + 1,
-    ),
-    ("where", "where(M, {}, {c})", None, (-1, 1), lambda b: max(b, 1)),
-]
-REDUCTIONS = ["sum", "mean", "prod", "max", "min", "var", "std", "cumsum"]
+
+def _into_domain(record, arg):
+    """(source, function, bound from b) putting a value bounded by b in the domain of argument
+    `arg` of the record's operator: itself where any value will do, else x**2 + 0.5."""
+    if record.inputs[arg] == "normal":
+        return "{}", lambda x: x, lambda b: b
+    return "({} ** 2 + 0.5)", lambda x: x**2 + 0.5, lambda b: b * b + 0.5
+
+
+def _const_range(record, arg):
+    """The range of a constant for argument `arg` (away from zero where the domain says so)."""
+    kind = record.inputs[arg]
+    return {"normal": (-1.0, 1.0), "nonzero": (0.5, 1.5)}.get(kind, kind)
 
 
 def _broadcast_partner(draw, shape):
@@ -213,25 +164,15 @@ def _draw_step(draw, shape, bound, ties, family=None):
     elif family == "product" and not shape:
         return None, shape, bound, ties
     if family == "unary":
-        choices = [u for u in UNARY if u[3] is None or bound <= u[3]]
-        name, fmt, fn, _, outb = draw(st.sampled_from(choices))
-        return Op(name, fmt, lambda x, c, fn=fn: fn(x)), shape, outb(bound), ties
+        fits = [r for r in UNARY if r.grows(_into_domain(r, 0)[2](bound)) <= MAX_BOUND]
+        r = draw(st.sampled_from(fits))
+        src, into, inb = _into_domain(r, 0)
+        newb = r.grows(inb(bound))
+        f = getattr(gnp, r.name)
+        fmt = f"{r.name}({src})"
+        return Op(r.name, fmt, lambda x, c, f=f, into=into: f(into(x))), shape, newb, ties
     if family == "binary":
-        name, fmt, fn, (lo, hi), outb = draw(st.sampled_from(BINARY))
-        cshape = _broadcast_partner(draw, shape)
-        new_shape = tuple(onp.broadcast_shapes(shape, cshape))
-        if len(new_shape) > 3 or int(onp.prod(new_shape)) > MAX_SIZE or (outb(bound) > MAX_BOUND):
-            return None, shape, bound, ties
-        c = _const(draw, cshape, lo, hi)
-        if name == "where":
-            mask = onp.random.RandomState(c.size).uniform(size=new_shape) < 0.5
-
-            def fn(x, c, mask=mask):
-                return gnp.where(mask, x, c)
-
-        if name in ("maximum", "rminimum", "where") and new_shape != shape:
-            ties = True  # copies of x along the broadcast axes
-        return Op(name, fmt, fn, c), new_shape, outb(bound), ties
+        return _draw_binary(draw, shape, bound, ties)
     if family == "reduce":
         return _draw_reduction(draw, shape, bound, ties)
     if family == "shape":
@@ -241,20 +182,61 @@ def _draw_step(draw, shape, bound, ties, family=None):
     return op, shape, bound, ties
 
 
+def _draw_binary(draw, shape, bound, ties):
+    """A binary operator against a constant of a broadcasting shape, the traced value either
+    argument (where(M, x, C) for where)."""
+    r = draw(st.sampled_from(BINARY + [ELEMENTWISE["where"]]))
+    cshape = _broadcast_partner(draw, shape)
+    new_shape = tuple(onp.broadcast_shapes(shape, cshape))
+    if r.name == "where":
+        arg, (src, into, inb), (lo, hi) = 0, _into_domain(r, 1), _const_range(r, 2)
+        newb = max(bound, 1.0)
+    else:
+        arg = draw(st.integers(0, 1))
+        (src, into, inb), (lo, hi) = _into_domain(r, arg), _const_range(r, 1 - arg)
+        bounds = [inb(bound), max(abs(lo), abs(hi))]
+        newb = r.grows(*(bounds if arg == 0 else bounds[::-1]))
+    if len(new_shape) > 3 or int(onp.prod(new_shape)) > MAX_SIZE or newb > MAX_BOUND:
+        return None, shape, bound, ties
+    c = _const(draw, cshape, lo, hi)
+    f = getattr(gnp, r.name)
+    if r.name == "where":
+        mask = onp.random.RandomState(c.size).uniform(size=new_shape) < 0.5
+        fmt = f"where(M, {src}, {{c}})"
+
+        def fn(x, c, mask=mask, into=into):
+            return gnp.where(mask, into(x), c)
+
+    elif arg == 0:
+        fmt = f"{r.name}({src}, {{c}})"
+
+        def fn(x, c, f=f, into=into):
+            return f(into(x), c)
+
+    else:
+        fmt = f"{r.name}({{c}}, {src})"
+
+        def fn(x, c, f=f, into=into):
+            return f(c, into(x))
+
+    if r.picks and new_shape != shape:
+        ties = True  # copies of x along the broadcast axes
+    return Op(r.name, fmt, fn, c), new_shape, newb, ties
+
+
 def _draw_reduction(draw, shape, bound, ties):
     n = len(shape)
-    name = draw(st.sampled_from(REDUCTIONS))
-    if name == "cumsum":
+    r = draw(st.sampled_from(REDUCTIONS))
+    name, f = r.name, getattr(gnp, r.name)
+    if r.cumulative:
         axis = draw(st.sampled_from([None] + list(range(-n, n))))
         size = int(onp.prod(shape))
         new_shape = (size,) if axis is None else shape
-        fmt = f"cumsum({{}}, axis={axis})"
-        return (
-            Op(name, fmt, lambda x, c: gnp.cumsum(x, axis=axis)),
-            new_shape,
-            bound * (size if axis is None else shape[axis]),
-            ties,
-        )
+        newb = r.bound(bound, size if axis is None else shape[axis])
+        if newb > MAX_BOUND:
+            return None, shape, bound, ties
+        fmt = f"{name}({{}}, axis={axis})"
+        return Op(name, fmt, lambda x, c: f(x, axis=axis)), new_shape, newb, ties
     if n == 0:
         axis = None
     else:
@@ -268,29 +250,18 @@ def _draw_reduction(draw, shape, bound, ties):
     keepdims = draw(st.booleans())
     axes = tuple(range(n)) if axis is None else ((axis % n,) if isinstance(axis, int) else axis)
     reduced = int(onp.prod([shape[a] for a in axes])) if axes else 1
-    if name in ("max", "min") and ties:
+    if (r.picks or r.kink == "constant") and ties:
         return None, shape, bound, ties
-    if name == "std" and (ties or reduced < 2):
-        return None, shape, bound, ties
-    if name == "prod" and max(bound, 1.0) ** reduced > MAX_BOUND:
+    if r.kink == "constant" and reduced < 2:  # a group of one entry is constant
         return None, shape, bound, ties
     new_shape = (
         tuple(1 if i in axes else d for i, d in enumerate(shape))
         if keepdims
         else tuple(d for i, d in enumerate(shape) if i not in axes)
     )
-    newb = {
-        "sum": bound * reduced,
-        "mean": bound,
-        "prod": max(bound, 1.0) ** reduced,
-        "max": bound,
-        "min": bound,
-        "var": bound * bound,
-        "std": bound,
-    }[name]
+    newb = r.bound(bound, reduced)
     if newb > MAX_BOUND:
         return None, shape, bound, ties
-    f = getattr(gnp, name)
     fmt = f"{name}({{}}, axis={axis}, keepdims={keepdims})"
     return Op(name, fmt, lambda x, c: f(x, axis=axis, keepdims=keepdims)), new_shape, newb, ties
 
@@ -513,34 +484,17 @@ def test_composition_float32_dtype_contract(focus, data):
 
 
 def test_programs_cover_the_pool():
-    """The strategy reaches every family (a guard against a generator that silently only
-    draws tanh)."""
+    """The strategy reaches every operator of the pool and every shape and product step (a
+    guard against a generator that silently only draws tanh)."""
     seen = set()
 
-    @settings(max_examples=200, deadline=None, derandomize=True, database=None)
+    @settings(max_examples=600, deadline=None, derandomize=True, database=None)
     @given(st.sampled_from([None, *FAMILIES]).flatmap(lambda f: programs(focus=f)))
     def collect(p):
         for op in p.ops:
-            binary = op.name.startswith("r") and op.name[1:] in {b[0] for b in BINARY}
-            seen.add(op.name[1:] if binary else op.name)
+            seen.add(op.name)
 
     collect()
-    for needed in (
-        "tanh",
-        "exp",
-        "add",
-        "multiply",
-        "maximum",
-        "where",
-        "sum",
-        "max",
-        "std",
-        "cumsum",
-        "reshape",
-        "transpose",
-        "getitem",
-        "matmul",
-        "dot",
-    ):
-        assert needed in seen, f"never drew {needed}: {sorted(seen)}"
-    assert len(seen) >= 30, f"only {len(seen)} distinct operations drawn: {sorted(seen)}"
+    pool = {r.name for r in UNARY + BINARY + REDUCTIONS} | {"where"}
+    steps = {"reshape", "transpose", "getitem", "matmul", "dot"}
+    assert pool | steps <= seen, f"never drew {sorted(pool | steps - seen)}"

@@ -12,9 +12,15 @@ import gradcy.numpy as np
 from gradcy import grad
 from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import indexing
+from op_records.manipulation import of_family
 from vjp_harness import assert_jvps_follow_vjps, check, check_deep, rand, total
 
-_PRIMS = [W.getitem, np.take, np.take_along_axis, np.compress, indexing.untake, indexing.unrepeat]
+# each gather's record (tests/op_records/manipulation.py), indexing and the internal scatters
+_PRIMS = (
+    [W.getitem]
+    + [r.primitive for r in of_family("indexing")]
+    + [indexing.untake, indexing.unrepeat]
+)
 COVERED = {p.name for p in _PRIMS}
 
 

@@ -12,34 +12,10 @@ import gradcy.numpy.linalg  # noqa: F401  (binds the submodule attribute gradcy.
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Box, Tape
 from gradcy.test_util import check_grads
+from op_records.linalg import RECORDS, draw
 from vjp_harness import check, check_dtype, raw_cotangent
 
-COVERED = {
-    f"gradcy.numpy.linalg.{n}"
-    for n in [
-        "det",
-        "slogdet",
-        "inv",
-        "pinv",
-        "solve",
-        "norm",
-        "eigh",
-        "eigvalsh",
-        "eig",
-        "eigvals",
-        "cholesky",
-        "svd",
-        "svdvals",
-        "qr",
-        "lstsq",
-        "matrix_power",
-        "tensorsolve",
-        "tensorinv",
-    ]
-}
-for _n in ("vector_norm", "matrix_norm"):
-    if hasattr(onp.linalg, _n):
-        COVERED.add(f"gradcy.numpy.linalg.{_n}")
+COVERED = {f"gradcy.numpy.linalg.{r.name}" for r in RECORDS}
 
 FWD_REV = ("fwd", "rev")
 
@@ -647,44 +623,44 @@ def test_float32_tuple_outputs():
 # =============================================================================
 # Saved sets: each node keeps only what its rules read
 # =============================================================================
+def _traced_first(rec, i):
+    """The record's call as a function of operand i first (saved() traces argument 0)."""
+
+    def fun(x, *others):
+        ops = list(others)
+        ops.insert(i, x)
+        return rec.call(*ops)
+
+    return fun
+
+
+# each operator's record (tests/op_records/linalg.py), each of its operands traced in turn
 SAVED_CASES = [
-    ("det", lambda x: np.linalg.det(x), (spd(3),), {"ans", 0}),
-    ("slogdet", lambda x: np.linalg.slogdet(x), (spd(3),), {"ans", 0}),
-    ("inv", lambda x: np.linalg.inv(x), (spd(3),), {"ans"}),
-    ("pinv", lambda x: np.linalg.pinv(x), (R(4, 3),), {"ans", 0}),
-    ("solve", lambda x, y: np.linalg.solve(x, y), (spd(3), R(3, 2)), {"ans", 0}),
-    ("solve_b", lambda y, x: np.linalg.solve(x, y), (R(3, 2), spd(3)), {"ans", 0}),
-    ("norm", lambda x: np.linalg.norm(x), (R(3),), {"ans", 0}),
-    ("eigh", lambda x: np.linalg.eigh(x), (spd(3),), {"ans"}),
-    ("eigvalsh", lambda x: np.linalg.eigvalsh(x), (spd(3),), {0}),
-    ("eig", lambda x: np.linalg.eig(x), (R(3, 3),), {"ans"}),
-    ("eigvals", lambda x: np.linalg.eigvals(x), (R(3, 3),), {"ans", 0}),
-    ("cholesky", lambda x: np.linalg.cholesky(x), (spd(3),), {"ans"}),
-    ("svd", lambda x: np.linalg.svd(x, full_matrices=False), (R(4, 3),), {"ans"}),
-    ("svdvals", lambda x: np.linalg.svd(x, compute_uv=False), (R(4, 3),), {0}),
-    ("qr", lambda x: np.linalg.qr(x), (R(4, 3),), {"ans"}),
-    ("lstsq", lambda x, y: np.linalg.lstsq(x, y), (R(4, 3), R(4, 2)), {0, 1}),
-    ("matrix_power", lambda x: np.linalg.matrix_power(x, 3), (spd(3),), {0}),
-    ("tensorinv", lambda x: np.linalg.tensorinv(x, 1), (spd(4).reshape(4, 2, 2),), {"ans"}),
-    ("tensorsolve", lambda x, y: np.linalg.tensorsolve(x, y), (spd(4), R(4)), {"ans", 0}),
+    pytest.param(rec, i, id=rec.name + (f"@{i}" if i else ""))
+    for rec in RECORDS
+    for i in range(len(rec.shapes))
 ]
 
 
-@pytest.mark.parametrize("name,fun,args,expected", SAVED_CASES, ids=[c[0] for c in SAVED_CASES])
-def test_saved_sets(name, fun, args, expected):
-    (ans, sargs, kwargs), prim = saved(fun, *args)
-    assert prim.startswith("gradcy.numpy.linalg.")
+@pytest.mark.parametrize("rec,i", SAVED_CASES)
+def test_saved_sets(rec, i):
+    ops = [
+        draw(k, onp.random.RandomState(j), s) for j, (k, s) in enumerate(zip(rec.kinds, rec.shapes))
+    ]
+    (ans, sargs, kwargs), prim = saved(_traced_first(rec, i), ops[i], *ops[:i], *ops[i + 1 :])
+    name, expected = rec.name, rec.saved
+    assert prim == f"gradcy.numpy.linalg.{name}"
     if "ans" in expected:
         assert _holds_arrays(ans), f"{name}: ans should be saved"
     else:
         assert _is_meta(ans), f"{name}: ans saved but never read: {ans!r}"
-    for i, a in enumerate(sargs):
+    for k, a in enumerate(sargs):
         if not (isinstance(a, onp.ndarray) or type(a) is ArrayMeta):
             continue
-        if i in expected:
-            assert type(a) is not ArrayMeta, f"{name}: argument {i} should be saved"
+        if k in expected:
+            assert type(a) is not ArrayMeta, f"{name}: argument {k} should be saved"
         else:
-            assert type(a) is ArrayMeta, f"{name}: argument {i} saved but never read"
+            assert type(a) is ArrayMeta, f"{name}: argument {k} saved but never read"
 
 
 def test_functions_returning_the_tuples():

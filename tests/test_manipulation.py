@@ -13,43 +13,21 @@ from gradcy.numpy import numpy_wrapper as W
 from gradcy.numpy import indexing as S
 from gradcy.numpy._wrap import _astype_traced
 from gradcy.test_util import check_grads
+from op_records.manipulation import RECORDS, of_family
 from vjp_harness import assert_jvps_follow_vjps, check_deep, rand
 
-_PRIMS = [
-    np.reshape,
-    np.ravel,
-    np.transpose,
-    np.swapaxes,
-    np.moveaxis,
-    np.rollaxis,
-    np.expand_dims,
-    np.squeeze,
-    np.broadcast_to,
-    np.atleast_1d,
-    np.atleast_2d,
-    np.atleast_3d,
-    W.concatenate_args,
-    W.array_from_args,
-    np.split,
-    np.array_split,
-    np.hsplit,
-    np.vsplit,
-    np.dsplit,
-    W.container_take,
-    _astype_traced,
-    W.copy_,
-    np.flip,
-    np.fliplr,
-    np.flipud,
-    np.roll,
-    np.rot90,
-    np.tile,
-    np.repeat,
-    np.pad,
-    np.tril,
-    np.triu,
-    np.diag,
-] + ([np.matrix_transpose] if hasattr(onp, "matrix_transpose") else [])  # NumPy >= 2
+# each operator's record (tests/op_records/manipulation.py), and the primitives that
+# concatenate, build arrays from traced entries, take from traced containers and cast
+_PRIMS = (
+    [r.primitive for r in of_family("manipulation")]
+    + [
+        W.concatenate_args,
+        W.array_from_args,
+        W.container_take,
+        _astype_traced,
+    ]
+    + ([np.matrix_transpose] if hasattr(onp, "matrix_transpose") else [])
+)  # NumPy >= 2
 COVERED = {p.name for p in _PRIMS}
 
 
@@ -466,58 +444,44 @@ def _saved(fun, x):
 
 
 _X = rand(3, 4)
-_SAVED_CASES = [
-    (lambda b: np.reshape(b, (4, 3)), ()),
-    (lambda b: b.reshape(2, 6), ()),
-    (lambda b: np.transpose(b), (1,)),
-    (lambda b: b.T, (1,)),
-    (lambda b: np.transpose(b, (1, 0)), (1,)),
-    (lambda b: np.ravel(b), ()),
-    (lambda b: np.swapaxes(b, 0, 1), ()),
-    (lambda b: np.moveaxis(b, 0, 1), ()),
-    (lambda b: np.rollaxis(b, 1), ()),
-    *([(lambda b: np.matrix_transpose(b), ())] if hasattr(np, "matrix_transpose") else []),
-    (lambda b: np.expand_dims(b, 0), ()),
-    (lambda b: np.squeeze(b), ()),
-    (lambda b: np.broadcast_to(b, (2, 3, 4)), ()),
-    (lambda b: np.atleast_3d(b), ()),
-    (lambda b: np.concatenate([b, b]), ()),
-    (lambda b: np.array([b, b]), ()),
-    (lambda b: np.split(b, 2, axis=1), (1,)),
-    (lambda b: np.array_split(b, 3), (1,)),
-    (lambda b: np.hsplit(b, 2), (1,)),
-    (lambda b: np.vsplit(b, onp.array([1])), (1,)),
-    (lambda b: np.dsplit(b[:, :, None], 1), (1,)),
-    (lambda b: b[1:, ::2], (1,)),
-    (lambda b: b[[0, 0, 2]], (1,)),
-    (lambda b: b[_X > 0], (1,)),
-    (lambda b: b.astype(onp.float32), ()),
-    (lambda b: np.copy(b), ()),
-    (lambda b: np.flip(b), ()),
-    (lambda b: np.fliplr(b), ()),
-    (lambda b: np.flipud(b), ()),
-    (lambda b: np.roll(b, 1), (1,)),
-    (lambda b: np.rot90(b), ()),
-    (lambda b: np.tile(b, 2), (1,)),
-    (lambda b: np.repeat(b, 2), (1,)),
-    (lambda b: np.pad(b, 1), (1,)),
-    (lambda b: np.tril(b), ()),
-    (lambda b: np.triu(b), ()),
-    (lambda b: np.diag(b), ()),
-    (lambda b: np.take(b, [1, 2]), (1,)),
-    (lambda b: np.take_along_axis(b, onp.zeros((1, 4), int), 0), (1,)),
-    (lambda b: np.compress([True, False, True], b, axis=0), (0,)),
-    # sort and partition keep their permutation instead: tests/test_saved_sets.py
+# each operator's record (tests/op_records/manipulation.py), and the other spellings of them
+# (methods, operators, other arguments) applied to _X
+_SAVED_CASES = [pytest.param(r.call, r.saved, r.shape, id=r.name) for r in RECORDS] + [
+    pytest.param(*case, _X.shape, id=f"form{k}")
+    for k, case in enumerate(
+        [
+            (lambda b: np.reshape(b, (4, 3)), ()),
+            (lambda b: b.reshape(2, 6), ()),
+            (lambda b: b.T, (1,)),
+            (lambda b: np.transpose(b, (1, 0)), (1,)),
+            *([(lambda b: np.matrix_transpose(b), ())] if hasattr(np, "matrix_transpose") else []),
+            (lambda b: np.broadcast_to(b, (2, 3, 4)), ()),
+            (lambda b: np.concatenate([b, b]), ()),
+            (lambda b: np.array([b, b]), ()),
+            (lambda b: np.vsplit(b, onp.array([1])), (1,)),
+            (lambda b: np.dsplit(b[:, :, None], 1), (1,)),
+            (lambda b: b[1:, ::2], (1,)),
+            (lambda b: b[[0, 0, 2]], (1,)),
+            (lambda b: b[_X > 0], (1,)),
+            (lambda b: b.astype(onp.float32), ()),
+            (lambda b: np.roll(b, 1), (1,)),
+            (lambda b: np.tile(b, 2), (1,)),
+            (lambda b: np.pad(b, 1), (1,)),
+            (lambda b: np.diag(b), ()),
+        ]
+    )
 ]
+# (sort and partition keep their permutation instead: tests/test_saved_sets.py)
 
 
-@pytest.mark.parametrize("case", range(len(_SAVED_CASES)))
-def test_saved_set(case):
-    fun, kept = _SAVED_CASES[case]
-    name, (ans, args, kwargs) = _saved(fun, _X)
+@pytest.mark.parametrize("fun,kept,shape", _SAVED_CASES)
+def test_saved_set(fun, kept, shape):
+    x = rand(*shape)
+    name, (ans, args, kwargs) = _saved(fun, x)
     assert type(ans) is ArrayMeta or (
         isinstance(ans, tuple) and all(type(a) is ArrayMeta for a in ans)
     ), f"{name} keeps its output"
+    assert all(k < len(args) for k in kept), f"{name} has no argument {max(kept)}"
     for i, a in enumerate(args):
         if i in kept:
             assert type(a) is not ArrayMeta, f"{name} dropped argument {i}"
@@ -528,7 +492,7 @@ def test_saved_set(case):
     traced = [
         i
         for i, a in enumerate(args)
-        if type(a) in (ArrayMeta, onp.ndarray) and a.shape in (_X.shape, (3, 4, 1))
+        if type(a) in (ArrayMeta, onp.ndarray) and a.shape in (x.shape, x.shape + (1,))
     ]
     assert traced, f"{name}: the traced input is missing from the record"
     for i in traced:

@@ -9,24 +9,19 @@ import gradcy.numpy as np
 from gradcy import make_jvp, make_vjp
 from gradcy._core import ArrayMeta, Tape
 from gradcy.numpy import products
+from op_records.products import BILINEAR, RECORDS
 from vjp_harness import check, rand, raw_cotangent, saved_record
 
-COVERED = {
-    "gradcy.numpy.dot",
-    "gradcy.numpy.matmul",
-    "gradcy.numpy.tensordot",
-    "gradcy.numpy.einsum",
-    "gradcy.numpy.outer",
-    "gradcy.numpy.inner",
-    "gradcy.numpy.vdot",
-    "gradcy.numpy.kron",
-    "gradcy.numpy.cross",
-    "gradcy.numpy.trace",
-    "gradcy.numpy.diagonal",
-    "gradcy.numpy.products.diagonal_scatter",
+# each operator's representative call, operand shapes and saved spec: its record
+COVERED = {f"gradcy.numpy.{rec.name}" for rec in RECORDS} | {
+    "gradcy.numpy.products.diagonal_scatter"
 }
-NUMPY2 = [n for n in ("matrix_transpose", "vecdot", "matvec", "vecmat") if hasattr(onp, n)]
-COVERED |= {f"gradcy.numpy.{n}" for n in NUMPY2}
+
+
+def operands(rec, dtype=None):
+    """Seeded operands of the record's representative call."""
+    out = [r(*s, seed=k) for k, s in enumerate(rec.shapes)]
+    return out if dtype is None else [a.astype(dtype) for a in out]
 
 
 def r(*shape, seed=0):
@@ -444,19 +439,12 @@ def test_vecmat(sa, sb):
 
 @pytest.mark.parametrize(
     "fun,sa,sb",
-    [
-        (np.dot, (2, 3), (3, 2)),
+    [pytest.param(rec.call, *rec.shapes, id=rec.name) for rec in BILINEAR]
+    + [
         (np.dot, (3,), (2, 3, 2)),
-        (np.matmul, (2, 2, 3), (3, 2)),
         (np.matmul, (3,), (3,)),
         (lambda a, b: np.tensordot(a, b, ([1, 0], [0, 1])), (3, 2), (2, 3)),
-        (lambda a, b: np.einsum("ij,jk->ik", a, b), (2, 3), (3, 2)),
         (lambda a, b: np.einsum("ii,i->i", a, b), (3, 3), (3,)),
-        (np.outer, (2,), (3,)),
-        (np.inner, (2, 3), (3,)),
-        (np.vdot, (3,), (3,)),
-        (np.kron, (2,), (2, 2)),
-        (np.cross, (2, 3), (3,)),
     ],
 )
 def test_mixed_precision_cotangents(fun, sa, sb):
@@ -499,29 +487,10 @@ def complex_check(fun, *args, eps=1e-6):
         assert onp.allclose(jt, jv, rtol=1e-6, atol=1e-7), (i, jt, jv)
 
 
-COMPLEX_CASES = (
-    [
-        (np.dot, [(2, 3), (3, 2)]),
-        (np.dot, [(3,), (2, 3, 2)]),
-        (np.matmul, [(2, 2, 3), (3, 2)]),
-        (lambda a, b: np.tensordot(a, b, 1), [(2, 3), (3, 2)]),
-        (np.inner, [(2, 3), (3,)]),
-        (np.outer, [(2,), (3,)]),
-        (np.vdot, [(2, 3), (6,)]),
-        (np.kron, [(2,), (2, 2)]),
-        (np.cross, [(2, 3), (3,)]),
-        (lambda a, b: np.einsum("ij,jk->ik", a, b), [(2, 3), (3, 2)]),
-        (lambda a: np.einsum("ii->i", a), [(3, 3)]),
-        (lambda a: np.trace(a, 1), [(3, 3)]),
-        (lambda a: np.diagonal(a, -1), [(3, 3)]),
-    ]
-    + ([(np.vecdot, [(2, 3), (3,)])] if hasattr(onp, "vecdot") else [])
-    + (
-        [(np.matvec, [(2, 3), (3,)]), (np.vecmat, [(3,), (2, 3, 2)])]
-        if hasattr(onp, "matvec")
-        else []
-    )
-)
+COMPLEX_CASES = [pytest.param(rec.call, rec.shapes, id=rec.name) for rec in RECORDS] + [
+    (np.dot, [(3,), (2, 3, 2)]),
+    (lambda a: np.einsum("ii->i", a), [(3, 3)]),
+]
 
 
 @pytest.mark.parametrize("fun,shapes", COMPLEX_CASES)
@@ -613,44 +582,17 @@ def not_kept(v):
     return type(v) is ArrayMeta or (type(v) is not onp.ndarray and onp.ndim(v) == 0)
 
 
-BILINEAR = [
-    (np.dot, (2, 3), (3, 2)),
-    (np.matmul, (2, 3), (3, 2)),
-    (np.tensordot, (2, 3), (2, 3)),
-    (np.outer, (2,), (3,)),
-    (np.inner, (2, 3), (3,)),
-    (np.vdot, (3,), (3,)),
-    (np.kron, (2,), (3,)),
-    (np.cross, (3,), (3,)),
-] + [
-    (getattr(np, n), sa, sb)
-    for n, sa, sb in [("vecdot", (3,), (3,)), ("matvec", (2, 3), (3,)), ("vecmat", (3,), (3, 2))]
-    if n in NUMPY2
-]
-
-
-@pytest.mark.parametrize("prim,sa,sb", BILINEAR)
-def test_saved_products(prim, sa, sb):
-    assert prim.saved_spec == (0, 1)
-    ans, args, kwargs = saved_record(prim, r(*sa), r(*sb, seed=1))
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda rec: rec.name)
+def test_saved_set(rec):
+    """The primitive's saved spec is its record's; the tape holds the arrays it names (every
+    operand for einsum's "args") and ArrayMeta for the other operands, never the output."""
+    assert getattr(np, rec.name).saved_spec == rec.saved
+    ans, args, kwargs = saved_record(rec.call, *operands(rec))
     assert not_kept(ans)
-    assert all(type(a) is onp.ndarray for a in args)
-
-
-def test_saved_einsum():
-    assert np.einsum.saved_spec == ("args",)
-    ans, args, kwargs = saved_record(lambda a, b: np.einsum("ij,jk->ik", a, b), r(2, 3), r(3, 2))
-    assert not_kept(ans) and args[0] == "ij,jk->ik"
-    assert all(type(a) is onp.ndarray for a in args[1:])
-
-
-@pytest.mark.parametrize(
-    "fun", [np.trace, np.diagonal] + ([np.matrix_transpose] if "matrix_transpose" in NUMPY2 else [])
-)
-def test_saved_nothing(fun):
-    ans, args, kwargs = saved_record(fun, r(3, 3))
-    assert not_kept(ans) and type(args[0]) is ArrayMeta
-    assert args[0].shape == (3, 3)
+    kept = rec.operands if rec.saved == ("args",) else rec.saved
+    for k, shape in zip(rec.operands, rec.shapes):
+        assert (type(args[k]) is onp.ndarray) == (k in kept), (k, type(args[k]))
+        assert args[k].shape == shape
 
 
 def test_saved_diagonal_scatter():
@@ -689,14 +631,7 @@ def test_every_vjp_has_a_jvp(prim):
 
 
 @pytest.mark.parametrize(
-    "fun,sa,sb",
-    [
-        (np.dot, (2, 3), (3, 4)),
-        (np.matmul, (2, 2, 3), (3,)),
-        (np.outer, (3,), (2,)),
-        (lambda a, b: np.einsum("ij,j->i", a, b), (2, 3), (3,)),
-        (np.kron, (2,), (2, 2)),
-    ],
+    "fun,sa,sb", [pytest.param(rec.call, *rec.shapes, id=rec.name) for rec in BILINEAR]
 )
 def test_forward_float32_and_mixed(fun, sa, sb):
     """Forward mode keeps float32 when every input is float32; a float64 operand promotes."""
