@@ -387,10 +387,10 @@ def write_result(name, out, result, where=True, broadcast=False, casting="same_k
     call's rule for the cast into out's dtype (a ufunc's, clip's, concatenate's casting=; into
     an integer or boolean out, the cast values are a constant:
     indexed_updates.constant_if_cast)."""
-    rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
+    rshape, oshape = _np.shape(_unwrap(result)), tuple(out.shape)
     if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
-    rdtype = _np.result_type(_plain(result))
+    rdtype = _np.result_type(_unwrap(result))
     if not _np.can_cast(rdtype, out.dtype, casting):
         raise TypeError(
             f"{name}: cannot cast the result from {rdtype} to out='s dtype "
@@ -499,9 +499,20 @@ def _nan_to_num_call(args, kwargs):
 
 
 def _plain(a):
+    """The plain value inside a, whose elements the caller reads (a const_graph recording
+    guards them: its replays check the value is the recorded one)."""
     while type(a) is Box:
         if a._tape.recorder is not None:  # a const_graph recording: its replays check these
             a._tape.recorder.read(a, "value", a._value)  # values (gradcy/misc/tracers.py)
+        a = a._value
+    return a
+
+
+def _unwrap(a):
+    """The plain value inside a, for bookkeeping that reads its identity, type, shape, dtype
+    or memory only, never its elements (which buffer it is, zeros_like's shape): no read for
+    a const_graph recording to guard."""
+    while type(a) is Box:
         a = a._value
     return a
 
@@ -890,7 +901,7 @@ if hasattr(_np.ndarray, "mT"):
         if type(x) is _np.ndarray:
             return x.mT
         # (Dask has no matrix_transpose: its fallback would compute the array)
-        return swapaxes(x, -1, -2) if is_array_value(_plain(x)) else matrix_transpose(x)
+        return swapaxes(x, -1, -2) if is_array_value(_unwrap(x)) else matrix_transpose(x)
 else:  # NumPy 1.26: no ndarray.mT, no matrix_transpose
 
     def _mT(x):
