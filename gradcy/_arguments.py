@@ -261,6 +261,8 @@ def _innermost(v):
 
 def _already_matched(g, x):
     """_match_input(g, x) would hand back g itself (plain values)."""
+    if backends.is_array_value(g) or backends.is_array_value(x):
+        return True  # a Dask gradient: matched when it is computed (backends.match_gradient)
     t = type(x)
     if t is _np.ndarray:
         return type(g) is t and g.dtype == _gradient_dtype(x.dtype) and g.shape == x.shape
@@ -295,7 +297,8 @@ def _converted_back(ans, g, x):
 # derivative; only its type, dtype and shape are read)
 match_input = primitive(_match_input, "gradcy.grad.match_input")
 defvjp(match_input, _converted_back, None, save=())
-defjvp(match_input, lambda t, ans, g, x: match_input(t, x), None)
+# (the engine broadcasts and casts a tangent to its output's shape and dtype: match_tangent)
+defjvp(match_input, lambda t, ans, g, x: t, None)
 
 
 def _differentiated_leaves(args, argnum, fname):
