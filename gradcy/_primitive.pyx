@@ -253,8 +253,12 @@ cdef class Primitive:
                 return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
             return self._record(top, mixed, args, None)
         if self.out_arg >= 0 and _out_hook is not None and (
-                n > self.out_arg or "out" in kwargs or "copy" in kwargs):
-            return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
+                n > self.out_arg or "out" in kwargs or "copy" in kwargs
+                or (top is not None and isinstance(self.fun, _np.ufunc)
+                    and not _UFUNC_CALL_KEYWORDS.isdisjoint(kwargs))):
+            # out=, nan_to_num's copy=False, or a ufunc's keywords (dtype=, casting=, ...)
+            # on traced values, which the rules do not read
+            return _out_hook(self, args, kwargs)
         for v in kwargs.values():
             if _is_box(v):
                 _raise_keyword_box(self.name, kwargs)
@@ -597,6 +601,12 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
+
+
+# the keywords of a ufunc's call (NumPy's "ufunc kwargs" besides out=), which the rules do not
+# read: the out hook handles them (a gufunc's axis=, axes=, keepdims= go to its rules)
+cdef frozenset _UFUNC_CALL_KEYWORDS = frozenset(
+    ("dtype", "casting", "signature", "order", "subok", "where"))
 
 
 cdef inline object _match_tangent(object t, object ans):
