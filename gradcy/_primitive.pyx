@@ -497,9 +497,13 @@ cdef class Primitive:
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
             if top.forward:
-                tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
-                if tangent is not None:
-                    tangent = _match_tangent(tangent, ans)
+                try:
+                    tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
+                    if tangent is not None:
+                        tangent = _match_tangent(tangent, ans)
+                except Exception as e:
+                    _raise_if_batched(self.name, top, refs, nrefs, e)
+                    raise
                 if top.released or top.sweeping:
                     _raise_moved_on(self.name, top)
                 node = top._append(self, refs, nrefs, None, (), None, 0)
@@ -607,6 +611,26 @@ cdef class Primitive:
 # read: the out hook handles them (a gufunc's axis=, axes=, keepdims= go to its rules)
 cdef frozenset _UFUNC_CALL_KEYWORDS = frozenset(
     ("dtype", "casting", "signature", "order", "subok", "where"))
+
+
+cdef int _raise_if_batched(str name, Tape top, ParentRef* refs, int32_t nrefs,
+                           object e) except -1:
+    """A JVP rule given a batch of tangents (gradcy/_batched.py: hessian's and jvp.batch's
+    one pass for many tangents) raised e: raise BatchingError from it, which the caller takes
+    as "this rule cannot take a batch" and runs the tangents one at a time; on plain tangents
+    return (e goes on unchanged)."""
+    cdef int32_t k
+    cdef PyObject* g
+    from gradcy._batched import BatchedTangent, BatchingError
+    if isinstance(e, BatchingError):
+        return 0
+    for k in range(nrefs):
+        g = top.nodes[refs[k].node].cotangent
+        if g is not NULL and type(<object>g) is BatchedTangent:
+            raise BatchingError(
+                f"the JVP rule of {name} cannot take a batch of tangents "
+                f"({type(e).__name__}: {e})") from e
+    return 0
 
 
 cdef inline object _match_tangent(object t, object ans):
