@@ -615,10 +615,10 @@ cdef frozenset _UFUNC_CALL_KEYWORDS = frozenset(
 
 cdef int _raise_if_batched(str name, Tape top, ParentRef* refs, int32_t nrefs,
                            object e) except -1:
-    """A JVP rule given a batch of tangents (gradcy/_batched.py: hessian's and jvp.batch's
-    one pass for many tangents) raised e: raise BatchingError from it, which the caller takes
-    as "this rule cannot take a batch" and runs the tangents one at a time; on plain tangents
-    return (e goes on unchanged)."""
+    """A JVP rule given a batch of tangents (gradcy/_batched.py: the one forward pass of
+    hessian and hessian_tensor_product for many tangents) raised e: raise BatchingError from
+    it, which the caller takes as "this rule cannot take a batch" and runs the tangents one at
+    a time; on plain tangents return (e goes on unchanged)."""
     cdef int32_t k
     cdef PyObject* g
     from gradcy._batched import BatchedTangent, BatchingError
