@@ -15,6 +15,7 @@ from ._core import Box
 from ._pytree import tree_flatten
 from .vspace import VSpace, vspace
 from ._typing import F
+from .registry import defjvp, defvjp, primitive
 from .wrap_util import _check_argnum
 
 
@@ -202,7 +203,7 @@ def _match_input(g, x):
     0-d array in, 0-d array out; float32 in, float32 out; an integer or boolean array in, a
     float64 array out)."""
     if g is None:
-        return _zeros_like(x)
+        return _zeros_like(_innermost(x))
     if (
         type(x) is _np.ndarray
         and type(g) is _np.ndarray
@@ -211,10 +212,8 @@ def _match_input(g, x):
     ):
         # a broadcast view (the cotangent of a sum) is handed out as an array of its own
         return g if g.flags.writeable else g.copy()
-    if type(g) is Box:
-        return g
-    if type(x) is Box:
-        return g
+    if type(g) is Box or type(x) is Box:
+        return _match_traced(g, x)
     if backends.is_array_value(g) or backends.is_array_value(x):
         return backends.match_gradient(g, x)
     if isinstance(x, _np.ndarray):
@@ -251,6 +250,55 @@ def _match_input(g, x):
     if isinstance(x, complex):
         return complex(g)
     return g
+
+
+def _innermost(v):
+    """The plain value inside v (a traced value of nested differentiations: its innermost)."""
+    while type(v) is Box:
+        v = v._value
+    return v
+
+
+def _already_matched(g, x):
+    """_match_input(g, x) would hand back g itself (plain values)."""
+    if backends.is_array_value(g) or backends.is_array_value(x):
+        return True  # a Dask gradient: matched when it is computed (backends.match_gradient)
+    t = type(x)
+    if t is _np.ndarray:
+        return type(g) is t and g.dtype == _gradient_dtype(x.dtype) and g.shape == x.shape
+    if t is float or t is complex or isinstance(x, _np.generic):
+        return type(g) is t
+    return True  # a type of the user's own, or an array of another library: as it is
+
+
+def _match_traced(g, x):
+    """_match_input where the gradient g or the input x is a traced value (a gradient inside
+    another differentiation, or recorded by const_graph and gradcy.jit): the conversion to the
+    input's type, dtype and shape is itself a recorded operation (match_input), so the
+    enclosing differentiation differentiates it and a replay redoes it on its own input. A
+    gradient that needs no conversion is handed back as it is (nothing recorded)."""
+    xv = _innermost(x)
+    if type(g) is not Box:
+        return _match_input(g, xv)  # a constant gradient (None: zero)
+    if _already_matched(_innermost(g), xv):
+        return g
+    return match_input(g, x)
+
+
+def _converted_back(ans, g, x):
+    """The VJP of match_input in g: the cotangent v (of the input's kind) summed to g's shape
+    and cast to g's dtype (the adjoint of the broadcast and of the cast)."""
+    from .numpy._util import _unbroadcast
+
+    return lambda v: _unbroadcast(v, g)
+
+
+# the conversion of a traced gradient to its input's type, dtype and shape (x: zero
+# derivative; only its type, dtype and shape are read)
+match_input = primitive(_match_input, "gradcy.grad.match_input")
+defvjp(match_input, _converted_back, None, save=())
+# (the engine broadcasts and casts a tangent to its output's shape and dtype: match_tangent)
+defjvp(match_input, lambda t, ans, g, x: t, None)
 
 
 def _differentiated_leaves(args, argnum, fname):

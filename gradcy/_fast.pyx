@@ -75,7 +75,8 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
     argument is a plain float ndarray or Python float and argnum an int or a tuple of ints;
     NotImplemented (before running anything) otherwise. When the output is not a real scalar
     traced on this call's tape, finish(fname, with_value, tape, out, leaves, leaf_nodes, multi)
-    completes the call (its checks and errors are the general path's)."""
+    completes the call (its checks and errors are the general path's). A traced output that
+    no differentiated argument reaches warns as the general path does (_warn_independent)."""
     cdef Py_ssize_t nargs = PyTuple_GET_SIZE(args), i, k, n
     cdef bint multi
     cdef tuple idx
@@ -138,6 +139,14 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
         cots = tape.backward(node, seed, True, leaf_nodes)
     finally:
         tape.release()
+    for k in range(n):
+        if cots[k] is not None:
+            break
+    else:
+        # the output is traced (made from a gradcy.numpy constructor) but no differentiated
+        # argument reaches it: the general path's warning (VJP._cotangents)
+        from gradcy._arguments import _warn_independent
+        _warn_independent(fname)
     if multi:
         grads = [_match_fast(cots[k], leaves[k], match) for k in range(n)]
         g = tuple(grads)

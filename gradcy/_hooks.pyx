@@ -103,7 +103,8 @@ def install_hooks(**hooks):
     - out: out(prim, args, kwargs), the handler of calls that pass `out` to a primitive whose
       function has an `out` parameter (Primitive.out_arg >= 0; for nan_to_num, the position of
       `copy`, whose False writes into the argument): it writes into buffers the tape owns, or
-      raises for plain arrays, instead of letting the function write untraced numbers;
+      raises for plain arrays, instead of letting the function write untraced numbers; it
+      also takes a ufunc's call keywords (dtype=, casting=, ...) on traced values;
     - getitem: the Primitive Box.__getitem__ records when the traced value is a plain ndarray;
     - list_arg: list_arg(prim, args) -> new args or None, called when a primitive's raw
       function refused a traced value inside a list argument (TracerArrayConversionError);

@@ -253,8 +253,12 @@ cdef class Primitive:
                 return _out_hook(self, args, _EMPTY)     # a positional out= with traced values
             return self._record(top, mixed, args, None)
         if self.out_arg >= 0 and _out_hook is not None and (
-                n > self.out_arg or "out" in kwargs or "copy" in kwargs):
-            return _out_hook(self, args, kwargs)     # out=, or nan_to_num's copy=False
+                n > self.out_arg or "out" in kwargs or "copy" in kwargs
+                or (top is not None and isinstance(self.fun, _np.ufunc)
+                    and not _UFUNC_CALL_KEYWORDS.isdisjoint(kwargs))):
+            # out=, nan_to_num's copy=False, or a ufunc's keywords (dtype=, casting=, ...)
+            # on traced values, which the rules do not read
+            return _out_hook(self, args, kwargs)
         for v in kwargs.values():
             if _is_box(v):
                 _raise_keyword_box(self.name, kwargs)
@@ -496,9 +500,13 @@ cdef class Primitive:
             if top.released or top.sweeping:
                 _raise_moved_on(self.name, top)
             if top.forward:
-                tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
-                if tangent is not None:
-                    tangent = _match_tangent(tangent, ans)
+                try:
+                    tangent = self._jvp(top, refs, nrefs, ans, uargs, kwargs)
+                    if tangent is not None:
+                        tangent = _match_tangent(tangent, ans)
+                except Exception as e:
+                    _raise_if_batched(self.name, top, refs, nrefs, e)
+                    raise
                 if top.released or top.sweeping:
                     _raise_moved_on(self.name, top)
                 node = top._append(self, refs, nrefs, None, (), None, 0)
@@ -600,6 +608,32 @@ cdef class Primitive:
                 continue
             total = t if total is None else _add_cotangents(total, t)
         return total
+
+
+# the keywords of a ufunc's call (NumPy's "ufunc kwargs" besides out=), which the rules do not
+# read: the out hook handles them (a gufunc's axis=, axes=, keepdims= go to its rules)
+cdef frozenset _UFUNC_CALL_KEYWORDS = frozenset(
+    ("dtype", "casting", "signature", "order", "subok", "where"))
+
+
+cdef int _raise_if_batched(str name, Tape top, ParentRef* refs, int32_t nrefs,
+                           object e) except -1:
+    """A JVP rule given a batch of tangents (gradcy/_batched.py: the one forward pass of
+    hessian and hessian_tensor_product for many tangents) raised e: raise BatchingError from
+    it, which the caller takes as "this rule cannot take a batch" and runs the tangents one at
+    a time; on plain tangents return (e goes on unchanged)."""
+    cdef int32_t k
+    cdef PyObject* g
+    from gradcy._batched import BatchedTangent, BatchingError
+    if isinstance(e, BatchingError):
+        return 0
+    for k in range(nrefs):
+        g = top.nodes[refs[k].node].cotangent
+        if g is not NULL and type(<object>g) is BatchedTangent:
+            raise BatchingError(
+                f"the JVP rule of {name} cannot take a batch of tangents "
+                f"({type(e).__name__}: {e})") from e
+    return 0
 
 
 cdef inline object _match_tangent(object t, object ans):

@@ -12,7 +12,7 @@ from . import backends
 from ._arguments import _differentiated_leaves, checked_operator
 from ._core import Box
 from ._docstrings import operator_doc
-from ._batched import BatchedTangent
+from ._batched import BatchedTangent, BatchingError
 from ._forward_mode import _forward_batched
 from ._pytree import tree_flatten
 from ._reverse_mode import grad, jacobian, make_vjp
@@ -61,8 +61,8 @@ def hessian(fun: Callable[P, Any], argnum: int = 0) -> Callable[P, Any]:
         if _batchable(args, kwargs, argnum):
             try:
                 return _hessian_batched(fun_grad, args, kwargs, argnum)
-            except Exception:  # a rule that cannot take a batch: one row at a time
-                pass
+            except BatchingError:  # a rule that cannot take a batch: one row at a time
+                pass  # (any other error is the function's own: it goes on, raised once)
         return hess(*args, **kwargs)
 
     return hessian_fun
@@ -163,7 +163,7 @@ def hessian_tensor_product(fun: Callable[..., Any], argnum: int = 0) -> Callable
         if _lazy_product(args, kwargs, argnum):
             try:
                 return _hvp_forward(fun_grad, args, kwargs, argnum)
-            except Exception:  # a rule that cannot take a batch: reverse over reverse
+            except BatchingError:  # a rule that cannot take a batch: reverse over reverse
                 pass
         return hvp(*args, **kwargs)
 

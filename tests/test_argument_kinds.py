@@ -176,6 +176,15 @@ def _constant_calls():
         ),
         "hessian": lambda: hessian(lambda x: np.sum(x))(onp.ones(2)),
         "an integer cast": lambda: grad(lambda x: np.sum(x.astype(int)) * 1.0)(onp.ones(2)),
+        # a traced output made by a constructor (grad's fast path: float arrays and floats)
+        "grad of a constructor's sum": lambda: grad(lambda x: np.sum(np.zeros(3)))(onp.ones(2)),
+        "grad of zeros_like's sum, a float": lambda: grad(lambda x: np.sum(np.zeros_like(x)))(2.0),
+        "value_and_grad of a constructor's sum": lambda: value_and_grad(lambda x: np.ones(3).sum())(
+            onp.ones(2)
+        ),
+        "grad of two arguments, a constructor's sum": lambda: grad(
+            lambda x, y: np.sum(np.ones_like(y)), (0, 1)
+        )(onp.ones(2), 1.0)[1],
     }
 
 

@@ -283,3 +283,89 @@ def test_hessian_falls_back_where_a_batch_cannot_go():
     assert not _batchable((onp.arange(3),), {}, 0)
     third = grad(lambda x: np.sum(hessian(lambda x: np.sum(x**4))(x)))(x)
     onp.testing.assert_allclose(third, 24 * x, rtol=RTOL)
+
+
+@pytest.fixture
+def batched_hessian(monkeypatch):
+    """hessian takes the batched pass on small NumPy data too (the test's)."""
+    import gradcy._second_order as so
+
+    monkeypatch.setattr(so, "_NUMPY_MIN", 1)
+
+
+def test_a_users_error_in_the_batched_pass_propagates_once(batched_hessian):
+    """An error of the function's own (not a rule that cannot take a batch) is raised as it
+    is, from the one run of the function: hessian does not run it again on the other path."""
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        y = np.sum(np.sin(x) * x)
+        if calls:
+            raise ValueError("the user's bug")
+        return y
+
+    x = rng.standard_normal(3)
+    assert _batchable((x,), {}, 0)
+    with pytest.raises(ValueError, match="^the user's bug$") as caught:
+        hessian(f)(x)
+    assert type(caught.value) is ValueError and caught.value.__cause__ is None
+    assert len(calls) == 1
+
+    # a successful Hessian runs the function once per point too
+    calls.clear()
+
+    def g(x):
+        calls.append(1)
+        return np.sum(np.sin(x) * x)
+
+    for k in range(3):
+        H = hessian(g)(x + k)
+        onp.testing.assert_allclose(H, onp.diag(2 * onp.cos(x + k) - (x + k) * onp.sin(x + k)))
+    assert len(calls) == 3
+
+
+def test_a_users_error_in_the_batched_hvp_propagates_once():
+    from gradcy import hessian_tensor_product
+
+    da = pytest.importorskip("dask.array")
+    calls = []
+
+    def f(w, A):
+        calls.append(1)
+        y = np.sum(np.sin(A @ w))
+        raise KeyError("the user's bug")
+        return y
+
+    w, A = rng.standard_normal(3), da.from_array(rng.standard_normal((4, 3)), chunks=2)
+    with pytest.raises(KeyError, match="the user's bug"):
+        hessian_tensor_product(f)(w, A, onp.ones(3))
+    assert len(calls) == 1
+
+
+def test_a_jvp_rule_that_cannot_take_a_batch_falls_back(batched_hessian):
+    """A JVP rule that fails on a batch of tangents (any error) is "not supported by the batch
+    path": BatchingError, and hessian runs reverse over reverse (VJP rules), with the right
+    Hessian; the same rule on one tangent works."""
+    from gradcy import make_jvp
+    from gradcy._batched import BatchedTangent
+    from gradcy.extend import defjvp, defvjp, primitive
+
+    @primitive
+    def cube(x):
+        return x**3
+
+    def cube_jvp(g, ans, x):
+        if type(g) is BatchedTangent:
+            raise IndexError("this rule reads one tangent")
+        return 3 * x**2 * g
+
+    defvjp(cube, lambda ans, x: lambda g: 3 * x**2 * g)
+    defjvp(cube, cube_jvp)
+    x = rng.standard_normal(3)
+    f = lambda x: np.sum(cube(x) * x)
+    with pytest.raises(BatchingError, match="JVP rule of .*cube.*IndexError") as caught:
+        _hessian_batched(grad(f), (x,), {}, 0)
+    assert type(caught.value.__cause__) is IndexError
+    onp.testing.assert_allclose(hessian(f)(x), onp.diag(12 * x**2), rtol=RTOL)
+    onp.testing.assert_allclose(make_jvp(f)(x)(onp.ones(3))[1], onp.sum(4 * x**3), rtol=RTOL)

@@ -350,3 +350,42 @@ def test_shape_reads_of_a_list_of_pieces_of_different_shapes():
     x = onp.arange(6.0).reshape(3, 2) / 6.0
     for v in (x, -x, x * 2):
         assert onp.array_equal(fast(v), gradcy.grad(loss)(v))
+
+
+# a *_like constructor of a traced value reads its shape and dtype only (the signature guard
+# fixes both): no value guard, so new values replay; a shape computed from the values is read
+_LIKES = {
+    "zeros_like": lambda x: gnp.zeros_like(x) + 1.0,
+    "ones_like": gnp.ones_like,
+    "empty_like": lambda x: gnp.empty_like(x) * 0.0 + 1.0,
+    "full_like": lambda x: gnp.full_like(x, 1.0),
+    "full_like in a comprehension": lambda x: [gnp.full_like(v, 1.0) for v in (x,)][0],
+    "ones_like in a helper": lambda x: (lambda v: gnp.ones_like(v))(x),
+}
+
+
+@pytest.mark.parametrize("name", list(_LIKES))
+def test_like_constructors_read_no_values(name, recordings):
+    like = _LIKES[name]
+
+    def f(x):
+        return gnp.sum(like(x) * x * x)
+
+    fast, fast_grad = const_graph(f), const_graph(gradcy.grad(f))
+    for k in range(4):
+        x = X1 + k
+        assert fast(x) == onp.sum(x * x)
+        assert onp.array_equal(fast_grad(x), 2 * x)
+    assert len(recordings) == 2  # one each: the later values replay
+
+
+def test_a_constructor_shape_computed_from_the_values_is_guarded(recordings):
+    def f(x):
+        n = gnp.argmax(x) + 1  # a traced integer, read as zeros' shape
+        return gnp.sum(gnp.zeros(n) + x[0])
+
+    fast = const_graph(f)
+    xs = [onp.array([1.0, 3.0, 2.0]), onp.array([2.0, 3.0, 1.0]), onp.array([1.0, 0.0, 4.0])]
+    for x in xs:
+        assert fast(x) == f(x) == (onp.argmax(x) + 1) * x[0]
+    assert len(recordings) == 2  # argmax 1, 1, then 2: read, so recorded again

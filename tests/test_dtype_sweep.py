@@ -37,6 +37,7 @@ import pytest
 import gradcy.numpy as gnp
 from gradcy import grad, make_jvp, make_vjp
 from gradcy._core import Box, Tape
+from gradcy._arguments import match_input
 from gradcy.differential_operators import pack_outputs
 from gradcy.misc.fixed_points import fixed_point
 from gradcy.numpy import _wrap as W
@@ -356,6 +357,8 @@ add(
 add(
     "gradcy.differential_operators.pack_outputs", lambda x, K: pack_outputs(x, K((2,)))[0], label=""
 )
+# a gradient converted to its input's kind (a scalar broadcast to a (2, 3) input's shape)
+add("gradcy.grad.match_input", lambda x, K: match_input(x, K((2, 3))))
 
 # ---- the rest of gradcy.numpy (statistics, polynomials, ranges, selections, ...) -----------
 for _n in ("asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite", "require"):

@@ -515,3 +515,107 @@ def test_jvp_rules_match_vjp_arguments():
         assert set(p.vjpmakers) == set(p.jvpmakers), (n, set(p.vjpmakers), set(p.jvpmakers))
         for k, m in p.vjpmakers.items():
             assert (m is None) == (p.jvpmakers[k] is None), (n, k)
+
+
+# =============================================================================
+# A ufunc's dtype= and casting= on traced values: the loop NumPy picks for them
+# =============================================================================
+_Y = onp.array([0.5, 2.0, 1.5])
+_DTYPE_CALLS = {  # (x, c=cast of each array operand, **ufunc keywords)
+    "exp": lambda x, c=None, **kw: np.exp(_c(c, x), **kw),
+    "sin": lambda x, c=None, **kw: np.sin(_c(c, x), **kw),
+    "sqrt": lambda x, c=None, **kw: np.sqrt(_c(c, x), **kw),
+    "add a plain array": lambda x, c=None, **kw: np.add(_c(c, x), _c(c, _Y), **kw),
+    "multiply traced by traced": lambda x, c=None, **kw: np.multiply(
+        _c(c, x), _c(c, x[::-1]), **kw
+    ),
+    "power of an integer array": lambda x, c=None, **kw: np.power(
+        _c(c, x), _c(c, onp.array([2, 3, 1])), **kw
+    ),
+    "arctan2 by a Python float": lambda x, c=None, **kw: np.arctan2(_c(c, x), 2.0, **kw),
+    "plain numpy's maximum": lambda x, c=None, **kw: onp.maximum(_c(c, x), _c(c, _Y), **kw),
+}
+
+
+def _c(c, a):
+    return a if c is None else a.astype(c)
+
+
+_X = onp.array([0.3, 1.1, 2.5])
+
+
+@pytest.mark.parametrize("name", list(_DTYPE_CALLS))
+def test_ufunc_dtype_float64_and_complex128_derivatives(name):
+    call = _DTYPE_CALLS[name]
+    check_grads(lambda x: call(x, dtype=onp.float64), modes=("fwd", "rev"))(_X)
+    if name != "arctan2 by a Python float":  # (no complex loop: NumPy refuses, as gradcy)
+        check_grads(lambda x: np.real(call(x, dtype=onp.complex128)), modes=("fwd", "rev"))(_X)
+    assert onp.array_equal(call(_X, dtype=onp.float64), call(_X))
+
+
+@pytest.mark.parametrize("name", list(_DTYPE_CALLS))
+@pytest.mark.parametrize("x_dtype, dtype", [("float64", "float32"), ("float32", "float64")])
+def test_ufunc_dtype_is_the_cast_loop(name, x_dtype, dtype):
+    # dtype= runs the loop of that dtype on the cast arguments, as NumPy does; the gradient
+    # is the explicit cast program's, in the input's dtype
+    call, x = _DTYPE_CALLS[name], _X.astype(x_dtype)
+    y = call(x, dtype=dtype)
+    want = onp.asarray(call(onp.asarray(x), dtype=dtype))
+    assert y.dtype == onp.dtype(dtype) and onp.array_equal(y, want)
+
+    def f(x):
+        return np.sum(np.sin(call(x, dtype=dtype)))
+
+    def explicit(x):
+        return np.sum(np.sin(call(x, c=dtype)))
+
+    g = grad(f)(x)
+    assert type(g) is onp.ndarray and g.dtype == onp.dtype(x_dtype)
+    assert onp.array_equal(g, grad(explicit)(x))
+    (_, t) = make_jvp(lambda x: call(x, dtype=dtype))(x)(onp.ones_like(x))
+    assert t.dtype == onp.dtype(dtype)
+    assert onp.array_equal(t, make_jvp(lambda x: call(x, c=dtype))(x)(onp.ones_like(x))[1])
+
+
+def test_ufunc_dtype_and_casting_refused_as_numpy_refuses():
+    x = _X
+    with pytest.raises(TypeError, match=r"gradcy\.numpy\.exp: dtype=int64 with casting="):
+        grad(lambda x: np.sum(np.exp(x, dtype=onp.int64)))(x)
+    with pytest.raises(TypeError, match=r"gradcy\.numpy\.exp: dtype=float32 with casting='safe'"):
+        grad(lambda x: np.sum(np.exp(x, dtype=onp.float32, casting="safe")))(x)
+    with pytest.raises(TypeError, match=r"gradcy\.numpy\.add: casting='no'.*x\.astype"):
+        grad(lambda x: np.sum(np.add(x, _Y, casting="no")))(x.astype(onp.float32))
+    x32 = x.astype(onp.float32)
+    g = grad(lambda x: np.sum(np.add(x, x * x, casting="no")))(x32)
+    assert g.dtype == onp.float32
+    onp.testing.assert_allclose(g, 1 + 2 * x32, rtol=1e-6)
+    # NumPy refuses these too
+    with pytest.raises(TypeError):
+        onp.exp(x, dtype=onp.float32, casting="safe")
+    with pytest.raises(TypeError):
+        onp.add(x.astype(onp.float32), _Y, casting="no")
+    # an integer result with casting='unsafe' is a constant (derivative zero), as without dtype=
+    g = grad(lambda x: np.sum(np.add(x, x, dtype=int, casting="unsafe")) + np.sum(x))(x)
+    assert onp.array_equal(g, onp.ones(3))
+
+
+@pytest.mark.parametrize(
+    "keyword, value",
+    [
+        ("signature", "d->d"),
+        ("order", "F"),
+        ("subok", False),
+        ("where", onp.array([True, False, True])),
+    ],
+)
+def test_other_ufunc_keywords_on_traced_values_raise_naming_them(keyword, value):
+    with pytest.raises(NotImplementedError, match=rf"gradcy\.numpy\.exp: .*{keyword}=.*;"):
+        grad(lambda x: np.sum(np.exp(x, **{keyword: value})))(_X)
+    assert onp.array_equal(grad(lambda x: np.sum(np.exp(x, where=True)))(_X), onp.exp(_X))
+
+
+@pytest.mark.skipif(not hasattr(onp, "vecdot"), reason="numpy.vecdot: NumPy 2")
+def test_gufunc_keywords_still_reach_their_rules():
+    a = onp.arange(6.0).reshape(3, 2)
+    g = grad(lambda a: np.sum(np.vecdot(a, a, axis=0)))(a)
+    assert onp.array_equal(g, 2 * a)

@@ -24,7 +24,6 @@ replayed and raise.
 """
 
 import operator
-import sys
 from collections.abc import Callable
 from functools import partial
 from itertools import repeat
@@ -221,57 +220,11 @@ class _Recorder:
     def read(self, box, kind, value):
         if box._tape is not self.tape or self.tape.node_flags(box._node)[2]:
             return  # not computed from the inputs
-        if kind == "value" and _not_a_value_read(sys._getframe(2)):
-            return  # zeros_like(x): x's shape and dtype only
         if kind == "shape":
             value = _shape_of(box._value)
         # the Box is kept until the program is built: its node (and what it depends on)
         # keeps its record while the recording runs
         self.reads.append((box._node, kind, value, box))
-
-
-# functions of gradcy.numpy.inplace (and constructors._owned_copy) that unwrap traced values
-# with _plain to keep their books (which buffer a value is, its type and shape), not to read its
-# values (and _wrap._mT, the transpose of the matmul rules, which asks whether its argument is
-# an array)
-_BOOKKEEPING_INPLACE = (
-    "_register",
-    "_adopt",
-    "_functional_write",
-    "_refuse_order_dependent_write",
-    "_box_setitem",
-    "_write_view",
-    "_inplace_result",
-    "_box_iop",
-)
-_bookkeeping_codes: list[Any] = []  # [the constructors' code, frozenset of codes]
-
-
-def _not_a_value_read(frame):
-    """frame (the caller of _plain, or a list comprehension in it) reads no values: one of
-    inplace's bookkeeping functions, or constructors' zeros_like, ones_like or empty_like
-    constructor (which read the shape and dtype of their argument)."""
-    if not _bookkeeping_codes:
-        from ..numpy import _wrap, constructors, inplace
-
-        _bookkeeping_codes.append(constructors._owning("", None).__code__)
-        _bookkeeping_codes.append(
-            frozenset(
-                [getattr(inplace, n).__code__ for n in _BOOKKEEPING_INPLACE]
-                + [constructors._owned_copy.__code__, _wrap._mT.__code__]
-            )
-        )
-        # (_mT reads whether its argument is an array)
-    constructor, books = _bookkeeping_codes
-    for _ in range(2):  # (a list comprehension's frame in between)
-        if frame is None:
-            return False
-        if frame.f_code is constructor:
-            return frame.f_locals.get("make") in (_np.zeros_like, _np.ones_like, _np.empty_like)
-        if frame.f_code in books:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _leaf_signature(v):

@@ -10,7 +10,7 @@ from .._core import ArrayMeta, Box, install_hooks, is_array_value
 from ..backends import broadcast_like
 from .._core import unbroadcast  # noqa: F401  (C fast path; the rules import it from here)
 from . import _wrap as anp
-from ._wrap import _contains_box, _plain, _plain_tree  # noqa: F401  (helpers of the rules, imported from here)
+from ._wrap import _contains_box, _plain, _plain_tree, _unwrap  # noqa: F401  (helpers of the rules, imported from here)
 
 
 def shape_dtype(x):

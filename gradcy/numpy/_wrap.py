@@ -387,10 +387,10 @@ def write_result(name, out, result, where=True, broadcast=False, casting="same_k
     call's rule for the cast into out's dtype (a ufunc's, clip's, concatenate's casting=; into
     an integer or boolean out, the cast values are a constant:
     indexed_updates.constant_if_cast)."""
-    rshape, oshape = _np.shape(_plain(result)), tuple(out.shape)
+    rshape, oshape = _np.shape(_unwrap(result)), tuple(out.shape)
     if rshape != oshape and not (broadcast and _np.broadcast_shapes(rshape, oshape) == oshape):
         raise ValueError(f"{name}: out= has shape {oshape}, the result has shape {rshape}")
-    rdtype = _np.result_type(_plain(result))
+    rdtype = _np.result_type(_unwrap(result))
     if not _np.can_cast(rdtype, out.dtype, casting):
         raise TypeError(
             f"{name}: cannot cast the result from {rdtype} to out='s dtype "
@@ -425,15 +425,93 @@ def _out_honoured(prim):
     return ok
 
 
+def _operand_dtype(a):
+    """What NumPy's ufunc type resolution takes for operand a: its dtype, or the Python type
+    of a Python scalar (a weak scalar)."""
+    v = _unwrap(a)
+    t = type(v)
+    if t is bool:
+        return _np.dtype(bool)
+    if t is int or t is float or t is complex:
+        return t
+    dtype = getattr(v, "dtype", None)
+    return dtype if isinstance(dtype, _np.dtype) else _np.asarray(_plain_tree(v)).dtype
+
+
+# a ufunc's keywords that a traced call refuses: what to do instead
+_UFUNC_KEYWORD_FIXES = {
+    "signature": "pass dtype= for the output's dtype, or cast the arguments first (x.astype(...))",
+    "order": "it sets the result's memory layout only: drop it (np.asfortranarray(result) "
+    "makes a Fortran-ordered copy)",
+    "subok": "drop it: traced results are plain arrays",
+    "where": "without out= the masked elements are uninitialized memory; pass out= (a "
+    "gradcy.numpy buffer) or compute np.where(mask, f(x), fill)",
+}
+
+
+def _ufunc_keywords(prim, args, kwargs):
+    """A ufunc's call on traced values with keywords (besides out=, which _out_call writes):
+    dtype= and casting= pick NumPy's loop (its resolution, with the call's casting), whose
+    input dtypes the operands are cast to, so the ufunc without them runs that loop; a traced
+    operand's cast is a recorded astype, whose gradient is cast back to the operand's dtype.
+    The other keywords raise (_UFUNC_KEYWORD_FIXES). Pops what it handled from kwargs."""
+    uf = prim.fun
+    has_out = "out" in kwargs or len(args) > prim.out_arg
+    for name, fix in _UFUNC_KEYWORD_FIXES.items():
+        if name not in kwargs or (name == "where" and (has_out or kwargs[name] is True)):
+            continue
+        raise NotImplementedError(
+            f"{prim.name}: the keyword argument {name}= is not supported on traced values "
+            f"(gradcy records the ufunc's plain call); {fix}"
+        )
+    if not has_out:
+        kwargs.pop("where", None)
+    dtype = kwargs.pop("dtype", None)
+    casting = kwargs.get("casting", "same_kind")
+    if not has_out:
+        kwargs.pop("casting", None)  # (a cast into out= reads it)
+    if dtype is None and casting == "same_kind":
+        return args
+    operands = args[: uf.nin]
+    resolve = {"casting": casting}
+    if dtype is not None:
+        resolve["signature"] = (None,) * uf.nin + (_np.dtype(dtype),) * uf.nout
+    try:
+        loop = uf.resolve_dtypes(
+            tuple(_operand_dtype(a) for a in operands) + (None,) * uf.nout, **resolve
+        )
+    except TypeError as e:  # (NumPy's UFuncTypeError too)
+        what = "casting" if dtype is None else f"dtype={_np.dtype(dtype)} with casting"
+        raise TypeError(
+            f"{prim.name}: {what}={casting!r} is not possible for these arguments ({e}); "
+            f"pass a dtype the arguments cast to, cast them first (x.astype(...)), or drop "
+            f"{'casting' if dtype is None else 'dtype'}="
+        ) from None
+    cast = []
+    for a, want in zip(operands, loop):
+        v = _unwrap(a)
+        if type(a) is Box:
+            cast.append(a if getattr(v, "dtype", None) == want else astype(a, want))
+        elif type(v) in (bool, int, float, complex):
+            cast.append(want.type(v))  # (a weak scalar: NumPy casts it to the loop's dtype)
+        else:
+            v = v if hasattr(v, "dtype") else _np.asarray(v)
+            cast.append(v if v.dtype == want else v.astype(want))
+    return tuple(cast) + args[uf.nin :]
+
+
 def _out_call(prim, args, kwargs):
-    """A call of primitive `prim` that passes `out` (by position or keyword). Plain outputs
-    receive plain results; a traced buffer (gradcy.numpy constructors make them inside a
-    differentiation) receives a recorded write; a plain array never receives traced values."""
+    """A call of primitive `prim` that passes `out` (by position or keyword), or a ufunc's call
+    with dtype= on traced values (_ufunc_loop_operands). Plain outputs receive plain results; a
+    traced buffer (gradcy.numpy constructors make them inside a differentiation) receives a
+    recorded write; a plain array never receives traced values."""
     if prim is _nan_to_num:
         return _nan_to_num_call(args, kwargs)
     kwargs = dict(kwargs)
     pos = prim.out_arg
     ufunc = isinstance(prim.fun, _np.ufunc)
+    if ufunc and kwargs and _builtins.any(type(a) is Box for a in args):
+        args = _ufunc_keywords(prim, args, kwargs)
     if len(args) > pos:
         if "out" in kwargs:
             raise TypeError(
@@ -499,9 +577,20 @@ def _nan_to_num_call(args, kwargs):
 
 
 def _plain(a):
+    """The plain value inside a, whose elements the caller reads (a const_graph recording
+    guards them: its replays check the value is the recorded one)."""
     while type(a) is Box:
         if a._tape.recorder is not None:  # a const_graph recording: its replays check these
             a._tape.recorder.read(a, "value", a._value)  # values (gradcy/misc/tracers.py)
+        a = a._value
+    return a
+
+
+def _unwrap(a):
+    """The plain value inside a, for bookkeeping that reads its identity, type, shape, dtype
+    or memory only, never its elements (which buffer it is, zeros_like's shape): no read for
+    a const_graph recording to guard."""
+    while type(a) is Box:
         a = a._value
     return a
 
@@ -890,7 +979,7 @@ if hasattr(_np.ndarray, "mT"):
         if type(x) is _np.ndarray:
             return x.mT
         # (Dask has no matrix_transpose: its fallback would compute the array)
-        return swapaxes(x, -1, -2) if is_array_value(_plain(x)) else matrix_transpose(x)
+        return swapaxes(x, -1, -2) if is_array_value(_unwrap(x)) else matrix_transpose(x)
 else:  # NumPy 1.26: no ndarray.mT, no matrix_transpose
 
     def _mT(x):

@@ -11,7 +11,7 @@ import numpy as _np
 from .. import _core
 from .._core import Box, active_tape, is_array_value, register_box_method
 from . import _wrap as anp
-from ._util import _plain
+from ._util import _plain, _unwrap
 from .inplace import _register, own
 
 
@@ -22,12 +22,16 @@ def _owning(name, make, traced=None):
     """A constructor that, inside a differentiation, returns a buffer the tape owns. `traced`
     (full, full_like) is the primitive to use when a fill value is itself traced."""
 
+    like = name.endswith("_like")
+
     def constructor(*args, **kwargs):
         if traced is not None and (
             _builtins.any(type(a) is Box for a in args[1:]) or type(kwargs.get("fill_value")) is Box
         ):
             return traced(*args, **kwargs)
-        plain = [_plain(a) for a in args]
+        # a *_like constructor reads its first argument's shape and dtype only, not a value
+        # (no read for a const_graph recording to guard); a shape or fill value is read
+        plain = [_unwrap(a) if k == 0 and like else _plain(a) for k, a in enumerate(args)]
         tape = active_tape()
         if tape is None or tape.released:
             return make(*plain, **kwargs)
@@ -54,13 +58,13 @@ def _owning(name, make, traced=None):
 
 def _owned_copy(source, result):
     """A traced copy of `source` made by the active differentiation: the tape owns it."""
-    plain = _plain(result)
+    plain = _unwrap(result)
     if (
         type(result) is Box
         and result is not source
         and type(plain) is _np.ndarray
         and plain.base is None
-        and plain is not _plain(source)
+        and plain is not _unwrap(source)
     ):
         tape = active_tape()
         if tape is result._tape and not tape.released and tape.owned_info(plain) is None:

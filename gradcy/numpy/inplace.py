@@ -104,7 +104,7 @@ from .. import _write as _write_module
 from .._core import Box, OwnedBuffer, is_array_value, register_box_method, transfer_box
 from ..registry import defjvp, defvjp_direct, defvjp_write, primitive
 from . import _wrap as anp
-from ._util import _plain, unbroadcast
+from ._util import _unwrap, unbroadcast
 from .indexed_updates import _dtype, _landing, at_set, constant_if_cast
 
 __all__ = ["OwnedBuffer"]
@@ -209,7 +209,7 @@ def _resolve_stale(box):
     memory), the input was replaced whole by a new array, or the view is no strided view of
     the buffer."""
     tape = box._tape
-    plain = _plain(box._value)
+    plain = _unwrap(box._value)
     if type(plain) is not _np.ndarray or tape.released:
         return False
     info = tape.owned_info(plain)
@@ -221,7 +221,11 @@ def _resolve_stale(box):
             return False
         info, root = entry.target, entry.root
     buf = info.box() if info.box is not None else None
-    if buf is None or _plain(buf._value) is not info.root or _plain(buf._value).shape != root.shape:
+    if (
+        buf is None
+        or _unwrap(buf._value) is not info.root
+        or _unwrap(buf._value).shape != root.shape
+    ):
         return False
     whole = _root_index(plain, root)
     if whole is None:
@@ -248,7 +252,7 @@ def _own_input(view, plain):
     if entry.target is not None:  # copied by an earlier write: view follows it
         info = entry.target
         box = info.box() if info.box is not None else None
-        if box is None or _plain(box._value) is not info.root:
+        if box is None or _unwrap(box._value) is not info.root:
             return None
     else:
         box = entry.box() if entry.box is not None else None
@@ -256,7 +260,7 @@ def _own_input(view, plain):
             box is None
             or box is view
             or box._tape is not tape
-            or _plain(box._value) is not entry.root
+            or _unwrap(box._value) is not entry.root
             or entry.site != 1
         ):
             return None
@@ -307,7 +311,7 @@ def _own_computed(box, plain=None):
         root, owner = plain, box  # t itself, no views of it noted
     else:
         root, owner = found
-        if _plain(box._value) is root:
+        if _unwrap(box._value) is root:
             owner = box  # t itself written (or real(t), ...): its Box
     info = OwnedBuffer(root, _site())
     if owner is not None:
@@ -317,7 +321,7 @@ def _own_computed(box, plain=None):
         # operation's internal array), but box, one of its views, holds every element of t
         # once: t's Box is made from it (whole_of), and held by the buffer's record, as
         # nothing else holds it (the weak references of other buffers are called the same way)
-        pos = _whole_positions(_plain(box._value), root)
+        pos = _whole_positions(_unwrap(box._value), root)
         if pos is None:
             return None
         owner = whole_of(box, pos)
@@ -345,7 +349,7 @@ def _register(tape, box, functional=False):
     """Make box's value (a fresh ndarray only box holds, or an outer trace's value of one) a
     buffer the tape owns. Functional: writes into it make a new version (nested
     differentiation), its Box moving to each."""
-    info = OwnedBuffer(_plain(box._value), _site())
+    info = OwnedBuffer(_unwrap(box._value), _site())
     info.box = _weakref.ref(box)
     info.functional = functional or _nested(tape)
     tape.register_owned(info.root, info)
@@ -358,7 +362,7 @@ _VERSIONS = {}  # id -> weak reference to an earlier version of a functional buf
 def _adopt(tape, info, box):
     """After a functional write, box's new value is the buffer's current version. Earlier
     versions stay registered while they live: views of them are views of the buffer."""
-    old, new = info.root, _plain(box._value)
+    old, new = info.root, _unwrap(box._value)
 
     def forget(ref, owned=tape.owned, key=id(old), info=info):
         _VERSIONS.pop(id(ref), None)
@@ -380,7 +384,7 @@ def own(tape, array):
 
 def _functional_write(tape, info, box, idx, value):
     """box[idx] = value as a new version of the buffer (nested differentiation)."""
-    r = region(idx, _plain(box._value).shape)
+    r = region(idx, _unwrap(box._value).shape)
     transfer_box(box, at_set(box, idx, value))
     _adopt(tape, info, box)
     info.functional = True
@@ -448,7 +452,7 @@ def _refuse_order_dependent_write(buf, idx, value):
     """Under a NumPy whose buf[advanced idx] = value reads elements of value it has already
     written (NumPy 1.x), raise when value is memory of an element that idx writes: the result
     then depends on NumPy's write order, which gradcy does not follow."""
-    buf, value = _plain(buf), _plain(value)
+    buf, value = _unwrap(buf), _unwrap(value)
     if (
         type(buf) is not _np.ndarray
         or type(value) is not _np.ndarray
@@ -527,7 +531,7 @@ def _box_setitem(box, idx, value):
     _nested_check(tape, value)
     if not _FANCY_WRITES_COPY:
         _refuse_order_dependent_write(box, idx, value)
-    plain = _plain(box._value)
+    plain = _unwrap(box._value)
     if isinstance(plain, _np.ndarray) and type(plain) is not _np.ndarray:
         raise _subclass_write(plain, "item assignment")
     value = constant_if_cast(plain, value)  # (a write into an integer or boolean buffer)
@@ -540,7 +544,7 @@ def _box_setitem(box, idx, value):
     if info is None and type(plain) is _np.ndarray:
         if tape.input_entry(plain) is not None:
             info = _own_input(box, plain)  # a view of an input: the write reaches its copy
-            plain = _plain(box._value)
+            plain = _unwrap(box._value)
         else:  # an array an operation computed, or a view of
             info = _own_computed(box)  # one: written in place from now on
     if info is not None and (plain is not info.root or not _is_buffer_box(info, box)):
@@ -842,7 +846,7 @@ def _write_view(view, info, v, idx, value):
     if whole is None:
         raise _unmappable(v, info)
     ridx, _, from_root = whole
-    if buf is None or _plain(buf._value) is not info.root:
+    if buf is None or _unwrap(buf._value) is not info.root:
         # the buffer's own Box is gone: only its views see its memory. The view gets the new
         # values (a new array); the views it overlaps would see them in NumPy: they go stale
         new = at_set(view, idx, value)
@@ -934,7 +938,7 @@ def _check_unshared(box, plain, what, caller_refs=1):
 def _inplace_result(result, value, op):
     """NumPy's rules for `value op= other`: the result keeps value's shape and dtype (cast
     with same_kind)."""
-    r = _plain(result)
+    r = _unwrap(result)
     if type(r) is not _np.ndarray or r.shape != value.shape:
         shape = _np.shape(r)
         if shape != value.shape:
@@ -951,7 +955,7 @@ def _inplace_result(result, value, op):
                 f"{value.dtype!r} with casting rule 'same_kind'"
             )
         result = anp.astype(result, value.dtype)
-    if type(_plain(result)) is not _np.ndarray:
+    if type(_unwrap(result)) is not _np.ndarray:
         result = anp.array(result)  # a NumPy scalar from a 0-d array's op: it stays an array
     return result
 
@@ -967,7 +971,7 @@ def _box_iop(box, op, other):
     result = entry[0](box, other)
     plain = box._value
     if type(plain) is not _np.ndarray:
-        plain = _plain(plain)
+        plain = _unwrap(plain)
         if type(plain) is not _np.ndarray:
             if isinstance(plain, _np.ndarray):
                 # an array of a registered ndarray subclass: a new value that every name of
@@ -975,7 +979,7 @@ def _box_iop(box, op, other):
                 # another traced value (a view), which gradcy does not trace for a subclass
                 if _seen_elsewhere(box, plain):
                     raise _subclass_write(plain, entry[1])
-                if _np.shape(_plain(result)) != plain.shape:
+                if _np.shape(_unwrap(result)) != plain.shape:
                     _inplace_result(result, plain, op)  # (raises NumPy's error)
                 transfer_box(box, result)
                 return box
@@ -1011,7 +1015,7 @@ def _box_iop(box, op, other):
     if views is not None:
         info = _own_input(box, plain)  # a view of an input: the write reaches its copy
         if info is not None:
-            _write_view(box, info, _plain(box._value), Ellipsis, result)
+            _write_view(box, info, _unwrap(box._value), Ellipsis, result)
             return box
     else:
         info = _own_computed(box)  # an array an operation computed whose views
