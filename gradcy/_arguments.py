@@ -15,7 +15,7 @@ from ._core import Box
 from ._pytree import tree_flatten
 from .vspace import VSpace, vspace
 from ._typing import F
-from .registry import defjvp, defvjp, primitive
+from .registry import defjvp, defvjp_direct, primitive
 from .wrap_util import _check_argnum
 
 
@@ -285,18 +285,18 @@ def _match_traced(g, x):
     return match_input(g, x)
 
 
-def _converted_back(ans, g, x):
+def _converted_back(v, ans, g, x):
     """The VJP of match_input in g: the cotangent v (of the input's kind) summed to g's shape
     and cast to g's dtype (the adjoint of the broadcast and of the cast)."""
     from .numpy._util import _unbroadcast
 
-    return lambda v: _unbroadcast(v, g)
+    return _unbroadcast(v, g)
 
 
 # the conversion of a traced gradient to its input's type, dtype and shape (x: zero
 # derivative; only its type, dtype and shape are read)
 match_input = primitive(_match_input, "gradcy.grad.match_input")
-defvjp(match_input, _converted_back, None, save=())
+defvjp_direct(match_input, _converted_back, None, save=())
 # (the engine broadcasts and casts a tangent to its output's shape and dtype: match_tangent)
 defjvp(match_input, lambda t, ans, g, x: t, None)
 
