@@ -30,9 +30,18 @@ def recordings(monkeypatch):
     return made
 
 
+def _names(fast):
+    """The names of the steps of the most recent program of a jit function, those of each
+    native segment's steps in its place."""
+    out = []
+    for s in fast.programs[0][1].steps:
+        out.extend(getattr(s[0], "step_names", None) or (getattr(s[0], "__name__", ""),))
+    return out
+
+
 def _kernels(fast):
     """The kernel calls of the most recent program of a jit function."""
-    return [s for s in fast.programs[0][1].steps if s[0].__name__ == "run_kernel"]
+    return [n for n in _names(fast) if n == "run_kernel"]
 
 
 def _close(got, want, rtol=1e-13):
@@ -88,7 +97,7 @@ def test_rnn_gradient_keeps_products_as_numpy_calls(recordings):
     assert type(got) is tuple and type(got[1]) is tuple
     _close(got[0], want[0])
     _close(got[1], want[1])
-    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    names = _names(fast)
     assert "matmul" in names and "run_kernel" in names
     assert "tanh" not in names  # every tanh is in a kernel (20 elements)
     # the gradient accumulations write into the dead sum's buffer
@@ -98,6 +107,32 @@ def test_rnn_gradient_keeps_products_as_numpy_calls(recordings):
         got, want = fast(*new), value_and_grad(rnn, (0, 1, 2))(*new)
         _close(got[0], want[0], 1e-12)
         _close(got[1], want[1], 1e-12)
+    assert len(recordings) == 1
+
+
+def test_rnn_runs_as_native_segments_shared_by_the_loop_bit_for_bit(recordings):
+    # T=12: the steps between the NumPy calls run as Numba functions (products as BLAS
+    # calls, tanh through NumPy's own loop on 64 elements); the repeats of the loop share
+    # compiled segments
+    rs = onp.random.RandomState(2)
+    args = (rs.randn(8, 8) * 0.4, rs.randn(3, 8), rs.randn(8), rs.randn(12, 8, 3))
+    fast = jit(grad(rnn, (0, 1, 2)))
+    fast(*args)
+    steps = fast.programs[0][1].steps
+    segments = [s[0] for s in steps if getattr(s[0], "step_names", None)]
+    assert len(segments) >= 3 and len({id(f) for f in segments}) < len(segments)
+    # nothing but the segments' glue (their outputs unpacked) and the output's packing
+    assert {getattr(s[0], "__name__", "") for s in steps} <= {
+        "segment",
+        "getitem",
+        "pack_outputs",
+    }
+    for _ in range(3):
+        new = tuple(a * rs.uniform(0.5, 1.5, a.shape) for a in args)
+        got, want = fast(*new), grad(rnn, (0, 1, 2))(*new)
+        for g, w in zip(got, want):
+            assert type(g) is onp.ndarray and g.dtype == w.dtype
+            onp.testing.assert_array_equal(g, w)
     assert len(recordings) == 1
 
 
@@ -174,7 +209,7 @@ def test_a_primitive_the_generator_does_not_know_runs_as_its_numpy_call():
     for _ in range(3):
         x = rs.randn(5)
         _close(fast(x), grad(f)(x))
-    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    names = _names(fast)
     assert "cube" in names and names.count("run_kernel") >= 2
 
 
@@ -251,7 +286,7 @@ def test_numpys_simd_functions_stay_numpy_calls_on_large_arrays():
         x = rs.randn(8, 16)
         got = fast(x)
         assert onp.array_equal(got, slow(x)) and onp.array_equal(got, grad(f)(x))
-    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    names = _names(fast)
     assert "tanh" in names and names.count("run_kernel") >= 2
 
 
@@ -276,7 +311,7 @@ def test_slot_writes_go_into_the_buffer_when_no_live_value_sees_them():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _close(fast(W, x), g(W, x))
-    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    names = _names(fast)
     # every write but the first (a copy of the zeros constant) is made in place (the
     # backward's at_set of a cotangent read later stays a copy)
     assert names.count("_set_into") == 12 and names[0] == "_at_set"
@@ -313,6 +348,6 @@ def test_a_write_over_values_the_backward_pass_reads_stays_a_copy():
         for _ in range(3):
             x = rs.randn(4)
             _close(fast(x), grad(f)(x))
-    names = [getattr(s[0], "__name__", "") for s in fast.programs[0][1].steps]
+    names = _names(fast)
     # (the two forward writes and the backward's zeroing of the written slot's cotangent)
     assert "_set_into" not in names and names.count("_at_set") == 3, names
