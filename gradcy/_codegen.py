@@ -20,9 +20,13 @@ bits; sin, tanh, exp... call the C library's functions, which may differ from Nu
 in the last place.
 """
 
+import hashlib
+import importlib.util
 import math
 import operator
+import os
 import re
+import sys
 import weakref
 
 import numpy as np
@@ -696,6 +700,55 @@ class _NoRoll(Exception):
     """A stretch reads values that move through statements no loop saves."""
 
 
+def cache_dir():
+    """The directory of the kernels' sources and Numba's compiled code of them, kept across
+    processes: $GRADCY_JIT_CACHE, else $XDG_CACHE_HOME/gradcy/jit (~/.cache/gradcy/jit); the
+    empty string turns the disk cache off."""
+    d = os.environ.get("GRADCY_JIT_CACHE")
+    if d is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "gradcy", "jit")
+    return d
+
+
+def _read(path):
+    with open(path) as fh:
+        return fh.read()
+
+
+def _cached_kernel(source, numba):
+    """numba.njit of the kernel `source` defines, compiled from a file named by the source's
+    hash with Numba's cache=True: a later process loads the compiled code from disk (about
+    40 ms) instead of compiling it again (0.1-1 s). Where the directory cannot be written the
+    kernel is compiled in memory only."""
+    opts = {"error_model": "numpy", "nogil": True}
+    d = cache_dir()
+    if d:
+        name = "gradcy_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:32]
+        path = os.path.join(d, name + ".py")
+        text = "import numpy as np\n\n\n" + source + "\n"
+        try:
+            if not os.path.exists(path) or _read(path) != text:
+                os.makedirs(d, exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as fh:
+                    fh.write(text)
+                os.replace(tmp, path)  # (atomic: another process may write the same file)
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = sys.modules.get(name)
+            if module is None:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                sys.modules[name] = module  # (Numba's cache finds the function by module)
+            if module.kernel.__code__.co_filename == path:
+                return numba.njit(module.kernel, cache=True, **opts)
+        except (OSError, ImportError, SyntaxError):
+            pass
+    ns = {"np": np}
+    exec(compile(source, "<gradcy.jit kernel>", "exec"), ns)
+    return numba.njit(ns["kernel"], **opts)
+
+
 def _wrapper(kernel, jitted):
     """The program step that runs a kernel: inputs in, its outputs (one, or a tuple) out."""
     arrays = tuple(kernel.arrays)
@@ -773,10 +826,7 @@ def compile_program(prog, leaves):
         )
         jitted = _kernels.get(kern.source)
         if jitted is None:
-            ns = {"np": np}
-            exec(compile(kern.source, "<gradcy.jit kernel>", "exec"), ns)
-            jitted = numba.njit(ns["kernel"], error_model="numpy", nogil=True)
-            _kernels[kern.source] = jitted
+            jitted = _kernels[kern.source] = _cached_kernel(kern.source, numba)
             while len(_kernels) > _MAX_KERNELS:
                 del _kernels[next(iter(_kernels))]
         call = _wrapper(kern, jitted)
@@ -1012,6 +1062,10 @@ def _reuse_buffers(steps, meta, prog):
 SEGMENT_STEPS = 20
 # a run shorter than this stays NumPy calls (a segment's call costs about what a step does)
 MIN_SEGMENT_STEPS = 3
+# a segment is compiled where a loop runs its code this many times (a one-off run saves a few
+# microseconds a call for 0.3-3 s of compile), and at most MAX_SEGMENTS of them per program
+MIN_SEGMENT_CALLS = 4
+MAX_SEGMENTS = 8
 
 _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 _NATIVE_ITEMS = _ARRAY_DTYPES + (_BOOL, np.dtype(np.int64))
@@ -1147,6 +1201,7 @@ class _Native:
         self.consts = []  # constant arrays, passed as arguments
         self.const_names = {}
         self.packed_outputs = set()  # outputs of the kernels of several outputs
+        self.kernel_sources = {}  # global name -> the kernel's source
 
     def _g(self, obj, prefix):
         for name, v in self.globals.items():
@@ -1305,7 +1360,9 @@ class _Native:
             for s, m in zip(kern.inputs, kern.input_meta)
         ]
         consts = [self._const(a) for a in kern.arrays]
-        lines.append(f"{self._g(fun.jitted, 'kern')}({', '.join(passed + consts + outs)})")
+        name = self._g(fun.jitted, "kern")
+        self.kernel_sources[name] = kern.source
+        lines.append(f"{name}({', '.join(passed + consts + outs)})")
         if len(outs) == 1:
             lines.append(f"r{kern.outputs[0]} = {outs[0]}")
         else:
@@ -1422,9 +1479,8 @@ def _native_program(steps, meta, prog, n_slots):
     merged = [(a, e) for a, e in merged if e - a >= MIN_SEGMENT_STEPS]
     if not merged:
         return None
-    new_steps, pos = [], 0
+    planned = []  # (a, e, key, src, used, inputs, outputs, consts, ints)
     for a, e in merged:
-        new_steps.extend(steps[pos:a])
         written, inputs = set(), []
         for i in range(a, e):
             for s_ in reads[i]:
@@ -1458,6 +1514,23 @@ def _native_program(steps, meta, prog, n_slots):
         src += f"\n return {ret}"
         used = sorted(set(re.findall(r"\b((?:kern|loop)\d+)\b", src)))
         key = (src, tuple((n, id(nat.globals[n])) for n in used))
+        planned.append((a, e, key, src, used, inputs, outputs, consts, ints))
+    # the segments worth their compile (0.3-3 s each): those a loop runs MIN_SEGMENT_CALLS
+    # times or more, the MAX_SEGMENTS that replace the most steps (or already compiled)
+    calls, size = {}, {}
+    for a, e, key, *_ in planned:
+        calls[key] = calls.get(key, 0) + 1
+        size[key] = size.get(key, 0) + e - a
+    ranked = sorted(
+        (k for k in calls if calls[k] >= MIN_SEGMENT_CALLS and k not in _kernels),
+        key=lambda k: -size[k],
+    )
+    chosen = set(ranked[:MAX_SEGMENTS]) | {k for k in calls if k in _kernels}
+    new_steps, pos = [], 0
+    for a, e, key, src, used, inputs, outputs, consts, ints in planned:
+        if key not in chosen:
+            continue
+        new_steps.extend(steps[pos:a])
         hit = _kernels.get(key)
         if hit is None:
             ns = {"np": np}
@@ -1466,6 +1539,10 @@ def _native_program(steps, meta, prog, n_slots):
             fn = numba.njit(ns["segment"], error_model="numpy", nogil=True)
             # the names of the steps it runs (for tests and for reading a program)
             fn.step_names = tuple(getattr(steps[i][0], "__name__", "") for i in range(a, e))
+            # its source and its kernels' (what the bits of its results depend on)
+            fn.sources = (src,) + tuple(
+                nat.kernel_sources[n] for n in used if n in nat.kernel_sources
+            )
             hit = _kernels[key] = (fn, [nat.globals[n] for n in used])
         fn = hit[0]
         links = tuple((p, s_) for p, s_ in enumerate(inputs))
@@ -1479,5 +1556,7 @@ def _native_program(steps, meta, prog, n_slots):
             for q, s_ in enumerate(outputs):
                 new_steps.append((operator.getitem, (None, q), ((0, tup),), None, s_, (), (), ()))
         pos = e
+    if not pos:
+        return None
     new_steps.extend(steps[pos:])
     return new_steps, n_slots
