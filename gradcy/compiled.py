@@ -88,12 +88,12 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     program's per-step Python dispatch is gone; anything else (``einsum``...) stays the NumPy
     call it was. Later calls run the compiled program. Kernels are kept on disk (Numba's
     ``cache=True``, under ``$GRADCY_JIT_CACHE``, default ``~/.cache/gradcy/jit``; empty: off),
-    so a later process loads them instead of compiling them again. The guards are const_graph's: the structure, types, shapes and
-    dtypes of the arguments and every value Python code read from a traced value (a branch,
-    ``int(x)``, the shape of ``x[x > 0]``) are checked at each call, and a call where one
-    differs records and compiles again (the last 16 programs are kept): a stale program never
-    runs. Values that do not depend on the arguments (globals, closures, random draws) are the
-    first call's.
+    so a later process loads them instead of compiling them again. The guards are
+    const_graph's: the structure, types, shapes and dtypes of the arguments and every value
+    Python code read from a traced value (a branch, ``int(x)``, the shape of ``x[x > 0]``)
+    are checked at each call, and a call where one differs records and compiles again (the last
+    16 programs are kept): a stale program never runs. Values that do not depend on the
+    arguments (globals, closures, random draws) are the first call's.
 
     Numba is an optional dependency (``pip install gradcy[jit]``); without it ``jit`` runs the
     NumPy replay of :func:`~gradcy.misc.const_graph` and warns once. A recorded write into a
