@@ -841,7 +841,8 @@ def compile_program(prog, leaves):
                 new_steps.append((operator.getitem, (None, q), ((0, packed),), None, s, (), (), ()))
         pos = j
     new_steps.extend(steps[pos:])
-    planned = _reuse_buffers(_accumulations(_transposes(new_steps, meta), meta, prog), meta, prog)
+    planned = _accumulations(_transposes(new_steps, meta), meta, prog)
+    planned = _reuse_buffers(_writes_in_place(planned, meta, prog), meta, prog)
     fallback = prog.rebuilt(planned, n_slots)
     native = _native_program(planned, meta, prog, n_slots)
     if native is None:
@@ -909,6 +910,18 @@ def _add_at(a, g, idx):
     return a
 
 
+def _copy_add_at(c, g, idx):
+    """c + untake(g, idx) for a constant array c: a copy of c with g added at idx."""
+    a = c.copy()
+    a[idx] += g
+    return a
+
+
+def _take_copy(a, idx):
+    """a[idx] as a new array (read before a's buffer is written)."""
+    return a[idx].copy()
+
+
 def _fresh_slots(steps, meta):
     """(slots holding an array a step of the program made (a ufunc's, a kernel's, at_set's
     copy), whether each slot is read by ufuncs and kernels only, the last step reading it)."""
@@ -928,6 +941,10 @@ def _fresh_slots(steps, meta):
             isinstance(fun, np.ufunc)
             and fun.nout == 1
             or fun is _at_set
+            or fun is _copy_add_at
+            or fun is _add_at
+            and args[0] is None
+            and any(p == 0 and s in fresh for p, s in links)
             or getattr(fun, "source", None) is not None
         ):
             m = meta[slot] if slot < len(meta) else None
@@ -980,11 +997,34 @@ def _accumulations(steps, meta, prog):
             f2 is not np.add
             or kw2
             or len(args2) != 2
-            or len(links2) != 2
+            or len(links2) not in (1, 2)
             or steps[k2][7]
             or out2 >= len(meta)
             or k2 in replace
         ):
+            continue
+        if len(links2) == 1 and links2[0][1] == u:
+            # constant + untake(g, idx): a copy of the constant with g added at idx (no zero
+            # array of the whole shape)
+            c = args2[1 - links2[0][0]]
+            mo = meta[out2]
+            if (
+                type(c) is np.ndarray
+                and mo.type is np.ndarray
+                and c.shape == mu.shape == mo.shape
+                and c.dtype == mu.dtype == mo.dtype
+            ):
+                drop.add(k)
+                replace[k2] = (
+                    _copy_add_at,
+                    (c, None, idx),
+                    ((1, g_slot),),
+                    None,
+                    out2,
+                    (),
+                    steps[k2][6],
+                    (),
+                )
             continue
         (p0, s0), (p1, s1) = sorted(links2)
         a = s1 if s0 == u else s0 if s1 == u else None
@@ -1015,6 +1055,85 @@ def _accumulations(steps, meta, prog):
     if not replace:
         return steps
     return [replace.get(k, step) for k, step in enumerate(steps) if k not in drop]
+
+
+def _writes_in_place(steps, meta, prog):
+    """at_set(b, idx, v) (a copy of b with the write made) as the write into b's own buffer
+    where b is a fresh array read before only by ufuncs and kernels (no view of it exists)
+    and after only as b[idx2] for basic indexes idx2: those reads move before the write, as
+    copies of the (small) regions they read. A memory network's backward pass zeroes the
+    cotangent of each written slot after reading it: one buffer, not a copy per write."""
+    from .numpy import _wrap
+    from .numpy.indexed_updates import _at_set
+
+    getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
+    fresh, _readers_ok, _last = _fresh_slots(steps, meta)
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).extend((k, -1))  # (-1: never movable)
+    moves = {}
+    for k, (fun, args, links, kwargs, _slot, _d, _g, nested) in enumerate(steps):
+        if fun is not _at_set or kwargs or nested or len(args) != 3:
+            continue
+        linked = dict(links)
+        b = linked.get(0)
+        if (
+            b is None
+            or 1 in linked
+            or not _basic(args[1])
+            or b not in fresh
+            or b == prog.out
+            or b >= len(meta)
+            or meta[b].type is not np.ndarray
+            or sum(1 for _, s in links if s == b) != 1
+        ):
+            continue
+        later, ok = [], True
+        for j in readers.get(b, ()):
+            if j == k:
+                continue
+            if j < k and j >= 0:
+                f = steps[j][0]
+                elementwise = isinstance(f, np.ufunc) or getattr(f, "source", None) is not None
+                ok = ok and elementwise and not steps[j][7]
+                continue
+            if j < 0 or j in later:
+                ok = False
+                break
+            f2, a2, l2, kw2, s2, _d2, g2, n2 = steps[j]
+            if (
+                f2 in getitems
+                and not kw2
+                and not n2
+                and not g2
+                and len(a2) == 2
+                and l2 == ((0, b),)
+                and _basic(a2[1])
+                and s2 < len(meta)
+                and meta[s2].type is np.ndarray
+            ):
+                later.append(j)
+            else:
+                ok = False
+        if ok:
+            moves[k] = later
+    if not moves:
+        return steps
+    moved = {j for js in moves.values() for j in js}
+    out = []
+    for k, step in enumerate(steps):
+        if k in moved:
+            continue
+        if k in moves:
+            for j in moves[k]:
+                out.append((_take_copy,) + steps[j][1:])
+            step = (_set_into,) + step[1:]
+        out.append(step)
+    return out
 
 
 def _reuse_buffers(steps, meta, prog):
@@ -1270,12 +1389,18 @@ class _Native:
         if fun is _T and len(args) == 1:
             ops = self._operands(step, ["array"])
             return None if ops is None else [f"r{slot} = {ops[0]}.T"]
-        if fun in self.getitems and not kwargs and len(args) == 2 and len(links) == 1:
+        if (
+            (fun in self.getitems or fun is _take_copy)
+            and not kwargs
+            and len(args) == 2
+            and len(links) == 1
+        ):
             text = _index_text(args[1])
             ops = self._operands((fun, args[:1], links) + step[3:], ["array"])
             if text is None or ops is None or links[0][0] != 0:
                 return None
-            return [f"r{slot} = {ops[0]}[{text}]"]
+            copy = ".copy()" if fun is _take_copy else ""
+            return [f"r{slot} = {ops[0]}[{text}]{copy}"]
         if fun in self.sums and kwargs and set(kwargs) == {"axis"} and len(args) == 1:
             axis = kwargs["axis"]
             if type(axis) is tuple and len(axis) == 1:
