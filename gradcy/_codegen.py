@@ -1184,7 +1184,7 @@ MIN_SEGMENT_STEPS = 3
 # a segment is compiled where a loop runs its code this many times (a one-off run saves a few
 # microseconds a call for 0.3-3 s of compile), and at most MAX_SEGMENTS of them per program
 MIN_SEGMENT_CALLS = 4
-MAX_SEGMENTS = 8
+MAX_SEGMENTS = 4
 
 _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 _NATIVE_ITEMS = _ARRAY_DTYPES + (_BOOL, np.dtype(np.int64))
