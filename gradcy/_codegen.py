@@ -13,6 +13,13 @@ run by one step of the program, a Python wrapper that allocates the kernel's out
 it, so the glue, its guards and its freeing of slots are const_graph's own
 (tracers._Program.rebuilt).
 
+Then the runs of planned steps Numba can run in nopython mode (kernels, 2-d products as BLAS
+calls, NumPy's own SIMD unary loops called through the ufunc's loop pointer, in-place updates,
+basic indexing, writes, axis sums) that a loop of the user's program repeats become native
+segments (_native_program): one Numba function per distinct repeat, its int indexes as
+parameters. Kernels are compiled from files named by their source's hash with Numba's
+cache=True (cache_dir()), so a later process loads them from disk.
+
 Kernels compute each step in the dtype NumPy's loop would (the result's dtype for arithmetic,
 the operands' common dtype for comparisons), with Python scalars cast to it as NEP 50 does, and
 Numba's error_model='numpy' (1/0 is inf, not an exception): + - * / and comparisons give NumPy's
@@ -27,6 +34,7 @@ import operator
 import os
 import re
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -849,7 +857,9 @@ def compile_program(prog, leaves):
         return fallback
     fast = prog.rebuilt(*native)
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            # (np.dot on a strided view: Numba's note that a contiguous one would be faster)
+            warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
             fast.replay(leaves)  # (Numba compiles each segment at its first call)
     except Exception:
         return fallback
