@@ -1195,6 +1195,8 @@ MIN_SEGMENT_STEPS = 3
 # microseconds a call for 0.3-3 s of compile), and at most MAX_SEGMENTS of them per program
 MIN_SEGMENT_CALLS = 4
 MAX_SEGMENTS = 4
+# the share of the program's steps the segments must run, else none is made
+MIN_SEGMENT_SHARE = 0.8
 
 _ARRAY_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 _NATIVE_ITEMS = _ARRAY_DTYPES + (_BOOL, np.dtype(np.int64))
@@ -1661,6 +1663,11 @@ def _native_program(steps, meta, prog, n_slots):
         key=lambda k: -size[k],
     )
     chosen = set(ranked[:MAX_SEGMENTS]) | {k for k in calls if k in _kernels}
+    # ... and only where they take most of the program out of Python (a memory network's
+    # segments between its einsum and softmax calls cost 10 s of compile and saved nothing)
+    inside = sum(e - a for a, e, key, *_ in planned if key in chosen)
+    if inside < MIN_SEGMENT_SHARE * len(steps):
+        return None
     new_steps, pos = [], 0
     for a, e, key, src, used, inputs, outputs, consts, ints in planned:
         if key not in chosen:

@@ -136,6 +136,26 @@ def test_rnn_runs_as_native_segments_shared_by_the_loop_bit_for_bit(recordings):
     assert len(recordings) == 1
 
 
+def test_no_segments_where_numpy_calls_would_stay_most_of_the_program():
+    # each repeat's einsums (which stay NumPy calls) cut the loop into short native runs:
+    # their compile would buy little, so none is made
+    def f(Wh, xs):
+        h = gnp.zeros((xs.shape[1], Wh.shape[0]))
+        for t in range(xs.shape[0]):
+            a = gnp.einsum("bi,ij->bj", h, Wh)
+            h = gnp.tanh(gnp.einsum("bi,ij->bj", xs[t], Wh) + a) @ Wh
+            h = gnp.einsum("bi,ij->bj", h, Wh)
+        return gnp.sum(h**2)
+
+    rs = onp.random.RandomState(3)
+    args = (rs.randn(8, 8) * 0.3, rs.randn(20, 8, 8))
+    fast = jit(grad(f))
+    _close(fast(*args), grad(f)(*args))
+    steps = fast.programs[0][1].steps
+    assert not [s for s in steps if getattr(s[0], "step_names", None)]
+    assert sum(getattr(s[0], "__name__", "") == "einsum" for s in steps) >= 60
+
+
 def test_a_branch_on_a_value_records_each_branch_never_stale(recordings):
     def f(x):
         y = gnp.exp(x) * 2.0
