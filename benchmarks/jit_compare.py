@@ -1,7 +1,7 @@
 """gradcy.jit beside the hand-written NumPy gradient, eager gradcy and JAX's jit, in one process.
 
     python benchmarks/jit_compare.py [--workloads sinchain,rnn,mlp,memnet] [--rounds 7]
-                                     [--S 256] [--cython]
+                                     [--S 256] [--cython] [--compile]
 
 One core, one BLAS thread (set before NumPy loads). For each workload: the compile time (the
 first call of gradcy.jit, which records and compiles, and of jax.jit), the steady-state time
@@ -24,6 +24,9 @@ Workloads:
             compile took 77 s at S=32)
 --cython: the sin chain's compiled kernel translated to Cython and built at run time (the
 other native code generator the issue names): its build time and its run time beside Numba's.
+--compile: the sin chain's first call of gradcy.jit in fresh processes (numba imported
+before the clock starts), cold (an empty kernel cache) then warm (the kernel loaded from
+GRADCY_JIT_CACHE on disk), median of 3 each, beside jax.jit's first call.
 """
 
 import os
@@ -358,6 +361,49 @@ def cython_prototype():
     return build, per_call(mod.kernel, x, o), per_call(jitted, x, o2)
 
 
+_FIRST_CALL = """
+import os, sys, time
+sys.path.insert(0, {here!r})
+import numpy, numba
+import reference_gradients as ref
+x = numpy.random.RandomState(ref.SEED).standard_normal(3)
+if sys.argv[1] == "jax":
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    t0 = time.perf_counter()
+    jax.block_until_ready(jax.jit(jax.grad(ref.sinchain(jax.numpy)))(x))
+else:
+    import gradcy, gradcy.numpy as gnp
+    t0 = time.perf_counter()
+    gradcy.jit(gradcy.grad(ref.sinchain(gnp)))(x)
+print(time.perf_counter() - t0)
+"""
+
+
+def compile_times(repeats=3):
+    """(cold, warm, jax) first-call seconds of the sin chain, each a median over fresh
+    processes; cold: an empty GRADCY_JIT_CACHE per process, warm: one filled before."""
+    import subprocess
+    import tempfile
+
+    src = _FIRST_CALL.format(here=os.path.dirname(os.path.abspath(__file__)))
+
+    def first_call(kind, cache):
+        env = dict(os.environ, GRADCY_JIT_CACHE=cache)
+        out = subprocess.run(
+            [sys.executable, "-c", src, kind], env=env, capture_output=True, text=True, check=True
+        )
+        return float(out.stdout.split()[-1])
+
+    cold = [first_call("gradcy", tempfile.mkdtemp(prefix="gradcy-jit-")) for _ in range(repeats)]
+    warm_dir = tempfile.mkdtemp(prefix="gradcy-jit-")
+    first_call("gradcy", warm_dir)
+    warm = [first_call("gradcy", warm_dir) for _ in range(repeats)]
+    jax = [first_call("jax", "") for _ in range(repeats)] if _jax() else None
+    med = statistics.median
+    return med(cold), med(warm), (med(jax) if jax else None)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workloads", default="sinchain,rnn,mlp,memnet")
@@ -367,6 +413,11 @@ def main(argv=None):
         "--cython",
         action="store_true",
         help="also build the sin chain's kernel with Cython and time it",
+    )
+    p.add_argument(
+        "--compile",
+        action="store_true",
+        help="also time the sin chain's first call in fresh processes, cold and warm",
     )
     args = p.parse_args(argv)
     import numba
@@ -395,6 +446,14 @@ def main(argv=None):
                 f"{med[label] / base:.3f}x | {best[label] / base_best:.3f}x | {pk} | {e} |",
                 flush=True,
             )
+    if args.compile:
+        cold, warm, jx = compile_times()
+        print()
+        print(
+            f"sin chain, first call in a fresh process (median of 3): gradcy.jit cold "
+            f"{cold:.2f} s, warm (kernel cache on disk) {warm:.2f} s"
+            + ("" if jx is None else f"; jax.jit {jx:.2f} s")
+        )
     if args.cython:
         build, cy, nb = cython_prototype()
         print()

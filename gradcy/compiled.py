@@ -81,14 +81,19 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     forward and backward pass of ``jit(grad(f))`` as one straight-line program of NumPy calls)
     and compiles the program: each run of consecutive elementwise operations on arrays of one
     shape (``sin``, ``*``, ``tanh``, ``where``, comparisons... forward and backward alike)
-    becomes one Numba loop over the data, with no temporaries; products (``dot``, ``matmul``,
-    ``einsum``) stay calls into BLAS, and anything else stays the NumPy call it was. Later calls
-    run the compiled program. The guards are const_graph's: the structure, types, shapes and
-    dtypes of the arguments and every value Python code read from a traced value (a branch,
-    ``int(x)``, the shape of ``x[x > 0]``) are checked at each call, and a call where one
-    differs records and compiles again (the last 16 programs are kept): a stale program never
-    runs. Values that do not depend on the arguments (globals, closures, random draws) are the
-    first call's.
+    becomes one Numba loop over the data, with no temporaries; then the runs of steps Numba can
+    run (those kernels, products of 2-d arrays as BLAS calls, NumPy's own SIMD loops of
+    ``tanh``, ``exp``..., in-place gradient accumulations, basic indexing, writes, axis sums)
+    that a loop of ``fun`` repeats become native functions, one per distinct repeat, so the
+    program's per-step Python dispatch is gone; anything else (``einsum``...) stays the NumPy
+    call it was. Later calls run the compiled program. Kernels are kept on disk (Numba's
+    ``cache=True``, under ``$GRADCY_JIT_CACHE``, default ``~/.cache/gradcy/jit``; empty: off),
+    so a later process loads them instead of compiling them again. The guards are
+    const_graph's: the structure, types, shapes and dtypes of the arguments and every value
+    Python code read from a traced value (a branch, ``int(x)``, the shape of ``x[x > 0]``)
+    are checked at each call, and a call where one differs records and compiles again (the last
+    16 programs are kept): a stale program never runs. Values that do not depend on the
+    arguments (globals, closures, random draws) are the first call's.
 
     Numba is an optional dependency (``pip install gradcy[jit]``); without it ``jit`` runs the
     NumPy replay of :func:`~gradcy.misc.const_graph` and warns once. A recorded write into a

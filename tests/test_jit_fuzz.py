@@ -51,15 +51,22 @@ _EXACT_CALLS = {
     "np.trunc",
     "np.copysign",
     "np.sqrt",
+    # (a native segment's in-place arithmetic; its products, sums and libm calls are not here)
+    "np.add",
+    "np.subtract",
+    "np.multiply",
+    "np.true_divide",
+    "np.negative",
 }
 
 
 def _kernel_sources(fast):
     return [
-        s[0].source
+        src
         for entry in fast.programs
         for s in entry[1].steps
-        if getattr(s[0], "source", None) is not None
+        for src in ((s[0].source,) if getattr(s[0], "source", None) is not None else ())
+        + getattr(s[0], "sources", ())
     ]
 
 

@@ -3,7 +3,9 @@ chain, the tanh RNN (T=100), the MLP training step and the memory network with s
 (S=256), each as the hand-written NumPy gradient, gradcy.jit and JAX's jit (n/a where JAX is
 not installed; the memory network runs JAX's concatenating spelling, its arrays being
 immutable). time_call and peakmem_call are the steady state (setup makes the first, compiling
-call); track_compile_seconds is the first call's time, recording and compiling.
+call); track_compile_seconds is the first call's time, recording and compiling, with an empty
+kernel cache (GRADCY_JIT_CACHE set to a fresh directory); JitCompileCache times the sin chain's
+first call in fresh processes, cold (empty cache) and warm (kernel loaded from disk).
 """
 
 import pathlib
@@ -76,6 +78,11 @@ class JitCompile(common.OneSample):
     timeout = 600
 
     def setup(self, workload, impl):
+        import os
+        import tempfile
+
+        # (cold: a fresh, empty kernel cache on disk)
+        os.environ["GRADCY_JIT_CACHE"] = tempfile.mkdtemp(prefix="gradcy-jit-asv-")
         # in setup, so that a variant that cannot run (JAX or Numba not installed) is skipped
         self.compile_seconds = _variant(workload, impl)[2]
 
@@ -83,3 +90,25 @@ class JitCompile(common.OneSample):
         return self.compile_seconds
 
     track_compile_seconds.unit = "seconds"
+
+
+class JitCompileCache(common.OneSample):
+    """The sin chain's first gradcy.jit call in fresh processes (numba imported before the
+    clock): cold, an empty kernel cache; warm, the kernel loaded from the cache on disk."""
+
+    timeout = 600
+
+    def setup(self):
+        common.require("gradcy", "jit")
+        if not hasattr(_jit_compare(), "compile_times"):
+            raise NotImplementedError("jit_compare.compile_times is not in this commit")
+        self.cold, self.warm, _ = _jit_compare().compile_times(repeats=1)
+
+    def track_sinchain_cold_seconds(self):
+        return self.cold
+
+    def track_sinchain_warm_seconds(self):
+        return self.warm
+
+    track_sinchain_cold_seconds.unit = "seconds"
+    track_sinchain_warm_seconds.unit = "seconds"
