@@ -32,6 +32,7 @@ from .._core import (
     register_numpy_override,
 )
 from ..registry import notrace_primitive, primitive
+from .. import _dask_ops
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
 # constant results, shapes and constructors): traced values pass through them unrecorded.
@@ -200,6 +201,17 @@ def _sum(
         if keepdims is _np._NoValue:
             return _add_reduce(a, axis, dtype, out)
         return _add_reduce(a, axis, dtype, out, keepdims)
+    if (
+        axis is None
+        and dtype is None
+        and out is None
+        and keepdims is _np._NoValue
+        and initial is _np._NoValue
+        and where is _np._NoValue
+    ):
+        r = _dask_ops.total(a)  # a Dask array's: each chunk's sum, then theirs (else None)
+        if r is not None:
+            return r
     # by keyword, and only what was given: other array libraries' sum (dask's, through
     # __array_function__) take the same names in another order and no NumPy sentinels
     kw = {
@@ -265,8 +277,13 @@ def _dot(a, b, out=None):
     # numpy.dot is its C function behind __array_function__ dispatch: plain arrays need none
     if type(a) is _np.ndarray and type(b) is _np.ndarray:
         return _dot_impl(a, b, out)
-    # out only when given: Dask's and CuPy's dot take (a, b) through the dispatch
-    return _np.dot(a, b) if out is None else _np.dot(a, b, out=out)
+    if out is None:
+        r = _dask_ops.dot(a, b)  # Dask arrays of a tall problem's shapes (else None)
+        if r is not None:
+            return r
+        # out only when given: Dask's and CuPy's dot take (a, b) through the dispatch
+        return _np.dot(a, b)
+    return _np.dot(a, b, out=out)
 
 
 # NumPy functions run through a faster equivalent with the same signature and results
