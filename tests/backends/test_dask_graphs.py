@@ -398,3 +398,32 @@ def test_the_logistic_gradient_graph_layers():
         + ["multiply", "add", "add", "block_partial", "dot-block_partial"]
     ), kinds
     onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+
+
+def test_chunkwise_rules_run_on_a_cluster(dask_client):
+    """The logistic gradient and Hessian-vector product computed on the two-process cluster:
+    a task of a chunkwise rule names the rule by reference (its index among the rules
+    gradcy.numpy wraps, checked by fingerprint in the worker), so it pickles without
+    cloudpickle; NumPy's values."""
+    import pickle
+
+    from gradcy import hessian_vector_product
+    from gradcy.backends import recording_computes
+
+    w, X, y, Xn, yn = _data(4)
+    with recording_computes() as computes:
+        g = grad(loss)(w, X, y)
+    (opt,) = dask.optimize(computes[0][0])
+    for task in dict(opt.__dask_graph__()).values():
+        pickle.dumps(task)  # (a lambda's code in a task would need cloudpickle)
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+    onp.testing.assert_allclose(
+        dask_client.compute(computes[0][0]).result(), grad(loss)(w, Xn, yn), rtol=RTOL
+    )
+    v = onp.cos(onp.arange(w.size))
+    hv = hessian_vector_product(loss)(da.from_array(w), X, y, da.from_array(v))
+    onp.testing.assert_allclose(
+        dask_client.compute(hv).result(),
+        hessian_vector_product(loss)(w, Xn, yn, v),
+        rtol=RTOL,
+    )
