@@ -960,6 +960,31 @@ def _method_copy(x, order="K"):
     return copy_(x)
 
 
+def _value_of(x):
+    while type(x) is Box:
+        x = x._value
+    return x
+
+
+def _matmul_operator(a, b):
+    """a @ b with a traced operand: numpy.matmul's primitive, except for a Dask operand where
+    a matrix or a vector times a vector (X @ w; the same product as numpy.dot's): numpy.dot's
+    primitive, whose Dask form for a tall problem is one blockwise layer (gradcy._dask_ops.dot)
+    that Dask fuses with the elementwise work on each chunk, where Dask's matmul adds four
+    layers that end the fusion (the chunk of X @ w then a task of its own on the workers)."""
+    va, vb = _value_of(a), _value_of(b)
+    if type(va) is _np.ndarray and type(vb) is _np.ndarray:
+        return matmul(a, b)  # (the primitive wrap_namespace made)
+    if (
+        (_dask_ops.is_dask(va) or _dask_ops.is_dask(vb))
+        and 1 <= _np.ndim(va) <= 2
+        and _np.ndim(vb) == 1
+        and _np.shape(va)[-1] == _np.shape(vb)[0]
+    ):
+        return dot(a, b)
+    return matmul(a, b)
+
+
 def _register_methods():
     g = globals()
     ops = {
@@ -989,6 +1014,7 @@ def _register_methods():
     }
     for method, fn in ops.items():
         register_box_method(method, g[fn])
+    register_box_method("matmul", _matmul_operator)
     for name in [
         "sum",
         "mean",

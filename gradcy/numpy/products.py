@@ -125,7 +125,14 @@ def _dot_rule_1(g, ans, A, B):
     elif nB == 0:
         r = anp.tensordot(A, g, nA)
     elif nB == 1:
-        r = _dask_ops.multiply(g, A) if nA == 1 else anp.tensordot(g, A, nA - 1)
+        if nA == 1:
+            r = _dask_ops.multiply(g, A)
+        elif nA == 2 and _dask_ops.is_dask(anp._value_of(A)):
+            # = tensordot here; on Dask (a tall A) a blockwise product per chunk and their
+            # sum, and a batch rule in forward mode over it (hessian)
+            r = anp.dot(g, A)
+        else:
+            r = anp.tensordot(g, A, nA - 1)
     elif nA == 1:
         r = anp.reshape(A, (sB[-2], 1)) * _append_axis(g, -2)
     else:
