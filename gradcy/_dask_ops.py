@@ -308,7 +308,7 @@ def on_chunks(rule, reads=None):
 
 def multiply(a, b):
     """a * b: one blockwise layer (`elementwise`) when a Dask operand's case applies."""
-    if type(a) is _np.ndarray and type(b) is _np.ndarray:
+    if not (is_dask(a) or is_dask(b)):
         return a * b
     r = elementwise(_np.multiply, a, b)
     return a * b if r is None else r
