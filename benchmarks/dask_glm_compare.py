@@ -27,7 +27,9 @@ out of core), same point w. Measured, alternating in one process, medians of --r
   ``Logistic.hessian``.
 
 For each, the graph's size (exact, independent of the load: gradcy.backends.graph_size, tasks
-after dask.optimize, not counting the persisted chunks of X and y) beside dask-glm's; and the
+after dask.optimize, not counting the persisted chunks of X and y) beside dask-glm's, and for
+the gradient also the tasks and layers as built (what the client makes and Dask optimizes on
+every call); and the
 largest resident memory of any worker, sampled every 0.2 s by a thread, against the limit.
 Targets: gradient and value_and_grad <= 1.2x dask-glm's time, the Hessian-vector product <=
 1.0x, the full Hessian <= 2x; graphs no larger; results equal to 1e-12 relative.
@@ -167,11 +169,11 @@ def main():
     cluster.close()
     print()
     print(
-        "| X | chunks | grad tasks gradcy / dask-glm | grad | value_and_grad tasks "
-        "| value_and_grad | hvp tasks / dask-glm hessian | hvp | hessian tasks | hessian "
-        "| load |"
+        "| X | chunks | grad tasks gradcy / dask-glm | grad as built: tasks, layers | grad "
+        "| value_and_grad tasks | value_and_grad | hvp tasks / dask-glm hessian | hvp "
+        "| hessian tasks | hessian | load |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows_out:
         print("| " + " | ".join(r) + " |")
 
@@ -248,14 +250,14 @@ def _one_size(
     with recording_computes() as computes:
         grad(loss)(w, X, y)
     if args.split:
-        built = computes[0]
+        graph = computes[0]
         glm_built = Logistic.pointwise_gradient(w, X, y)
-        runs["gradcy grad, graph built"] = lambda: dask.compute(*built)[0]
+        runs["gradcy grad, graph built"] = lambda: dask.compute(*graph)[0]
         runs["dask-glm gradient, graph built"] = lambda: glm_built.compute()
-    tasks = {
-        "grad": graph_size(*computes[0], data=data)["optimized_tasks"],
-        "glm grad": graph_size(Logistic.pointwise_gradient(w, X, y), data=data)["optimized_tasks"],
-    }
+    mine = graph_size(*computes[0], data=data)
+    theirs = graph_size(Logistic.pointwise_gradient(w, X, y), data=data)
+    tasks = {"grad": mine["optimized_tasks"], "glm grad": theirs["optimized_tasks"]}
+    built = f"{mine['tasks']} / {theirs['tasks']}, {mine['layers']} / {theirs['layers']}"
     with recording_computes() as computes:
         value_and_grad(loss)(w, X, y)
     tasks["vag"] = graph_size(*computes[0], data=data)["optimized_tasks"]
@@ -314,6 +316,7 @@ def _one_size(
                 f"{name}: computing the graph built once {m:.3f} s; building it "
                 f"{med[name] - m:.3f} s (end to end minus computing)"
             )
+    print(f"gradient's graph as built, gradcy / dask-glm: tasks {built.replace(', ', '; layers ')}")
     print(
         f"gradient max relative difference "
         f"{rel(results['gradcy grad'], results['dask-glm gradient']):.1e}, value_and_grad's "
@@ -340,6 +343,7 @@ def _one_size(
         f"{X.nbytes / 1e9:.2f} GB{'' if persist else ' (out of core)'}",
         str(X.numblocks[0]),
         f"{tasks['grad']} / {tasks['glm grad']}",
+        built,
         f"{ratio['grad']:.2f}x",
         f"{tasks['vag']} / {tasks['glm vag']}",
         f"{ratio['value_and_grad']:.2f}x",

@@ -24,7 +24,7 @@ import numbers
 
 import numpy as _np
 
-from . import backends
+from . import _dask_ops, backends
 
 __all__ = ["BatchedTangent", "BatchingError"]
 
@@ -208,6 +208,20 @@ def _unit_product(a, b):
     return False, None
 
 
+def _plain_dot(a, b):
+    """numpy.dot of plain values (a batch's data), on Dask arrays of a tall problem's shapes as
+    a blockwise product per chunk (gradcy._dask_ops.dot), else NumPy's (Dask's)."""
+    r = _dask_ops.dot(a, b)
+    return _np.dot(a, b) if r is None else r
+
+
+def _plain_matmul(a, b):
+    """numpy.matmul of plain values: on Dask arrays of at most 2 dimensions (where it is
+    numpy.dot) of a tall problem's shapes gradcy._dask_ops.dot's, else NumPy's (Dask's)."""
+    r = _dask_ops.dot(a, b) if 1 <= _np.ndim(a) <= 2 and 1 <= _np.ndim(b) <= 2 else None
+    return _np.matmul(a, b) if r is None else r
+
+
 def _matmul(a, b):
     """a @ b with one of them a batch."""
     done, out = _unit_product(a, b)
@@ -217,17 +231,17 @@ def _matmul(a, b):
         kb, na = b.data.ndim - 1, _np.ndim(a)
         if kb == 1 and na >= 1:
             if na == 1:
-                return BatchedTangent(_np.matmul(b.data, a))
-            return BatchedTangent(_moveaxis(_np.matmul(a, b.data.T), -1, 0))
+                return BatchedTangent(_plain_matmul(b.data, a))
+            return BatchedTangent(_moveaxis(_plain_matmul(a, b.data.T), -1, 0))
         if kb >= 2:
-            return BatchedTangent(_np.matmul(a, _lift(b, max(kb, na))))
+            return BatchedTangent(_plain_matmul(a, _lift(b, max(kb, na))))
         return None
     ka, nb = a.data.ndim - 1, _np.ndim(b)
     if ka == 1 and nb >= 1:
-        out = _np.matmul(a.data, b)
+        out = _plain_matmul(a.data, b)
         return BatchedTangent(out if nb <= 2 else _moveaxis(out, -2, 0))
     if ka >= 2 and nb >= 1:
-        return BatchedTangent(_np.matmul(_lift(a, max(ka, nb)), b))
+        return BatchedTangent(_plain_matmul(_lift(a, max(ka, nb)), b))
     return None
 
 
@@ -238,11 +252,11 @@ def _dot(a, b):
         return out
     if type(a) is BatchedTangent:
         if a.data.ndim >= 2 and _np.ndim(b) >= 1:
-            return BatchedTangent(_np.dot(a.data, b))
+            return BatchedTangent(_plain_dot(a.data, b))
         return None
     na, kb = _np.ndim(a), b.data.ndim - 1
     if na >= 1 and kb == 1:
-        return BatchedTangent(_moveaxis(_np.dot(a, b.data.T), -1, 0))
+        return BatchedTangent(_moveaxis(_plain_dot(a, b.data.T), -1, 0))
     if na >= 1 and kb >= 2:
         return BatchedTangent(_moveaxis(_np.tensordot(a, b.data, axes=([-1], [-2])), na - 1, 0))
     return None

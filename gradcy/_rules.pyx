@@ -267,6 +267,10 @@ cdef class ElementwiseRule:
         cdef int kind = self.kind
         cdef Py_ssize_t nargs = PyTuple_GET_SIZE(args)
         cdef object x, o, r, c, target
+        if not cnp.PyArray_CheckExact(g) and hasattr(type(g), "__dask_graph__"):
+            # a Dask g: fn (one blockwise layer per rule where the chunks agree, not a layer
+            # per operator)
+            return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)
         if kind <= FAST_DIV:              # the binary ones: (x, y)
             if nargs != 2 or self.argnum > 1:
                 return PyObject_Vectorcall(<PyObject*>self.fn, argv, nargsf, NULL)

@@ -10,7 +10,9 @@ DaskLogistic   time_gradient: gradcy grad(loss)(w, X, y) (NumPy w, Dask X and y;
                step); time_hessian: gradcy's full d x d hessian (forward mode over the gradient,
                the d unit tangents as one batch: one graph) against Logistic.hessian;
                track_gradient_tasks, track_hessian_tasks: the tasks of the gradient's and the
-               Hessian's graphs after dask.optimize (exact), each implementation's own.
+               Hessian's graphs after dask.optimize (exact), each implementation's own;
+               track_gradient_layers: the layers of the gradient's graph as built (what the
+               client makes on every call, exact).
 
 loss is dask-glm's Logistic.pointwise_loss written in gradcy.numpy. Skipped (n/a) where dask,
 dask-glm or gradcy.backends is missing.
@@ -102,6 +104,11 @@ class DaskLogistic:
         return self.graph_size(*self.gradient_graph())["optimized_tasks"]
 
     track_gradient_tasks.unit = "tasks"
+
+    def track_gradient_layers(self, impl):
+        return self.graph_size(*self.gradient_graph())["layers"]
+
+    track_gradient_layers.unit = "layers"
 
     def track_hessian_tasks(self, impl):
         return self.graph_size(*self.hessian_graph())["optimized_tasks"]

@@ -32,6 +32,7 @@ from .._core import (
     register_numpy_override,
 )
 from ..registry import notrace_primitive, primitive
+from .. import _dask_ops
 
 # Functions whose outputs are constants for differentiation (integer, boolean or piecewise
 # constant results, shapes and constructors): traced values pass through them unrecorded.
@@ -200,6 +201,17 @@ def _sum(
         if keepdims is _np._NoValue:
             return _add_reduce(a, axis, dtype, out)
         return _add_reduce(a, axis, dtype, out, keepdims)
+    if (
+        axis is None
+        and dtype is None
+        and out is None
+        and keepdims is _np._NoValue
+        and initial is _np._NoValue
+        and where is _np._NoValue
+    ):
+        r = _dask_ops.total(a)  # a Dask array's: each chunk's sum, then theirs (else None)
+        if r is not None:
+            return r
     # by keyword, and only what was given: other array libraries' sum (dask's, through
     # __array_function__) take the same names in another order and no NumPy sentinels
     kw = {
@@ -265,8 +277,13 @@ def _dot(a, b, out=None):
     # numpy.dot is its C function behind __array_function__ dispatch: plain arrays need none
     if type(a) is _np.ndarray and type(b) is _np.ndarray:
         return _dot_impl(a, b, out)
-    # out only when given: Dask's and CuPy's dot take (a, b) through the dispatch
-    return _np.dot(a, b) if out is None else _np.dot(a, b, out=out)
+    if out is None:
+        r = _dask_ops.dot(a, b)  # Dask arrays of a tall problem's shapes (else None)
+        if r is not None:
+            return r
+        # out only when given: Dask's and CuPy's dot take (a, b) through the dispatch
+        return _np.dot(a, b)
+    return _np.dot(a, b, out=out)
 
 
 # NumPy functions run through a faster equivalent with the same signature and results
@@ -1032,6 +1049,31 @@ def _method_copy(x, order="K"):
     return copy_(x)
 
 
+def _value_of(x):
+    while type(x) is Box:
+        x = x._value
+    return x
+
+
+def _matmul_operator(a, b):
+    """a @ b with a traced operand: numpy.matmul's primitive, except for a Dask operand where
+    a matrix or a vector times a vector (X @ w; the same product as numpy.dot's): numpy.dot's
+    primitive, whose Dask form for a tall problem is one blockwise layer (gradcy._dask_ops.dot)
+    that Dask fuses with the elementwise work on each chunk, where Dask's matmul adds four
+    layers that end the fusion (the chunk of X @ w then a task of its own on the workers)."""
+    va, vb = _value_of(a), _value_of(b)
+    if type(va) is _np.ndarray and type(vb) is _np.ndarray:
+        return matmul(a, b)  # (the primitive wrap_namespace made)
+    if (
+        (_dask_ops.is_dask(va) or _dask_ops.is_dask(vb))
+        and 1 <= _np.ndim(va) <= 2
+        and _np.ndim(vb) == 1
+        and _np.shape(va)[-1] == _np.shape(vb)[0]
+    ):
+        return dot(a, b)
+    return matmul(a, b)
+
+
 def _register_methods():
     g = globals()
     ops = {
@@ -1061,6 +1103,7 @@ def _register_methods():
     }
     for method, fn in ops.items():
         register_box_method(method, g[fn])
+    register_box_method("matmul", _matmul_operator)
     for name in [
         "sum",
         "mean",

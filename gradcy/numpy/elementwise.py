@@ -16,6 +16,7 @@ import math
 import numpy as _onp
 
 from .._core import meta_of
+from .._dask_ops import on_chunks
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
@@ -39,18 +40,23 @@ def _holomorphic(prim, rule, save, fast=None, ufunc=None, recomputable=False):
     """Register rule(g, ans, x) = g * f'(x) as both the VJP (autograd's convention: no
     conjugate) and the JVP of a unary function. fast: the ElementwiseRule kind that computes
     the VJP in C when g and the saved values are plain arrays (ufunc: f' for the *_d kinds)."""
+    vjp = on_chunks(rule, save)  # on Dask arrays: one blockwise layer, the rule per chunk
     defvjp_direct(
         prim,
-        rule if fast is None else ElementwiseRule(fast, rule, 0, ufunc),
+        vjp if fast is None else ElementwiseRule(fast, vjp, 0, ufunc),
         save=save,
         recomputable=recomputable,
     )
-    defjvp(prim, rule)
+    defjvp(prim, vjp)  # (the same formula: g * f'(x) for a tangent g)
 
 
 def _fast(kind, argnum, rule):
     """rule(g, ans, x, y) with the C computation `kind` of _rules.ElementwiseRule (the same
     value: direct ufunc calls, written into g or a temporary when NumPy's result allows)."""
+    if kind != "unbroadcast":  # (unbroadcast of a Dask g of x's shape is g: no layer)
+        # on Dask arrays: one blockwise layer, the rule per chunk (reading g and the other
+        # argument, or for subtract's y only g)
+        rule = on_chunks(rule, () if kind == "neg_unbroadcast" else (1 - argnum,))
     return ElementwiseRule(kind, rule, argnum)
 
 
@@ -123,9 +129,18 @@ defvjp_direct(
 _holomorphic(anp.negative, lambda g, ans, x: -g, save=(), fast="neg", recomputable=True)
 defvjp_direct(anp.positive, lambda g, ans, x: g, save=())
 defjvp(anp.add, _jvp_first, _jvp_first)
-defjvp(anp.subtract, _jvp_first, _jvp_negated)
-defjvp(anp.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g)
-defjvp(anp.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y)
+# (on Dask arrays each rule one blockwise layer: on_chunks, with what it reads besides g)
+defjvp(anp.subtract, _jvp_first, on_chunks(_jvp_negated, ()))
+defjvp(
+    anp.multiply,
+    on_chunks(lambda g, ans, x, y: g * y, (1,)),
+    on_chunks(lambda g, ans, x, y: x * g, (0,)),
+)
+defjvp(
+    anp.divide,
+    on_chunks(lambda g, ans, x, y: g / y, (1,)),
+    on_chunks(lambda g, ans, x, y: -g * ans / y, ("ans", 1)),
+)
 defjvp(anp.positive, _jvp_first)
 
 

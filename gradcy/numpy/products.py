@@ -15,6 +15,7 @@ import string
 
 import numpy as _onp
 
+from .. import _dask_ops
 from .._core import ArrayMeta, Box, is_array_value
 from ..registry import defjvp, defjvp_argnum, defvjp_argnums_direct, defvjp_direct, primitive
 from . import _wrap as anp
@@ -91,7 +92,7 @@ def _dot_rule_0(g, ans, A, B):
     elif nB == 0:
         r = g * B
     elif nB == 1:
-        r = g * B if nA == 1 else _append_axis(g) * B
+        r = _dask_ops.multiply(g, B) if nA == 1 else _append_axis(g) * B
     elif nA == 1:
         r = (
             anp.dot(B, g)
@@ -124,7 +125,14 @@ def _dot_rule_1(g, ans, A, B):
     elif nB == 0:
         r = anp.tensordot(A, g, nA)
     elif nB == 1:
-        r = g * A if nA == 1 else anp.tensordot(g, A, nA - 1)
+        if nA == 1:
+            r = _dask_ops.multiply(g, A)
+        elif nA == 2 and _dask_ops.is_dask(anp._value_of(A)):
+            # = tensordot here; on Dask (a tall A) a blockwise product per chunk and their
+            # sum, and a batch rule in forward mode over it (hessian)
+            r = anp.dot(g, A)
+        else:
+            r = anp.tensordot(g, A, nA - 1)
     elif nA == 1:
         r = anp.reshape(A, (sB[-2], 1)) * _append_axis(g, -2)
     else:

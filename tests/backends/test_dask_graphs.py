@@ -243,3 +243,197 @@ def test_hessian_on_dask_data_where_a_rule_refuses_a_batch():
         assert len(graphs) == 1, graphs
         assert type(H) is onp.ndarray and H.shape == x.shape + x.shape
         onp.testing.assert_allclose(H, hessian(f)(x, Xn), rtol=RTOL, atol=1e-12)
+
+
+def _new_layers(out, *inputs):
+    """The layers of out's graph that none of `inputs` has (the ones the operation made)."""
+    old = set()
+    for x in inputs:
+        if isinstance(x, da.Array):
+            old |= set(x.__dask_graph__().layers)
+    return [name for name in out.__dask_graph__().layers if name not in old]
+
+
+def _dot_cases():
+    rng = onp.random.default_rng(1)
+    A = rng.standard_normal((60, 4))
+    v = rng.standard_normal(60)
+    u = rng.standard_normal(4)
+    Ad = da.from_array(A, chunks=(15, 4))
+    vd = da.from_array(v, chunks=15)
+    return {
+        # (a, b, their NumPy values, layers made)
+        "matrix times NumPy vector": (Ad, u, A, u, 1),
+        "matrix times one-chunk Dask vector": (Ad, da.from_array(u), A, u, 1),
+        "vector times matrix": (vd, Ad, v, A, 2),
+        "vector times vector": (vd, vd * 2.0, v, v * 2.0, 2),
+    }
+
+
+@pytest.mark.parametrize("case", list(_dot_cases()))
+def test_dot_of_a_tall_problem_is_one_blockwise_layer_and_a_sum(case):
+    """numpy.dot of Dask operands chunked along the contracted rows: one blockwise layer (a
+    block's product per chunk) and, for a contraction over the chunked axis, one task adding
+    the partials; NumPy's value, dtype and shape, a Dask result. Through gradcy.numpy.dot
+    and the plain function gradcy uses (gradcy._dask_ops.dot)."""
+    from gradcy import _dask_ops
+
+    a, b, an, bn, layers = _dot_cases()[case]
+    ref = onp.dot(an, bn)
+    for out in (_dask_ops.dot(a, b), np.dot(a, b)):
+        assert isinstance(out, da.Array)
+        assert len(_new_layers(out, a, b)) == layers, _new_layers(out, a, b)
+        v = out.compute()
+        assert v.shape == ref.shape and v.dtype == ref.dtype
+        onp.testing.assert_allclose(v, ref, rtol=RTOL)
+
+
+def test_dot_and_sum_other_cases_are_dasks_own():
+    """Cases outside the tall problem's (the contracted axis of a matrix chunked, integer
+    dtypes, chunks that differ) are Dask's own dot and sum: the same values."""
+    from gradcy import _dask_ops
+
+    rng = onp.random.default_rng(2)
+    A = rng.standard_normal((12, 6))
+    Ad = da.from_array(A, chunks=(4, 3))
+    u = rng.standard_normal(6)
+    v = rng.standard_normal(12)
+    assert _dask_ops.dot(Ad, u) is None
+    assert _dask_ops.dot(da.from_array(v, chunks=6), da.from_array(A, chunks=(4, 6))) is None
+    assert _dask_ops.total(da.from_array(onp.arange(12), chunks=4)) is None
+    onp.testing.assert_allclose(np.dot(Ad, u).compute(), A @ u, rtol=RTOL)
+    assert np.sum(da.from_array(onp.arange(12), chunks=4)).compute() == 66
+
+
+@pytest.mark.parametrize("chunks", [(15, 4), (10, 2)])
+def test_sum_is_one_blockwise_layer_and_a_sum(chunks):
+    """numpy.sum (every axis) of a floating Dask array: each chunk's sum, then theirs -- two
+    layers; NumPy's value and dtype."""
+    rng = onp.random.default_rng(3)
+    for dtype in (onp.float64, onp.float32):
+        A = rng.standard_normal((60, 4)).astype(dtype)
+        Ad = da.from_array(A, chunks=chunks)
+        out = np.sum(Ad)
+        assert isinstance(out, da.Array) and len(_new_layers(out, Ad)) == 2
+        v = out.compute()
+        assert v.dtype == onp.sum(A).dtype and v.shape == ()
+        onp.testing.assert_allclose(v, onp.sum(A), rtol=1e-5 if dtype == onp.float32 else RTOL)
+
+
+_UNARY = {
+    "log1p": (np.log1p, lambda x: onp.abs(x) + 0.5),
+    "exp": (np.exp, lambda x: x),
+    "tanh": (np.tanh, lambda x: x),
+    "sin": (np.sin, lambda x: x),
+    "sqrt": (np.sqrt, lambda x: onp.abs(x) + 0.5),
+    "negative": (np.negative, lambda x: x),
+}
+
+
+@pytest.mark.parametrize("name", list(_UNARY))
+def test_an_elementwise_rule_on_dask_is_one_layer(name):
+    """The VJP of an elementwise function of a Dask array is one blockwise layer (the rule on
+    each chunk, NumPy's operations: NumPy's gradient), not a layer per operation of the rule
+    (log1p's g / (x + 1.0) was two); the layer reads only what the rule reads (log1p's and
+    sin's rules read x, not the output: the output's layer is not in the gradient's graph;
+    exp's, tanh's and sqrt's read the output)."""
+    from gradcy import grad as grad_
+
+    f, domain = _UNARY[name]
+    x = domain(onp.linspace(-1.5, 1.3, 40))
+    xd = da.from_array(x, chunks=10)
+    c = da.from_array(onp.cos(onp.arange(40.0)), chunks=10)
+
+    def loss(x, c):
+        return np.sum(f(x) * c)
+
+    gd = grad_(loss)(xd, c)
+    assert isinstance(gd, da.Array) and gd.chunks == xd.chunks
+    made = sorted(n.rsplit("-", 1)[0] for n in _new_layers(gd, xd, c))
+    # the seed's broadcast (sum's rule), multiply's rule for x (g * c), f's rule
+    expected = ["_broadcast_block", "vjp-elementwise", "vjp-elementwise"]
+    if name in ("exp", "tanh", "sqrt"):
+        expected.append(name)  # (f's output, which its rule reads)
+    assert made == sorted(expected), made
+    onp.testing.assert_allclose(gd.compute(), grad_(loss)(x, c.compute()), rtol=RTOL)
+
+
+def test_elementwise_rules_with_other_chunks_or_shapes_are_dasks_operators():
+    """An elementwise rule whose Dask operands differ in chunks or broadcast is Dask's own
+    operators: NumPy's gradient all the same."""
+    from gradcy import grad as grad_
+
+    x = onp.linspace(0.1, 2.0, 24)
+    y = onp.cos(onp.arange(24.0))
+    xd, yd = da.from_array(x, chunks=6), da.from_array(y, chunks=8)
+    row = onp.linspace(1.0, 2.0, 6).reshape(1, 6)
+
+    def f(x, y):
+        return np.sum(np.log(x) * y / (x + 1.0))
+
+    def g(x, row):
+        return np.sum(np.exp(x.reshape(4, 6) - row) * row)
+
+    onp.testing.assert_allclose(grad_(f)(xd, yd).compute(), grad_(f)(x, y), rtol=RTOL)
+    onp.testing.assert_allclose(grad_(g)(xd, row).compute(), grad_(g)(x, row), rtol=RTOL)
+
+
+def test_the_logistic_gradient_graph_layers():
+    """The logistic gradient's graph (NumPy w, Dask data in 4 chunks): the layers it makes
+    besides X's and y's, exactly: X @ w as one blockwise product (numpy.dot's), -z and
+    exp(-z), the seed's broadcast (sum's rule), the rules of log1p, exp and negative as one
+    layer each, y times the dot's cotangent, the two sums of z's cotangent, and X.T's product
+    with it as a blockwise layer and one task adding the partials: 12 (18 with Dask's matmul,
+    a layer per operation of each rule and Dask's tensordot with its reduction), one fewer
+    than dask-glm's gradient, and no more tasks once optimised (one per chunk and the sum)."""
+    import warnings
+
+    from gradcy.backends import graph_size, recording_computes
+
+    w, X, y, Xn, yn = _data(4)
+    with recording_computes() as computes:
+        g = grad(loss)(w, X, y)
+    kinds = sorted(n.rsplit("-", 1)[0] for n in _new_layers(computes[0][0], X, y))
+    assert kinds == sorted(
+        ["block_dot", "negative", "exp", "_broadcast_block"]
+        + ["vjp-elementwise"] * 3
+        + ["multiply", "add", "add", "block_partial", "dot-block_partial"]
+    ), kinds
+    assert graph_size(computes[0][0], data=(X, y))["optimized_tasks"] == 5
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            from dask_glm.families import Logistic
+    except ImportError:
+        return
+    assert len(kinds) < graph_size(Logistic.pointwise_gradient(w, X, y), data=(X, y))["layers"]
+
+
+def test_chunkwise_rules_run_on_a_cluster(dask_client):
+    """The logistic gradient and Hessian-vector product computed on the two-process cluster:
+    a task of a chunkwise rule names the rule by reference (its index among the rules
+    gradcy.numpy wraps, checked by fingerprint in the worker), so it pickles without
+    cloudpickle; NumPy's values."""
+    import pickle
+
+    from gradcy import hessian_vector_product
+    from gradcy.backends import recording_computes
+
+    w, X, y, Xn, yn = _data(4)
+    with recording_computes() as computes:
+        g = grad(loss)(w, X, y)
+    (opt,) = dask.optimize(computes[0][0])
+    for task in dict(opt.__dask_graph__()).values():
+        pickle.dumps(task)  # (a lambda's code in a task would need cloudpickle)
+    onp.testing.assert_allclose(g, grad(loss)(w, Xn, yn), rtol=RTOL)
+    onp.testing.assert_allclose(
+        dask_client.compute(computes[0][0]).result(), grad(loss)(w, Xn, yn), rtol=RTOL
+    )
+    v = onp.cos(onp.arange(w.size))
+    hv = hessian_vector_product(loss)(da.from_array(w), X, y, da.from_array(v))
+    onp.testing.assert_allclose(
+        dask_client.compute(hv).result(),
+        hessian_vector_product(loss)(w, Xn, yn, v),
+        rtol=RTOL,
+    )
