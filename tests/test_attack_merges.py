@@ -13,12 +13,17 @@ feature, or eager gradcy (for const_graph and jit replays, at fresh inputs).
 import numpy as onp
 import pytest
 
+import gradcy
 import gradcy.numpy as np
 import gradcy.scipy.linalg as gsl
 from gradcy import (
+    elementwise_grad,
     grad,
+    hessian,
+    holomorphic_grad,
     jacobian,
     make_jvp,
+    value_and_grad,
 )
 from gradcy.core import primitive_vjps, primitive_with_deprecation_warnings
 from gradcy.extend import defvjp, defvjp_argnum, defvjp_argnums, primitive
@@ -400,3 +405,240 @@ def test_joint_rule_read_through_vjp_argnums_on_an_output_with_an_integer():
     for u, v in zip(got, want):
         onp.testing.assert_allclose(u, v, rtol=1e-13)
     _close(got[0], _fd_grad(_np_version(f(onp.linalg.lstsq)), (a, b), 0))
+
+
+# =============================================================================
+# 2. The replay type contract: a traced gradient converted to its input's type
+# =============================================================================
+_INT_X = onp.array([[1, 2, 3], [2, 1, 4]])
+
+# programs of an integer argument whose rules allocated a buffer of the argument's (integer)
+# dtype, so the cotangent was truncated (3 for 3.7, 0 for 0.37) and the gradient was an
+# integer array; each is compared to the same program at the float64 values
+INT_PROGRAMS = {
+    "sum": lambda x: np.sum(x) * 3.7,
+    "method sum": lambda x: x.sum() * 3.7,
+    "sum of a product": lambda x: np.sum(x * x) * 3.7,
+    "sum of a sum": lambda x: np.sum(np.sum(x, axis=0)) * 3.7,
+    "sum of a negation": lambda x: np.sum(-x) * 3.7,
+    "sum of abs": lambda x: np.sum(np.abs(x)) * 3.7,
+    "sum of a concatenation": lambda x: np.sum(np.concatenate([x, x])) * 3.7,
+    "sum of a tile": lambda x: np.sum(np.tile(x, 2)) * 3.7,
+    "sum of a triangle": lambda x: np.sum(np.triu(x)) * 3.7,
+    "cumsum": lambda x: np.sum(np.cumsum(x, axis=1)) * 3.7,
+    "matmul": lambda x: np.sum(x @ x.T) * 0.37,
+    "dot": lambda x: np.sum(np.dot(x, x.T)) * 0.37,
+    "outer": lambda x: np.sum(np.outer(x, x)) * 0.037,
+    "trace": lambda x: np.trace(x @ x.T) * 0.37,
+    "diagonal": lambda x: np.sum(np.diag(x @ x.T)) * 0.37,
+    "take": lambda x: np.sum(np.take(x, [0, 2], axis=1)) * 3.7,
+    "fancy index": lambda x: np.sum(x[[0, 0, 1]]) * 3.7,
+    "maximum with a tie": lambda x: np.sum(np.maximum(x, 2)) * 3.7,
+    "clip": lambda x: np.sum(np.clip(x, 1, 3)) * 3.7,
+    "pad": lambda x: np.sum(np.pad(x, 1) ** 2) * 0.37,
+    "stack": lambda x: np.sum(np.stack([x, x]) ** 2) * 0.37,
+    "x squared": lambda x: np.sum(x**2) * 3.7,
+    "mean": lambda x: np.mean(x) * 3.7,
+    "var": lambda x: np.var(x) * 3.7,
+}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int8", "bool"])
+@pytest.mark.parametrize("name", list(INT_PROGRAMS))
+def test_integer_argument_gradient_is_the_float64_one(name, dtype):
+    f = INT_PROGRAMS[name]
+    if dtype == "bool" and name in ("sum of a negation", "sum of abs"):
+        pytest.skip("NumPy has no negative of a boolean array, nor sign (abs's rule)")
+    x = _INT_X.astype(dtype) if dtype != "bool" else _INT_X > 1
+    g = grad(f)(x)
+    assert type(g) is onp.ndarray and g.dtype == onp.float64 and g.shape == x.shape
+    if dtype == "int8" and name in ("matmul", "dot", "trace", "diagonal", "outer", "stack"):
+        return  # (int8 products overflow in NumPy itself: the float64 program differs)
+    onp.testing.assert_allclose(g, grad(f)(x.astype(float)), rtol=1e-13, atol=1e-13)
+    # forward mode: the tangent along ones, against the same float64 program
+    t = make_jvp(f)(x)(onp.ones(x.shape))[1]
+    onp.testing.assert_allclose(t, make_jvp(f)(x.astype(float))(onp.ones(x.shape))[1], rtol=1e-13)
+    # a replay gives eager's result exactly
+    cg = const_graph(grad(f))
+    cg(x)
+    onp.testing.assert_array_equal(cg(x), g)
+
+
+_LEAVES = {  # a leaf of an argument at a scale s (its values change with s)
+    "float32": lambda s: onp.array([1.0, 2.0], dtype=onp.float32) * onp.float32(s),
+    "float16": lambda s: onp.array([1.0, 2.0], dtype=onp.float16) * onp.float16(s),
+    "complex64": lambda s: onp.array([1 + 2j, 0.5j], dtype=onp.complex64) * onp.float32(s),
+    "0-d complex128": lambda s: onp.array(1 + 2j) * s,
+    "Python float": lambda s: 0.7 * s,
+    "Python complex": lambda s: (0.7 + 0.2j) * s,
+    "numpy float32": lambda s: onp.float32(0.7 * s),
+    "numpy float64": lambda s: onp.float64(0.7 * s),
+    "int64 array": lambda s: onp.array([1, 2 + int(s > 1)]),
+    "bool array": lambda s: onp.array([True, s > 1]),
+    "0-d float64": lambda s: onp.array(0.3 * s),
+    "0-d float32": lambda s: onp.array(0.3 * s, dtype=onp.float32),
+}
+_NAMES = list(_LEAVES)
+
+
+def _leaf_loss(v):
+    return np.sum(np.real(v * np.conj(v))) + np.sum(np.real(np.sin(v)))
+
+
+def _tree_loss(p):
+    out = 0.0
+    for k in sorted(p["d"]):
+        out = out + _leaf_loss(p["d"][k])
+    for v in p["t"]:
+        out = out + _leaf_loss(v) * 0.5
+    return out
+
+
+def _tree(sel, s):
+    return {
+        "d": {sel[0]: _LEAVES[sel[0]](s), sel[1]: _LEAVES[sel[1]](s)},
+        "t": [_LEAVES[sel[2]](s), (_LEAVES[sel[0]](s))],
+    }
+
+
+def _assert_same_tree(got, want):
+    if isinstance(want, dict):
+        assert type(got) is type(want) and list(got) == list(want)
+        for k in want:
+            _assert_same_tree(got[k], want[k])
+    elif isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for a, b in zip(got, want):
+            _assert_same_tree(a, b)
+    else:
+        assert type(got) is type(want)
+        assert onp.asarray(got).dtype == onp.asarray(want).dtype
+        assert onp.shape(got) == onp.shape(want)
+        onp.testing.assert_array_equal(got, want)
+
+
+def _assert_input_types(g, x):
+    """g has the type, dtype and shape of x (float64 for an integer or boolean x)."""
+    if isinstance(x, dict):
+        assert type(g) is dict and list(g) == list(x)
+        for k in x:
+            _assert_input_types(g[k], x[k])
+    elif isinstance(x, (tuple, list)):
+        assert type(g) is type(x) and len(g) == len(x)
+        for a, b in zip(g, x):
+            _assert_input_types(a, b)
+    else:
+        dt = onp.asarray(x).dtype
+        assert type(g) is type(x), (type(g), type(x))
+        assert onp.asarray(g).dtype == (dt if dt.kind in "fc" else onp.float64)
+        assert onp.shape(g) == onp.shape(x)
+
+
+WRAPS = {
+    "grad": lambda f: grad(f),
+    "grad of value_and_grad's value": lambda f: grad(lambda p: value_and_grad(f)(p)[0] * 2.0),
+    "grad of a sum of grads": lambda f: grad(
+        lambda p: f(p) + 0.0 * sum(np.sum(np.real(v)) for v in _flat(grad(f)(p)))
+    ),
+}
+
+
+def _flat(t):
+    if isinstance(t, dict):
+        return [v for k in t for v in _flat(t[k])]
+    if isinstance(t, (tuple, list)):
+        return [v for e in t for v in _flat(e)]
+    return [t]
+
+
+@pytest.mark.parametrize("wrap", list(WRAPS))
+@pytest.mark.parametrize("i", range(len(_NAMES)), ids=lambda i: _NAMES[i])
+def test_container_argument_of_mixed_kinds_replays_as_eager(i, wrap):
+    sel = [_NAMES[i], _NAMES[(i + 3) % len(_NAMES)], _NAMES[(i + 7) % len(_NAMES)]]
+    g = WRAPS[wrap](_tree_loss)
+    x = _tree(sel, 1.0)
+    eager = g(x)
+    _assert_input_types(eager, x)
+    for replay in (const_graph(g), gradcy.jit(g)):
+        _assert_same_tree(replay(_tree(sel, 1.0)), eager)
+        for s in (1.3, 0.6):  # fresh values (the integer and boolean leaves change too)
+            _assert_same_tree(replay(_tree(sel, s)), g(_tree(sel, s)))
+
+
+KINDS = {
+    "float32": onp.array([0.3, 0.5], dtype=onp.float32),
+    "int64": onp.array([1, 2]),
+    "bool": onp.array([True, False]),
+    "Python float": 0.4,
+    "0-d float64": onp.array(0.4),
+    "numpy float32": onp.float32(0.4),
+}
+
+
+def _f(x):
+    return np.sum(np.sin(x) * x)
+
+
+def _f_float64(x):
+    return float(onp.sum(onp.sin(x) * x))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_nested_operators_keep_the_input_type(kind):
+    x = KINDS[kind]
+    dt = onp.asarray(x).dtype
+    gdt = dt if dt.kind in "fc" else onp.dtype(onp.float64)
+    xf = onp.asarray(x, dtype=float)
+    # (float32 values, or a boolean's sin computed in float16 by NumPy)
+    low = gdt != onp.float64 or dt.kind == "b"
+    tol = dict(rtol=5e-3, atol=1e-6) if low else dict(rtol=1e-7, atol=1e-9)
+    want_g = _fd_grad(_f_float64, (xf,), 0)
+    d2 = 2 * onp.cos(xf) - xf * onp.sin(xf)  # the Hessian's diagonal
+    # gradient of value_and_grad's gradient, elementwise_grad, checkpoint: the input's type
+    for got in (
+        grad(lambda x: np.sum(value_and_grad(_f)(x)[1]))(x),
+        elementwise_grad(lambda x: np.sin(x) * x)(x),
+        grad(lambda x: np.sum(elementwise_grad(lambda x: np.sin(x) * x)(x)))(x),
+        grad(lambda x: np.sum(gradcy.checkpoint(lambda x: grad(_f)(x) * x)(x)))(x),
+    ):
+        assert type(got) is type(x) and onp.asarray(got).dtype == gdt
+        assert onp.shape(got) == onp.shape(x)
+    _close(elementwise_grad(lambda x: np.sin(x) * x)(x), want_g, **tol)
+    _close(grad(lambda x: np.sum(value_and_grad(_f)(x)[1]))(x), d2, **tol)
+    # hessian and jacobian of grad: arrays of the gradient dtype, shape x.shape * 2
+    for H in (hessian(_f)(x), jacobian(grad(_f))(x)):
+        assert type(H) is onp.ndarray and H.dtype == gdt
+        assert H.shape == onp.shape(x) * 2
+        _close(H, onp.diag(d2) if onp.ndim(x) else d2, **tol)
+    # const_graph of a gradient of a gradient: eager's result exactly
+    gg = grad(lambda x: np.sum(grad(_f)(x) * x))
+    cg = const_graph(gg)
+    cg(x)
+    _assert_same_tree(cg(x), gg(x))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_holomorphic_grad_and_its_gradient_keep_the_complex_type(dtype):
+    z = onp.array([0.3 + 0.4j, 1 - 1j], dtype=dtype)
+    h = holomorphic_grad(lambda z: np.sum(np.sin(z) * z))(z)
+    assert type(h) is onp.ndarray and h.dtype == onp.dtype(dtype)
+    tol = 1e-6 if dtype == "complex64" else 1e-13
+    onp.testing.assert_allclose(h, onp.sin(z) + z * onp.cos(z), rtol=tol)
+    gg = grad(lambda z: np.real(np.sum(holomorphic_grad(lambda z: np.sum(np.sin(z) * z))(z))))
+    got = gg(z)
+    assert got.dtype == onp.dtype(dtype)
+    cg = const_graph(gg)
+    cg(z)
+    _assert_same_tree(cg(z * 2), gg(z * 2))
+
+
+def test_dask_gradient_of_a_gradient_keeps_the_input_type():
+    da = pytest.importorskip("dask.array")
+    x = onp.array([0.3, 0.5, 0.9])
+    dx = da.from_array(x, chunks=2)
+    gg = grad(lambda x: np.sum(grad(_f)(x) * x))
+    got = gg(dx)
+    assert isinstance(got, da.Array) and got.dtype == onp.float64 and got.shape == (3,)
+    onp.testing.assert_allclose(got.compute(), gg(x), rtol=1e-14)
+    H = hessian(_f)(dx)
+    onp.testing.assert_allclose(onp.asarray(H), hessian(_f)(x), rtol=1e-14)

@@ -19,7 +19,7 @@ from .._core import meta_of
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
-from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
+from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, shape_dtype, unbroadcast
 from .saved_sets import Positions, extremum_masks
 
 _LN2 = math.log(2.0)
@@ -377,7 +377,8 @@ def _extremum_vjp(g, ans, x, y):
     if type(ans) is Positions:  # the record keeps bit masks only (_extremum_save)
         return _positions_vjp(g, ans, x, 0)
     mask = balanced_eq(x, ans, y)  # comparisons are not traced: a plain array
-    return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
+    # (the cotangent's dtype: float64 for an integer ans, whose mask would drop a tie's 0.5)
+    return unbroadcast(g * mask.astype(shape_dtype(ans)[1], copy=False), x)
 
 
 def _extremum_vjp_y(g, ans, x, y):
@@ -394,11 +395,11 @@ def _positions_vjp(g, packed, target, k):
 
 
 def _extremum_jvp(g, ans, x, y):
-    return g * balanced_eq(x, ans, y).astype(_dtype(ans), copy=False)
+    return g * balanced_eq(x, ans, y).astype(shape_dtype(ans)[1], copy=False)
 
 
 def _extremum_jvp_y(g, ans, x, y):
-    return g * balanced_eq(y, ans, x).astype(_dtype(ans), copy=False)
+    return g * balanced_eq(y, ans, x).astype(shape_dtype(ans)[1], copy=False)
 
 
 def _extremum_save(argnums, ans, args, kwargs):
