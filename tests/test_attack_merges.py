@@ -642,3 +642,55 @@ def test_dask_gradient_of_a_gradient_keeps_the_input_type():
     onp.testing.assert_allclose(got.compute(), gg(x), rtol=1e-14)
     H = hessian(_f)(dx)
     onp.testing.assert_allclose(onp.asarray(H), hessian(_f)(x), rtol=1e-14)
+
+
+def _block(t):
+    return np.sum(np.sin(t[0]) * t[1]) + np.sum(t[1] ** 2)
+
+
+def _block_dict(p):
+    return np.sum(np.sin(p["a"])) + np.sum(p["b"][0] ** 2) * p["c"]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "grad of a tuple argument",
+        "a tuple of traced values built inside",
+        "a dict with a list and a float inside",
+        "second order",
+        "forward mode",
+        "const_graph replay",
+    ],
+)
+def test_checkpoint_of_a_container_argument(how):
+    # checkpoint(f)(container) computes and differentiates as f(container) (autograd 1.9.1
+    # does; it raised "computes with a traced value that it neither receives as an argument")
+    x = onp.array([0.3, -0.8])
+    cp = gradcy.checkpoint(_block)
+    if how == "grad of a tuple argument":
+        t = (x, x[::-1] * 2.0)
+        got, want = grad(cp)(t), grad(_block)(t)
+        _assert_same_tree(got, want)
+        _close(got[0], _fd_grad(lambda a: _np_version(_block)((a, t[1])), (x,), 0))
+    elif how == "a tuple of traced values built inside":
+        f = lambda x: cp((x, x * 2.0))
+        _assert_same_tree(grad(f)(x), grad(lambda x: _block((x, x * 2.0)))(x))
+        _close(grad(f)(x), _fd_grad(lambda x: _np_version(_block)((x, x * 2.0)), (x,), 0))
+    elif how == "a dict with a list and a float inside":
+        p = {"a": x, "b": [onp.array(0.5)], "c": 1.5}
+        _assert_same_tree(grad(gradcy.checkpoint(_block_dict))(p), grad(_block_dict)(p))
+    elif how == "second order":
+        f = lambda x: cp((x, x * 2.0))
+        _close(hessian(f)(x), hessian(lambda x: _block((x, x * 2.0)))(x), rtol=1e-13)
+    elif how == "forward mode":
+        v = onp.array([1.0, -0.5])
+        got = make_jvp(lambda x: cp((x, x * 2.0)))(x)(v)
+        want = make_jvp(lambda x: _block((x, x * 2.0)))(x)(v)
+        _close(got[1], want[1], rtol=1e-14)
+        assert got[0] == want[0]
+    else:
+        g = grad(lambda x: cp((x, x * 2.0)))
+        c = const_graph(g)
+        c(x)
+        _assert_same_tree(c(x * 1.5), grad(lambda x: _block((x, x * 2.0)))(x * 1.5))
