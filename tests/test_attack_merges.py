@@ -26,7 +26,7 @@ from gradcy import (
     value_and_grad,
 )
 from gradcy.core import primitive_vjps, primitive_with_deprecation_warnings
-from gradcy.extend import defvjp, defvjp_argnum, defvjp_argnums, primitive
+from gradcy.extend import defjvp, defvjp, defvjp_argnum, defvjp_argnums, primitive
 from gradcy.misc import const_graph
 
 rs = onp.random.RandomState(20261205)
@@ -797,3 +797,188 @@ def test_like_constructor_of_a_list_of_traced_values_is_autograds(name):
     cg = const_graph(grad(f(np)))
     cg(x)
     onp.testing.assert_array_equal(cg(x * 2), want)
+
+
+# =============================================================================
+# 4. A ufunc's dtype= and casting= on traced values
+# =============================================================================
+_UNARY = [
+    "sin", "cos", "tan", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "cbrt",
+    "square", "tanh", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arctanh",
+    "negative", "positive", "absolute", "reciprocal", "exp2", "deg2rad", "rad2deg", "rint",
+    "floor", "ceil", "sign", "fabs", "conjugate",
+]  # fmt: skip
+_BINARY = [
+    "add", "subtract", "multiply", "divide", "power", "arctan2", "hypot", "maximum", "minimum",
+    "fmax", "fmin", "logaddexp", "logaddexp2", "copysign", "float_power", "remainder", "fmod",
+]  # fmt: skip
+_UX = onp.array([0.3, 0.45, 0.7])
+_UY = onp.array([0.5, 1.5, 2.0])
+
+
+def _ufunc_call(name, m):
+    u = getattr(m, name)
+    if name in _UNARY:
+        return lambda x, c=None, **kw: u(x, **kw)
+    return lambda x, **kw: u(x, _UY.astype(kw.pop("c", _UY.dtype)), **kw)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("name", _UNARY + _BINARY)
+def test_ufunc_dtype_is_the_explicit_cast_program(name, dtype):
+    call, plain = _ufunc_call(name, np), _ufunc_call(name, onp)
+    for x in (_UX, _UX.astype(onp.float32)):
+        try:
+            want = plain(x, dtype=dtype)
+        except TypeError:  # NumPy has no such loop: gradcy refuses too, naming the function
+            with pytest.raises(TypeError, match=f"gradcy.numpy.{name}"):
+                grad(lambda x: np.sum(np.real(call(x, dtype=dtype))))(x)
+            continue
+        got = call(x, dtype=dtype)
+        assert got.dtype == want.dtype
+        onp.testing.assert_array_equal(got, want)
+
+        def f(x):
+            return np.sum(np.real(call(x, dtype=dtype)) ** 2)
+
+        def explicit(x):
+            return np.sum(np.real(call(x.astype(dtype), c=dtype)) ** 2)
+
+        g = grad(f)(x)
+        assert type(g) is onp.ndarray and g.dtype == x.dtype
+        onp.testing.assert_array_equal(g, grad(explicit)(x))
+        t = make_jvp(lambda x: call(x, dtype=dtype))(x)(onp.ones(3, x.dtype))[1]
+        assert t.dtype == onp.dtype(dtype)
+        te = make_jvp(lambda x: call(x.astype(dtype), c=dtype))(x)(onp.ones(3, x.dtype))[1]
+        onp.testing.assert_array_equal(t, te)
+        if x.dtype == onp.float64 and dtype in ("float64", "complex128"):
+            onp.testing.assert_array_equal(hessian(f)(x), hessian(explicit)(x))
+            _close(
+                g, _fd_grad(lambda x: float(onp.sum(onp.real(plain(x, dtype=dtype)) ** 2)), (x,), 0)
+            )
+
+        # out= of that dtype with dtype=: the same gradient
+        def f_out(x):
+            o = np.zeros(3, dtype=dtype)
+            call(x, dtype=dtype, out=o)
+            return np.sum(np.real(o) ** 2)
+
+        onp.testing.assert_array_equal(grad(f_out)(x), g)
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "subtract"])
+@pytest.mark.parametrize("dtype", ["int64", "int8", "bool"])
+def test_ufunc_integer_dtype_raises_or_is_a_constant(name, dtype):
+    # same_kind refuses (as NumPy); unsafe makes an integer result: a constant, gradient zero
+    u = getattr(np, name)
+    with pytest.raises(TypeError, match=f"gradcy.numpy.{name}: dtype={dtype}"):
+        grad(lambda x: np.sum(u(x, 2.5 * x, dtype=dtype) * 1.0))(_UX)
+    if dtype == "bool" and name == "subtract":
+        with pytest.raises(TypeError):
+            onp.subtract(_UX, 2.5 * _UX, dtype=bool, casting="unsafe")
+        return
+    f = lambda x: np.sum(u(x, 2.5 * x, dtype=dtype, casting="unsafe") * 1.0)
+    onp.testing.assert_array_equal(
+        f(_UX), onp.sum(getattr(onp, name)(_UX, 2.5 * _UX, dtype=dtype, casting="unsafe") * 1.0)
+    )
+    with pytest.warns(UserWarning, match="independent of input"):
+        g = grad(f)(_UX)
+    assert g.dtype == onp.float64
+    onp.testing.assert_array_equal(g, onp.zeros(3))
+
+
+@pytest.mark.parametrize("order", ["traced first", "plain first"])
+def test_ufunc_dtype_with_mixed_traced_and_plain_operands(order):
+    y = onp.array([1, 2, 3])  # an integer plain operand, cast by dtype= too
+
+    def f(x):
+        args = (x, y) if order == "traced first" else (y, x)
+        return np.sum(np.sin(np.multiply(*args, dtype=onp.float32)))
+
+    x = _UX
+    g = grad(f)(x)
+    assert g.dtype == onp.float64
+    want = grad(lambda x: np.sum(np.sin(x.astype(onp.float32) * y.astype(onp.float32))))(x)
+    onp.testing.assert_array_equal(g, want)
+    H = hessian(f)(x)
+    onp.testing.assert_allclose(H, onp.diag(-onp.sin(x * y) * y**2), rtol=1e-5, atol=1e-6)
+
+
+# =============================================================================
+# 5. hessian's batched pass falls back on BatchingError only
+# =============================================================================
+def _jvp_rules():
+    """JVP rules written for one tangent with plain NumPy (the forms users write)."""
+    sq = lambda x: onp.sum(x**2)
+    cube = lambda x: x**3
+    sq_vjp = lambda ans, x: lambda g: 2 * g * x
+    cube_vjp = lambda ans, x: lambda g: 3 * x**2 * g
+    return {
+        "onp.dot": (sq, sq_vjp, lambda g, ans, x: 2 * onp.dot(x, g)),
+        "method sum": (sq, sq_vjp, lambda g, ans, x: (2 * x * g).sum()),
+        "matmul": (sq, sq_vjp, lambda g, ans, x: 2 * (x @ g)),
+        "tensordot": (sq, sq_vjp, lambda g, ans, x: 2 * onp.tensordot(x, g, axes=1)),
+        "Python sum over len": (
+            sq,
+            sq_vjp,
+            lambda g, ans, x: sum(2 * x[i] * g[i] for i in range(len(g))),
+        ),
+        "cumsum's last": (sq, sq_vjp, lambda g, ans, x: onp.cumsum(2 * x * g)[-1]),
+        "asarray": (cube, cube_vjp, lambda g, ans, x: 3 * x**2 * onp.asarray(g)),
+        "reshape": (cube, cube_vjp, lambda g, ans, x: (3 * x**2).reshape(-1) * g.reshape(-1)),
+        "index loop": (
+            cube,
+            cube_vjp,
+            lambda g, ans, x: onp.array([3 * x[i] ** 2 * g[i] for i in range(len(x))]),
+        ),
+        "einsum": (cube, cube_vjp, lambda g, ans, x: onp.einsum("i,i->i", 3 * x**2, g)),
+        "diag matmul": (cube, cube_vjp, lambda g, ans, x: onp.diag(3 * x**2) @ g),
+        "ravel": (cube, cube_vjp, lambda g, ans, x: onp.ravel(g) * 3 * x**2),
+        "raises on anything but an ndarray": (
+            cube,
+            cube_vjp,
+            lambda g, ans, x: 3 * x**2 * (g if type(g) is onp.ndarray else g.no_such_attribute),
+        ),
+    }
+
+
+@pytest.fixture
+def batched_hessian(monkeypatch):
+    import gradcy._second_order as so
+
+    monkeypatch.setattr(so, "_NUMPY_MIN", 1)
+
+
+@pytest.mark.parametrize("rule", list(_jvp_rules()))
+def test_hessian_with_a_single_tangent_jvp_rule(rule, batched_hessian):
+    fun, vjp, jvp = _jvp_rules()[rule]
+    p = primitive(fun)
+    defvjp(p, vjp)
+    defjvp(p, jvp)
+    f = lambda x: np.sum(np.sin(p(x)) * x)
+    x = onp.array([0.3, -0.8, 1.4])
+    H = hessian(f)(x)
+    onp.testing.assert_allclose(H, jacobian(jacobian(f))(x), rtol=1e-12, atol=1e-14)
+    g = grad(f)
+    fd = onp.stack([(g(x + e * 1e-6) - g(x - e * 1e-6)) / 2e-6 for e in onp.eye(3)])
+    _close(H, fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("error", [ValueError, KeyError, ZeroDivisionError, IndexError])
+@pytest.mark.parametrize("where", ["before any primitive", "after the gradient's primitives"])
+def test_hessian_surfaces_the_functions_error_once(error, where, batched_hessian):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        if where == "before any primitive":
+            raise error("the user's bug")
+        y = np.sum(np.sin(x) * x)
+        raise error("the user's bug")
+        return y
+
+    x = onp.array([0.3, -0.8, 1.4])
+    with pytest.raises(error, match="the user's bug") as caught:
+        hessian(f)(x)
+    assert type(caught.value) is error and caught.value.__cause__ is None
+    assert len(calls) == 1
