@@ -982,3 +982,103 @@ def test_hessian_surfaces_the_functions_error_once(error, where, batched_hessian
         hessian(f)(x)
     assert type(caught.value) is error and caught.value.__cause__ is None
     assert len(calls) == 1
+
+
+# =============================================================================
+# 1c. Joint rules given one traced value in several arguments; odeint and fixed_point
+# =============================================================================
+_SQ = rs.randn(3, 3) + 3 * onp.eye(3)
+
+SAME_VALUE = {
+    "solve(a, a)": lambda a: np.sum(np.sin(np.linalg.solve(a, a))),
+    "solve(a, a[:, 0])": lambda a: np.sum(np.linalg.solve(a, a[:, 0]) ** 2),
+    "concatenate([a, a, 2a])": lambda a: np.sum(np.sin(np.concatenate([a, a, a * 2])) ** 2),
+    "cov(a, a)": lambda a: np.sum(np.sin(np.cov(a, a))),
+    "corrcoef(a, a + a**2)": lambda a: np.sum(np.corrcoef(a, a + a**2) ** 3),
+    "broadcast_arrays(a, a[:, :1])": lambda a: np.sum(
+        np.prod(np.stack(np.broadcast_arrays(a, a[:, :1])), axis=0)
+    ),
+    "trapezoid(sin a0, cumsum exp a0)": lambda a: np.trapezoid(
+        np.sin(a[0]), np.cumsum(np.exp(a[0]))
+    ),
+    "atleast_2d(a00, a00)": lambda a: np.sum(
+        np.atleast_2d(a[0, 0], a[0, 0])[0] * np.atleast_2d(a[0, 0], a[0])[1]
+    ),
+    "array of one element twice": lambda a: np.sum(
+        np.array([[a[0, 0], a[0, 0] * a[1, 1]], [a[0, 0], a[1, 1]]]) ** 3
+    ),
+    "solve_triangular(tril a, a)": lambda a: np.sum(
+        gsl.solve_triangular(np.tril(a) + 2 * onp.eye(3), a, lower=True) ** 2
+    ),
+    "solve_sylvester(a, a.T + I, a)": lambda a: np.sum(
+        gsl.solve_sylvester(a, a.T + onp.eye(3), a) ** 2
+    ),
+    "lstsq(a, a)": lambda a: np.sum(np.linalg.lstsq(a, a, rcond=None)[0] ** 2),
+    "block": lambda a: np.sum(np.block([[a, a], [a, a]]) ** 3),
+    "convolve(a0, a1)": lambda a: np.sum(np.convolve(a[0], a[1]) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME_VALUE))
+def test_joint_rule_with_one_value_in_several_arguments(name):
+    f = SAME_VALUE[name]
+    want = _fd_grad(_np_version(f), (_SQ,), 0)
+    g = grad(f)(_SQ)
+    _close(g, want, rtol=1e-5, atol=1e-6)
+    H = hessian(f)(_SQ).reshape(9, 9)
+    Hfd = onp.stack(
+        [
+            _fd_grad(lambda a, i=i: float(onp.ravel(grad(f)(a))[i]), (_SQ,), 0).ravel()
+            for i in range(9)
+        ]
+    )
+    _close(H, Hfd, rtol=1e-4, atol=1e-5)
+    v = rs.randn(3, 3)
+    _close(make_jvp(f)(_SQ)(v)[1], onp.sum(want * v), rtol=1e-5, atol=1e-6)
+
+
+def _ode_loss(y0, t, k, c):
+    from gradcy.scipy.integrate import odeint
+
+    func = lambda y, t, k, c: -k * y + c * np.sin(t)
+    return np.sum(odeint(func, y0, t, args=(k, c), rtol=1e-11, atol=1e-11) ** 2)
+
+
+def _ode_loss_np(y0, t, k, c):
+    import scipy.integrate as si
+
+    func = lambda y, t, k, c: -k * y + c * onp.sin(t)
+    y = si.odeint(func, y0, t, args=(float(k), c), rtol=1e-11, atol=1e-11)
+    return float(onp.sum(y**2))
+
+
+@pytest.mark.parametrize("argnum", [0, 1, 2, 3, (0, 2), (3, 0, 1)], ids=str)
+def test_odeint_any_argnum_subset(argnum):
+    args = (onp.array([1.0, 0.5]), onp.array([0.0, 0.5, 1.0]), 0.7, onp.array([0.3, -0.2]))
+    g = grad(_ode_loss, argnum=argnum)(*args)
+    nums = argnum if isinstance(argnum, tuple) else (argnum,)
+    gs = g if isinstance(argnum, tuple) else (g,)
+    for k, gk in zip(nums, gs):
+        assert type(gk) is type(args[k])
+        want = _fd_grad(lambda *a: _ode_loss_np(*a), args, k)
+        _close(gk, want, rtol=1e-4, atol=1e-6)
+    cg = const_graph(grad(_ode_loss, argnum=argnum))
+    cg(*args)
+    fresh = (args[0] * 1.1, args[1], 0.6, args[3] * 0.9)
+    got, want = cg(*fresh), grad(_ode_loss, argnum=argnum)(*fresh)
+    _assert_same_tree(got, want)
+
+
+def test_fixed_point_second_order_forward_and_replay():
+    from gradcy.misc.fixed_points import fixed_point
+
+    step = lambda a: lambda x: 0.5 * (x + a / x)
+    root = lambda a: fixed_point(step, a, 1.0, lambda x, y: np.abs(x - y), 1e-12)
+    _close(grad(root)(2.0), 0.5 / onp.sqrt(2.0), rtol=1e-14)
+    _close(hessian(root)(2.0), -0.25 * 2.0**-1.5, rtol=1e-12)
+    _close(make_jvp(root)(2.0)(1.0)[1], 0.5 / onp.sqrt(2.0), rtol=1e-14)
+    cg = const_graph(grad(root))
+    cg(2.0)
+    for a in (3.0, 10.0, 0.01):  # a different number of iterations each
+        got = cg(a)
+        assert type(got) is float and got == grad(root)(a)
