@@ -1082,3 +1082,54 @@ def test_fixed_point_second_order_forward_and_replay():
     for a in (3.0, 10.0, 0.01):  # a different number of iterations each
         got = cg(a)
         assert type(got) is float and got == grad(root)(a)
+
+
+_FWD_OUTPUTS = {  # (body, vjp maker, jvp rule, use of the output, written once for both)
+    "tuple": (
+        lambda x: (onp.sin(x), onp.cos(x)),
+        lambda ans, x: lambda g: g[0] * onp.cos(x) - g[1] * onp.sin(x),
+        lambda g, ans, x: (g * onp.cos(x), -g * onp.sin(x)),
+        lambda o: o[0] * o[1],
+    ),
+    "dict": (
+        lambda x: {"s": onp.sin(x), "c": onp.cos(x)},
+        lambda ans, x: lambda g: g["s"] * onp.cos(x) - g["c"] * onp.sin(x),
+        lambda g, ans, x: {"s": g * onp.cos(x), "c": -g * onp.sin(x)},
+        lambda o: o["s"] ** 2 + o["c"],
+    ),
+    "dict, one element read": (
+        lambda x: {"s": onp.sin(x), "c": onp.cos(x)},
+        lambda ans, x: lambda g: g["s"] * onp.cos(x) - g["c"] * onp.sin(x),
+        lambda g, ans, x: {"s": g * onp.cos(x), "c": -g * onp.sin(x)},
+        lambda o: o["c"] * 3.0,
+    ),
+    "list, one element read": (
+        lambda x: [onp.sin(x), onp.cos(x)],
+        lambda ans, x: lambda g: g[0] * onp.cos(x) - g[1] * onp.sin(x),
+        lambda g, ans, x: [g * onp.cos(x), -g * onp.sin(x)],
+        lambda o: o[1] ** 3,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_FWD_OUTPUTS))
+def test_user_jvp_rule_on_a_container_output(case, batched_hessian):
+    # forward mode through a user primitive returning a container (a dict raised NumPy's
+    # "entry not a 2- or 3- tuple" from the tangent's dtype matching), against autograd 1.9.1
+    import autograd
+    import autograd.extend as ae
+    import autograd.numpy as anp
+
+    body, vjp, jvp, use = _FWD_OUTPUTS[case]
+    p, pa = primitive(body), ae.primitive(body)
+    defvjp(p, vjp)
+    defjvp(p, jvp)
+    ae.defvjp(pa, vjp)
+    ae.defjvp(pa, jvp)
+    x, v = onp.array([0.3, -0.8, 1.4]), onp.array([1.0, 0.5, -2.0])
+    f = lambda x: np.sum(use(p(x)) * x)
+    fa = lambda x: anp.sum(use(pa(x)) * x)
+    got, want = make_jvp(f)(x)(v), autograd.make_jvp(fa)(x)(v)
+    onp.testing.assert_allclose(got, want, rtol=1e-14)
+    _close(got[1], onp.sum(_fd_grad(lambda x: float(onp.sum(use(body(x)) * x)), (x,), 0) * v))
+    onp.testing.assert_allclose(hessian(f)(x), autograd.hessian(fa)(x), rtol=1e-12, atol=1e-14)

@@ -114,6 +114,8 @@ def match_tangent(t, ans):
     (the real part for a real output); containers elementwise."""
     if isinstance(ans, (tuple, list)):
         return type(ans)(ti if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
+    if type(ans) is dict and type(t) is dict:  # (a dict output: its tangent is a dict too)
+        return {k: t[k] if t.get(k) is None else match_tangent(t[k], a) for k, a in ans.items()}
     if type(ans) is Box or type(t) is Box:
         # nested forward mode: a traced container (split's output) has no single dtype; its
         # rule built the tangent with the right structure already
