@@ -1133,3 +1133,47 @@ def test_user_jvp_rule_on_a_container_output(case, batched_hessian):
     onp.testing.assert_allclose(got, want, rtol=1e-14)
     _close(got[1], onp.sum(_fd_grad(lambda x: float(onp.sum(use(body(x)) * x)), (x,), 0) * v))
     onp.testing.assert_allclose(hessian(f)(x), autograd.hessian(fa)(x), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("replay", ["const_graph", "jit"])
+@pytest.mark.parametrize("case", ["tuple, first used", "dict, one used", "nested tuple in dict"])
+@pytest.mark.parametrize("how", ["defvjp", "defvjp_argnums", "primitive_vjps"])
+def test_user_maker_rule_replayed_at_fresh_inputs(how, case, replay):
+    # the rule (plain NumPy on its arguments) and its dense zeros run again at each replay
+    body, rule, use = CONTAINERS[case]
+    p = primitive_with_deprecation_warnings(body)
+    _register(how, p, rule)
+    g = grad(lambda x: np.sum(use(p(x)) * x))
+    c = const_graph(g) if replay == "const_graph" else gradcy.jit(g)
+    x0 = onp.array([0.3, 0.5])
+    c(x0)
+    for s in (0.7, 1.3, 2.0):
+        onp.testing.assert_array_equal(c(x0 * s), g(x0 * s))
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "grad",
+        "hessian",
+        "jacobian of grad",
+        "grad of value_and_grad",
+        "elementwise_grad",
+        "float32",
+    ],
+)
+def test_dask_gradients_keep_the_input_type(how):
+    da = pytest.importorskip("dask.array")
+    x = onp.array([0.3, 0.5, 0.9])
+    dx = da.from_array(x, chunks=2)
+    ops = {
+        "grad": lambda x: grad(_f)(x),
+        "hessian": lambda x: hessian(_f)(x),
+        "jacobian of grad": lambda x: jacobian(grad(_f))(x),
+        "grad of value_and_grad": lambda x: grad(lambda x: np.sum(value_and_grad(_f)(x)[1]))(x),
+        "elementwise_grad": lambda x: elementwise_grad(lambda x: np.sin(x) * x)(x),
+        "float32": lambda x: grad(_f)(x.astype(onp.float32)),
+    }
+    got, want = ops[how](dx), ops[how](x)
+    assert isinstance(got, da.Array) and got.dtype == want.dtype and got.shape == want.shape
+    onp.testing.assert_allclose(got.compute(), want, rtol=1e-6 if how == "float32" else 1e-14)
