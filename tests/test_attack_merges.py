@@ -440,6 +440,11 @@ INT_PROGRAMS = {
     "x squared": lambda x: np.sum(x**2) * 3.7,
     "mean": lambda x: np.mean(x) * 3.7,
     "var": lambda x: np.var(x) * 3.7,
+    "select": lambda x: np.sum(np.select([onp.array([[0, 1, 1], [1, 0, 1]]) > 0], [x])) * 0.37,
+    "choose": lambda x: np.sum(np.choose([0, 1, 0], [x[0], x[1]])) * 0.37,
+    "delete": lambda x: np.sum(np.delete(x, 1, axis=1)) * 0.37,
+    "append": lambda x: np.sum(np.append(x, x[0]) ** 2) * 0.37,
+    "insert": lambda x: np.sum(np.insert(x.ravel(), 2, 7) * 1.0) * 0.37,
 }
 
 

@@ -380,7 +380,8 @@ def _selection(prim, diff, save=()):
 
     def vjp_rule(k):
         def vjp(g, ans, *args, **kwargs):
-            shape, dtype = _shape(args[k]), _dtype(args[k])
+            # (the cotangent's dtype: float64 for an integer or boolean argument)
+            shape, dtype = _shape(args[k]), shape_dtype(args[k])[1]
             m = markers(k, args, kwargs)
             if type(m) is list:
                 total = None
