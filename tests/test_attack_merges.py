@@ -10,6 +10,8 @@ feature, or eager gradcy (for const_graph and jit replays, at fresh inputs).
 5. hessian's fall-back on BatchingError only.
 """
 
+import warnings
+
 import numpy as onp
 import pytest
 
@@ -1182,3 +1184,42 @@ def test_dask_gradients_keep_the_input_type(how):
     got, want = ops[how](dx), ops[how](x)
     assert isinstance(got, da.Array) and got.dtype == want.dtype and got.shape == want.shape
     onp.testing.assert_allclose(got.compute(), want, rtol=1e-6 if how == "float32" else 1e-14)
+
+
+_SELECTS = {
+    "one traced condition": lambda x: np.sum(np.select([x > 1], [x]) * 1.5),
+    "two conditions, a traced default": lambda x: np.sum(
+        np.select([x > 1, x < 0.5], [x, x**2], default=x[0]) * 1.5
+    ),
+    "a tuple of conditions": lambda x: np.sum(np.select((x > 1,), (x * 2,))),
+}
+
+
+@pytest.mark.parametrize("wrap", ["value", "grad"])
+@pytest.mark.parametrize("name", list(_SELECTS))
+def test_const_graph_of_select_with_traced_conditions(name, wrap):
+    # const_graph records comparisons: select's conditions arrive traced, in a list (NumPy's
+    # dispatch sent them back to gradcy.numpy.select: RecursionError)
+    f = _SELECTS[name]
+    fn = f if wrap == "value" else grad(f)
+    x = onp.array([0.3, 1.5, 2.0])
+    c = const_graph(fn)
+    onp.testing.assert_array_equal(c(x), fn(x))
+    for s in (2.0, 0.9, 1.2):  # (some condition true at each)
+        onp.testing.assert_array_equal(c(x * s), fn(x * s))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="select's rule reads its conditions' values (a guarded read), so a replay at "
+    "conditions all false records again, and that recording's gradient, zeros, is refused "
+    "as 'independent of the input' (eager gives zeros); np.where's replays do not",
+)
+def test_const_graph_of_select_gradient_where_no_condition_holds():
+    f = _SELECTS["one traced condition"]
+    c = const_graph(grad(f))
+    x = onp.array([0.3, 1.5, 2.0])
+    c(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        onp.testing.assert_array_equal(c(-x), grad(f)(-x))

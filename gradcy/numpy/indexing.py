@@ -522,6 +522,10 @@ def select(condlist, choicelist, default=0):
     """numpy.select; `choicelist` may be a list holding traced arrays, `default` traced."""
     if isinstance(choicelist, (list, tuple)) and _contains_box(choicelist):
         choicelist = _stacked(choicelist)
+    if isinstance(condlist, (list, tuple)) and _contains_box(condlist):
+        # traced conditions (const_graph records comparisons): one traced array, which the
+        # primitive unwraps (in a list, NumPy's dispatch sent them back here, endlessly)
+        condlist = _stacked(condlist)
     return _select_p(condlist, choicelist, default)
 
 
