@@ -320,10 +320,15 @@ _holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 # =============================================================================
 
 
+def _sign(x):
+    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope."""
+    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(x, _onp.float64)
+
+
 def _absolute_vjp(g, ans, x):
     if _is_complex(x):
         return g * anp.conjugate(x) / _replace_zero(anp.absolute(x), 1.0)
-    return g * anp.sign(x)
+    return g * _sign(x)
 
 
 defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
@@ -332,12 +337,12 @@ defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
 def _absolute_jvp(g, ans, x):
     if _is_complex(x):  # d|x| = Re(conj(x) dx) / |x|, real-linear in dx
         return anp.real(anp.conjugate(x) * g) / _replace_zero(ans, 1.0)
-    return g * anp.sign(x)
+    return g * _sign(x)
 
 
 defjvp(anp.absolute, _absolute_jvp)
-defvjp_direct(anp.fabs, lambda g, ans, x: g * anp.sign(x), save=(0,))
-defjvp(anp.fabs, lambda g, ans, x: g * anp.sign(x))
+defvjp_direct(anp.fabs, lambda g, ans, x: g * _sign(x), save=(0,))
+defjvp(anp.fabs, lambda g, ans, x: g * _sign(x))
 defvjp_direct(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g, save=())
 defvjp_direct(anp.real, lambda g, ans, x: g + 0j if _is_complex(x) else g, save=())
 defvjp_direct(anp.imag, lambda g, ans, x: g * -1j if _is_complex(x) else None, save=())
