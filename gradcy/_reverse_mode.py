@@ -633,17 +633,24 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
     """
     name = getattr(fun, "__name__", "fun")
 
-    def run(closed, *args, **kwargs):
+    def run(closed, packed, *args, **kwargs):
         """fun(*args) with the traced values fun closes over (`closed`: (cell, rebuild, count)
         per such cell of its closure, their values the last arguments) put back in its cells:
         the call's plain values when it runs as the primitive, traced ones when the backward
-        pass or forward mode traces it again."""
+        pass or forward mode traces it again. `packed`: (rebuild, count) per argument of fun,
+        a tuple/list/dict holding traced values passed as its leaves (rebuild None: as is)."""
         f = fun
         plain = not any(isinstance(a, Box) for a in args)
         if closed:
             n = len(args) - sum(count for _, _, count in closed)
             f = _with_cells(fun, closed, args[n:])
             args = args[:n]
+        if packed is not None:
+            rebuilt, k = [], 0
+            for rebuild, count in packed:
+                rebuilt.append(args[k] if rebuild is None else rebuild(list(args[k : k + count])))
+                k += count
+            args = rebuilt
         out = f(*args, **kwargs)
         if plain:
             _check_untraced_output(out, name)
@@ -671,7 +678,23 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
 
     def checkpointed(*args, **kwargs):
         closed, values = _closed_traced(fun)
-        return wrapped(closed, *args, *values, **kwargs)
+        packed, flat = None, args
+        if any(isinstance(a, (tuple, list, dict)) for a in args):
+            # a container argument holding traced values is passed as its leaves (the
+            # primitive sees traced values as its own arguments only), rebuilt in run
+            packed, flat = [], []
+            for a in args:
+                leaves, rebuild = (
+                    tree_flatten(a) if isinstance(a, (tuple, list, dict)) else ((a,), None)
+                )
+                if rebuild is not None and any(isinstance(leaf, Box) for leaf in leaves):
+                    packed.append((rebuild, len(leaves)))
+                    flat.extend(leaves)
+                else:
+                    packed.append((None, 1))
+                    flat.append(a)
+            packed = tuple(packed)
+        return wrapped(closed, packed, *flat, *values, **kwargs)
 
     return wraps(fun)(checkpointed)
 

@@ -487,5 +487,18 @@ def container_cotangent(g, ans):
             return make_sequence(seq_type, *values)
         return seq_type(values)
     if g is None:
+        if _no_space(a):  # an integer or bool scalar gets zeros as an integer array does
+            return _np.zeros_like(a) if isinstance(a, (int, _np.generic)) else None
         return _zeros_of(ans)
     return g
+
+
+def _no_space(a):
+    """An element of a container output no cotangent can reach (a Python or NumPy integer or
+    bool scalar, None, a string): it has no vector space (autograd raises for it; an integer
+    array's zeros are integer zeros)."""
+    return (
+        a is None
+        or isinstance(a, (bool, int, str, _np.integer, _np.bool_))
+        and type(a) not in VSpace.mappings
+    )

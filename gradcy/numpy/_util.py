@@ -12,12 +12,17 @@ from .._core import unbroadcast  # noqa: F401  (C fast path; the rules import it
 from . import _wrap as anp
 from ._wrap import _contains_box, _plain, _plain_tree, _unwrap  # noqa: F401  (helpers of the rules, imported from here)
 
+_FLOAT64 = _onp.dtype(_onp.float64)
+
 
 def shape_dtype(x):
-    """(shape, dtype) of an argument: an array, a traced value, an ArrayMeta or a scalar."""
+    """(shape, dtype) of an argument's cotangent: an array, a traced value, an ArrayMeta or a
+    scalar; an integer or boolean one's is float64, as its gradient's (a rule's buffer of the
+    argument's dtype would truncate the cotangent: 3 for 3.7)."""
     t = type(x)
     if t is ArrayMeta or t is _onp.ndarray:
-        return x.shape, x.dtype
+        dtype = x.dtype
+        return x.shape, (dtype if dtype.kind in "fc" else _FLOAT64)
     if t is float:
         return (), _onp.dtype(_onp.float64)
     if t is complex:
@@ -28,8 +33,9 @@ def shape_dtype(x):
         # a traced container passed where an array is taken (autograd's SequenceBox as an
         # operand): the array NumPy made of it
         x = _onp.asarray(x)
-    return _onp.shape(x) if not hasattr(x, "shape") else x.shape, _onp.result_type(
-        x.dtype if hasattr(x, "dtype") else x
+    dtype = _onp.result_type(x.dtype if hasattr(x, "dtype") else x)
+    return _onp.shape(x) if not hasattr(x, "shape") else x.shape, (
+        dtype if dtype.kind in "fc" else _FLOAT64
     )
 
 
@@ -108,6 +114,8 @@ def match_tangent(t, ans):
     (the real part for a real output); containers elementwise."""
     if isinstance(ans, (tuple, list)):
         return type(ans)(ti if ti is None else match_tangent(ti, ai) for ti, ai in zip(t, ans))
+    if type(ans) is dict and type(t) is dict:  # (a dict output: its tangent is a dict too)
+        return {k: t[k] if t.get(k) is None else match_tangent(t[k], a) for k, a in ans.items()}
     if type(ans) is Box or type(t) is Box:
         # nested forward mode: a traced container (split's output) has no single dtype; its
         # rule built the tangent with the right structure already

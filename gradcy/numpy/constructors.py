@@ -31,7 +31,7 @@ def _owning(name, make, traced=None):
             return traced(*args, **kwargs)
         # a *_like constructor reads its first argument's shape and dtype only, not a value
         # (no read for a const_graph recording to guard); a shape or fill value is read
-        plain = [_unwrap(a) if k == 0 and like else _plain(a) for k, a in enumerate(args)]
+        plain = [_unwrap_like(a) if k == 0 and like else _plain(a) for k, a in enumerate(args)]
         tape = active_tape()
         if tape is None or tape.released:
             return make(*plain, **kwargs)
@@ -54,6 +54,14 @@ def _owning(name, make, traced=None):
         f"differentiation owns, so traced values can be written into it."
     )
     return constructor
+
+
+def _unwrap_like(a):
+    """A *_like constructor's first argument without its traces: of a list or tuple of traced
+    values (zeros_like([x[0], x[1]])), each element's (NumPy reads their shape and dtype)."""
+    if type(a) is list or type(a) is tuple:
+        return [_unwrap_like(e) for e in a]
+    return _unwrap(a)
 
 
 def _owned_copy(source, result):

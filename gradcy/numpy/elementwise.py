@@ -20,7 +20,7 @@ from .._dask_ops import on_chunks
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
-from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, unbroadcast
+from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, shape_dtype, unbroadcast
 from .saved_sets import Positions, extremum_masks
 
 _LN2 = math.log(2.0)
@@ -335,10 +335,15 @@ _holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 # =============================================================================
 
 
+def _sign(x):
+    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope."""
+    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(x, _onp.float64)
+
+
 def _absolute_vjp(g, ans, x):
     if _is_complex(x):
         return g * anp.conjugate(x) / _replace_zero(anp.absolute(x), 1.0)
-    return g * anp.sign(x)
+    return g * _sign(x)
 
 
 defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
@@ -347,12 +352,12 @@ defvjp_direct(anp.absolute, _absolute_vjp, save=(0,), recomputable=True)
 def _absolute_jvp(g, ans, x):
     if _is_complex(x):  # d|x| = Re(conj(x) dx) / |x|, real-linear in dx
         return anp.real(anp.conjugate(x) * g) / _replace_zero(ans, 1.0)
-    return g * anp.sign(x)
+    return g * _sign(x)
 
 
 defjvp(anp.absolute, _absolute_jvp)
-defvjp_direct(anp.fabs, lambda g, ans, x: g * anp.sign(x), save=(0,))
-defjvp(anp.fabs, lambda g, ans, x: g * anp.sign(x))
+defvjp_direct(anp.fabs, lambda g, ans, x: g * _sign(x), save=(0,))
+defjvp(anp.fabs, lambda g, ans, x: g * _sign(x))
 defvjp_direct(anp.conjugate, lambda g, ans, x: anp.conjugate(g) if _is_complex(x) else g, save=())
 defvjp_direct(anp.real, lambda g, ans, x: g + 0j if _is_complex(x) else g, save=())
 defvjp_direct(anp.imag, lambda g, ans, x: g * -1j if _is_complex(x) else None, save=())
@@ -392,7 +397,8 @@ def _extremum_vjp(g, ans, x, y):
     if type(ans) is Positions:  # the record keeps bit masks only (_extremum_save)
         return _positions_vjp(g, ans, x, 0)
     mask = balanced_eq(x, ans, y)  # comparisons are not traced: a plain array
-    return unbroadcast(g * mask.astype(_dtype(ans), copy=False), x)
+    # (the cotangent's dtype: float64 for an integer ans, whose mask would drop a tie's 0.5)
+    return unbroadcast(g * mask.astype(shape_dtype(ans)[1], copy=False), x)
 
 
 def _extremum_vjp_y(g, ans, x, y):
@@ -409,11 +415,11 @@ def _positions_vjp(g, packed, target, k):
 
 
 def _extremum_jvp(g, ans, x, y):
-    return g * balanced_eq(x, ans, y).astype(_dtype(ans), copy=False)
+    return g * balanced_eq(x, ans, y).astype(shape_dtype(ans)[1], copy=False)
 
 
 def _extremum_jvp_y(g, ans, x, y):
-    return g * balanced_eq(y, ans, x).astype(_dtype(ans), copy=False)
+    return g * balanced_eq(y, ans, x).astype(shape_dtype(ans)[1], copy=False)
 
 
 def _extremum_save(argnums, ans, args, kwargs):

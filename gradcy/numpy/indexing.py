@@ -380,7 +380,8 @@ def _selection(prim, diff, save=()):
 
     def vjp_rule(k):
         def vjp(g, ans, *args, **kwargs):
-            shape, dtype = _shape(args[k]), _dtype(args[k])
+            # (the cotangent's dtype: float64 for an integer or boolean argument)
+            shape, dtype = _shape(args[k]), shape_dtype(args[k])[1]
             m = markers(k, args, kwargs)
             if type(m) is list:
                 total = None
@@ -519,8 +520,24 @@ def choose(a, choices, out=None, mode="raise"):
 
 def select(condlist, choicelist, default=0):
     """numpy.select; `choicelist` may be a list holding traced arrays, `default` traced."""
+    if (
+        isinstance(condlist, (list, tuple))
+        and _contains_box(condlist)
+        and isinstance(choicelist, (list, tuple))
+        and len(condlist) == len(choicelist)
+        and all(_dtype(c) == _onp.bool_ for c in condlist)  # (else NumPy's error below)
+    ):
+        # traced conditions (const_graph records comparisons): the first condition that
+        # holds picks, as nested where calls, whose masks a replay computes again (in a
+        # list, NumPy's dispatch sent them back here, endlessly)
+        out = default
+        for c, v in zip(condlist[::-1], choicelist[::-1]):
+            out = anp.where(c, v, out)
+        return out
     if isinstance(choicelist, (list, tuple)) and _contains_box(choicelist):
         choicelist = _stacked(choicelist)
+    if isinstance(condlist, (list, tuple)) and _contains_box(condlist):
+        condlist = _stacked(condlist)  # (a condition per choice: NumPy raises as it does)
     return _select_p(condlist, choicelist, default)
 
 

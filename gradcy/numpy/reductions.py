@@ -156,6 +156,7 @@ def _sum_rule(g, ans, x, axis=None, dtype=None, out=None, keepdims=False, initia
         axis is None
         and type(x) is ArrayMeta
         and type(g) in _REAL_SCALAR_TYPES
+        and x.dtype.kind in "fc"  # (an integer or boolean x: its cotangent has g's dtype)
         and (x.size <= _SMALL and (where is None or where is _NoValue))
     ):
         # the common full sum of a small array: the scalar cotangent filled in, cast on store
