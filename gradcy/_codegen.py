@@ -851,6 +851,7 @@ def compile_program(prog, leaves):
     new_steps.extend(steps[pos:])
     planned = _accumulations(_transposes(new_steps, meta), meta, prog)
     planned = _reuse_buffers(_writes_in_place(planned, meta, prog), meta, prog)
+    planned, n_slots = _values_in_buffers(planned, meta, prog, n_slots)
     fallback = prog.rebuilt(planned, n_slots)
     native = _native_program(planned, meta, prog, n_slots)
     if native is None:
@@ -1175,6 +1176,127 @@ def _reuse_buffers(steps, meta, prog):
                     break
         out.append(step)
     return out
+
+
+def _mutated(step):
+    """The position of the argument whose buffer the planned step writes into, or None."""
+    fun = step[0]
+    if fun is _set_into or fun is _add_at:
+        return 0
+    return getattr(fun, "pos", None) if getattr(fun, "ufunc", None) is not None else None
+
+
+def _values_in_buffers(steps, meta, prog, n_slots):
+    """A value written into a buffer in place (_set_into(buf, idx, v), v of buf[idx]'s shape
+    and dtype, so the region holds v's exact bits) and read again later is read from the
+    buffer, as a view buf[idx] taken right after the write: v itself dies at the write. A
+    memory network's backward pass reads each step's output (tanh's, for its derivative) from
+    the memory, as a hand-written gradient does, instead of keeping a copy of it per step.
+    Only where no later write into the buffer touches the region before v's last read, and
+    the buffer is read (or viewed) at least that late anyway (the view never keeps a buffer
+    alive longer than the program did). Returns (steps, n_slots)."""
+    # the slots that share a buffer: a write's result is its target; a view shares its base's
+    parent = {}
+
+    def find(s):
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+
+    from .numpy import _wrap
+
+    getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
+    for step in steps:
+        pos = _mutated(step)
+        if pos is not None:
+            for p, s in step[2]:
+                if p == pos:
+                    parent[find(step[4])] = find(s)
+        elif step[0] in getitems and _basic(step[1][1]) and step[2] and step[2][0][0] == 0:
+            parent[find(step[4])] = find(step[2][0][1])
+    readers, last = {}, {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+            last[s] = k
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).append(-1)  # (read inside a container: left)
+                last[s] = k
+    buffer_last = {}
+    for s, k in last.items():
+        r = find(s)
+        buffer_last[r] = max(buffer_last.get(r, -1), k)
+    redirect, inserts = {}, {}
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot = step[:5]
+        if fun is not _set_into or kwargs or step[7] or len(args) != 3:
+            continue
+        linked = dict(links)
+        v, b = linked.get(2), linked.get(0)
+        idx = args[1]
+        if v is None or b is None or 1 in linked or v == prog.out or not _basic(idx):
+            continue
+        later = [j for j in readers.get(v, ()) if j != k]
+        if not later or any(j < 0 for j in later) or min(later) < k:
+            continue
+        if any(dict(steps[j][2]).get(_mutated(steps[j])) == v for j in later):
+            continue  # (a step writes into v's buffer: the buffer's region must not be)
+        mv, mb = meta[v], meta[b]
+        if mv.type is not np.ndarray or mb.type is not np.ndarray or mv.dtype != mb.dtype:
+            continue
+        try:
+            probe = np.lib.stride_tricks.as_strided(
+                np.zeros(1, np.uint8), mb.shape, (0,) * len(mb.shape)
+            )
+            if probe[idx].shape != mv.shape:
+                continue
+        except (IndexError, TypeError, ValueError):
+            continue
+        end, root = max(later), find(b)
+        if buffer_last.get(root, -1) < end:
+            continue
+        ok = True
+        for j in range(k + 1, end + 1):
+            pos = _mutated(steps[j])
+            if pos is None:
+                continue
+            t = dict(steps[j][2]).get(pos)
+            if t is None or find(t) != root:
+                continue
+            if steps[j][0] is not _set_into or not _disjoint(mb.shape, idx, steps[j][1][1]):
+                ok = False
+                break
+        if not ok:
+            continue
+        view = n_slots
+        n_slots += 1
+        meta.append(_Meta(np.empty(mv.shape, mv.dtype)))
+        inserts[k] = (operator.getitem, (None, idx), ((0, slot),), None, view, (), (), ())
+        for j in later:
+            redirect.setdefault(j, {})[v] = view
+    if not inserts:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        r = redirect.get(k)
+        if r:
+            step = step[:2] + (tuple((p, r.get(s, s)) for p, s in step[2]),) + step[3:]
+        out.append(step)
+        if k in inserts:
+            out.append(inserts[k])
+    return out, n_slots
+
+
+def _disjoint(shape, idx, idx2):
+    """The basic indexes idx and idx2 of an array of `shape` select no common element."""
+    if not _basic(idx2):
+        return False
+    try:
+        z = np.empty(shape, np.uint8)
+        return not np.shares_memory(z[idx], z[idx2])
+    except (IndexError, TypeError, ValueError):
+        return False
 
 
 # =============================================================================

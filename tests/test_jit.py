@@ -424,3 +424,83 @@ def test_kernels_compile_once_across_processes_through_the_disk_cache(tmp_path):
     assert [f for f in os.listdir(cache) if f.endswith(".py")]
     assert run(cache) == ["1", "0", "True"]  # loaded from disk
     assert run("") == ["0", "1", "True"]  # no disk cache: compiled again
+
+
+def memory_network_tanh(W, x, S=6):
+    """Each step's output, tanh's, written into its slot as it is (tanh's derivative reads it);
+    the backward pass reads the prefixes (the memory lives until its end)."""
+    memory = gnp.zeros((x.shape[0], S + 1, x.shape[1]))
+    memory[:, 0] = x
+    for i in range(S):
+        prefix = memory[:, : i + 1]
+        memory[:, i + 1] = gnp.tanh(gnp.sum(prefix * prefix, axis=1) @ W)
+    return gnp.sum(memory[:, -1]) - gnp.sum(gnp.mean(memory, axis=1))
+
+
+def _planned(monkeypatch, fun, *args):
+    """The planned NumPy program of jit(fun) (native segments off) and the jit function."""
+    monkeypatch.setattr(_codegen, "_native_program", lambda *a: None)
+    fast = jit(fun)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _close(fast(*args), fun(*args))
+    return fast.programs[0][1].steps, fast
+
+
+def _views_after_writes(steps):
+    """(writes followed by a view of the written region, the value slots those writes dropped)."""
+    views, values = 0, []
+    for k, step in enumerate(steps[:-1]):
+        nxt = steps[k + 1]
+        if (
+            step[0] is _codegen._set_into
+            and getattr(nxt[0], "__name__", "") == "getitem"
+            and nxt[2] == ((0, step[4]),)
+            and nxt[1][1] == step[1][1]
+        ):
+            views += 1
+            values.append((k, dict(step[2])[2]))
+    return views, values
+
+
+def test_a_written_value_is_read_back_from_its_buffer(monkeypatch):
+    """tanh's outputs written into the memory are read by tanh's derivative from the memory
+    (a view taken at the write), not kept as one array per step: each dies at its write."""
+    rs = onp.random.RandomState(11)
+    W, x = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+    g = grad(memory_network_tanh)
+    steps, fast = _planned(monkeypatch, g, W, x)
+    views, values = _views_after_writes(steps)
+    # cells 1-4's writes: cell 0's output is read by the backward pass after its last read of
+    # the memory (the view would keep the memory alive longer than that array), and cell 5's
+    # write is not recorded (the loss's derivative does not read the memory's values)
+    assert views == 4
+    for k, v in values:
+        assert not any(s == v for step in steps[k + 1 :] for _, s in step[2])
+    for _ in range(3):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+    monkeypatch.undo()
+    fast = jit(g)  # (with native segments)
+    for _ in range(2):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+
+
+def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
+    def f(x):
+        buf = gnp.zeros((3, 4))
+        buf[0] = x
+        row = buf[0]  # read by the backward pass after h (the buffer lives that long)
+        h = gnp.tanh(row * row)
+        buf[1] = h
+        buf[1] = 2.0 * x  # overwrites h's region while h is still to be read
+        return gnp.sum(buf * buf) + gnp.sum(h * h)
+
+    rs = onp.random.RandomState(12)
+    steps, fast = _planned(monkeypatch, grad(f), rs.randn(4))
+    assert sum(1 for s in steps if s[0] is _codegen._set_into) >= 1
+    assert _views_after_writes(steps)[0] == 0
+    for _ in range(3):
+        x = rs.randn(4)
+        _close(fast(x), grad(f)(x))
