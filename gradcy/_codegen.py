@@ -795,6 +795,7 @@ def compile_program(prog, leaves):
     steps = [
         (_set_into,) + step[1:] if k in in_place else step for k, step in enumerate(prog.steps)
     ]
+    steps, n_slots = _outer_product_sums(steps, meta, prog, prog.n_slots)
     fused = [_fusable(step, meta) for step in steps]
     # runs of consecutive fusable steps with one result shape
     runs, k = [], 0
@@ -822,7 +823,7 @@ def compile_program(prog, leaves):
         for pos in step[7]:
             for s in _slots_in(step[1][pos]):
                 last_read[s] = k
-    new_steps, n_slots, pos = [], prog.n_slots, 0
+    new_steps, pos = [], 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
         kern = _Kernel(
@@ -865,6 +866,140 @@ def compile_program(prog, leaves):
     except Exception:
         return fallback
     return fast
+
+
+def _outer_axes(spec, out):
+    """The axes to insert into an operand of einsum subscripts `spec` so that it broadcasts
+    to the output `out` with its letters in place, or None (a letter out of out's order)."""
+    pos = [out.find(c) for c in spec]
+    if -1 in pos or pos != sorted(pos) or len(set(spec)) != len(spec):
+        return None
+    return tuple(a for a in range(len(out)) if a not in pos)
+
+
+def _outer_product_sums(steps, meta, prog, n_slots):
+    """add(einsum(A), einsum(B)) of two einsums that sum over nothing (each output element one
+    product: 'bs,bd->bsd', the cotangents of a product's operand), each read by the add only,
+    as multiply(expand_dims(a), expand_dims(b)) computed at the add: the three steps then
+    fuse into one kernel, with one result of the output's size instead of three (a memory
+    network's backward pass, at each step, the gradient of the prefix it attended over).
+    The values are the einsums' (one rounding per product), up to the sign of a zero."""
+    from .numpy import einsum
+
+    fun_einsum = getattr(einsum, "fun", None)
+    if fun_einsum is None:
+        return steps, n_slots
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).extend((k, -1))
+    producer = {step[4]: k for k, step in enumerate(steps)}
+    mutated = {s for step in steps if step[0] is _set_into for p, s in step[2] if p == 0}
+
+    def outer(k, out_meta):
+        """The (operand slots, axes to insert) of einsum step k, or None."""
+        fun, args, links, kwargs, slot, _d, guards, nested = steps[k]
+        if (
+            fun is not fun_einsum
+            or guards
+            or nested
+            or kwargs not in (None, {"optimize": False})
+            or len(args) != 3
+            or type(args[0]) is not str
+            or dict(links).keys() != {1, 2}
+            or readers.get(slot) is None
+            or len(readers[slot]) != 1
+        ):
+            return None
+        spec = args[0].replace(" ", "")
+        if spec.count("->") != 1 or "." in spec:
+            return None
+        ins, out = spec.split("->")
+        ins = ins.split(",")
+        if len(ins) != 2 or set(out) != set(ins[0]) | set(ins[1]) or len(set(out)) != len(out):
+            return None
+        linked = dict(links)
+        result = []
+        for q, sub in enumerate(ins):
+            axes = _outer_axes(sub, out)
+            m = meta[linked[q + 1]]
+            if (
+                axes is None
+                or m.type is not np.ndarray
+                or m.dtype != out_meta.dtype
+                or len(m.shape) != len(sub)
+                or linked[q + 1] in mutated
+            ):
+                return None
+            result.append((linked[q + 1], axes))
+        mk = meta[slot]
+        if mk.type is not np.ndarray or mk.shape != out_meta.shape or mk.dtype != out_meta.dtype:
+            return None
+        return result
+
+    gone, at = set(), {}
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot, _d, guards, nested = step
+        if fun is not np.add or kwargs or guards or nested or len(links) != 2:
+            continue
+        m = meta[slot]
+        if m.type is not np.ndarray or m.dtype not in _FLOATS:
+            continue
+        parts = []
+        for _, s in sorted(links):
+            j = producer.get(s)
+            o = outer(j, m) if j is not None and j not in gone else None
+            if o is None:
+                break
+            parts.append(o)
+        if len(parts) != 2 or links[0][1] == links[1][1]:
+            continue
+        new = []
+        products = []
+        for o in parts:
+            views = []
+            for s, axes in o:
+                v = n_slots
+                n_slots += 1
+                shape = list(meta[s].shape)
+                for a in axes:
+                    shape.insert(a, 1)
+                meta.append(_Meta(np.empty(tuple(shape), meta[s].dtype)))
+                new.append((np.expand_dims, (None, axes), ((0, s),), None, v, (), (), ()))
+                views.append(v)
+            p = n_slots
+            n_slots += 1
+            meta.append(_Meta(np.empty(m.shape, m.dtype)))
+            products.append(
+                (np.multiply, (None, None), ((0, views[0]), (1, views[1])), None, p, (), (), ())
+            )
+        new.extend(products)
+        new.append(
+            (
+                np.add,
+                (None, None),
+                ((0, products[0][4]), (1, products[1][4])),
+                None,
+                slot,
+                (),
+                step[6],
+                (),
+            )
+        )
+        for _, s in links:
+            gone.add(producer[s])
+        at[k] = new
+    if not at:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        if k in gone:
+            continue
+        out.extend(at.get(k, (step,)))
+    return out, n_slots
 
 
 def _T(a):

@@ -504,3 +504,36 @@ def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
     for _ in range(3):
         x = rs.randn(4)
         _close(fast(x), grad(f)(x))
+
+
+def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
+    """add(einsum('bs,bd->bsd', ...), einsum(...)), each product read by the add only (a
+    memory network's prefix cotangents), runs as one kernel: one array of the output's size,
+    not three. An einsum that sums over an index, or whose result is read elsewhere, stays."""
+
+    def f(a, b, c, d):
+        s = gnp.einsum("bs,bd->bsd", a, b) + gnp.einsum("bs,bd->bsd", c, d)
+        kept = gnp.einsum("bs,bd->bsd", a, d)  # read twice: stays an einsum
+        summed = gnp.einsum("bs,bsd->bd", c, s)  # sums over s: stays an einsum
+        return gnp.sum(gnp.sin(s) * kept) + gnp.sum(summed) + gnp.sum(kept + kept * 2.0)
+
+    rs = onp.random.RandomState(13)
+    args = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+    steps, fast = _planned(monkeypatch, f, *args)
+    names = [getattr(step[0], "__name__", "") for step in steps]
+    assert names.count("einsum") == 2, names
+    assert names.count("expand_dims") == 4, names
+    adds = [
+        step
+        for step in steps
+        if getattr(step[0], "__name__", "") == "run_kernel" and len(step[2]) == 4
+    ]
+    assert len(adds) == 1, names  # both products and their sum, from the 4 expanded operands
+    for _ in range(3):
+        xs = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+        _close(fast(*xs), f(*xs), 1e-12)
+    g = grad(f, (0, 1, 2, 3))  # (the backward pass's cotangents: the same pattern)
+    fast_g = jit(g)
+    _close(fast_g(*args), g(*args), 1e-12)
+    xs = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+    _close(fast_g(*xs), g(*xs), 1e-12)
