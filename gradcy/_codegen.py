@@ -853,6 +853,7 @@ def compile_program(prog, leaves):
     planned = _accumulations(_transposes(new_steps, meta), meta, prog)
     planned = _reuse_buffers(_writes_in_place(planned, meta, prog), meta, prog)
     planned, n_slots = _values_in_buffers(planned, meta, prog, n_slots)
+    planned, n_slots = _views_at_reads(planned, meta, prog, n_slots)
     fallback = prog.rebuilt(planned, n_slots)
     native = _native_program(planned, meta, prog, n_slots)
     if native is None:
@@ -1420,6 +1421,140 @@ def _values_in_buffers(steps, meta, prog, n_slots):
         out.append(step)
         if k in inserts:
             out.append(inserts[k])
+    return out, n_slots
+
+
+# a view read again this many steps or more after its previous read is taken again there
+_VIEW_GAP = 8
+
+
+def _views_at_reads(steps, meta, prog, n_slots):
+    """A basic view of a buffer (x[:, :i], x[:, -1], a chain of them) read again much later
+    (the backward pass's read of a memory network's prefixes) is taken again at that read,
+    from the array it views, instead of being kept alive in between: the array is alive
+    anyway (the view holds it), so a program that keeps a view per step keeps one array
+    instead. Only where the region it views is not written in between (the array a write
+    chain's version, or an input, which nothing writes) and no step writes into the view.
+    Returns (steps, n_slots)."""
+    from .numpy import _wrap
+    from .numpy.indexed_updates import _at_set
+
+    getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
+    producer, path = {}, {}
+    parent = {}
+
+    def find(s):
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot, _d, guards, nested = step
+        producer[slot] = k
+        pos = _mutated(step)
+        if pos is not None:
+            for p, t in links:
+                if p == pos:
+                    parent[find(slot)] = find(t)
+        if (
+            fun in getitems
+            and not kwargs
+            and not guards
+            and not nested
+            and len(args) == 2
+            and links == ((0, links[0][1]),)
+            and _basic(args[1])
+        ):
+            base = links[0][1]
+            parent[find(slot)] = find(base)
+            if base in path:
+                r, idxs, slots = path[base]
+                path[slot] = (r, idxs + (args[1],), slots + (slot,))
+            elif base < prog.n_inputs or steps[producer[base]][0] in (_set_into, _at_set):
+                path[slot] = (base, (args[1],), (slot,))
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, t in step[2]:
+            readers.setdefault(t, []).append(k)
+        for pos in step[7]:
+            for t in _slots_in(step[1][pos]):
+                readers.setdefault(t, []).extend((k, -1))
+    mutations = [
+        (k, dict(step[2]).get(_mutated(step)), step)
+        for k, step in enumerate(steps)
+        if _mutated(step) is not None
+    ]
+    retake, redirect, drop = {}, {}, set()
+    for v, (root, idxs, slots) in path.items():
+        k = producer[v]
+        rs = sorted(set(readers.get(v, ())))
+        if not rs or rs[0] < 0 or v == prog.out or steps[k][6]:
+            continue
+        if any(dict(steps[j][2]).get(_mutated(steps[j])) == v for j in rs):
+            continue
+        groups, prev = [], k
+        for j in rs:
+            if j - prev >= _VIEW_GAP or not groups:
+                groups.append([j])
+            else:
+                groups[-1].append(j)
+            prev = j
+        keep_first = groups[0][0] - k < _VIEW_GAP
+        far = groups[1:] if keep_first else groups
+        if not far:
+            continue
+        end = far[-1][-1]
+        mr = meta[root]
+        if mr.type is not np.ndarray:
+            continue
+        try:
+            z = np.empty(mr.shape, np.uint8)
+            region = z
+            for idx in idxs:
+                region = region[idx]
+        except (IndexError, TypeError, ValueError):
+            continue
+        rc, ok = find(root), True
+        for j, t, step in mutations:
+            if j <= k or j > end or t is None or find(t) != rc:
+                continue
+            if step[0] is not _set_into or not _basic(step[1][1]):
+                ok = False
+                break
+            try:
+                if np.shares_memory(region, z[step[1][1]]):
+                    ok = False
+                    break
+            except (IndexError, TypeError, ValueError):
+                ok = False
+                break
+        if not ok:
+            continue
+        for group in far:
+            src, chain = root, []
+            for idx, orig in zip(idxs, slots):
+                new = n_slots
+                n_slots += 1
+                meta.append(meta[orig])
+                chain.append((operator.getitem, (None, idx), ((0, src),), None, new, (), (), ()))
+                src = new
+            retake.setdefault(group[0], []).append(chain)
+            for j in group:
+                redirect.setdefault(j, {})[v] = src
+        if not keep_first:
+            drop.add(k)
+    if not retake:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        if k in drop:
+            continue
+        for chain in retake.get(k, ()):
+            out.extend(chain)
+        r = redirect.get(k)
+        if r:
+            step = step[:2] + (tuple((p, r.get(t, t)) for p, t in step[2]),) + step[3:]
+        out.append(step)
     return out, n_slots
 
 

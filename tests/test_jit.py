@@ -447,36 +447,28 @@ def _planned(monkeypatch, fun, *args):
     return fast.programs[0][1].steps, fast
 
 
-def _views_after_writes(steps):
-    """(writes followed by a view of the written region, the value slots those writes dropped)."""
-    views, values = 0, []
-    for k, step in enumerate(steps[:-1]):
-        nxt = steps[k + 1]
-        if (
-            step[0] is _codegen._set_into
-            and getattr(nxt[0], "__name__", "") == "getitem"
-            and nxt[2] == ((0, step[4]),)
-            and nxt[1][1] == step[1][1]
-        ):
-            views += 1
-            values.append((k, dict(step[2])[2]))
-    return views, values
+def _values_kept_after_writes(steps):
+    """(writes of a value, the number of those whose value slot is read after the write)."""
+    writes = kept = 0
+    for k, step in enumerate(steps):
+        v = dict(step[2]).get(2)
+        if step[0] is _codegen._set_into and v is not None:
+            writes += 1
+            kept += any(s == v for later in steps[k + 1 :] for _, s in later[2])
+    return writes, kept
 
 
 def test_a_written_value_is_read_back_from_its_buffer(monkeypatch):
     """tanh's outputs written into the memory are read by tanh's derivative from the memory
-    (a view taken at the write), not kept as one array per step: each dies at its write."""
+    (a view of the slot taken at that read), not kept as one array per step."""
     rs = onp.random.RandomState(11)
     W, x = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
     g = grad(memory_network_tanh)
     steps, fast = _planned(monkeypatch, g, W, x)
-    views, values = _views_after_writes(steps)
-    # cells 1-4's writes: cell 0's output is read by the backward pass after its last read of
-    # the memory (the view would keep the memory alive longer than that array), and cell 5's
-    # write is not recorded (the loss's derivative does not read the memory's values)
-    assert views == 4
-    for k, v in values:
-        assert not any(s == v for step in steps[k + 1 :] for _, s in step[2])
+    # 5 writes of a value (cell 5's is not recorded: the loss's derivative does not read
+    # the memory's values); only cell 0's value is kept: the backward pass reads it after
+    # its last read of the memory (a view would keep the memory alive longer than it)
+    assert _values_kept_after_writes(steps) == (5, 1)
     for _ in range(3):
         W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
         _close(fast(W2, x2), g(W2, x2), 1e-12)
@@ -500,7 +492,8 @@ def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
     rs = onp.random.RandomState(12)
     steps, fast = _planned(monkeypatch, grad(f), rs.randn(4))
     assert sum(1 for s in steps if s[0] is _codegen._set_into) >= 1
-    assert _views_after_writes(steps)[0] == 0
+    # (h's write keeps h; the value of the write over it, 2 * x, is read by nothing later)
+    assert _values_kept_after_writes(steps) == (2, 1)
     for _ in range(3):
         x = rs.randn(4)
         _close(fast(x), grad(f)(x))
@@ -537,3 +530,49 @@ def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
     _close(fast_g(*args), g(*args), 1e-12)
     xs = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
     _close(fast_g(*xs), g(*xs), 1e-12)
+
+
+def _long_lived_views(steps):
+    """The views (getitem results) read again _VIEW_GAP steps or more after their previous
+    read (or their making): each is an object kept alive across the gap."""
+    made, prev, long = {}, {}, set()
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            if s in made and k - prev[s] >= _codegen._VIEW_GAP:
+                long.add(s)
+            prev[s] = k
+        if getattr(step[0], "__name__", "") == "getitem":
+            made[step[4]] = prev[step[4]] = k
+    return long
+
+
+def test_views_read_again_in_the_backward_pass_are_taken_again_there(monkeypatch):
+    """The prefixes (memory[:, :i+1]) the backward pass reads are views taken at that read,
+    from the memory, not one view per step kept from the forward pass."""
+    rs = onp.random.RandomState(14)
+    W, x = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+    g = grad(memory_network_tanh)
+    steps, fast = _planned(monkeypatch, g, W, x)
+    assert _long_lived_views(steps) == set()
+    for _ in range(3):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+
+
+def test_a_view_whose_region_is_written_in_between_replays_right(monkeypatch):
+    """The write over a view still to be read is a copy (the view stays on the old version),
+    so the view taken again reads the values it read."""
+
+    def f(x):
+        buf = gnp.zeros((2, 4))
+        buf[0] = x
+        p = buf[0]  # sin reads this view in the backward pass
+        y = gnp.sum(gnp.sin(p) * 3.0) + gnp.sum(x * x) * 2.0
+        buf[0] = x * 0.5  # a write into p's region (p is not read in between)
+        return y + gnp.sum(buf * buf)
+
+    rs = onp.random.RandomState(15)
+    steps, fast = _planned(monkeypatch, grad(f), rs.randn(4))
+    for _ in range(3):
+        x = rs.randn(4)
+        _close(fast(x), grad(f)(x))
