@@ -881,7 +881,7 @@ def _outer_axes(spec, out):
 def _outer_product_sums(steps, meta, prog, n_slots):
     """add(einsum(A), einsum(B)) of two einsums that sum over nothing (each output element one
     product: 'bs,bd->bsd', the cotangents of a product's operand), each read by the add only,
-    as multiply(expand_dims(a), expand_dims(b)) computed at the add: the three steps then
+    as multiply(a[..., None, ...], b[..., None, ...]) computed at the add: the three steps then
     fuse into one kernel, with one result of the output's size instead of three (a memory
     network's backward pass, at each step, the gradient of the prefix it attended over).
     The values are the einsums' (one rounding per product), up to the sign of a zero."""
@@ -969,7 +969,9 @@ def _outer_product_sums(steps, meta, prog, n_slots):
                 for a in axes:
                     shape.insert(a, 1)
                 meta.append(_Meta(np.empty(tuple(shape), meta[s].dtype)))
-                new.append((np.expand_dims, (None, axes), ((0, s),), None, v, (), (), ()))
+                # (a[:, :, None]: the view expand_dims makes, without its Python call)
+                idx = tuple(None if a in axes else slice(None) for a in range(len(shape)))
+                new.append((operator.getitem, (None, idx), ((0, s),), None, v, (), (), ()))
                 views.append(v)
             p = n_slots
             n_slots += 1
