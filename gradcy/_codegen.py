@@ -27,6 +27,7 @@ bits; sin, tanh, exp... call the C library's functions, which may differ from Nu
 in the last place.
 """
 
+import bisect
 import hashlib
 import importlib.util
 import math
@@ -1366,6 +1367,7 @@ def _values_in_buffers(steps, meta, prog, n_slots):
         r = find(s)
         buffer_last[r] = max(buffer_last.get(r, -1), k)
     redirect, inserts = {}, {}
+    by_class = _mutations_by_buffer(steps, find)
     for k, step in enumerate(steps):
         fun, args, links, kwargs, slot = step[:5]
         if fun is not _set_into or kwargs or step[7] or len(args) != 3:
@@ -1395,14 +1397,8 @@ def _values_in_buffers(steps, meta, prog, n_slots):
         if buffer_last.get(root, -1) < end:
             continue
         ok = True
-        for j in range(k + 1, end + 1):
-            pos = _mutated(steps[j])
-            if pos is None:
-                continue
-            t = dict(steps[j][2]).get(pos)
-            if t is None or find(t) != root:
-                continue
-            if steps[j][0] is not _set_into or not _disjoint(mb.shape, idx, steps[j][1][1]):
+        for _j, later_step in _between(by_class.get(root, ()), k, end):
+            if later_step[0] is not _set_into or not _disjoint(mb.shape, idx, later_step[1][1]):
                 ok = False
                 break
         if not ok:
@@ -1481,11 +1477,7 @@ def _views_at_reads(steps, meta, prog, n_slots):
         for pos in step[7]:
             for t in _slots_in(step[1][pos]):
                 readers.setdefault(t, []).extend((k, -1))
-    mutations = [
-        (k, dict(step[2]).get(_mutated(step)), step)
-        for k, step in enumerate(steps)
-        if _mutated(step) is not None
-    ]
+    by_class = _mutations_by_buffer(steps, find)
     retake, redirect, drop = {}, {}, set()
     for v, (root, idxs, slots) in path.items():
         k = producer[v]
@@ -1517,9 +1509,7 @@ def _views_at_reads(steps, meta, prog, n_slots):
         except (IndexError, TypeError, ValueError):
             continue
         rc, ok = find(root), True
-        for j, t, step in mutations:
-            if j <= k or j > end or t is None or find(t) != rc:
-                continue
+        for _j, step in _between(by_class.get(rc, ()), k, end):
             if step[0] is not _set_into or not _basic(step[1][1]):
                 ok = False
                 break
@@ -1558,6 +1548,32 @@ def _views_at_reads(steps, meta, prog, n_slots):
             step = step[:2] + (tuple((p, r.get(t, t)) for p, t in step[2]),) + step[3:]
         out.append(step)
     return out, n_slots
+
+
+def _mutations_by_buffer(steps, find):
+    """{buffer class root: ([step indexes], [steps])} of the steps that write into a buffer
+    (a slot of the class: find(slot) is its root), in program order."""
+    out = {}
+    for k, step in enumerate(steps):
+        pos = _mutated(step)
+        if pos is None:
+            continue
+        t = dict(step[2]).get(pos)
+        if t is None:
+            continue
+        ks, ss = out.setdefault(find(t), ([], []))
+        ks.append(k)
+        ss.append(step)
+    return out
+
+
+def _between(entry, k, end):
+    """The (index, step) pairs of a _mutations_by_buffer entry with k < index <= end."""
+    if not entry:
+        return ()
+    ks, ss = entry
+    lo, hi = bisect.bisect_right(ks, k), bisect.bisect_right(ks, end)
+    return zip(ks[lo:hi], ss[lo:hi])
 
 
 def _disjoint(shape, idx, idx2):
