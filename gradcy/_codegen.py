@@ -900,6 +900,11 @@ def _outer_product_sums(steps, meta, prog, n_slots):
                 readers.setdefault(s, []).extend((k, -1))
     producer = {step[4]: k for k, step in enumerate(steps)}
     mutated = {s for step in steps if step[0] is _set_into for p, s in step[2] if p == 0}
+    # writes made so far, by step: the einsums' operands (views of a buffer, maybe) must see no
+    # write between the einsum and the add, where their products are now computed
+    writes = [0]
+    for step in steps:
+        writes.append(writes[-1] + (step[0] is _set_into))
 
     def outer(k, out_meta):
         """The (operand slots, axes to insert) of einsum step k, or None."""
@@ -953,7 +958,11 @@ def _outer_product_sums(steps, meta, prog, n_slots):
         parts = []
         for _, s in sorted(links):
             j = producer.get(s)
-            o = outer(j, m) if j is not None and j not in gone else None
+            o = (
+                outer(j, m)
+                if j is not None and j not in gone and writes[k] == writes[j + 1]
+                else None
+            )
             if o is None:
                 break
             parts.append(o)

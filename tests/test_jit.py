@@ -578,3 +578,22 @@ def test_a_view_whose_region_is_written_in_between_replays_right(monkeypatch):
     for _ in range(3):
         x = rs.randn(4)
         _close(fast(x), grad(f)(x))
+
+
+def test_outer_products_stay_einsums_across_a_write_into_their_operands(monkeypatch):
+    def f(x, y):
+        buf = gnp.zeros((2, 3))
+        buf[0] = x
+        e1 = gnp.einsum("s,d->sd", buf[0], y)  # reads a view of buf's row 0 ...
+        buf[0] = y * 2.0  # ... which is written here, in place (the view is dead)
+        e2 = gnp.einsum("s,d->sd", y, x)
+        return gnp.sum(gnp.sin(e1 + e2)) + gnp.sum(buf * x)  # (the write is recorded)
+
+    g = grad(f)  # (a write is replayed in a derivative's program)
+    rs = onp.random.RandomState(16)
+    steps, fast = _planned(monkeypatch, g, rs.randn(3), rs.randn(3))
+    names = [getattr(step[0], "__name__", "") for step in steps]
+    assert names.count("_set_into") == 1 and names.count("einsum") >= 2, names
+    for _ in range(3):
+        x, y = rs.randn(3), rs.randn(3)
+        _close(fast(x, y), g(x, y))
