@@ -27,6 +27,7 @@ bits; sin, tanh, exp... call the C library's functions, which may differ from Nu
 in the last place.
 """
 
+import bisect
 import hashlib
 import importlib.util
 import math
@@ -795,6 +796,7 @@ def compile_program(prog, leaves):
     steps = [
         (_set_into,) + step[1:] if k in in_place else step for k, step in enumerate(prog.steps)
     ]
+    steps, n_slots = _outer_product_sums(steps, meta, prog, prog.n_slots)
     fused = [_fusable(step, meta) for step in steps]
     # runs of consecutive fusable steps with one result shape
     runs, k = [], 0
@@ -822,7 +824,7 @@ def compile_program(prog, leaves):
         for pos in step[7]:
             for s in _slots_in(step[1][pos]):
                 last_read[s] = k
-    new_steps, n_slots, pos = [], prog.n_slots, 0
+    new_steps, pos = [], 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
         kern = _Kernel(
@@ -851,6 +853,8 @@ def compile_program(prog, leaves):
     new_steps.extend(steps[pos:])
     planned = _accumulations(_transposes(new_steps, meta), meta, prog)
     planned = _reuse_buffers(_writes_in_place(planned, meta, prog), meta, prog)
+    planned, n_slots = _values_in_buffers(planned, meta, prog, n_slots)
+    planned, n_slots = _views_at_reads(planned, meta, prog, n_slots)
     fallback = prog.rebuilt(planned, n_slots)
     native = _native_program(planned, meta, prog, n_slots)
     if native is None:
@@ -864,6 +868,151 @@ def compile_program(prog, leaves):
     except Exception:
         return fallback
     return fast
+
+
+def _outer_axes(spec, out):
+    """The axes to insert into an operand of einsum subscripts `spec` so that it broadcasts
+    to the output `out` with its letters in place, or None (a letter out of out's order)."""
+    pos = [out.find(c) for c in spec]
+    if -1 in pos or pos != sorted(pos) or len(set(spec)) != len(spec):
+        return None
+    return tuple(a for a in range(len(out)) if a not in pos)
+
+
+def _outer_product_sums(steps, meta, prog, n_slots):
+    """add(einsum(A), einsum(B)) of two einsums that sum over nothing (each output element one
+    product: 'bs,bd->bsd', the cotangents of a product's operand), each read by the add only,
+    as multiply(a[..., None, ...], b[..., None, ...]) computed at the add: the three steps then
+    fuse into one kernel, with one result of the output's size instead of three (a memory
+    network's backward pass, at each step, the gradient of the prefix it attended over).
+    The values are the einsums' (one rounding per product), up to the sign of a zero."""
+    from .numpy import einsum
+
+    fun_einsum = getattr(einsum, "fun", None)
+    if fun_einsum is None:
+        return steps, n_slots
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).extend((k, -1))
+    producer = {step[4]: k for k, step in enumerate(steps)}
+    mutated = {s for step in steps if step[0] is _set_into for p, s in step[2] if p == 0}
+    # writes made so far, by step: the einsums' operands (views of a buffer, maybe) must see no
+    # write between the einsum and the add, where their products are now computed
+    writes = [0]
+    for step in steps:
+        writes.append(writes[-1] + (step[0] is _set_into))
+
+    def outer(k, out_meta):
+        """The (operand slots, axes to insert) of einsum step k, or None."""
+        fun, args, links, kwargs, slot, _d, guards, nested = steps[k]
+        if (
+            fun is not fun_einsum
+            or guards
+            or nested
+            or kwargs not in (None, {"optimize": False})
+            or len(args) != 3
+            or type(args[0]) is not str
+            or dict(links).keys() != {1, 2}
+            or readers.get(slot) is None
+            or len(readers[slot]) != 1
+        ):
+            return None
+        spec = args[0].replace(" ", "")
+        if spec.count("->") != 1 or "." in spec:
+            return None
+        ins, out = spec.split("->")
+        ins = ins.split(",")
+        if len(ins) != 2 or set(out) != set(ins[0]) | set(ins[1]) or len(set(out)) != len(out):
+            return None
+        linked = dict(links)
+        result = []
+        for q, sub in enumerate(ins):
+            axes = _outer_axes(sub, out)
+            m = meta[linked[q + 1]]
+            if (
+                axes is None
+                or m.type is not np.ndarray
+                or m.dtype != out_meta.dtype
+                or len(m.shape) != len(sub)
+                or linked[q + 1] in mutated
+            ):
+                return None
+            result.append((linked[q + 1], axes))
+        mk = meta[slot]
+        if mk.type is not np.ndarray or mk.shape != out_meta.shape or mk.dtype != out_meta.dtype:
+            return None
+        return result
+
+    gone, at = set(), {}
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot, _d, guards, nested = step
+        if fun is not np.add or kwargs or guards or nested or len(links) != 2:
+            continue
+        m = meta[slot]
+        if m.type is not np.ndarray or m.dtype not in _FLOATS:
+            continue
+        parts = []
+        for _, s in sorted(links):
+            j = producer.get(s)
+            o = (
+                outer(j, m)
+                if j is not None and j not in gone and writes[k] == writes[j + 1]
+                else None
+            )
+            if o is None:
+                break
+            parts.append(o)
+        if len(parts) != 2 or links[0][1] == links[1][1]:
+            continue
+        new = []
+        products = []
+        for o in parts:
+            views = []
+            for s, axes in o:
+                v = n_slots
+                n_slots += 1
+                shape = list(meta[s].shape)
+                for a in axes:
+                    shape.insert(a, 1)
+                meta.append(_Meta(np.empty(tuple(shape), meta[s].dtype)))
+                # (a[:, :, None]: the view expand_dims makes, without its Python call)
+                idx = tuple(None if a in axes else slice(None) for a in range(len(shape)))
+                new.append((operator.getitem, (None, idx), ((0, s),), None, v, (), (), ()))
+                views.append(v)
+            p = n_slots
+            n_slots += 1
+            meta.append(_Meta(np.empty(m.shape, m.dtype)))
+            products.append(
+                (np.multiply, (None, None), ((0, views[0]), (1, views[1])), None, p, (), (), ())
+            )
+        new.extend(products)
+        new.append(
+            (
+                np.add,
+                (None, None),
+                ((0, products[0][4]), (1, products[1][4])),
+                None,
+                slot,
+                (),
+                step[6],
+                (),
+            )
+        )
+        for _, s in links:
+            gone.add(producer[s])
+        at[k] = new
+    if not at:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        if k in gone:
+            continue
+        out.extend(at.get(k, (step,)))
+    return out, n_slots
 
 
 def _T(a):
@@ -1175,6 +1324,276 @@ def _reuse_buffers(steps, meta, prog):
                     break
         out.append(step)
     return out
+
+
+def _mutated(step):
+    """The position of the argument whose buffer the planned step writes into, or None."""
+    fun = step[0]
+    if fun is _set_into or fun is _add_at:
+        return 0
+    return getattr(fun, "pos", None) if getattr(fun, "ufunc", None) is not None else None
+
+
+def _values_in_buffers(steps, meta, prog, n_slots):
+    """A value written into a buffer in place (_set_into(buf, idx, v), v of buf[idx]'s shape
+    and dtype, so the region holds v's exact bits) and read again later is read from the
+    buffer, as a view buf[idx] taken right after the write: v itself dies at the write. A
+    memory network's backward pass reads each step's output (tanh's, for its derivative) from
+    the memory, as a hand-written gradient does, instead of keeping a copy of it per step.
+    Only where no later write into the buffer touches the region before v's last read, and
+    the buffer is read (or viewed) at least that late anyway (the view never keeps a buffer
+    alive longer than the program did). Returns (steps, n_slots)."""
+    # the slots that share a buffer: a write's result is its target; a view shares its base's
+    parent = {}
+
+    def find(s):
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+
+    from .numpy import _wrap
+
+    getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
+    for step in steps:
+        pos = _mutated(step)
+        if pos is not None:
+            for p, s in step[2]:
+                if p == pos:
+                    parent[find(step[4])] = find(s)
+        elif step[0] in getitems and _basic(step[1][1]) and step[2] and step[2][0][0] == 0:
+            parent[find(step[4])] = find(step[2][0][1])
+    readers, last = {}, {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+            last[s] = k
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).append(-1)  # (read inside a container: left)
+                last[s] = k
+    buffer_last = {}
+    for s, k in last.items():
+        r = find(s)
+        buffer_last[r] = max(buffer_last.get(r, -1), k)
+    redirect, inserts = {}, {}
+    by_class = _mutations_by_buffer(steps, find)
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot = step[:5]
+        if fun is not _set_into or kwargs or step[7] or len(args) != 3:
+            continue
+        linked = dict(links)
+        v, b = linked.get(2), linked.get(0)
+        idx = args[1]
+        if v is None or b is None or 1 in linked or v == prog.out or not _basic(idx):
+            continue
+        later = [j for j in readers.get(v, ()) if j != k]
+        if not later or any(j < 0 for j in later) or min(later) < k:
+            continue
+        if any(dict(steps[j][2]).get(_mutated(steps[j])) == v for j in later):
+            continue  # (a step writes into v's buffer: the buffer's region must not be)
+        mv, mb = meta[v], meta[b]
+        if mv.type is not np.ndarray or mb.type is not np.ndarray or mv.dtype != mb.dtype:
+            continue
+        try:
+            probe = np.lib.stride_tricks.as_strided(
+                np.zeros(1, np.uint8), mb.shape, (0,) * len(mb.shape)
+            )
+            if probe[idx].shape != mv.shape:
+                continue
+        except (IndexError, TypeError, ValueError):
+            continue
+        end, root = max(later), find(b)
+        if buffer_last.get(root, -1) < end:
+            continue
+        ok = True
+        for _j, later_step in _between(by_class.get(root, ()), k, end):
+            if later_step[0] is not _set_into or not _disjoint(mb.shape, idx, later_step[1][1]):
+                ok = False
+                break
+        if not ok:
+            continue
+        view = n_slots
+        n_slots += 1
+        meta.append(_Meta(np.empty(mv.shape, mv.dtype)))
+        inserts[k] = (operator.getitem, (None, idx), ((0, slot),), None, view, (), (), ())
+        for j in later:
+            redirect.setdefault(j, {})[v] = view
+    if not inserts:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        r = redirect.get(k)
+        if r:
+            step = step[:2] + (tuple((p, r.get(s, s)) for p, s in step[2]),) + step[3:]
+        out.append(step)
+        if k in inserts:
+            out.append(inserts[k])
+    return out, n_slots
+
+
+# a view read again this many steps or more after its previous read is taken again there
+_VIEW_GAP = 8
+
+
+def _views_at_reads(steps, meta, prog, n_slots):
+    """A basic view of a buffer (x[:, :i], x[:, -1], a chain of them) read again much later
+    (the backward pass's read of a memory network's prefixes) is taken again at that read,
+    from the array it views, instead of being kept alive in between: the array is alive
+    anyway (the view holds it), so a program that keeps a view per step keeps one array
+    instead. Only where the region it views is not written in between (the array a write
+    chain's version, or an input, which nothing writes) and no step writes into the view.
+    Returns (steps, n_slots)."""
+    from .numpy import _wrap
+    from .numpy.indexed_updates import _at_set
+
+    getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
+    producer, path = {}, {}
+    parent = {}
+
+    def find(s):
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+
+    for k, step in enumerate(steps):
+        fun, args, links, kwargs, slot, _d, guards, nested = step
+        producer[slot] = k
+        pos = _mutated(step)
+        if pos is not None:
+            for p, t in links:
+                if p == pos:
+                    parent[find(slot)] = find(t)
+        if (
+            fun in getitems
+            and not kwargs
+            and not guards
+            and not nested
+            and len(args) == 2
+            and links == ((0, links[0][1]),)
+            and _basic(args[1])
+        ):
+            base = links[0][1]
+            parent[find(slot)] = find(base)
+            if base in path:
+                r, idxs, slots = path[base]
+                path[slot] = (r, idxs + (args[1],), slots + (slot,))
+            elif base < prog.n_inputs or steps[producer[base]][0] in (_set_into, _at_set):
+                path[slot] = (base, (args[1],), (slot,))
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, t in step[2]:
+            readers.setdefault(t, []).append(k)
+        for pos in step[7]:
+            for t in _slots_in(step[1][pos]):
+                readers.setdefault(t, []).extend((k, -1))
+    by_class = _mutations_by_buffer(steps, find)
+    retake, redirect, drop = {}, {}, set()
+    for v, (root, idxs, slots) in path.items():
+        k = producer[v]
+        rs = sorted(set(readers.get(v, ())))
+        if not rs or rs[0] < 0 or v == prog.out or steps[k][6]:
+            continue
+        if any(dict(steps[j][2]).get(_mutated(steps[j])) == v for j in rs):
+            continue
+        groups, prev = [], k
+        for j in rs:
+            if j - prev >= _VIEW_GAP or not groups:
+                groups.append([j])
+            else:
+                groups[-1].append(j)
+            prev = j
+        keep_first = groups[0][0] - k < _VIEW_GAP
+        far = groups[1:] if keep_first else groups
+        if not far:
+            continue
+        end = far[-1][-1]
+        mr = meta[root]
+        if mr.type is not np.ndarray:
+            continue
+        try:
+            z = np.empty(mr.shape, np.uint8)
+            region = z
+            for idx in idxs:
+                region = region[idx]
+        except (IndexError, TypeError, ValueError):
+            continue
+        rc, ok = find(root), True
+        for _j, step in _between(by_class.get(rc, ()), k, end):
+            if step[0] is not _set_into or not _basic(step[1][1]):
+                ok = False
+                break
+            try:
+                if np.shares_memory(region, z[step[1][1]]):
+                    ok = False
+                    break
+            except (IndexError, TypeError, ValueError):
+                ok = False
+                break
+        if not ok:
+            continue
+        for group in far:
+            src, chain = root, []
+            for idx, orig in zip(idxs, slots):
+                new = n_slots
+                n_slots += 1
+                meta.append(meta[orig])
+                chain.append((operator.getitem, (None, idx), ((0, src),), None, new, (), (), ()))
+                src = new
+            retake.setdefault(group[0], []).append(chain)
+            for j in group:
+                redirect.setdefault(j, {})[v] = src
+        if not keep_first:
+            drop.add(k)
+    if not retake:
+        return steps, n_slots
+    out = []
+    for k, step in enumerate(steps):
+        if k in drop:
+            continue
+        for chain in retake.get(k, ()):
+            out.extend(chain)
+        r = redirect.get(k)
+        if r:
+            step = step[:2] + (tuple((p, r.get(t, t)) for p, t in step[2]),) + step[3:]
+        out.append(step)
+    return out, n_slots
+
+
+def _mutations_by_buffer(steps, find):
+    """{buffer class root: ([step indexes], [steps])} of the steps that write into a buffer
+    (a slot of the class: find(slot) is its root), in program order."""
+    out = {}
+    for k, step in enumerate(steps):
+        pos = _mutated(step)
+        if pos is None:
+            continue
+        t = dict(step[2]).get(pos)
+        if t is None:
+            continue
+        ks, ss = out.setdefault(find(t), ([], []))
+        ks.append(k)
+        ss.append(step)
+    return out
+
+
+def _between(entry, k, end):
+    """The (index, step) pairs of a _mutations_by_buffer entry with k < index <= end."""
+    if not entry:
+        return ()
+    ks, ss = entry
+    lo, hi = bisect.bisect_right(ks, k), bisect.bisect_right(ks, end)
+    return zip(ks[lo:hi], ss[lo:hi])
+
+
+def _disjoint(shape, idx, idx2):
+    """The basic indexes idx and idx2 of an array of `shape` select no common element."""
+    if not _basic(idx2):
+        return False
+    try:
+        z = np.empty(shape, np.uint8)
+        return not np.shares_memory(z[idx], z[idx2])
+    except (IndexError, TypeError, ValueError):
+        return False
 
 
 # =============================================================================

@@ -24,6 +24,9 @@ cdef bint _fusion_on               # whether records fuse (set_fusion)
 # (fused primitive, saved output, saved args) when prim's call with traced operands refs/uargs
 # and output ans is the last operation of an idiom (the saved output: ans, or its ArrayMeta if
 # the fused rule does not read it); refs[0] is then the fused node's one parent (argnum 0).
-# None (refs untouched) otherwise.
+# None (refs untouched) otherwise. Nested under a const_graph recording (ans and the operands'
+# values are the recording's Boxes: gradcy.jit(grad(f))), the matchers read their values and the
+# fused node saves the Boxes (a saved array among the args: not fused); under any other outer
+# trace nothing is fused (Primitive._record does not ask).
 cdef object fuse_record(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs, tuple uargs,
                         object kwargs, object ans)

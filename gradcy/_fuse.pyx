@@ -38,6 +38,7 @@ from gradcy._tape cimport Tape, Node, ParentRef, NODE_RELEASED, NODE_STALE
 from gradcy._primitive cimport Primitive
 from gradcy._saved cimport ArrayMeta, _meta_of
 from gradcy._rules cimport ArgnumVJP
+from gradcy._box cimport Box
 
 cnp.import_array()
 
@@ -151,18 +152,50 @@ def set_fusion(bint on):
 cdef object fuse_record(Primitive prim, Tape top, ParentRef* refs, int32_t nrefs, tuple uargs,
                         object kwargs, object ans):
     cdef int i
-    cdef object r
-    if not _fusion_on or kwargs is not None:
+    cdef object r, val = ans
+    cdef tuple margs = uargs
+    cdef ParentRef first
+    if not _fusion_on or kwargs is not None or nrefs < 1:
         return None
+    first = refs[0]
+    if type(ans) is Box:
+        # a derivative taken under a const_graph recording (gradcy.jit(grad(f))): the operands
+        # and the output are the recording's Boxes. The matchers read the values; the fused
+        # node saves the Boxes, so that its rule's operations are recorded and replayed
+        if (<Box>ans)._tape.recorder is None:
+            return None
+        val = (<Box>ans)._value
+        margs = _values_on((<Box>ans)._tape, uargs)
     # the output: a real floating array (NumPy's 0-d results are scalars, left as they are)
-    if not cnp.PyArray_CheckExact(ans) or not cnp.PyArray_ISFLOAT(<cnp.ndarray>ans):
+    if not cnp.PyArray_CheckExact(val) or not cnp.PyArray_ISFLOAT(<cnp.ndarray>val):
         return None
     for i in range(_n_entries):
         if _TABLE[i].terminal is <PyObject*>prim:
-            r = _TABLE[i].match(prim, top, refs, nrefs, uargs, ans)
+            r = _TABLE[i].match(prim, top, refs, nrefs, margs, val)
             if r is not None:
+                if val is not ans:
+                    r = _boxed(r, val, ans)
+                    if r is None:
+                        refs[0] = first     # (as _fused found it)
+                        return None
                 return r
     return None
+
+
+cdef tuple _values_on(Tape rec, tuple uargs):
+    """uargs with the Boxes of the recording tape rec replaced by their values."""
+    return tuple([(<Box>a)._value if type(a) is Box and (<Box>a)._tape is rec else a
+                  for a in uargs])
+
+
+cdef object _boxed(tuple r, object val, object ans):
+    """A matcher's (fused primitive, saved output, saved args) for the value val of the
+    recording's Box ans, with ans saved in val's place; None if the saved args hold an array
+    (a value the matcher read, which a replay would see as a constant)."""
+    for v in <tuple>r[2]:
+        if cnp.PyArray_Check(v):
+            return None
+    return (r[0], ans if r[1] is val else r[1], r[2])
 
 
 # =============================================================================

@@ -514,7 +514,8 @@ cdef class Primitive:
                     top._set_cotangent(node, tangent)
                 return _output_box(self, top, node, ans, args)
             fused = None
-            if self.fuses and not mixed and not top.keep_args:
+            # (nested: only under a const_graph recording, whose Box ans is; fuse_record)
+            if self.fuses and not top.keep_args and (not mixed or type(ans) is Box):
                 fused = fuse_record(self, top, refs, nrefs, uargs, kwargs, ans)
             if fused is not None:       # recorded as one node with its operands (_fuse.pxd)
                 prim, ans_s, sargs = fused

@@ -85,10 +85,14 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     run (those kernels, products of 2-d arrays as BLAS calls, NumPy's own SIMD loops of
     ``tanh``, ``exp``..., in-place gradient accumulations, basic indexing, writes, axis sums)
     that a loop of ``fun`` repeats become native functions, one per distinct repeat, so the
-    program's per-step Python dispatch is gone; anything else (``einsum``...) stays the NumPy
-    call it was. Later calls run the compiled program. Kernels are kept on disk (Numba's
-    ``cache=True``, under ``$GRADCY_JIT_CACHE``, default ``~/.cache/gradcy/jit``; empty: off),
-    so a later process loads them instead of compiling them again. The guards are
+    program's per-step Python dispatch is gone; a sum of two ``einsum`` outer products (the
+    cotangents of a product's operand) is one kernel; anything else (other ``einsum``...)
+    stays the NumPy call it was. The buffers follow the recording's lifetimes, as a
+    hand-written gradient's would: a value written into a buffer is read back from it, and a
+    view the backward pass reads again is taken again there rather than kept. Later calls run
+    the compiled program. Kernels are kept on disk (Numba's ``cache=True``, under
+    ``$GRADCY_JIT_CACHE``, default ``~/.cache/gradcy/jit``; empty: off), so a later process
+    loads them instead of compiling them again. The guards are
     const_graph's: the structure, types, shapes and dtypes of the arguments and every value
     Python code read from a traced value (a branch, ``int(x)``, the shape of ``x[x > 0]``)
     are checked at each call, and a call where one differs records and compiles again (the last

@@ -389,3 +389,76 @@ def test_a_constructor_shape_computed_from_the_values_is_guarded(recordings):
     for x in xs:
         assert fast(x) == f(x) == (onp.argmax(x) + 1) * x[0]
     assert len(recordings) == 2  # argmax 1, 1, then 2: read, so recorded again
+
+
+def _softmax_loss(x, c):
+    e = gnp.exp(x - gnp.max(x, axis=1, keepdims=True))
+    w = e / gnp.sum(e, axis=1, keepdims=True)
+    return gnp.sum(w * c)
+
+
+_FUSED_SOFTMAX_GRAD = ["max", "subtract", "exp", "sum", "divide"] + [
+    "multiply",  # the loss's VJP
+    "multiply",  # softmax's: w * (g - sum(g * w, 1, keepdims=True))
+    "sum",
+    "subtract",
+    "multiply",
+]
+
+
+def test_a_written_out_softmax_is_recorded_fused_under_grad():
+    """grad(f) recorded by const_graph (and so gradcy.jit) fuses the softmax f writes out as
+    eager grad does: the backward pass reads the softmax's output only (no max mask, no exp
+    nor scores kept for it), and the replay equals eager grad at new inputs."""
+    rng = onp.random.RandomState(0)
+    x, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    prog = _program(gradcy.grad(_softmax_loss), x, c)
+    names = [getattr(step[0], "__name__", None) for step in prog.steps]
+    assert names == _FUSED_SOFTMAX_GRAD
+    # the forward values other than the output die in the forward pass: no step after the
+    # divide reads the scores, the max, the shifted scores, exp's output or its sum
+    forward_slots = {step[4] for step in prog.steps[:4]}
+    assert not {s for step in prog.steps[5:] for _, s in step[2]} & forward_slots
+    fast = const_graph(gradcy.grad(_softmax_loss))
+    fast(x, c)
+    for seed in (1, 2):
+        r = onp.random.RandomState(seed)
+        x2, c2 = 3 * r.standard_normal((3, 4)), r.standard_normal((3, 4))
+        onp.testing.assert_allclose(
+            fast(x2, c2), gradcy.grad(_softmax_loss)(x2, c2), rtol=1e-14, atol=1e-15
+        )
+
+
+def test_softmax_recorded_as_written_when_fusion_is_off():
+    rng = onp.random.RandomState(0)
+    x, c = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    old = gradcy._core.set_fusion(False)
+    try:
+        prog = _program(gradcy.grad(_softmax_loss), x, c)
+        fast = const_graph(gradcy.grad(_softmax_loss))
+        fast(x, c)
+        x2 = rng.standard_normal((3, 4))
+        want = gradcy.grad(_softmax_loss)(x2, c)
+        got = fast(x2, c)
+    finally:
+        gradcy._core.set_fusion(old)
+    names = [getattr(step[0], "__name__", None) for step in prog.steps]
+    assert "equal" in names and "isnan" in names  # max's VJP, as written
+    assert len(names) == 25
+    onp.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+
+
+def test_second_derivative_of_a_written_out_softmax_replays():
+    """Nested differentiation under a recording: the inner derivative's tape is not the
+    recording's (its softmax is recorded as written), the outer one fuses; the replay equals
+    eager at new inputs."""
+
+    def g(x, c):
+        return gnp.sum(gradcy.grad(_softmax_loss)(x, c) ** 2)
+
+    rng = onp.random.RandomState(3)
+    x, c = rng.standard_normal((2, 5)), rng.standard_normal((2, 5))
+    fast = const_graph(gradcy.grad(g))
+    onp.testing.assert_allclose(fast(x, c), gradcy.grad(g)(x, c), rtol=1e-13, atol=1e-14)
+    x2 = rng.standard_normal((2, 5))
+    onp.testing.assert_allclose(fast(x2, c), gradcy.grad(g)(x2, c), rtol=1e-13, atol=1e-14)

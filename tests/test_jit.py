@@ -2,6 +2,7 @@
 that a replay equals eager gradcy at fresh inputs, and that its guards record again where
 const_graph's do (never a stale replay)."""
 
+import operator
 import warnings
 
 import numpy as onp
@@ -424,3 +425,175 @@ def test_kernels_compile_once_across_processes_through_the_disk_cache(tmp_path):
     assert [f for f in os.listdir(cache) if f.endswith(".py")]
     assert run(cache) == ["1", "0", "True"]  # loaded from disk
     assert run("") == ["0", "1", "True"]  # no disk cache: compiled again
+
+
+def memory_network_tanh(W, x, S=6):
+    """Each step's output, tanh's, written into its slot as it is (tanh's derivative reads it);
+    the backward pass reads the prefixes (the memory lives until its end)."""
+    memory = gnp.zeros((x.shape[0], S + 1, x.shape[1]))
+    memory[:, 0] = x
+    for i in range(S):
+        prefix = memory[:, : i + 1]
+        memory[:, i + 1] = gnp.tanh(gnp.sum(prefix * prefix, axis=1) @ W)
+    return gnp.sum(memory[:, -1]) - gnp.sum(gnp.mean(memory, axis=1))
+
+
+def _planned(monkeypatch, fun, *args):
+    """The planned NumPy program of jit(fun) (native segments off) and the jit function."""
+    monkeypatch.setattr(_codegen, "_native_program", lambda *a: None)
+    fast = jit(fun)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _close(fast(*args), fun(*args))
+    return fast.programs[0][1].steps, fast
+
+
+def _values_kept_after_writes(steps):
+    """(writes of a value, the number of those whose value slot is read after the write)."""
+    writes = kept = 0
+    for k, step in enumerate(steps):
+        v = dict(step[2]).get(2)
+        if step[0] is _codegen._set_into and v is not None:
+            writes += 1
+            kept += any(s == v for later in steps[k + 1 :] for _, s in later[2])
+    return writes, kept
+
+
+def test_a_written_value_is_read_back_from_its_buffer(monkeypatch):
+    """tanh's outputs written into the memory are read by tanh's derivative from the memory
+    (a view of the slot taken at that read), not kept as one array per step."""
+    rs = onp.random.RandomState(11)
+    W, x = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+    g = grad(memory_network_tanh)
+    steps, fast = _planned(monkeypatch, g, W, x)
+    # 5 writes of a value (cell 5's is not recorded: the loss's derivative does not read
+    # the memory's values); only cell 0's value is kept: the backward pass reads it after
+    # its last read of the memory (a view would keep the memory alive longer than it)
+    assert _values_kept_after_writes(steps) == (5, 1)
+    for _ in range(3):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+    monkeypatch.undo()
+    fast = jit(g)  # (with native segments)
+    for _ in range(2):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+
+
+def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
+    def f(x):
+        buf = gnp.zeros((3, 4))
+        buf[0] = x
+        row = buf[0]  # read by the backward pass after h (the buffer lives that long)
+        h = gnp.tanh(row * row)
+        buf[1] = h
+        buf[1] = 2.0 * x  # overwrites h's region while h is still to be read
+        return gnp.sum(buf * buf) + gnp.sum(h * h)
+
+    rs = onp.random.RandomState(12)
+    steps, fast = _planned(monkeypatch, grad(f), rs.randn(4))
+    assert sum(1 for s in steps if s[0] is _codegen._set_into) >= 1
+    # (h's write keeps h; the value of the write over it, 2 * x, is read by nothing later)
+    assert _values_kept_after_writes(steps) == (2, 1)
+    for _ in range(3):
+        x = rs.randn(4)
+        _close(fast(x), grad(f)(x))
+
+
+def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
+    """add(einsum('bs,bd->bsd', ...), einsum(...)), each product read by the add only (a
+    memory network's prefix cotangents), runs as one kernel: one array of the output's size,
+    not three. An einsum that sums over an index, or whose result is read elsewhere, stays."""
+
+    def f(a, b, c, d):
+        s = gnp.einsum("bs,bd->bsd", a, b) + gnp.einsum("bs,bd->bsd", c, d)
+        kept = gnp.einsum("bs,bd->bsd", a, d)  # read twice: stays an einsum
+        summed = gnp.einsum("bs,bsd->bd", c, s)  # sums over s: stays an einsum
+        return gnp.sum(gnp.sin(s) * kept) + gnp.sum(summed) + gnp.sum(kept + kept * 2.0)
+
+    rs = onp.random.RandomState(13)
+    args = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+    steps, fast = _planned(monkeypatch, f, *args)
+    names = [getattr(step[0], "__name__", "") for step in steps]
+    assert names.count("einsum") == 2, names
+    expanded = [s for s in steps if s[0] is operator.getitem and None in s[1][1]]
+    assert len(expanded) == 4, names  # (a[:, :, None], b[:, None, :] of each product)
+    adds = [
+        step
+        for step in steps
+        if getattr(step[0], "__name__", "") == "run_kernel" and len(step[2]) == 4
+    ]
+    assert len(adds) == 1, names  # both products and their sum, from the 4 expanded operands
+    for _ in range(3):
+        xs = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+        _close(fast(*xs), f(*xs), 1e-12)
+    g = grad(f, (0, 1, 2, 3))  # (the backward pass's cotangents: the same pattern)
+    fast_g = jit(g)
+    _close(fast_g(*args), g(*args), 1e-12)
+    xs = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
+    _close(fast_g(*xs), g(*xs), 1e-12)
+
+
+def _long_lived_views(steps):
+    """The views (getitem results) read again _VIEW_GAP steps or more after their previous
+    read (or their making): each is an object kept alive across the gap."""
+    made, prev, long = {}, {}, set()
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            if s in made and k - prev[s] >= _codegen._VIEW_GAP:
+                long.add(s)
+            prev[s] = k
+        if getattr(step[0], "__name__", "") == "getitem":
+            made[step[4]] = prev[step[4]] = k
+    return long
+
+
+def test_views_read_again_in_the_backward_pass_are_taken_again_there(monkeypatch):
+    """The prefixes (memory[:, :i+1]) the backward pass reads are views taken at that read,
+    from the memory, not one view per step kept from the forward pass."""
+    rs = onp.random.RandomState(14)
+    W, x = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+    g = grad(memory_network_tanh)
+    steps, fast = _planned(monkeypatch, g, W, x)
+    assert _long_lived_views(steps) == set()
+    for _ in range(3):
+        W2, x2 = rs.randn(5, 5) * 0.4, rs.randn(2, 5)
+        _close(fast(W2, x2), g(W2, x2), 1e-12)
+
+
+def test_a_view_whose_region_is_written_in_between_replays_right(monkeypatch):
+    """The write over a view still to be read is a copy (the view stays on the old version),
+    so the view taken again reads the values it read."""
+
+    def f(x):
+        buf = gnp.zeros((2, 4))
+        buf[0] = x
+        p = buf[0]  # sin reads this view in the backward pass
+        y = gnp.sum(gnp.sin(p) * 3.0) + gnp.sum(x * x) * 2.0
+        buf[0] = x * 0.5  # a write into p's region (p is not read in between)
+        return y + gnp.sum(buf * buf)
+
+    rs = onp.random.RandomState(15)
+    steps, fast = _planned(monkeypatch, grad(f), rs.randn(4))
+    for _ in range(3):
+        x = rs.randn(4)
+        _close(fast(x), grad(f)(x))
+
+
+def test_outer_products_stay_einsums_across_a_write_into_their_operands(monkeypatch):
+    def f(x, y):
+        buf = gnp.zeros((2, 3))
+        buf[0] = x
+        e1 = gnp.einsum("s,d->sd", buf[0], y)  # reads a view of buf's row 0 ...
+        buf[0] = y * 2.0  # ... which is written here, in place (the view is dead)
+        e2 = gnp.einsum("s,d->sd", y, x)
+        return gnp.sum(gnp.sin(e1 + e2)) + gnp.sum(buf * x)  # (the write is recorded)
+
+    g = grad(f)  # (a write is replayed in a derivative's program)
+    rs = onp.random.RandomState(16)
+    steps, fast = _planned(monkeypatch, g, rs.randn(3), rs.randn(3))
+    names = [getattr(step[0], "__name__", "") for step in steps]
+    assert names.count("_set_into") == 1 and names.count("einsum") >= 2, names
+    for _ in range(3):
+        x, y = rs.randn(3), rs.randn(3)
+        _close(fast(x, y), g(x, y))
