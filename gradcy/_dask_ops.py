@@ -53,29 +53,52 @@ def _block_sum(x):
     return _np.sum(x, keepdims=True)
 
 
-def _add_partials(parts, shape):
-    """The sum of the partial results (blocks of a blockwise layer, nested lists for more than
-    one axis) as one array of `shape`."""
-    while type(parts) is list and len(parts) and type(parts[0]) is list:
-        parts = [p for sub in parts for p in sub]
+def _flat(keys):
+    while keys and type(keys[0]) is list:
+        keys = [k for sub in keys for k in sub]
+    return keys
+
+
+def _add_partials(parts, shape=None):
+    """The sum of the partial results (the blocks of a blockwise layer, or the sums of a
+    level of the tree below) as one array, of `shape` if given."""
     total = parts[0]
     for p in parts[1:]:
         total = total + p
-    return total.reshape(shape)
+    return total if shape is None else total.reshape(shape)
+
+
+def _split_every():
+    """How many partials one task adds: Dask's own setting for its reductions' trees
+    (``dask.config`` "split_every", default 4), an integer of at least 2."""
+    import dask
+
+    n = dask.config.get("split_every", None)
+    return max(int(n), 2) if isinstance(n, int) and not isinstance(n, bool) else 4
 
 
 def _aggregate(partials, shape, dtype, prefix):
-    """A one-chunk Dask array of `shape`: the partial blocks of `partials` added, as one task
-    (its name made from the partials' own, already a token of the inputs)."""
+    """A one-chunk Dask array of `shape`: the partial blocks of `partials` added as Dask's
+    own reductions add theirs, in a tree whose tasks each add at most `_split_every()`
+    (125 partials, split_every 4: 32 + 8 + 2 + 1 tasks); the names made from the partials'
+    own, already a token of the inputs."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
     name = f"{prefix}-{partials.name}"
+    keys = _flat(partials.__dask_keys__())
+    every = _split_every()
+    graph, level = {}, 0
+    while len(keys) > every:
+        level_name = f"{name}-{level}"
+        groups = [keys[i : i + every] for i in range(0, len(keys), every)]
+        keys = [(level_name, i) for i in range(len(groups))]
+        for key, group in zip(keys, groups):
+            graph[key] = (_add_partials, group)
+        level += 1
     key = (name,) + (0,) * len(shape)
-    keys = partials.__dask_keys__()
-    graph = HighLevelGraph.from_collections(
-        name, {key: (_add_partials, keys, shape)}, dependencies=[partials]
-    )
+    graph[key] = (_add_partials, keys, shape)
+    graph = HighLevelGraph.from_collections(name, graph, dependencies=[partials])
     return da.Array(graph, name, tuple((n,) for n in shape), meta=_meta(len(shape), dtype))
 
 

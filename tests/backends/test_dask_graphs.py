@@ -497,3 +497,27 @@ def test_a_batch_reduced_to_numbers_on_dask_is_built_when_read():
     onp.testing.assert_allclose(s.data.compute(), t.sum(axis=1), rtol=RTOL)
     onp.testing.assert_allclose(d.data.compute(), t @ y, rtol=RTOL)
     onp.testing.assert_allclose(c.data.compute(), 2.0 * t.sum(axis=1) - 1.25 * (t @ y), rtol=RTOL)
+
+
+@pytest.mark.parametrize(
+    "blocks, split_every, tree", [(10, 4, [3, 1]), (125, 4, [32, 8, 2, 1]), (4, 4, [1])]
+)
+def test_the_partials_of_a_tall_dot_and_sum_add_as_a_tree(blocks, split_every, tree):
+    """The partial products (sums) of the chunks are added as Dask's own reductions add
+    theirs, in a tree whose tasks add at most dask.config's split_every (not one task adding
+    all of them, which the scheduler runs only after the last chunk); NumPy's values."""
+    rng = onp.random.default_rng(4)
+    A, v = rng.standard_normal((blocks * 3, 2)), rng.standard_normal(blocks * 3)
+    Ad, vd = da.from_array(A, chunks=(3, 2)), da.from_array(v, chunks=3)
+    with dask.config.set(split_every=split_every):
+        for out, ref in ((np.dot(vd, Ad), v @ A), (np.sum(Ad), A.sum())):
+            (layer,) = [
+                layer
+                for name, layer in out.__dask_graph__().layers.items()
+                if name.startswith(("dot-", "sum-"))
+            ]
+            levels = {}
+            for key in layer:
+                levels[key[0]] = levels.get(key[0], 0) + 1
+            assert sorted(levels.values(), reverse=True) == tree, levels
+            onp.testing.assert_allclose(out.compute(), ref, rtol=RTOL)
