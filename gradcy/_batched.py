@@ -274,6 +274,9 @@ def _dot_now(a, b):
         return None
     na, kb = _np.ndim(a), b.data.ndim - 1
     if na >= 1 and kb == 1:
+        out = _dask_ops.dot_t(a, b.data) if na == 2 else None
+        if out is not None:  # (one layer on Dask instead of two transposes and a product)
+            return BatchedTangent(out)
         return BatchedTangent(_moveaxis(_plain_dot(a, b.data.T), -1, 0))
     if na >= 1 and kb >= 2:
         return BatchedTangent(_moveaxis(_np.tensordot(a, b.data, axes=([-1], [-2])), na - 1, 0))

@@ -167,6 +167,39 @@ def dot(a, b):
     return _aggregate(partials, a.shape[:-1] + b.shape[1:], dtype, "dot")
 
 
+def _block_dot_t(a, v):
+    if type(v) is list:
+        (v,) = v
+    return _np.dot(a, v.T).T
+
+
+def dot_t(a, v):
+    """numpy.dot(a, v.T).T -- a tall matrix's products with a batch of vectors (v: B x d),
+    batch first -- as one blockwise layer (a product per chunk of rows of a) when a is a
+    floating Dask matrix chunked by rows only and v a small plain matrix; else None."""
+    if not (is_dask(a) and a.ndim == 2 and a.numblocks[1] == 1):
+        return None
+    if not (_small(v) and v.ndim == 2 and v.shape[1] == a.shape[1]):
+        return None
+    if a.dtype.kind not in _FLOATS or v.dtype.kind not in _FLOATS:
+        return None
+    import dask.array as da
+
+    dtype = _np.result_type(a.dtype, v.dtype)
+    return da.blockwise(
+        _block_dot_t,
+        "ki",
+        a,
+        "ij",
+        v,
+        "kj" if is_dask(v) else None,
+        dtype=dtype,
+        meta=_meta(2, dtype),
+        concatenate=True if is_dask(v) else None,
+        new_axes={} if is_dask(v) else {"k": v.shape[0]},
+    )
+
+
 def total(a):
     """numpy.sum(a) (every axis, no other argument) of a floating Dask array, else None: each
     chunk's sum, then their sum."""
