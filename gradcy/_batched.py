@@ -310,7 +310,7 @@ def _reduction(func):
                 (k == "keepdims" and v in (False, _np._NoValue)) or (k == "dtype" and v is None)
                 for k, v in kwargs.items()
             )
-            and (axis is None or x.ndim == 0)
+            and axis is None
             and x._thunk is None
             and _to_scalars(x)
         ):
