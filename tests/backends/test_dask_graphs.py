@@ -528,3 +528,31 @@ def test_the_partials_of_a_tall_dot_and_sum_add_as_a_tree(blocks, split_every, t
                 levels[key[0]] = levels.get(key[0], 0) + 1
             assert sorted(levels.values(), reverse=True) == tree, levels
             onp.testing.assert_allclose(out.compute(), ref, rtol=RTOL)
+
+
+def test_layer_names_follow_what_determines_the_layer():
+    """gradcy names its blockwise layers itself (not Dask's tokenizing of the function and
+    every operand): the same inputs give the same name, and a different function, constant
+    operand, Dask operand or NumPy operand a different one (else two results would share
+    keys)."""
+    from gradcy import _dask_ops
+
+    rng = onp.random.default_rng(5)
+    A = rng.standard_normal((12, 3))
+    Ad = da.from_array(A, chunks=(4, 3))
+    Bd = da.from_array(A + 1.0, chunks=(4, 3))
+    u, u2 = rng.standard_normal(3), rng.standard_normal(3)
+    same = [_dask_ops.elementwise(onp.multiply, Ad, 2.0).name for _ in range(2)]
+    assert same[0] == same[1]
+    names = {
+        same[0],
+        _dask_ops.elementwise(onp.multiply, Ad, 3.0).name,
+        _dask_ops.elementwise(onp.add, Ad, 2.0).name,
+        _dask_ops.elementwise(onp.multiply, Bd, 2.0).name,
+        _dask_ops.dot(Ad, u).name,
+        _dask_ops.dot(Ad, u2).name,
+        _dask_ops.dot(Bd, u).name,
+    }
+    assert len(names) == 7, names
+    assert _dask_ops.dot(Ad, u).name == _dask_ops.dot(Ad, u.copy()).name
+    onp.testing.assert_allclose(_dask_ops.dot(Ad, u2).compute(), A @ u2, rtol=RTOL)
