@@ -7,9 +7,11 @@ computing it at 100 MB of data: Dask's own dot and sum are generic (tensordot, a
 tree, each argument tokenized and its meta computed by calling the function), about 0.6 to
 1.2 ms each. The cases below are the ones a tall-and-skinny problem makes -- the contracted or
 summed axis chunked, every other axis in one chunk -- built as one blockwise layer (a block's
-dot or sum per chunk, no concatenation) and, for a contraction over the chunked axis, one task
-adding the partial results: the same values as Dask's (each block's product by NumPy, the
-partials added), about a fifth of the client time, two layers instead of four to six.
+dot or sum per chunk, no concatenation) and, for a contraction over the chunked axis, a tree of
+tasks adding the partial results as Dask's reductions do (``split_every``): the same values as
+Dask's (each block's product by NumPy, the partials added), about a fifth of the client time,
+two layers instead of four to six. Layers are named here, from what determines them, not by
+Dask's tokenizing of every function and operand.
 
 An elementwise rule (a VJP of an elementwise function) on Dask arrays of one shape and chunks is
 one blockwise layer running the rule on each chunk (NumPy's own operations, so the same
