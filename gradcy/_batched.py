@@ -77,7 +77,10 @@ def _scaled(ufunc, inputs):
         or (a._scale is None and b._scale is None)
     ):
         return None
-    return BatchedTangent(a._base, _dask_ops.arith(ufunc, _scale_of(a), _scale_of(b)))
+    sa, sb = _scale_of(a), _scale_of(b)
+    if _dask_ops.is_dask(sa) or _dask_ops.is_dask(sb):
+        return BatchedTangent(a._base, _dask_ops.arith(ufunc, sa, sb))
+    return BatchedTangent(a._base, ufunc(sa, sb))  # (NumPy's scalars, as before)
 
 
 _SCALING = (_np.negative, _np.multiply, _np.true_divide, _np.add, _np.subtract)
