@@ -57,18 +57,18 @@ def _scaled(ufunc, inputs):
     values unformed (None: the operation forms it)."""
     if ufunc is _np.negative:
         (x,) = inputs
-        return BatchedTangent(x._base, -_scale_of(x))
+        return BatchedTangent(x._base, _dask_ops.arith(_np.negative, _scale_of(x)))
     a, b = inputs
     if ufunc is _np.multiply:
         if type(b) is BatchedTangent:
             a, b = b, a
         if type(b) is BatchedTangent or not _plain(b) or _np.ndim(b) > a._base.ndim - 1:
             return None
-        return BatchedTangent(a._base, _scale_of(a) * b)
+        return BatchedTangent(a._base, _dask_ops.arith(_np.multiply, _scale_of(a), b))
     if ufunc is _np.true_divide:
         if type(b) is BatchedTangent or not _plain(b) or _np.ndim(b) > a._base.ndim - 1:
             return None
-        return BatchedTangent(a._base, _scale_of(a) / b)
+        return BatchedTangent(a._base, _dask_ops.arith(_np.true_divide, _scale_of(a), b))
     # add, subtract: two batches of the same tangents
     if (
         type(a) is not BatchedTangent
@@ -77,7 +77,10 @@ def _scaled(ufunc, inputs):
         or (a._scale is None and b._scale is None)
     ):
         return None
-    return BatchedTangent(a._base, ufunc(_scale_of(a), _scale_of(b)))
+    sa, sb = _scale_of(a), _scale_of(b)
+    if _dask_ops.is_dask(sa) or _dask_ops.is_dask(sb):
+        return BatchedTangent(a._base, _dask_ops.arith(ufunc, sa, sb))
+    return BatchedTangent(a._base, ufunc(sa, sb))  # (NumPy's scalars, as before)
 
 
 _SCALING = (_np.negative, _np.multiply, _np.true_divide, _np.add, _np.subtract)
@@ -250,16 +253,50 @@ def _dot(a, b):
     done, out = _unit_product(a, b)
     if done:
         return out
+    x, p = (a, b) if type(a) is BatchedTangent else (b, a)
+    if (
+        type(p) is not BatchedTangent
+        and x.ndim == 1
+        and _np.ndim(p) == 1
+        and x._thunk is None
+        and _to_scalars(x)
+        and _dtype_of(p) is not p
+        and _np.dtype(_dtype_of(p)).kind in _FLOATS
+    ):
+        # a vector's product with a batch of vectors: one number per tangent (built when read)
+        return BatchedTangent._pending(
+            lambda: _dot_now(a, b).data, x.batch_size, _np.result_type(x.dtype, _dtype_of(p))
+        )
+    return _dot_now(a, b)
+
+
+def _dot_now(a, b):
     if type(a) is BatchedTangent:
         if a.data.ndim >= 2 and _np.ndim(b) >= 1:
             return BatchedTangent(_plain_dot(a.data, b))
         return None
     na, kb = _np.ndim(a), b.data.ndim - 1
     if na >= 1 and kb == 1:
+        out = _dask_ops.dot_t(a, b.data) if na == 2 else None
+        if out is not None:  # (one layer on Dask instead of two transposes and a product)
+            return BatchedTangent(out)
         return BatchedTangent(_moveaxis(_plain_dot(a, b.data.T), -1, 0))
     if na >= 1 and kb >= 2:
         return BatchedTangent(_moveaxis(_np.tensordot(a, b.data, axes=([-1], [-2])), na - 1, 0))
     return None
+
+
+def _to_scalars(x):
+    """x is a batch on Dask data of a floating dtype whose reduction to one number per
+    tangent may wait (`BatchedTangent._pending`)."""
+    return (
+        type(x) is BatchedTangent
+        and x.dtype.kind in _FLOATS
+        and (x._thunk is not None or backends.is_lazy(x._b))
+    )
+
+
+_FLOATS = "fc"
 
 
 def _reduction(func):
@@ -270,6 +307,20 @@ def _reduction(func):
             or any(type(a) is BatchedTangent for a in args)
         ):
             return None
+        if (
+            not args
+            and all(
+                (k == "keepdims" and v in (False, _np._NoValue)) or (k == "dtype" and v is None)
+                for k, v in kwargs.items()
+            )
+            and axis is None
+            and x._thunk is None
+            and _to_scalars(x)
+        ):
+            # a tangent of one number per tangent, of x's dtype (a floating sum or mean)
+            return BatchedTangent._pending(
+                lambda: func(x.data, _shift_axis(None, x.ndim)), x.batch_size, x.dtype
+            )
         return BatchedTangent(func(x.data, _shift_axis(axis, x.ndim), *args, **kwargs))
 
     return run
@@ -367,6 +418,67 @@ _FUNCTIONS = {
 }
 
 
+def _deferred(ufunc, inputs):
+    """A negation, sum, difference, product or quotient of batches of one number per tangent
+    (0-d items) on Dask data and plain numbers, one of them not yet built: not built either
+    (`BatchedTangent._pending`); None when the case does not apply."""
+    n, pending, dtypes = None, False, []
+    for x in inputs:
+        if type(x) is BatchedTangent:
+            if x.ndim != 0 or not _to_scalars(x) or (n is not None and x.batch_size != n):
+                return None
+            n, pending = x.batch_size, pending or x._thunk is not None
+            dtypes.append(x.dtype)
+        elif _plain(x) and _np.ndim(x) == 0 and not backends.is_array_value(x):
+            dtypes.append(_dtype_of(x))
+        else:
+            return None
+    if not pending:
+        return None
+    dtype = _np.result_type(*dtypes)
+    if dtype.kind not in _FLOATS:
+        return None
+    return BatchedTangent._pending(lambda: _ufunc_now(ufunc, "__call__", inputs, {}).data, n, dtype)
+
+
+def _ufunc_now(ufunc, method, inputs, kwargs):
+    """A ufunc's method applied to inputs among which are batches."""
+    if method == "__call__":
+        if not kwargs and ufunc in _SCALING:
+            out = _scaled(ufunc, inputs)
+            if out is not None:
+                return out
+        if ufunc is _np.matmul and not kwargs:
+            out = _matmul(*inputs)
+            if out is not None:
+                return out
+        elif ufunc.signature is None:
+            nd = max(_item_ndim(x) for x in inputs)
+            where = kwargs.get("where", True)
+            if type(where) is not BatchedTangent:
+                out = ufunc(
+                    *[_lift(x, nd) if type(x) is BatchedTangent else x for x in inputs],
+                    **kwargs,
+                )
+                if isinstance(out, tuple):
+                    return tuple(BatchedTangent(o) for o in out)
+                return BatchedTangent(out)
+    elif (
+        method in ("reduce", "accumulate")
+        and len(inputs) == 1
+        and type(inputs[0]) is BatchedTangent
+        and "where" not in kwargs
+    ):
+        x = inputs[0]
+        axis = kwargs.pop("axis", 0)
+        if method == "accumulate" and axis is None:
+            axis = 0
+        return BatchedTangent(
+            getattr(ufunc, method)(x.data, axis=_shift_axis(axis, x.ndim), **kwargs)
+        )
+    return _per_tangent(getattr(ufunc, method), inputs, kwargs, f"numpy.{ufunc.__name__}.{method}")
+
+
 class BatchedTangent:
     """B tangents of a value, as one: ``data`` has shape ``(B,) + shape`` (an array of any
     library: NumPy, Dask, ...).
@@ -378,32 +490,57 @@ class BatchedTangent:
     the value's shape, and the batch is multiplied once, when an operation needs it (a matrix
     product, a reduction) -- as a hand-written Hessian scales X by the curvature once."""
 
-    __slots__ = ("_base", "_scale", "_eye")
+    __slots__ = ("_b", "_scale", "_eye", "_thunk", "_meta")
     __array_priority__ = 1000  # ndarray's operators defer to this type's
 
     def __init__(self, data, scale=None, eye=False):
-        self._base = data
+        self._b = data
         self._scale = scale
+        self._thunk = self._meta = None
         # data is the standard basis of a 1-D value (data[b] the b-th unit vector): a matrix
         # product with it selects, it does not multiply
         self._eye = eye and scale is None and data.ndim == 2 and data.shape[0] == data.shape[1]
 
+    @classmethod
+    def _pending(cls, thunk, batch_size, dtype):
+        """A batch of B scalar tangents (0-d items) on Dask data, not yet built: thunk()
+        builds its data the first time anything reads it (`_base`, `data`). A tangent nobody
+        reads (the loss value's, in forward mode over a gradient: the gradient discards the
+        value) costs no graph."""
+        self = cls.__new__(cls)
+        self._b = self._scale = None
+        self._eye = False
+        self._thunk = thunk
+        self._meta = (batch_size, _np.dtype(dtype))
+        return self
+
+    @property
+    def _base(self):
+        if self._thunk is not None:
+            thunk, self._thunk = self._thunk, None
+            self._b = thunk()
+            self._meta = None
+        return self._b
+
     @property
     def data(self):
         """The tangents as one array of shape (B,) + shape."""
+        base = self._base
         if self._scale is not None:
-            base, scale = self._base, self._scale
+            scale = self._scale
             nd = max(base.ndim - 1, _np.ndim(scale))
             k = nd - (base.ndim - 1)
             if k > 0:
                 base = base.reshape((base.shape[0],) + (1,) * k + tuple(base.shape[1:]))
-            self._base, self._scale = base * scale, None
-        return self._base
+            self._b, self._scale = _dask_ops.scale_batch(base, scale), None
+        return self._b
 
     # -- what a rule sees: one tangent -------------------------------------------------
     @property
     def shape(self):
-        item = tuple(self._base.shape[1:])
+        if self._thunk is not None:
+            return ()
+        item = tuple(self._b.shape[1:])
         if self._scale is None:
             return item
         return tuple(_np.broadcast_shapes(item, _np.shape(self._scale)))
@@ -418,14 +555,18 @@ class BatchedTangent:
 
     @property
     def dtype(self):
+        if self._thunk is not None:
+            return self._meta[1]
         if self._scale is None:
-            return self._base.dtype
-        return _np.result_type(self._base.dtype, _dtype_of(self._scale))
+            return self._b.dtype
+        return _np.result_type(self._b.dtype, _dtype_of(self._scale))
 
     @property
     def batch_size(self):
         """B, the number of tangents."""
-        return self._base.shape[0]
+        if self._thunk is not None:
+            return self._meta[0]
+        return self._b.shape[0]
 
     def __len__(self):
         if not self.shape:
@@ -451,42 +592,11 @@ class BatchedTangent:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if kwargs.get("out") is not None:
             return NotImplemented
-        if method == "__call__":
-            if not kwargs and ufunc in _SCALING:
-                out = _scaled(ufunc, inputs)
-                if out is not None:
-                    return out
-            if ufunc is _np.matmul and not kwargs:
-                out = _matmul(*inputs)
-                if out is not None:
-                    return out
-            elif ufunc.signature is None:
-                nd = max(_item_ndim(x) for x in inputs)
-                where = kwargs.get("where", True)
-                if type(where) is not BatchedTangent:
-                    out = ufunc(
-                        *[_lift(x, nd) if type(x) is BatchedTangent else x for x in inputs],
-                        **kwargs,
-                    )
-                    if isinstance(out, tuple):
-                        return tuple(BatchedTangent(o) for o in out)
-                    return BatchedTangent(out)
-        elif (
-            method in ("reduce", "accumulate")
-            and len(inputs) == 1
-            and type(inputs[0]) is BatchedTangent
-            and "where" not in kwargs
-        ):
-            x = inputs[0]
-            axis = kwargs.pop("axis", 0)
-            if method == "accumulate" and axis is None:
-                axis = 0
-            return BatchedTangent(
-                getattr(ufunc, method)(x.data, axis=_shift_axis(axis, x.ndim), **kwargs)
-            )
-        return _per_tangent(
-            getattr(ufunc, method), inputs, kwargs, f"numpy.{ufunc.__name__}.{method}"
-        )
+        if method == "__call__" and not kwargs and ufunc in _SCALING:
+            out = _deferred(ufunc, inputs)
+            if out is not None:
+                return out
+        return _ufunc_now(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         rule = _FUNCTIONS.get(func)

@@ -7,9 +7,11 @@ computing it at 100 MB of data: Dask's own dot and sum are generic (tensordot, a
 tree, each argument tokenized and its meta computed by calling the function), about 0.6 to
 1.2 ms each. The cases below are the ones a tall-and-skinny problem makes -- the contracted or
 summed axis chunked, every other axis in one chunk -- built as one blockwise layer (a block's
-dot or sum per chunk, no concatenation) and, for a contraction over the chunked axis, one task
-adding the partial results: the same values as Dask's (each block's product by NumPy, the
-partials added), about a fifth of the client time, two layers instead of four to six.
+dot or sum per chunk, no concatenation) and, for a contraction over the chunked axis, a tree of
+tasks adding the partial results as Dask's reductions do (``split_every``): the same values as
+Dask's (each block's product by NumPy, the partials added), about a fifth of the client time,
+two layers instead of four to six. Layers are named here, from what determines them, not by
+Dask's tokenizing of every function and operand.
 
 An elementwise rule (a VJP of an elementwise function) on Dask arrays of one shape and chunks is
 one blockwise layer running the rule on each chunk (NumPy's own operations, so the same
@@ -35,6 +37,35 @@ def _meta(ndim, dtype):
     return _np.empty((0,) * ndim, dtype)
 
 
+def _fn_key(fn):
+    """What identifies fn in a layer's name: a `_Rule`'s own token, else its module and name
+    (tokenizing a function or a ufunc itself pickles it: about 50 us)."""
+    if type(fn) is _Rule:
+        return fn.__dask_tokenize__()
+    return (
+        getattr(fn, "__module__", None),
+        getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None),
+    )
+
+
+def _blockwise(fn, out_ind, *args, label=None, **kwargs):
+    """dask.array.blockwise(fn, out_ind, *args, **kwargs) named here from what determines
+    the layer (fn, the indices, the Dask operands' names, the other operands, the keywords)
+    instead of by Dask, which tokenizes fn and every operand (the Dask arrays too) on each
+    call: about a third of the client's time of the call."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    token = tokenize(
+        _fn_key(fn),
+        out_ind,
+        [a.name if is_dask(a) else a for a in args],
+        {k: v for k, v in kwargs.items() if k != "meta"},
+    )
+    label = (label or getattr(fn, "__name__", None) or "blockwise").lstrip("_")
+    return da.blockwise(fn, out_ind, *args, name=f"{label}-{token}", **kwargs)
+
+
 def _block_dot(a, b):
     # (the contracted axis is one chunk: blockwise without concatenation, whose layers Dask
     # fuses with the elementwise ones around them, hands its blocks along it as a list of one)
@@ -53,29 +84,52 @@ def _block_sum(x):
     return _np.sum(x, keepdims=True)
 
 
-def _add_partials(parts, shape):
-    """The sum of the partial results (blocks of a blockwise layer, nested lists for more than
-    one axis) as one array of `shape`."""
-    while type(parts) is list and len(parts) and type(parts[0]) is list:
-        parts = [p for sub in parts for p in sub]
+def _flat(keys):
+    while keys and type(keys[0]) is list:
+        keys = [k for sub in keys for k in sub]
+    return keys
+
+
+def _add_partials(parts, shape=None):
+    """The sum of the partial results (the blocks of a blockwise layer, or the sums of a
+    level of the tree below) as one array, of `shape` if given."""
     total = parts[0]
     for p in parts[1:]:
         total = total + p
-    return total.reshape(shape)
+    return total if shape is None else total.reshape(shape)
+
+
+def _split_every():
+    """How many partials one task adds: Dask's own setting for its reductions' trees
+    (``dask.config`` "split_every", default 4), an integer of at least 2."""
+    import dask
+
+    n = dask.config.get("split_every", None)
+    return max(int(n), 2) if isinstance(n, int) and not isinstance(n, bool) else 4
 
 
 def _aggregate(partials, shape, dtype, prefix):
-    """A one-chunk Dask array of `shape`: the partial blocks of `partials` added, as one task
-    (its name made from the partials' own, already a token of the inputs)."""
+    """A one-chunk Dask array of `shape`: the partial blocks of `partials` added as Dask's
+    own reductions add theirs, in a tree whose tasks each add at most `_split_every()`
+    (125 partials, split_every 4: 32 + 8 + 2 + 1 tasks); the names made from the partials'
+    own, already a token of the inputs."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
     name = f"{prefix}-{partials.name}"
+    keys = _flat(partials.__dask_keys__())
+    every = _split_every()
+    graph, level = {}, 0
+    while len(keys) > every:
+        level_name = f"{name}-{level}"
+        groups = [keys[i : i + every] for i in range(0, len(keys), every)]
+        keys = [(level_name, i) for i in range(len(groups))]
+        for key, group in zip(keys, groups):
+            graph[key] = (_add_partials, group)
+        level += 1
     key = (name,) + (0,) * len(shape)
-    keys = partials.__dask_keys__()
-    graph = HighLevelGraph.from_collections(
-        name, {key: (_add_partials, keys, shape)}, dependencies=[partials]
-    )
+    graph[key] = (_add_partials, keys, shape)
+    graph = HighLevelGraph.from_collections(name, graph, dependencies=[partials])
     return da.Array(graph, name, tuple((n,) for n in shape), meta=_meta(len(shape), dtype))
 
 
@@ -98,14 +152,13 @@ def dot(a, b):
     ta, tb = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if ta is None or tb is None or ta.kind not in _FLOATS or tb.kind not in _FLOATS:
         return None
-    import dask.array as da
 
     dtype = _np.result_type(ta, tb)
     if is_dask(a) and a.ndim == 2 and a.numblocks[1] == 1 and _small(b):
         if b.shape[0] != a.shape[1]:
             return None
         out = "ik"[: b.ndim]
-        return da.blockwise(
+        return _blockwise(
             _block_dot,
             out,
             a,
@@ -114,13 +167,12 @@ def dot(a, b):
             "jk"[: b.ndim] if is_dask(b) else None,
             dtype=dtype,
             meta=_meta(b.ndim, dtype),
-            # a NumPy b (X @ w for a NumPy w): a layer Dask fuses with the elementwise ones
-            # on each chunk (one task per chunk for the whole gradient); a Dask b (a Dask w
-            # and its tangents, forward over reverse) concatenated, which ends the fusion
-            # there: Dask's fusion of the product's tangent and primal chains otherwise
-            # splits them into more tasks per chunk (23 against 15 for the logistic
-            # Hessian-vector product in 4 chunks)
-            concatenate=True if is_dask(b) else None,
+            # not concatenated (a one-chunk Dask b comes as a list of one block): a layer
+            # Dask fuses with the elementwise ones on each chunk, one task per chunk for the
+            # whole gradient, also for a Dask w (forward over reverse: the logistic
+            # Hessian-vector product in 4 chunks is 11 tasks, 15 with this layer
+            # concatenated; its tangent, dot_t's, stays concatenated: 27 otherwise)
+            concatenate=None,
             new_axes={} if is_dask(b) or b.ndim == 1 else {"k": b.shape[1]},
         )
     if not (is_dask(a) and is_dask(b)) or not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
@@ -130,7 +182,7 @@ def dot(a, b):
     if a.numblocks[:-1] != (1,) * (a.ndim - 1) or b.numblocks[1:] != (1,) * (b.ndim - 1):
         return None
     ia, ib = "i"[: a.ndim - 1], "k"[: b.ndim - 1]
-    partials = da.blockwise(
+    partials = _blockwise(
         _block_partial,
         "j" + ia + ib,
         a,
@@ -144,15 +196,48 @@ def dot(a, b):
     return _aggregate(partials, a.shape[:-1] + b.shape[1:], dtype, "dot")
 
 
+def _block_dot_t(a, v):
+    if type(v) is list:
+        (v,) = v
+    return _np.dot(a, v.T).T
+
+
+def dot_t(a, v):
+    """numpy.dot(a, v.T).T -- a tall matrix's products with a batch of vectors (v: B x d),
+    batch first -- as one blockwise layer (a product per chunk of rows of a) when a is a
+    floating Dask matrix chunked by rows only and v a one-chunk Dask matrix; else None."""
+    if not (is_dask(a) and a.ndim == 2 and a.numblocks[1] == 1):
+        return None
+    # (v a Dask array only: with a NumPy v as a constant and a new axis, the graph after
+    # dask.optimize gave wrong values in tests/backends/test_backends.py's
+    # test_hessian_vector_product; cause not investigated)
+    if not (is_dask(v) and _small(v) and v.ndim == 2 and v.shape[1] == a.shape[1]):
+        return None
+    if a.dtype.kind not in _FLOATS or v.dtype.kind not in _FLOATS:
+        return None
+
+    dtype = _np.result_type(a.dtype, v.dtype)
+    return _blockwise(
+        _block_dot_t,
+        "ki",
+        a,
+        "ij",
+        v,
+        "kj",
+        dtype=dtype,
+        meta=_meta(2, dtype),
+        concatenate=True,  # (see dot's)
+    )
+
+
 def total(a):
     """numpy.sum(a) (every axis, no other argument) of a floating Dask array, else None: each
     chunk's sum, then their sum."""
     if not is_dask(a) or a.dtype.kind not in _FLOATS or a.ndim == 0:
         return None
-    import dask.array as da
 
     ind = tuple(range(a.ndim))
-    partials = da.blockwise(
+    partials = _blockwise(
         _block_sum,
         ind,
         a,
@@ -273,13 +358,9 @@ def elementwise(fn, *operands, reads=None, name=None, index=None):
     meta = f(*metas)
     if type(meta) is not _np.ndarray or meta.ndim != like.ndim:
         return None
-    import dask.array as da
-
-    if name is not None:
-        from dask.base import tokenize
-
-        name = f"{name}-{tokenize(f, *args)}"
-    return da.blockwise(f, ind, *args, dtype=meta.dtype, meta=meta, name=name)
+    return _blockwise(
+        f, ind, *args, dtype=meta.dtype, meta=meta, label=name or getattr(fn, "__name__", None)
+    )
 
 
 def on_chunks(rule, reads=None):
@@ -304,6 +385,52 @@ def on_chunks(rule, reads=None):
     chunkwise.__qualname__ = getattr(rule, "__qualname__", "rule")
     chunkwise.__wrapped__ = rule
     return chunkwise
+
+
+_OPERATORS = {
+    _np.negative: lambda a: -a,
+    _np.multiply: lambda a, b: a * b,
+    _np.true_divide: lambda a, b: a / b,
+    _np.add: lambda a, b: a + b,
+    _np.subtract: lambda a, b: a - b,
+}
+
+
+def arith(ufunc, *operands):
+    """The operator of `ufunc` (negative, multiply, true_divide, add, subtract) on operands:
+    one blockwise layer (`elementwise`) when a Dask operand's case applies (about a quarter of
+    the client time of Dask's operator), else the operator itself (Python numbers stay Python
+    numbers: weak in NumPy's promotion)."""
+    op = _OPERATORS[ufunc]
+    if any(is_dask(o) for o in operands):
+        r = elementwise(ufunc, *operands)
+        if r is not None:
+            return r
+    return op(*operands)
+
+
+def _scale_block(base, scale):
+    return base * scale
+
+
+def scale_batch(base, scale):
+    """base * scale for a batch's data (shape (B,) + item) and a scale of the item's shape:
+    one blockwise layer when both are Dask arrays, the batch axis in one chunk and the item's
+    chunks the scale's, else the operator."""
+    if (
+        is_dask(base)
+        and is_dask(scale)
+        and base.ndim == scale.ndim + 1
+        and base.numblocks[0] == 1
+        and base.chunks[1:] == scale.chunks
+    ):
+        ind = tuple(range(base.ndim))
+        meta = _scale_block(base._meta, scale._meta)
+        if type(meta) is _np.ndarray and meta.ndim == base.ndim:
+            return _blockwise(
+                _scale_block, ind, base, ind, scale, ind[1:], dtype=meta.dtype, meta=meta
+            )
+    return base * scale
 
 
 def multiply(a, b):
