@@ -13,7 +13,7 @@ pytest.importorskip("numba")
 import gradcy
 import gradcy.extend
 import gradcy.numpy as gnp
-from gradcy import _codegen, grad, jit, value_and_grad
+from gradcy import _buffer_plan, _codegen, _segments, grad, jit, value_and_grad
 from gradcy.misc import tracers
 
 
@@ -440,7 +440,7 @@ def memory_network_tanh(W, x, S=6):
 
 def _planned(monkeypatch, fun, *args):
     """The planned NumPy program of jit(fun) (native segments off) and the jit function."""
-    monkeypatch.setattr(_codegen, "_native_program", lambda *a: None)
+    monkeypatch.setattr(_segments, "_native_program", lambda *a: None)
     fast = jit(fun)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -540,7 +540,7 @@ def _long_lived_views(steps):
     made, prev, long = {}, {}, set()
     for k, step in enumerate(steps):
         for _, s in step[2]:
-            if s in made and k - prev[s] >= _codegen._VIEW_GAP:
+            if s in made and k - prev[s] >= _buffer_plan._VIEW_GAP:
                 long.add(s)
             prev[s] = k
         if getattr(step[0], "__name__", "") == "getitem":
