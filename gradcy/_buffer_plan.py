@@ -23,6 +23,19 @@ from ._codegen import _FLOATS, _Meta, _basic, _set_into
 from .misc.tracers import _slots_in
 
 
+def _readers(steps):
+    """slot -> the indexes of the steps that read it, in order; a read nested in a container
+    argument adds -1 after its step (such a read is never moved or redirected)."""
+    readers = {}
+    for k, step in enumerate(steps):
+        for _, s in step[2]:
+            readers.setdefault(s, []).append(k)
+        for pos in step[7]:
+            for s in _slots_in(step[1][pos]):
+                readers.setdefault(s, []).extend((k, -1))
+    return readers
+
+
 def _outer_axes(spec, out):
     """The axes to insert into an operand of einsum subscripts `spec` so that it broadcasts
     to the output `out` with its letters in place, or None (a letter out of out's order)."""
@@ -44,13 +57,7 @@ def _outer_product_sums(steps, meta, prog, n_slots):
     fun_einsum = getattr(einsum, "fun", None)
     if fun_einsum is None:
         return steps, n_slots
-    readers = {}
-    for k, step in enumerate(steps):
-        for _, s in step[2]:
-            readers.setdefault(s, []).append(k)
-        for pos in step[7]:
-            for s in _slots_in(step[1][pos]):
-                readers.setdefault(s, []).extend((k, -1))
+    readers = _readers(steps)
     producer = {step[4]: k for k, step in enumerate(steps)}
     mutated = {s for step in steps if step[0] is _set_into for p, s in step[2] if p == 0}
     # writes made so far, by step: the einsums' operands (views of a buffer, maybe) must see no
@@ -380,13 +387,7 @@ def _writes_in_place(steps, meta, prog):
 
     getitems = (operator.getitem, getattr(_wrap.getitem, "fun", None))
     fresh, _readers_ok, _last = _fresh_slots(steps, meta)
-    readers = {}
-    for k, step in enumerate(steps):
-        for _, s in step[2]:
-            readers.setdefault(s, []).append(k)
-        for pos in step[7]:
-            for s in _slots_in(step[1][pos]):
-                readers.setdefault(s, []).extend((k, -1))  # (-1: never movable)
+    readers = _readers(steps)
     moves = {}
     for k, (fun, args, links, kwargs, _slot, _d, _g, nested) in enumerate(steps):
         if fun is not _at_set or kwargs or nested or len(args) != 3:
@@ -632,13 +633,7 @@ def _views_at_reads(steps, meta, prog, n_slots):
                 path[slot] = (r, idxs + (args[1],), slots + (slot,))
             elif base < prog.n_inputs or steps[producer[base]][0] in (_set_into, _at_set):
                 path[slot] = (base, (args[1],), (slot,))
-    readers = {}
-    for k, step in enumerate(steps):
-        for _, t in step[2]:
-            readers.setdefault(t, []).append(k)
-        for pos in step[7]:
-            for t in _slots_in(step[1][pos]):
-                readers.setdefault(t, []).extend((k, -1))
+    readers = _readers(steps)
     by_class = _mutations_by_buffer(steps, find)
     retake, redirect, drop = {}, {}, set()
     for v, (root, idxs, slots) in path.items():
