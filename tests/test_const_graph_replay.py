@@ -462,3 +462,40 @@ def test_second_derivative_of_a_written_out_softmax_replays():
     onp.testing.assert_allclose(fast(x, c), gradcy.grad(g)(x, c), rtol=1e-13, atol=1e-14)
     x2 = rng.standard_normal((2, 5))
     onp.testing.assert_allclose(fast(x2, c), gradcy.grad(g)(x2, c), rtol=1e-13, atol=1e-14)
+
+
+def _power_or_sine(x, mode, k, flag):
+    y = x**k if mode == "pow" else gnp.sin(x) * k
+    return gnp.sum(y if flag else -y)
+
+
+@pytest.mark.parametrize("wrapper", ["const_graph", "jit"])
+def test_int_bool_and_str_arguments_are_constants_of_a_recording(wrapper):
+    # a step count, a flag or a mode passed beside the differentiated array (jit(grad(f))(x, 3))
+    # is a constant of the recording, as in the eager call: each value records its own program,
+    # and a call replays only the program recorded at equal values (never a stale one)
+    import warnings
+
+    wrap = const_graph if wrapper == "const_graph" else gradcy.jit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (jit without numba: the NumPy replay)
+        fast = wrap(gradcy.grad(_power_or_sine))
+        x = onp.array([0.5, 1.5, 2.5])
+        calls = [
+            ("pow", 2, True),
+            ("pow", 3, True),
+            ("sin", 3, False),
+            ("pow", 2, True),
+            ("pow", onp.int64(3), True),
+            ("pow", 2, False),
+        ]
+        for args in calls * 2:
+            got = fast(x * len(args[0]), *args)
+            want = gradcy.grad(_power_or_sine)(x * len(args[0]), *args)
+            assert type(got) is type(want) and got.dtype == want.dtype
+            onp.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
+def test_differentiating_an_int_argument_of_a_recording_is_refused():
+    with pytest.raises(TypeError, match=r"^grad: argument 2 is an integer scalar \(int\)"):
+        const_graph(gradcy.grad(_power_or_sine, 2))(onp.ones(2), "pow", 2, True)

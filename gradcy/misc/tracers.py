@@ -227,10 +227,16 @@ class _Recorder:
         self.reads.append((box._node, kind, value, box))
 
 
+# leaves a recording keeps as constants (not traced): a replay runs only where they are equal
+_STATIC_LEAVES = (bool, int, str, bytes, _np.integer, _np.bool_)
+
+
 def _leaf_signature(v):
     t = type(v)
     if t is float or t is complex:
         return t
+    if isinstance(v, _STATIC_LEAVES):
+        return t, v  # (a recording has its value as a constant)
     return t, getattr(v, "shape", None), getattr(v, "dtype", None)
 
 
@@ -406,13 +412,16 @@ def _record(fun, x):
     and reads are those of x)."""
     leaves, unflatten = tree_flatten(x)
     for i, leaf in enumerate(leaves):
-        _check_leaf(leaf, "const_graph", i)
+        if not isinstance(leaf, _STATIC_LEAVES):
+            _check_leaf(leaf, "const_graph", i)
     tape = Tape()
     tape.keep_args = True
     recorder = tape.recorder = _Recorder(tape)
     try:
-        boxes = [tape.new_leaf(v) for v in leaves]
-        slot_of = {b._node: k for k, b in enumerate(boxes)}
+        # an int, bool or str argument (a step count, a flag, a mode) stays a constant of the
+        # recording, as in the eager call; its value is part of the signature (_leaf_signature)
+        boxes = [v if isinstance(v, _STATIC_LEAVES) else tape.new_leaf(v) for v in leaves]
+        slot_of = {(b._node if type(b) is Box else ("constant", k)): k for k, b in enumerate(boxes)}
         # active: constructors hand out buffers of this tape, so writes are recorded (and refused)
         out = _call_traced(tape, fun, (None,), {}, 0, unflatten(boxes))
         del boxes
@@ -718,8 +727,10 @@ def const_graph(fun: Callable[..., _R], *args: Any, **kwargs: Any) -> Callable[.
     shape and dtype of each, and every value Python code read from a traced value while
     recording (``if x.sum() > 0``, ``int(i)``, ``x.tolist()``, the shape of ``x[x > 0]``);
     a call where one differs records ``fun`` again (the last 16 recordings are kept), so a
-    stale program never runs. Values that do not depend on the arguments (globals, closures,
-    random draws) are the first call's, as in autograd. A function that writes into arrays
+    stale program never runs. An ``int``, ``bool`` or ``str`` argument (a step count, a flag,
+    a mode) is a constant of the recording: a call with another value records again. Values
+    that do not depend on the arguments (globals, closures, random draws) are the first
+    call's, as in autograd. A function that writes into arrays
     (``buf[i] = v``) cannot be replayed and raises.
 
     Parameters
