@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as _np
 
-from .._arguments import _check_leaf
+from .._arguments import _check_leaf, _warn_independent
 from .._core import Box, Tape
 from .._pytree import tree_flatten
 from .._tracing import _call_traced, pack_outputs
@@ -425,6 +425,7 @@ def _record(fun, x):
             del out_leaves
         tape.recorder = None
         if type(out) is not Box or out._tape is not tape:
+            _warn_independent("const_graph")  # (autograd warns, then raises)
             raise ValueError(
                 "const_graph: the output is independent of the input (or holds no "
                 "value computed from it); there is nothing to record"
