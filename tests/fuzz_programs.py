@@ -1800,6 +1800,196 @@ def run_seeds(seeds, features=FEATURES, modes=MODES):
     return summary
 
 
+# =============================================================================
+# Integer and boolean arguments (class int_arg)
+# =============================================================================
+# A program f(np, x) of elementwise operations, reductions and reads on x, differentiated with
+# respect to x given as an integer or boolean array (gradcy differentiates it as float64
+# values: the gradient is float64, as documented) and checked against central differences of
+# the same program on x.astype(float) (its "float version"). A program is kept only when NumPy
+# gives the integer and the float version the same value and the float version is smooth at
+# x (differences at two steps agree), so NumPy's integer semantics (integer division,
+# wrapping, boolean + as or) never make the two differ. np.reciprocal of an integer (NumPy
+# rounds 1 / x toward zero) has no derivative: such a program must raise gradcy's error that
+# names it (INT_RECIPROCAL). A Python int as the argument must raise the TypeError that grad
+# gives for an integer scalar (autograd refuses it too).
+INT_DTYPES = ("int64", "int32", "int8", "uint8", "bool")
+INT_UNARY = (
+    "({e}) * {c}",
+    "({e}) / {c}",
+    "({e}) + x",
+    "({e}) - x",
+    "({e}) * x",
+    "-({e})",
+    "np.square({e})",
+    "({e}) ** 2",
+    "np.sin({e})",
+    "np.cos({e})",
+    "np.tanh(({e}) * 0.3)",
+    "np.exp(({e}) * 0.1)",
+    "np.abs({e})",
+    "np.maximum({e}, {c})",
+    "({e}) // 2",
+    "({e}) % 3",
+    "np.cumsum({e}, axis=0)",
+    "({e})[::-1]",
+    "np.where(x > 1, {e}, {c})",
+    "np.sum({e}, axis=0, keepdims=True) * ({e})",
+    "({e}).astype(float)",
+    "np.add.accumulate({e})",
+    "np.multiply.outer({e}, {c2})[..., 0]",
+)
+INT_RECIPROCAL = "gradcy.numpy.reciprocal: argument 0 is an integer array that is differentiated"
+INT_SCALAR = "is an integer scalar (int); gradients are defined for floating-point"
+
+
+def generate_int_arg(seed):
+    """(source, x, tags) of the int_arg program of `seed`: def prog(np, x): return loss."""
+    rng = onp.random.RandomState(seed)
+    dtype = INT_DTYPES[rng.randint(len(INT_DTYPES))]
+    shape = ((3,), (4,), (2, 3))[rng.randint(3)]
+    if dtype == "bool":
+        x = rng.rand(*shape) < 0.5
+    elif dtype == "uint8":
+        x = rng.randint(0, 6, size=shape).astype(dtype)
+    else:
+        x = rng.randint(-4, 5, size=shape).astype(dtype)
+    e, tags = "x", set()
+    for _ in range(rng.randint(1, 5)):
+        for _attempt in range(20):
+            tmpl = INT_UNARY[rng.randint(len(INT_UNARY))]
+            c = _lit(round(float(rng.uniform(0.3, 2.5)), 3))
+            c2 = "onp.array([" + _lit(round(float(rng.uniform(0.3, 2.5)), 3)) + "])"
+            cand = tmpl.format(e=e, c=c, c2=c2)
+            if _int_arg_valid(cand, x):
+                e = cand
+                break
+    inner = _int_eval(e, x)
+    if rng.rand() < 0.15 and inner.dtype.kind in "iub" and onp.all(inner != 0):
+        e, tags = f"np.reciprocal({e}) * 1.0 + ({e})", {"reciprocal"}
+    w = f"onp.linspace({_lit(round(float(rng.uniform(-1.5, -0.2)), 3))}, 1.25, "
+    shape = onp.shape(_int_eval(e, x))
+    n = int(onp.prod(shape))
+    src = f"def prog(np, x):\n    return np.sum(({e}) * {w}{n}).reshape({shape!r}))\n"
+    if "reciprocal" not in tags and not _int_arg_valid(src, x, whole=True):
+        src = "def prog(np, x):\n    return np.sum(x * 1.5)\n"
+    if rng.rand() < 0.1:
+        tags.add("python_int")
+    return src, x, tags
+
+
+def _int_eval(expr, x):
+    with onp.errstate(all="raise"):
+        return onp.asarray(eval(expr, {"np": onp, "onp": onp, "x": x}))
+
+
+def _int_fn(src):
+    ns = {"onp": onp}
+    exec(src, ns)
+    return ns["prog"]
+
+
+def _int_arg_valid(text, x, whole=False):
+    """NumPy gives the integer and the float version of `text` (an expression of x, or with
+    whole=True a program) the same finite value, and the float version is smooth at x."""
+    xf = x.astype(float)
+    try:
+        if whole:
+            f = _int_fn(text)
+            with onp.errstate(all="raise"):
+                vi, vf = onp.asarray(f(onp, x)), onp.asarray(f(onp, xf))
+        else:
+            vi, vf = _int_eval(text, x), _int_eval(text, xf)
+            f = lambda np, z: onp.sum(eval(text, {"np": np, "onp": onp, "x": z}))
+    except (FloatingPointError, TypeError, ValueError, OverflowError, ZeroDivisionError):
+        return False
+    if (
+        vi.shape != vf.shape
+        or not onp.all(onp.isfinite(vf))
+        or onp.max(onp.abs(vf), initial=0) > BOUND
+    ):
+        return False
+    if not onp.allclose(vi.astype(float), vf, rtol=1e-12, atol=1e-12):
+        return False
+    # smooth: differences of the float version at two steps agree along a direction
+    v = onp.linspace(0.5, 1.0, xf.size).reshape(xf.shape)
+    d = [
+        (onp.sum(f(onp, xf + h * v)) - onp.sum(f(onp, xf - h * v))) / (2 * h)
+        for h in (FD_STEP, 100 * FD_STEP)
+    ]
+    return abs(d[0] - d[1]) <= 1e-4 * (1 + abs(d[0]))
+
+
+def check_int_arg(seed):
+    """('pass' | 'raised', detail) for the int_arg program of `seed`; raises Failure."""
+    import gradcy
+    import gradcy.numpy as gnp
+
+    src, x, tags = generate_int_arg(seed)
+    prog = _int_fn(src)
+    f = lambda z: prog(gnp, z)
+    if "python_int" in tags:
+        try:
+            gradcy.grad(lambda z: gnp.sum(gnp.sin(z)))(int(onp.ravel(x)[0]))
+        except TypeError as e:
+            if INT_SCALAR not in str(e):
+                raise Failure("python_int", f"seed {seed}: {e}") from e
+        else:
+            raise Failure("python_int", f"seed {seed}: grad of a Python int did not raise")
+    x0 = x.copy()
+    if "reciprocal" in tags:
+        try:
+            gradcy.grad(f)(x)
+        except TypeError as e:
+            if INT_RECIPROCAL not in str(e):
+                raise Failure("reciprocal", f"seed {seed}: {e}\n{src}") from e
+            return "raised", "reciprocal"
+        raise Failure("reciprocal", f"seed {seed}: no error for\n{src}")
+    want_value = prog(onp, x)
+    xf = x.astype(float)
+    n = xf.size
+    fd = onp.zeros(n)
+    for i in range(n):
+        e = onp.zeros(n)
+        e[i] = FD_STEP
+        e = e.reshape(x.shape)
+        fd[i] = (prog(onp, xf + e) - prog(onp, xf - e)) / (2 * FD_STEP)
+    fd = fd.reshape(x.shape)
+    value, g = gradcy.value_and_grad(f)(x)
+    where = f"seed {seed} ({x.dtype}):\n{src}x = {x!r}"
+    if not _close(value, want_value, VALUE_RTOL):
+        raise Failure("value", f"{where}\nvalue {value!r} != NumPy's {want_value!r}")
+    if type(g) is not onp.ndarray or g.dtype != onp.float64 or g.shape != x.shape:
+        raise Failure("types", f"{where}\ngradient {type(g).__name__} {getattr(g, 'dtype', '')}")
+    # NumPy computes sin, exp, ... of int8, uint8 and bool in float16: so do the cotangents
+    tol = TOL if x.dtype.itemsize > 1 else 2e-3
+    if not _close(g, fd, tol):
+        raise Failure("rev", f"{where}\ngrad {g!r}\ndifferences {fd!r}")
+    v = onp.linspace(-1.0, 0.7, n).reshape(x.shape)
+    _, t = gradcy.make_jvp(f)(x)(v)
+    if not _close(t, onp.sum(fd * v), tol):
+        raise Failure("fwd", f"{where}\njvp {t!r}\ndifferences {onp.sum(fd * v)!r}")
+    if not onp.array_equal(x, x0):
+        raise Failure("input", f"{where}\nthe argument was changed")
+    return "pass", str(x.dtype)
+
+
+def run_int_arg_seeds(seeds):
+    """{'pass': {dtype: n}, 'raised': {reason: n}, 'failures': [...]} over `seeds`."""
+    out = {"pass": {}, "raised": {}, "failures": []}
+    for seed in seeds:
+        try:
+            status, detail = check_int_arg(seed)
+        except Failure as e:
+            out["failures"].append(f"{e.kind}: {e.detail}")
+            continue
+        except Exception:
+            out["failures"].append(f"seed {seed}: {traceback.format_exc()}")
+            continue
+        out[status][detail] = out[status].get(detail, 0) + 1
+    return out
+
+
 # totals of every run_seeds call in this process (tests/conftest.py prints them)
 SESSION = Summary()
 

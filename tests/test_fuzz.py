@@ -41,3 +41,17 @@ def test_random_programs_match_numpy_and_differences(first):
     assert NUMPY_1 or len(summary.refused) <= CHUNK // 100, summary.report(shrink_failures=False)
     for mode in fp.MODES:  # most programs run to a checked result in every mode
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)
+
+
+# class int_arg (fuzz_programs.py): integer and boolean arrays as the differentiated argument,
+# against central differences of the float version; np.reciprocal of an integer and a Python
+# int as the argument must raise gradcy's errors
+INT_ARG_PROGRAMS = 300
+
+
+def test_integer_arguments_match_differences_of_the_float_program():
+    result = fp.run_int_arg_seeds(range(INT_ARG_PROGRAMS))
+    assert result["failures"] == [], "\n\n".join(result["failures"][:3])
+    assert set(result["pass"]) == set(fp.INT_DTYPES) and min(result["pass"].values()) >= 30
+    assert result["raised"].get("reciprocal", 0) >= 1
+    assert sum(result["pass"].values()) + sum(result["raised"].values()) == INT_ARG_PROGRAMS

@@ -229,7 +229,20 @@ defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, 
 _holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",), recomputable=True)
 _holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
 _holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,), recomputable=True)
-_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",), recomputable=True)
+
+
+def _reciprocal_rule(g, ans, x):
+    if _dtype(ans).kind in "biu":  # (an integer array differentiated as float64 values)
+        raise TypeError(
+            "gradcy.numpy.reciprocal: argument 0 is an integer array that is differentiated; "
+            "NumPy's reciprocal of integers rounds 1 / x toward zero (0 where |x| > 1), "
+            "which has no derivative. Cast it first: np.reciprocal(x.astype(float)), or "
+            "write 1.0 / x"
+        )
+    return -g * ans * ans
+
+
+_holomorphic(anp.reciprocal, _reciprocal_rule, save=("ans",), recomputable=True)
 _holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans", recomputable=True)
 _holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
 _holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
