@@ -122,7 +122,8 @@ defvjp_direct(
 defvjp_direct(
     anp.divide,
     _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
-    lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),  # (reduce first)
+    # (reduce first; / y / y: y * y of an integer y would be integer arithmetic, overflowing)
+    lambda g, ans, x, y: -unbroadcast(g * x, y) / y / y,
     save={0: (1,), 1: (0, 1)},
     recomputable=True,
 )
@@ -144,7 +145,20 @@ defjvp(
 defjvp(anp.positive, _jvp_first)
 
 
+def _inexact(x):
+    """x, or x * 1.0 when it is integer or boolean (an integer array differentiated as float64
+    values): a rule's arithmetic on it is then float64, never wrapping integer arithmetic."""
+    return x * 1.0 if _dtype(x).kind in "biu" else x
+
+
+def _sq(x):
+    """x * x in floating point (an integer x's square would wrap)."""
+    x = _inexact(x)
+    return x * x
+
+
 def _power_dx(g, ans, x, y):
+    x = _inexact(x)
     if type(y) in _PYNUM:  # constant Python exponent: the common x ** 2, x ** 0.5
         if y == 0:
             return g * 0.0
@@ -165,13 +179,14 @@ def _log_base(x):
 
 
 def _power_dy(g, ans, x, y):
-    return unbroadcast(g * _log_base(x) * anp.power(x, y), y)
+    return unbroadcast(g * _log_base(x) * anp.power(_inexact(x), y), y)
 
 
 defvjp_direct(anp.power, _power_dx, _power_dy, save=(0, 1))
 
 
 def _power_jvp_x(g, ans, x, y):
+    x = _inexact(x)
     if type(y) in _PYNUM:
         if y == 0:
             return g * 0.0
@@ -295,9 +310,9 @@ _holomorphic(
     recomputable=True,
 )
 _holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
-_holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
-_holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
-_holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
+_holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - _sq(x)), save=(0,))
+_holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - _sq(x)), save=(0,))
+_holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + _sq(x)), save=(0,))
 _holomorphic(
     anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,), fast="times_d", ufunc=_onp.cosh
 )
@@ -307,13 +322,13 @@ _holomorphic(
 _holomorphic(
     anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh", recomputable=True
 )
-_holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
-_holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
-_holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
+_holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(_sq(x) + 1.0), save=(0,))
+_holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(_sq(x) - 1.0), save=(0,))
+_holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - _sq(x)), save=(0,))
 defvjp_direct(
     anp.arctan2,
-    lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-    lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
+    lambda g, ans, x, y: unbroadcast(g * y / (_sq(x) + _sq(y)), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / (_sq(x) + _sq(y)), y),
     save=(0, 1),
 )
 defvjp_direct(
@@ -324,8 +339,8 @@ defvjp_direct(
 )
 defjvp(
     anp.arctan2,
-    lambda g, ans, x, y: g * y / (x * x + y * y),
-    lambda g, ans, x, y: -g * x / (x * x + y * y),
+    lambda g, ans, x, y: g * y / (_sq(x) + _sq(y)),
+    lambda g, ans, x, y: -g * x / (_sq(x) + _sq(y)),
 )
 defjvp(anp.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans)
 
