@@ -433,6 +433,10 @@ def _record(fun, x):
         value, out_node = out._value, tape.pin(out)
         del out
         prog = _program(tape, out_node, slot_of, len(leaves), recorder.reads)
+        if not _reaches_inputs(tape, out_node, slot_of):
+            # made by array constructors (and reads of the inputs' shapes) only: recorded and
+            # replayed, with autograd's warning (autograd raises there)
+            _warn_independent("const_graph")
         if structure is not None:
             prog.structure = structure
             value = structure(list(value))
@@ -493,6 +497,25 @@ def _needed(tape, roots, slot_of, infos):
         stack.extend(p for p, _ in info["parents_argnums"])
         stack.extend(n for _, n in info["nested"])
     return needed
+
+
+def _reaches_inputs(tape, out_node, inputs):
+    """A recorded value of the inputs (node indices `inputs`) reaches node out_node: through
+    the traced arguments of the calls, or values computed from them inside their containers."""
+    stack, seen = [out_node], set()
+    while stack:
+        i = stack.pop()
+        if i in inputs:
+            return True
+        if i in seen:
+            continue
+        seen.add(i)
+        info = tape.node_info(i)
+        stack.extend(info["parents"])
+        if info["saved"] is not None:
+            for v in info["saved"][1]:
+                stack.extend(_nested_nodes(v, tape))
+    return False
 
 
 def _nested_nodes(v, tape):
