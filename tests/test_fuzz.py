@@ -46,13 +46,13 @@ def test_random_programs_match_numpy_and_differences(first):
 # class int_arg (fuzz_programs.py): integer and boolean arrays as the differentiated argument,
 # against central differences of the float version; np.reciprocal of an integer and a Python
 # int as the argument must raise gradcy's errors
-INT_ARG_PROGRAMS = 300
+INT_ARG_PROGRAMS = 200
 
 
 def test_integer_arguments_match_differences_of_the_float_program():
     result = fp.run_int_arg_seeds(range(INT_ARG_PROGRAMS))
     assert result["failures"] == [], "\n\n".join(result["failures"][:3])
-    assert set(result["pass"]) == set(fp.INT_DTYPES) and min(result["pass"].values()) >= 30
+    assert set(result["pass"]) == set(fp.INT_DTYPES) and min(result["pass"].values()) >= 20
     assert result["raised"].get("reciprocal", 0) >= 1
     assert sum(result["pass"].values()) + sum(result["raised"].values()) == INT_ARG_PROGRAMS
 
