@@ -2056,6 +2056,13 @@ def check_int_arg(seed):
             raise Failure("fwd", f"{where}\njvp {t!r}\nof the float argument {t_float!r}")
     elif not _close(t, onp.sum(fd * v), tol):
         raise Failure("fwd", f"{where}\njvp {t!r}\ndifferences {onp.sum(fd * v)!r}")
+    # second order (reverse over reverse): the integer argument's as the float argument's
+    hvp = lambda z: gradcy.grad(lambda u: gnp.sum(gradcy.grad(f)(u) * v))(z)
+    h, h_float = hvp(x), hvp(xf)
+    if h.dtype != onp.float64 or not (
+        _close(h, h_float, tol) or onp.array_equal(h, h_float, equal_nan=True)
+    ):
+        raise Failure("hvp", f"{where}\nhvp {h!r}\nof the float argument {h_float!r}")
     if not onp.array_equal(x, x0):
         raise Failure("input", f"{where}\nthe argument was changed")
     return "pass", str(x.dtype)

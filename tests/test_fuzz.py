@@ -95,3 +95,18 @@ def test_reciprocal_of_a_differentiated_integer_array_raises(x):
     # the float array's derivative is -1 / x ** 2
     xf = x.astype(float)[:1]
     assert gradcy.grad(lambda x: gnp.sum(gnp.reciprocal(x)))(xf)[0] == -1.0 / xf[0] ** 2
+
+
+@pytest.mark.parametrize("name", ["abs", "fabs"])
+def test_slope_of_abs_of_a_boolean_is_a_constant(name):
+    # int_arg's second order: abs' slope of a boolean was its traced cast to float64, whose
+    # derivative made the Hessian of sum(|x| * 1.5) 1.5 on the diagonal (it is 0)
+    import gradcy
+    import gradcy.numpy as gnp
+
+    f = lambda x: gnp.sum(getattr(gnp, name)(x) * 1.5)
+    x = numpy.array([True, False, True])
+    numpy.testing.assert_array_equal(gradcy.grad(f)(x), [1.5, 0.0, 1.5])
+    numpy.testing.assert_array_equal(gradcy.hessian(f)(x), numpy.zeros((3, 3)))
+    g = lambda x: gnp.sum(gnp.abs(x) ** 2) * 1.0
+    numpy.testing.assert_array_equal(gradcy.hessian(g)(x), numpy.diag([2.0, 0.0, 2.0]))

@@ -20,7 +20,16 @@ from .._dask_ops import on_chunks
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
-from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, shape_dtype, unbroadcast
+from ._util import (
+    _dtype,
+    _is_complex,
+    _plain,
+    _zeros_of,
+    balanced_eq,
+    cast_like,
+    shape_dtype,
+    unbroadcast,
+)
 from .saved_sets import Positions, extremum_masks
 
 _LN2 = math.log(2.0)
@@ -364,8 +373,10 @@ _holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 
 
 def _sign(x):
-    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope."""
-    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(x, _onp.float64)
+    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope. A
+    boolean's is its plain value as float64 (a constant, as sign's derivative is zero: a
+    traced cast would give the slope a derivative)."""
+    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(_plain(x), _onp.float64)
 
 
 def _absolute_vjp(g, ans, x):
