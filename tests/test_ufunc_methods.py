@@ -24,7 +24,8 @@ CASES = {
     "minimum.reduce axis=-1": lambda m, x: m.minimum.reduce(x, axis=-1),
     "subtract.reduce": lambda m, x: m.subtract.reduce(x, axis=1),
     "divide.reduce keepdims": lambda m, x: m.divide.reduce(x, axis=0, keepdims=True),
-    "power.reduce initial": lambda m, x: m.power.reduce(x, axis=0, initial=1.5),
+    "divide.reduce initial": lambda m, x: m.divide.reduce(x, axis=1, initial=1.5),
+    "power.accumulate": lambda m, x: m.power.accumulate(x, axis=1),
     "logaddexp.reduce": lambda m, x: m.logaddexp.reduce(x, axis=-1),
     "add.accumulate": lambda m, x: m.add.accumulate(x),
     "multiply.accumulate axis=1": lambda m, x: m.multiply.accumulate(x, axis=1),
@@ -143,3 +144,64 @@ def test_ufunc_attributes_are_numpys():
         mine, theirs = getattr(np, name), getattr(onp, name)
         for attr in ("nin", "nout", "nargs", "identity", "ntypes", "types", "signature"):
             assert getattr(mine, attr) == getattr(theirs, attr), (name, attr)
+
+
+def _numpy_folds(name):
+    x = onp.array([1.25, 0.75, 1.5])
+    ufunc = getattr(onp, name)
+    return ufunc.reduce(x) == ufunc(ufunc(x[0], x[1]), x[2])
+
+
+@pytest.mark.parametrize("name", ["power", "arctan2", "subtract", "logaddexp"])
+def test_reduce_is_numpys_fold_or_an_error(name):
+    # NumPy 2.4's power.reduce and arctan2.reduce of floats give op(x[0], x[-1]) for three
+    # elements, not the left fold NumPy documents: gradcy refuses them on traced values (its
+    # fold would differ from NumPy's value) and serves the others
+    x = onp.array([1.2, 0.7, 1.9])
+    f = lambda x: getattr(np, name).reduce(x)
+    if _numpy_folds(name):
+        onp.testing.assert_allclose(gradcy.make_vjp(f)(x)[1], getattr(onp, name).reduce(x))
+        check_grads(f, modes=["rev", "fwd"], order=2)(x)
+    else:
+        with pytest.raises(
+            NotImplementedError,
+            match=rf"^gradcy\.numpy\.{name}\.reduce: NumPy [0-9.]+'s {name}\.reduce of floats "
+            r"does not compute the left fold it documents",
+        ):
+            gradcy.grad(f)(x)
+    onp.testing.assert_array_equal(f(x), getattr(onp, name).reduce(x))  # plain: NumPy's
+
+
+_BINARY = sorted(
+    name
+    for name in dir(onp)
+    if isinstance(getattr(onp, name), onp.ufunc)
+    and getattr(onp, name).__name__ == name  # (not an alias: atan2, pow, true_divide, mod)
+    and getattr(onp, name).nin == 2
+    and getattr(onp, name).nout == 1
+    and getattr(onp, name).signature is None
+    and "dd->d" in getattr(onp, name).types
+)
+_Y = onp.array([[1.3, 0.45, 2.1], [0.55, 1.7, 0.9]])  # (no ratio an integer: fmod, remainder)
+_METHODS = {
+    "reduce": lambda u, x: u.reduce(x, axis=1),
+    "accumulate": lambda u, x: u.accumulate(x),
+    "outer": lambda u, x: u.outer(x[0], x[1]),
+}
+
+
+@pytest.mark.parametrize("method", list(_METHODS))
+@pytest.mark.parametrize("name", _BINARY)
+def test_every_binary_ufunc_method_is_numpys(name, method):
+    call = _METHODS[method]
+    want = call(getattr(onp, name), _Y)
+    f = lambda x: call(getattr(np, name), x)
+    try:
+        _, value = gradcy.make_vjp(f)(_Y)
+    except NotImplementedError as e:  # (NumPy's own fold is not the documented one)
+        assert method != "outer" and not _numpy_folds(name), e
+        return
+    onp.testing.assert_allclose(value, want, rtol=1e-14, atol=0)
+    assert onp.shape(value) == want.shape
+    if name not in ("floor_divide", "nextafter", "heaviside", "copysign"):  # (no slope to check)
+        check_grads(f, modes=["rev", "fwd"], order=1)(_Y)

@@ -58,6 +58,34 @@ def _one_axis(qual, axis, ndim):
     return axis % ndim
 
 
+# ufunc name -> (reduce, accumulate) of NumPy's float64 loop, each True where it is the left
+# fold NumPy documents (NumPy 2.4's power.reduce and arctan2.reduce of [a, b, c] give
+# op(a, c)): probed once per ufunc, on first use with traced values
+_FOLDS_AS_DOCUMENTED = {}
+_PROBE = _np.array([1.25, 0.75, 1.5])
+
+
+def _check_documented_fold(qual, name, ufunc, method):
+    known = _FOLDS_AS_DOCUMENTED.get(name)
+    if known is None:
+        with _np.errstate(all="ignore"):
+            left = [_PROBE[0]]
+            for v in _PROBE[1:]:
+                left.append(ufunc(left[-1], v))
+            known = (
+                bool(_np.array_equal(ufunc.reduce(_PROBE), left[-1], equal_nan=True)),
+                bool(_np.array_equal(ufunc.accumulate(_PROBE), left, equal_nan=True)),
+            )
+        _FOLDS_AS_DOCUMENTED[name] = known
+    if not known[method == "accumulate"]:
+        raise NotImplementedError(
+            f"{qual}: NumPy {_np.__version__}'s {name}.{method} of floats does not compute the "
+            f"left fold it documents ({name}(x[0], x[1]), then with x[2], ...), so gradcy "
+            f"does not serve it on traced values; write the fold, e.g. "
+            f"functools.reduce(np.{name}, x) along the first axis"
+        )
+
+
 def _fold(prim, gnp, array, axis, initial, running):
     """The left fold of binary ufunc `prim` along `axis` (traced), from `initial` if given;
     running: every partial result, stacked along axis (accumulate)."""
@@ -111,6 +139,7 @@ def _make_reduce(name, prim, ufunc):
         if _np.ndim(array) == 0 or (_np.size(array) == 0 and initial is _NO_VALUE):
             return ufunc.reduce(_plain(array), **{k: _plain(v) for k, v in given.items()})
         ax = _one_axis(qual, axis, _np.ndim(array))
+        _check_documented_fold(qual, name, ufunc, "reduce")
         result = _fold(prim, gnp, array, ax, initial, False)
         return gnp.expand_dims(result, ax) if keepdims else result
 
@@ -143,6 +172,7 @@ def _make_accumulate(name, prim, ufunc):
         if _np.ndim(array) == 0 or _np.size(array) == 0:
             return ufunc.accumulate(_plain(array), axis=axis)  # (NumPy's value or error)
         ax = _one_axis(qual, axis, _np.ndim(array))
+        _check_documented_fold(qual, name, ufunc, "accumulate")
         return _fold(prim, gnp, array, ax, _NO_VALUE, True)
 
     accumulate.__name__ = "accumulate"
@@ -208,6 +238,7 @@ def install_ufunc_methods(namespace):
         ufunc = getattr(_np, name, None)
         if type(prim) is not Primitive or not isinstance(ufunc, _np.ufunc):
             continue
+        name = ufunc.__name__  # (NumPy's name: arctan2 for its alias atan2)
         for attr in ("nin", "nout", "nargs", "identity", "ntypes", "types", "signature"):
             setattr(prim, attr, getattr(ufunc, attr))
         prim.reduce = _make_reduce(name, prim, ufunc)
