@@ -432,6 +432,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 INDEPENDENT_OUTPUT = "Output seems independent of input."
 
 
+def _independent(out, tape):
+    """autograd's test for its "Output seems independent of input." warning: the output is not
+    a value traced from the differentiated argument(s) on `tape` (not a Box of the tape, or a
+    Box of a constant: a buffer an array constructor made and what was computed from such
+    buffers alone). Never decided by the derivative: a rule giving None or zero for an
+    argument the output was computed from (fixed_point's x0, a user primitive's None VJP) does
+    not make the output independent."""
+    return type(out) is not Box or out._tape is not tape or tape.node_flags(out._node)[2]
+
+
 def _warn_independent(fname):
     """The UserWarning of a differentiated call whose output was not computed from the
     differentiated argument(s) (its derivative is zero), attributed to the caller's line."""

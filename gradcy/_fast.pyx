@@ -9,7 +9,7 @@ import numpy as _np
 cimport numpy as cnp
 
 from gradcy._regions cimport _root_key
-from gradcy._tape cimport Tape
+from gradcy._tape cimport Tape, NODE_CONSTANT
 from gradcy._box cimport Box
 from gradcy._primitive import push_active, pop_active
 
@@ -75,8 +75,8 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
     argument is a plain float ndarray or Python float and argnum an int or a tuple of ints;
     NotImplemented (before running anything) otherwise. When the output is not a real scalar
     traced on this call's tape, finish(fname, with_value, tape, out, leaves, leaf_nodes, multi)
-    completes the call (its checks and errors are the general path's). A traced output that
-    no differentiated argument reaches warns as the general path does (_warn_independent)."""
+    completes the call (its checks and errors are the general path's), as it does a traced
+    output that no differentiated argument reaches (a constant: finish warns)."""
     cdef Py_ssize_t nargs = PyTuple_GET_SIZE(args), i, k, n
     cdef bint multi
     cdef tuple idx
@@ -128,7 +128,8 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
         finally:
             pop_active(tape)
         new_args = None
-        if type(out) is not Box or (<Box>out)._tape is not tape:
+        if (type(out) is not Box or (<Box>out)._tape is not tape
+                or tape.nodes[(<Box>out)._node].flags & NODE_CONSTANT):
             return finish(fname, with_value, tape, out, leaves, leaf_nodes, multi)
         ans = (<Box>out)._value
         seed = _SCALAR_SEEDS.get(type(ans))
@@ -139,14 +140,6 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
         cots = tape.backward(node, seed, True, leaf_nodes)
     finally:
         tape.release()
-    for k in range(n):
-        if cots[k] is not None:
-            break
-    else:
-        # the output is traced (made from a gradcy.numpy constructor) but no differentiated
-        # argument reaches it: the general path's warning (VJP._cotangents)
-        from gradcy._arguments import _warn_independent
-        _warn_independent(fname)
     if multi:
         grads = [_match_fast(cots[k], leaves[k], match) for k in range(n)]
         g = tuple(grads)

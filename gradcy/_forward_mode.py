@@ -7,7 +7,13 @@ from typing import Any
 import numpy as _np
 
 from . import backends
-from ._arguments import _differentiated_leaves, _ones_like, _warn_independent, checked_operator
+from ._arguments import (
+    _differentiated_leaves,
+    _independent,
+    _ones_like,
+    _warn_independent,
+    checked_operator,
+)
 from ._batched import BatchedTangent, BatchingError
 from ._core import Box, Tape
 from ._docstrings import operator_doc
@@ -125,7 +131,7 @@ def _forward_batched(fun, args, kwargs, argnum, leaves, unflatten, batches, fnam
             traced = type(leaf) is Box and leaf._tape is tape
             value = leaf._value if traced else leaf
             t = tape.tangent(leaf) if traced else None
-            independent = independent and t is None
+            independent = independent and _independent(leaf, tape)
             values.append(value)
             out_tangents.append(_batch_of(t, value, n))
         if independent:

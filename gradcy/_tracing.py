@@ -23,6 +23,7 @@ from ._arguments import (
     _differentiated_leaves,
     _match_input,
     _ones_like,
+    _independent,
     _warn_independent,
     _zeros_like,
 )
@@ -49,7 +50,6 @@ class VJP:
         "_consume",
         "_fname",
         "_packed",
-        "_warned",
     )
 
     def __init__(self, tape, out, leaves, inputs, unflatten, consume, fname):
@@ -61,7 +61,6 @@ class VJP:
         self._consume = consume
         self._fname = fname
         self._packed = False  # the output was a container: g is flattened the same way
-        self._warned = out is None  # _warn_independent ran (at trace time when out is None)
 
     def __call__(self, g: Any) -> Any:
         cots = self._cotangents(g)
@@ -83,12 +82,6 @@ class VJP:
                 if self._packed:
                     g = tuple(tree_flatten(g)[0])
                 cots = tape.backward(self._out, g, self._consume, self._leaves)
-                if not self._warned and all([c is None for c in cots]):
-                    # the output is traced (made from a gradcy.numpy constructor) but no
-                    # differentiated argument reaches it
-                    self._warned = True
-                    if self._fname != "checkpoint":
-                        _warn_independent(self._fname)
         finally:
             if self._consume:
                 self.release()
@@ -171,7 +164,8 @@ def _finish_trace(tape, out, leaves, leaf_nodes, unflatten, fname, consume):
     except BaseException:
         tape.release()
         raise
-    if out_node is None and fname != "checkpoint":
+    if fname != "checkpoint" and (out_node is None or tape.node_flags(out_node)[2]):
+        # (autograd's test: the output is not traced from the argument; _independent)
         _warn_independent(fname)
     vjp = VJP(tape, out_node, leaf_nodes, leaves, unflatten, consume, fname)
     vjp._packed = out_structure is not None
@@ -305,11 +299,10 @@ def _forward(fun, args, kwargs, argnum, leaves, unflatten, tangents, fname):
         out_leaves, out_unflatten = tree_flatten(out)
         values, out_tangents, independent = [], [], True
         for leaf in out_leaves:
+            independent = independent and _independent(leaf, tape)
             if type(leaf) is Box and leaf._tape is tape:
                 values.append(leaf._value)
-                t = tape.tangent(leaf)
-                independent = independent and t is None
-                out_tangents.append(_match_input(t, leaf._value))
+                out_tangents.append(_match_input(tape.tangent(leaf), leaf._value))
             else:
                 values.append(leaf)
                 out_tangents.append(_zeros_like(leaf))

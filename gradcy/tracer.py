@@ -14,7 +14,6 @@ Cython); they are for programs that inspect or replay a trace.
 """
 
 import sys
-import warnings
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as _np
 
 from ._core import Box, Primitive, Tape
-from ._arguments import _check_leaf
+from ._arguments import _check_leaf, _independent, _warn_independent
 from ._pytree import tree_flatten
 from ._tracing import pack_outputs
 from .registry import notrace_primitive, primitive
@@ -155,9 +154,9 @@ def trace(start_node, fun, x):
                 packed = pack_outputs(*leaves)
                 values = [v._value if type(v) is Box and v._tape is t.tape else v for v in leaves]
                 return unflatten(values), t.nodes[packed._node]
-        if type(end_box) is Box and end_box._tape is t.tape:
+        if not _independent(end_box, t.tape):
             return end_box._value, t.nodes[end_box._node]
-        warnings.warn("Output seems independent of input.")  # noqa: B028  (as autograd warns)
+        _warn_independent("trace")
         return end_box, None
 
 

@@ -41,3 +41,72 @@ def test_random_programs_match_numpy_and_differences(first):
     assert NUMPY_1 or len(summary.refused) <= CHUNK // 100, summary.report(shrink_failures=False)
     for mode in fp.MODES:  # most programs run to a checked result in every mode
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)
+
+
+# class int_arg (fuzz_programs.py): integer and boolean arrays as the differentiated argument,
+# against central differences of the float version; np.reciprocal of an integer and a Python
+# int as the argument must raise gradcy's errors
+INT_ARG_PROGRAMS = 200
+
+
+def test_integer_arguments_match_differences_of_the_float_program():
+    result = fp.run_int_arg_seeds(range(INT_ARG_PROGRAMS))
+    assert result["failures"] == [], "\n\n".join(result["failures"][:3])
+    assert set(result["pass"]) == set(fp.INT_DTYPES) and min(result["pass"].values()) >= 20
+    assert result["raised"].get("reciprocal", 0) >= 1
+    assert sum(result["pass"].values()) + sum(result["raised"].values()) == INT_ARG_PROGRAMS
+
+
+# what int_arg found: rules computing with an integer operand's own square wrapped (int8 and
+# uint8: 26 * 26 = 164 in int8), and np.reciprocal of integers (1 / x rounded toward zero)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64"])
+@pytest.mark.parametrize(
+    "f, want",
+    [
+        (lambda np, x: np.sum(1.5 / (x * x + 10)), lambda x: -3.0 * x / (x * x + 10) ** 2),
+        (lambda np, x: np.sum(np.arctan2(x * x, 1.5)), lambda x: 3.0 * x / (x**4 + 2.25)),
+        (lambda np, x: np.sum(np.arctan(x * x)), lambda x: 2.0 * x / (1.0 + x**4)),
+        (lambda np, x: np.sum(np.power(x, 3) * 1.0), lambda x: 3.0 * x**2),
+        (lambda np, x: np.sum(np.power(2, x) * 1.0), lambda x: numpy.log(2.0) * 2.0**x),
+    ],
+    ids=["divide", "arctan2", "arctan", "power x", "power y"],
+)
+def test_rules_of_integer_operands_do_not_wrap(dtype, f, want):
+    import gradcy
+    import gradcy.numpy as gnp
+
+    x = numpy.array([4, 5, 3], dtype=dtype)
+    g = gradcy.grad(lambda x: f(gnp, x))(x)
+    assert g.dtype == numpy.float64
+    numpy.testing.assert_allclose(g, want(x.astype(float)), rtol=1e-3)  # (float16 inside)
+    _, t = gradcy.make_jvp(lambda x: f(gnp, x))(x)(numpy.ones(3))
+    numpy.testing.assert_allclose(t, numpy.sum(want(x.astype(float))), rtol=1e-3)
+
+
+@pytest.mark.parametrize("x", [numpy.array([1, 2, -3]), numpy.array([True, False])])
+def test_reciprocal_of_a_differentiated_integer_array_raises(x):
+    import gradcy
+    import gradcy.numpy as gnp
+
+    with pytest.raises(TypeError, match=r"^gradcy\.numpy\.reciprocal: argument 0 is an integer"):
+        gradcy.grad(lambda x: gnp.sum(gnp.reciprocal(x) * 1.0 + x * 0.5))(x)
+    with pytest.raises(TypeError, match=r"^gradcy\.numpy\.reciprocal: argument 0 is an integer"):
+        gradcy.make_jvp(lambda x: gnp.reciprocal(x))(x)(numpy.ones(x.shape))
+    # the float array's derivative is -1 / x ** 2
+    xf = x.astype(float)[:1]
+    assert gradcy.grad(lambda x: gnp.sum(gnp.reciprocal(x)))(xf)[0] == -1.0 / xf[0] ** 2
+
+
+@pytest.mark.parametrize("name", ["abs", "fabs"])
+def test_slope_of_abs_of_a_boolean_is_a_constant(name):
+    # int_arg's second order: abs' slope of a boolean was its traced cast to float64, whose
+    # derivative made the Hessian of sum(|x| * 1.5) 1.5 on the diagonal (it is 0)
+    import gradcy
+    import gradcy.numpy as gnp
+
+    f = lambda x: gnp.sum(getattr(gnp, name)(x) * 1.5)
+    x = numpy.array([True, False, True])
+    numpy.testing.assert_array_equal(gradcy.grad(f)(x), [1.5, 0.0, 1.5])
+    numpy.testing.assert_array_equal(gradcy.hessian(f)(x), numpy.zeros((3, 3)))
+    g = lambda x: gnp.sum(gnp.abs(x) ** 2) * 1.0
+    numpy.testing.assert_array_equal(gradcy.hessian(g)(x), numpy.diag([2.0, 0.0, 2.0]))

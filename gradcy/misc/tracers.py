@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 import numpy as _np
 
-from .._arguments import _check_leaf
+from .._arguments import _check_leaf, _warn_independent
 from .._core import Box, Tape
 from .._pytree import tree_flatten
 from .._tracing import _call_traced, pack_outputs
@@ -434,6 +434,7 @@ def _record(fun, x):
             del out_leaves
         tape.recorder = None
         if type(out) is not Box or out._tape is not tape:
+            _warn_independent("const_graph")  # (autograd warns, then raises)
             raise ValueError(
                 "const_graph: the output is independent of the input (or holds no "
                 "value computed from it); there is nothing to record"
@@ -441,6 +442,10 @@ def _record(fun, x):
         value, out_node = out._value, tape.pin(out)
         del out
         prog = _program(tape, out_node, slot_of, len(leaves), recorder.reads)
+        if not _reaches_inputs(tape, out_node, slot_of):
+            # made by array constructors (and reads of the inputs' shapes) only: recorded and
+            # replayed, with autograd's warning (autograd raises there)
+            _warn_independent("const_graph")
         if structure is not None:
             prog.structure = structure
             value = structure(list(value))
@@ -501,6 +506,25 @@ def _needed(tape, roots, slot_of, infos):
         stack.extend(p for p, _ in info["parents_argnums"])
         stack.extend(n for _, n in info["nested"])
     return needed
+
+
+def _reaches_inputs(tape, out_node, inputs):
+    """A recorded value of the inputs (node indices `inputs`) reaches node out_node: through
+    the traced arguments of the calls, or values computed from them inside their containers."""
+    stack, seen = [out_node], set()
+    while stack:
+        i = stack.pop()
+        if i in inputs:
+            return True
+        if i in seen:
+            continue
+        seen.add(i)
+        info = tape.node_info(i)
+        stack.extend(info["parents"])
+        if info["saved"] is not None:
+            for v in info["saved"][1]:
+                stack.extend(_nested_nodes(v, tape))
+    return False
 
 
 def _nested_nodes(v, tape):

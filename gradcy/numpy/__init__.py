@@ -33,6 +33,9 @@ from .manipulation import bartlett, blackman, hamming, hanning
 if hasattr(_np, "unique_all"):  # NumPy >= 2
     from .sorting import unique_all, unique_counts, unique_inverse, unique_values
 from .indexed_updates import at
+from .ufunc_methods import install_ufunc_methods as _install_ufunc_methods
+
+_install_ufunc_methods(globals())
 
 # constructors whose arrays a differentiation owns (writes into them are recorded)
 _owning = {}

@@ -20,7 +20,16 @@ from .._dask_ops import on_chunks
 from .._rules import ElementwiseRule
 from ..registry import defjvp, defvjp_direct
 from . import _wrap as anp
-from ._util import _dtype, _is_complex, _zeros_of, balanced_eq, cast_like, shape_dtype, unbroadcast
+from ._util import (
+    _dtype,
+    _is_complex,
+    _plain,
+    _zeros_of,
+    balanced_eq,
+    cast_like,
+    shape_dtype,
+    unbroadcast,
+)
 from .saved_sets import Positions, extremum_masks
 
 _LN2 = math.log(2.0)
@@ -122,7 +131,8 @@ defvjp_direct(
 defvjp_direct(
     anp.divide,
     _fast("div", 0, lambda g, ans, x, y: unbroadcast(g / y, x)),
-    lambda g, ans, x, y: -unbroadcast(g * x, y) / (y * y),  # (reduce first)
+    # (reduce first; / y / y: y * y of an integer y would be integer arithmetic, overflowing)
+    lambda g, ans, x, y: -unbroadcast(g * x, y) / y / y,
     save={0: (1,), 1: (0, 1)},
     recomputable=True,
 )
@@ -144,7 +154,20 @@ defjvp(
 defjvp(anp.positive, _jvp_first)
 
 
+def _inexact(x):
+    """x, or x * 1.0 when it is integer or boolean (an integer array differentiated as float64
+    values): a rule's arithmetic on it is then float64, never wrapping integer arithmetic."""
+    return x * 1.0 if _dtype(x).kind in "biu" else x
+
+
+def _sq(x):
+    """x * x in floating point (an integer x's square would wrap)."""
+    x = _inexact(x)
+    return x * x
+
+
 def _power_dx(g, ans, x, y):
+    x = _inexact(x)
     if type(y) in _PYNUM:  # constant Python exponent: the common x ** 2, x ** 0.5
         if y == 0:
             return g * 0.0
@@ -165,13 +188,14 @@ def _log_base(x):
 
 
 def _power_dy(g, ans, x, y):
-    return unbroadcast(g * _log_base(x) * anp.power(x, y), y)
+    return unbroadcast(g * _log_base(x) * anp.power(_inexact(x), y), y)
 
 
 defvjp_direct(anp.power, _power_dx, _power_dy, save=(0, 1))
 
 
 def _power_jvp_x(g, ans, x, y):
+    x = _inexact(x)
     if type(y) in _PYNUM:
         if y == 0:
             return g * 0.0
@@ -229,7 +253,20 @@ defjvp(anp.remainder, _jvp_first, lambda g, ans, x, y: -g * anp.floor_divide(x, 
 _holomorphic(anp.sqrt, lambda g, ans, x: g * 0.5 / ans, save=("ans",), recomputable=True)
 _holomorphic(anp.cbrt, lambda g, ans, x: g / (3.0 * ans * ans), save=("ans",))
 _holomorphic(anp.square, lambda g, ans, x: g * (2.0 * x), save=(0,), recomputable=True)
-_holomorphic(anp.reciprocal, lambda g, ans, x: -g * ans * ans, save=("ans",), recomputable=True)
+
+
+def _reciprocal_rule(g, ans, x):
+    if _dtype(ans).kind in "biu":  # (an integer array differentiated as float64 values)
+        raise TypeError(
+            "gradcy.numpy.reciprocal: argument 0 is an integer array that is differentiated; "
+            "NumPy's reciprocal of integers rounds 1 / x toward zero (0 where |x| > 1), "
+            "which has no derivative. Cast it first: np.reciprocal(x.astype(float)), or "
+            "write 1.0 / x"
+        )
+    return -g * ans * ans
+
+
+_holomorphic(anp.reciprocal, _reciprocal_rule, save=("ans",), recomputable=True)
 _holomorphic(anp.exp, lambda g, ans, x: g * ans, save=("ans",), fast="times_ans", recomputable=True)
 _holomorphic(anp.exp2, lambda g, ans, x: g * ans * _LN2, save=("ans",))
 _holomorphic(anp.expm1, lambda g, ans, x: g * (ans + 1.0), save=("ans",))
@@ -282,9 +319,9 @@ _holomorphic(
     recomputable=True,
 )
 _holomorphic(anp.tan, lambda g, ans, x: g * (1.0 + ans * ans), save=("ans",))
-_holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - x * x), save=(0,))
-_holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - x * x), save=(0,))
-_holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + x * x), save=(0,))
+_holomorphic(anp.arcsin, lambda g, ans, x: g / anp.sqrt(1.0 - _sq(x)), save=(0,))
+_holomorphic(anp.arccos, lambda g, ans, x: -g / anp.sqrt(1.0 - _sq(x)), save=(0,))
+_holomorphic(anp.arctan, lambda g, ans, x: g / (1.0 + _sq(x)), save=(0,))
 _holomorphic(
     anp.sinh, lambda g, ans, x: g * anp.cosh(x), save=(0,), fast="times_d", ufunc=_onp.cosh
 )
@@ -294,13 +331,13 @@ _holomorphic(
 _holomorphic(
     anp.tanh, lambda g, ans, x: g * (1.0 - ans * ans), save=("ans",), fast="tanh", recomputable=True
 )
-_holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(x * x + 1.0), save=(0,))
-_holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(x * x - 1.0), save=(0,))
-_holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - x * x), save=(0,))
+_holomorphic(anp.arcsinh, lambda g, ans, x: g / anp.sqrt(_sq(x) + 1.0), save=(0,))
+_holomorphic(anp.arccosh, lambda g, ans, x: g / anp.sqrt(_sq(x) - 1.0), save=(0,))
+_holomorphic(anp.arctanh, lambda g, ans, x: g / (1.0 - _sq(x)), save=(0,))
 defvjp_direct(
     anp.arctan2,
-    lambda g, ans, x, y: unbroadcast(g * y / (x * x + y * y), x),
-    lambda g, ans, x, y: unbroadcast(-g * x / (x * x + y * y), y),
+    lambda g, ans, x, y: unbroadcast(g * y / (_sq(x) + _sq(y)), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / (_sq(x) + _sq(y)), y),
     save=(0, 1),
 )
 defvjp_direct(
@@ -311,8 +348,8 @@ defvjp_direct(
 )
 defjvp(
     anp.arctan2,
-    lambda g, ans, x, y: g * y / (x * x + y * y),
-    lambda g, ans, x, y: -g * x / (x * x + y * y),
+    lambda g, ans, x, y: g * y / (_sq(x) + _sq(y)),
+    lambda g, ans, x, y: -g * x / (_sq(x) + _sq(y)),
 )
 defjvp(anp.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans)
 
@@ -336,8 +373,10 @@ _holomorphic(anp.degrees, lambda g, ans, x: g * _DEG, save=())
 
 
 def _sign(x):
-    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope."""
-    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(x, _onp.float64)
+    """sign(x), of a boolean x too (NumPy has no boolean sign loop): abs' and fabs' slope. A
+    boolean's is its plain value as float64 (a constant, as sign's derivative is zero: a
+    traced cast would give the slope a derivative)."""
+    return anp.sign(x) if _dtype(x) != _onp.bool_ else anp.astype(_plain(x), _onp.float64)
 
 
 def _absolute_vjp(g, ans, x):
