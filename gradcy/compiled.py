@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import _codegen
+from ._core import Box
 from .misc import tracers
 from ._typing import R
 from .wrap_util import wraps
@@ -25,6 +26,10 @@ def _compiler(name):
     with a warning)."""
 
     def compile_recorded(prog, leaves, value):
+        if any(type(v) is Box for v in leaves):
+            # recorded under an outer differentiation (grad(jit(f))): the NumPy replay, whose
+            # calls that differentiation traces (a native kernel would drop the gradient)
+            return prog
         try:
             fast = _codegen.compile_program(prog, leaves)
             if fast is prog:
@@ -98,6 +103,9 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     are checked at each call, and a call where one differs records and compiles again (the last
     16 programs are kept): a stale program never runs. Values that do not depend on the
     arguments (globals, closures, random draws) are the first call's.
+
+    Called with values an outer differentiation traces (``grad(jit(f))``), ``jit`` runs the
+    NumPy replay, which that differentiation follows, as ``const_graph``'s.
 
     Numba is an optional dependency (``pip install gradcy[jit]``); without it ``jit`` runs the
     NumPy replay of :func:`~gradcy.misc.const_graph` and warns once. A recorded write into a

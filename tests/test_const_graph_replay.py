@@ -499,3 +499,27 @@ def test_int_bool_and_str_arguments_are_constants_of_a_recording(wrapper):
 def test_differentiating_an_int_argument_of_a_recording_is_refused():
     with pytest.raises(TypeError, match=r"^grad: argument 2 is an integer scalar \(int\)"):
         const_graph(gradcy.grad(_power_or_sine, 2))(onp.ones(2), "pow", 2, True)
+
+
+@pytest.mark.parametrize("wrapper", ["const_graph", "jit"])
+def test_a_recording_under_an_outer_differentiation_is_differentiated(wrapper):
+    # grad(jit(f)) and grad of jit(grad(f)): the recording made with traced values replays as
+    # NumPy calls the outer differentiation follows (jit raised TracerArrayConversionError)
+    import warnings
+
+    wrap = const_graph if wrapper == "const_graph" else gradcy.jit
+
+    def f(x):
+        return gnp.sum((x - x[0]) ** 2 * gnp.tanh(x))
+
+    x = onp.array([0.3, -1.2, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (jit without numba: the NumPy replay)
+        fast, fast_grad = wrap(f), wrap(gradcy.grad(f))
+        for y in (x, x + 0.5, x):
+            onp.testing.assert_allclose(gradcy.grad(fast)(y), gradcy.grad(f)(y), rtol=1e-13)
+            onp.testing.assert_allclose(fast(y), f(y), rtol=1e-13)
+            second = gradcy.grad(lambda z: gnp.sum(fast_grad(z) ** 2))(y)
+            onp.testing.assert_allclose(
+                second, gradcy.grad(lambda z: gnp.sum(gradcy.grad(f)(z) ** 2))(y), rtol=1e-12
+            )
