@@ -230,8 +230,39 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     )
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":
         g = g.real
+    idx, g = _without_new_axes(idx, g, len(shape))
     out[idx] = g
     return out
+
+
+def _without_new_axes(idx, g, ndim):
+    """(idx, g) with idx's new axes (None) dropped from both, for a basic index (ints,
+    slices, None, Ellipsis) of an array of `ndim` dimensions: Dask's item assignment takes no
+    None (``out[None, :] = g`` raises where NumPy's assigns)."""
+    key = idx if type(idx) is tuple else (idx,)
+    if not any(e is None for e in key) or not all(
+        e is None
+        or e is Ellipsis
+        or type(e) is slice
+        or (isinstance(e, (int, _onp.integer)) and type(e) is not bool)
+        for e in key
+    ):
+        return idx, g
+    real = sum(1 for e in key if e is not None and e is not Ellipsis)
+    expanded = []
+    for e in key:
+        expanded += [slice(None)] * (ndim - real) if e is Ellipsis else [e]
+    if Ellipsis not in key:
+        expanded += [slice(None)] * (ndim - real)
+    kept, read = [], []  # the entries of idx without None; g's index dropping the new axes
+    for e in expanded:
+        if e is None:
+            read.append(0)
+        else:
+            kept.append(e)
+            if type(e) is slice:
+                read.append(slice(None))
+    return tuple(kept), g[tuple(read)]
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
