@@ -15,6 +15,7 @@ import threading
 
 import numpy as onp
 import pytest
+from counters import assert_counters_zero
 
 import gradcy
 import gradcy.numpy as np
@@ -36,8 +37,11 @@ RTOL = 1e-12
 
 @pytest.fixture(autouse=True)
 def _on_the_cluster(dask_client):
-    """Every computation here runs on the session's LocalCluster (two worker processes)."""
-    return dask_client
+    """Every computation here runs on the session's LocalCluster (two worker processes); every
+    test ends with the engine's counters at zero (no tape, node or buffer left alive, also
+    after the refusals)."""
+    yield dask_client
+    assert_counters_zero()
 
 
 def _rng(seed=0):
