@@ -540,3 +540,25 @@ def test_unknown_chunks_rules_reading_shapes(case):
         f, argnum = (lambda w, X: np.sum(np.sin(np.sum(X * w, axis=1)))), 0
     got = grad(f, argnum)(w, Xm)
     onp.testing.assert_allclose(_value(got), grad(f, argnum)(w, X), rtol=RTOL)
+
+
+# ---- errors ---------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:Output seems independent of input")
+@pytest.mark.parametrize(
+    "output",
+    [
+        lambda w, X: np.sum(X @ w) * 1j,  # complex: take the real part or holomorphic_grad
+        lambda w, X: np.sum(X > 0),  # integer
+        lambda w, X: X @ w,  # not a scalar
+    ],
+    ids=["complex", "integer", "array"],
+)
+def test_an_output_grad_refuses_gets_numpys_message(output):
+    # a complex or integer Dask output gave "grad: the function returned a Array of dtype
+    # complex128; grad needs a real floating-point output", without the fix NumPy's names
+    w, X, _, Xd, _ = _tall_data(_ROW_CHUNKS["uneven"])
+    with pytest.raises(TypeError) as numpys:
+        grad(output)(w, X)
+    with pytest.raises(TypeError) as dasks:
+        grad(output)(w, Xd)
+    assert str(dasks.value) == str(numpys.value)
