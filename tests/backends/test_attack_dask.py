@@ -562,3 +562,16 @@ def test_an_output_grad_refuses_gets_numpys_message(output):
     with pytest.raises(TypeError) as dasks:
         grad(output)(w, Xd)
     assert str(dasks.value) == str(numpys.value)
+
+
+@pytest.mark.parametrize("operand", ["the product X @ w", "the NumPy parameter"])
+def test_map_blocks_of_a_traced_value_refuses(operand):
+    # dask.array.map_blocks(f, traced) kept the Box in Dask's graph, outside the tape: a zero
+    # gradient with only the "output seems independent" warning
+    w, _, _, Xd, _ = _tall_data(_ROW_CHUNKS["uneven"])
+
+    def f(w, X):
+        return np.sum(da.map_blocks(onp.sin, X @ w if operand == "the product X @ w" else w))
+
+    with pytest.raises(gradcy.TracerArrayConversionError, match="dask.array.map_blocks"):
+        grad(f)(w, Xd)
