@@ -212,6 +212,19 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     like g when A is a NumPy array's metadata or None), g written in by the library's own item
     assignment (lazy for Dask); a Dask g read by one integer array along one axis: its rows
     added in per block of whole rows along that axis."""
+    key = idx if type(idx) is tuple else (idx,)
+    if any(is_lazy(e) for e in key) or (
+        (is_lazy(g) or is_lazy(A))
+        and any(type(e) is _ndarray and e.dtype.kind == "b" and e.ndim > 1 for e in key)
+    ):
+        raise NotImplementedError(
+            f"gradcy.numpy.{name}: the VJP of a read of a Dask array by a lazy index or by a "
+            f"boolean mask of several dimensions (x[x > 0]) places the cotangent at positions "
+            f"Dask knows only once computed (the read has chunks of unknown length), which "
+            f"Dask's item assignment cannot do; write the masked computation with where "
+            f"(np.sum(np.where(x > 0, f(x), 0.0)) for np.sum(f(x[x > 0]))), or read along one "
+            f"axis by a computed 1-D mask (x[(x[:, 0] > 0).compute()])"
+        )
     along = None if _no_repeats(idx) or not is_lazy(g) else _along_one_axis(idx, len(shape))
     if along is not None:
         return _untake_rows(cast_like(g, dtype), along[1], along[0], shape, dtype)

@@ -581,3 +581,27 @@ def test_map_blocks_of_a_traced_value_refuses(operand):
 
     with pytest.raises(gradcy.TracerArrayConversionError, match="dask.array.map_blocks"):
         grad(f)(w, Xd)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda X: X[X > 0.2],  # a lazy mask of every element
+        lambda X: X[X[:, 1] > 0],  # a lazy mask of rows
+        lambda X: X[onp.arange(44).reshape(11, 4) % 3 == 0],  # a NumPy mask of two dimensions
+    ],
+    ids=["lazy mask", "lazy row mask", "numpy 2-d mask"],
+)
+def test_a_read_by_a_mask_dask_cannot_assign_refuses(read):
+    # the VJP wrote g with out[mask] = g, which Dask cannot do here: the lazy masks raised
+    # gradcy's error about integer arrays ("read with ... a boolean mask", which the user
+    # did), the NumPy 2-d mask Dask's "IndexError: Incorrect shape ((11, 4)) of integer
+    # indices for dimension with size 11"; now one error naming where
+    _, X, _, Xd, _ = _tall_data(_ROW_CHUNKS["both axes"])
+    with pytest.raises(NotImplementedError, match=r"^gradcy\.numpy\.getitem: .*np\.where"):
+        grad(lambda X: np.sum(np.sin(read(X))))(Xd)
+    # the rewrites the message names
+    f = lambda X: np.sum(np.where(X > 0.2, np.sin(X), 0.0))
+    _assert_grad(grad(f)(Xd), Xd, grad(f)(X))
+    rows = lambda X: np.sum(np.sin(X[(X[:, 1] > 0).compute()]))
+    _assert_grad(grad(rows)(Xd), Xd, grad(lambda X: np.sum(np.sin(X[X[:, 1] > 0])))(X))
