@@ -143,7 +143,7 @@ def _w_as(w, kind):
     return da.from_array(w, chunks=-1 if kind == "dask one chunk" else ((1, 3),))
 
 
-@pytest.mark.parametrize("w_kind", _W_KINDS)
+@pytest.mark.parametrize("w_kind", ["numpy", "dask chunked"])  # (one chunk: below)
 @pytest.mark.parametrize("rows", list(_ROW_CHUNKS))
 def test_tall_program_equals_numpys(rows, w_kind):
     w, X, y, Xd, yd = _tall_data(_ROW_CHUNKS[rows])
