@@ -366,11 +366,9 @@ def _check_scalar_output(ans, fname):
                 f"{fname} needs a scalar output. Use elementwise_grad, jacobian or "
                 f"make_vjp for array outputs."
             )
-        if _np.dtype(value.dtype).kind != "f":
-            raise TypeError(
-                f"{fname}: the function returned a {type(value).__name__} of dtype "
-                f"{value.dtype}; {fname} needs a real floating-point output"
-            )
+        _check_float_output(value, fname)  # (NumPy's messages, naming the fix)
+        if _np.dtype(value.dtype).kind == "c":
+            _refuse_complex_output(fname)
         return
     if isinstance(value, (bool, _np.bool_)) or (
         isinstance(value, _np.ndarray) and value.dtype.kind == "b"
@@ -387,11 +385,15 @@ def _check_scalar_output(ans, fname):
         )
     _check_float_output(value, fname)
     if _np.iscomplexobj(value):
-        raise TypeError(
-            f"{fname}: the function returned a complex value; {fname} needs a real "
-            f"output. Use holomorphic_grad for holomorphic functions, or take "
-            f"the real part or abs() of the output."
-        )
+        _refuse_complex_output(fname)
+
+
+def _refuse_complex_output(fname):
+    raise TypeError(
+        f"{fname}: the function returned a complex value; {fname} needs a real "
+        f"output. Use holomorphic_grad for holomorphic functions, or take "
+        f"the real part or abs() of the output."
+    )
 
 
 def _check_float_output(ans, fname):

@@ -272,6 +272,17 @@ cdef class Box:
             "gradient. Call the gradcy.numpy version of the function, and create buffers that "
             "receive traced values with gradcy.numpy (zeros, empty, ...), not plain numpy.")
 
+    def __dask_tokenize__(self):
+        # Dask names what a graph of its own holds (dask.array.map_blocks, blockwise,
+        # dask.delayed) by tokenizing it: a traced value there would sit in the graph outside
+        # the tape, its gradient dropped (zero, with only the warning that the output seems
+        # independent of the input)
+        raise TracerArrayConversionError(
+            "gradcy: a traced value was passed to a Dask function that builds a graph of its "
+            "own (dask.array.map_blocks, blockwise, dask.delayed...), which would drop its "
+            "gradient. Apply gradcy.numpy functions to the Dask array instead, or make the "
+            "block function a primitive with gradcy.extend (primitive, defvjp).")
+
     # ---- NumPy protocols ------------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         fn = _ufunc_map.get(ufunc)

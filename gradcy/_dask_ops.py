@@ -96,7 +96,10 @@ def _add_partials(parts, shape=None):
     total = parts[0]
     for p in parts[1:]:
         total = total + p
-    return total if shape is None else total.reshape(shape)
+    if shape is None:
+        return total
+    # (a 0-d result as a NumPy scalar, as Dask's own sum and dot compute it)
+    return total.reshape(shape) if shape else total.reshape(())[()]
 
 
 def _split_every():

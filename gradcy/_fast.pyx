@@ -140,9 +140,17 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
         cots = tape.backward(node, seed, True, leaf_nodes)
     finally:
         tape.release()
+    grads = [_match_fast(cots[k], leaves[k], match) for k in range(n)]
+    for k in range(n):
+        if not (cnp.PyArray_CheckExact(grads[k]) or type(grads[k]) is float):
+            # a lazy (Dask) gradient of a plain input, whose output the forward pass made a
+            # NumPy scalar (a function Dask computes, such as sort): computed, as the general
+            # path computes it
+            from gradcy.backends import compute_pending
+            grads = compute_pending(grads, leaves)
+            break
     if multi:
-        grads = [_match_fast(cots[k], leaves[k], match) for k in range(n)]
         g = tuple(grads)
     else:
-        g = _match_fast(cots[0], leaves[0], match)
+        g = grads[0]
     return (ans, g) if with_value else g

@@ -101,6 +101,10 @@ def _broadcast_block(g, block_info=None):
     return _np.full(block_info[None]["chunk-shape"], g, dtype=_np.result_type(g))
 
 
+def _broadcast_like_block(block, g):
+    return _np.full(block.shape, g, dtype=_np.result_type(g))
+
+
 def _dask_broadcast(g, like):
     """g (a scalar or a 0-d array of any library) broadcast to like's shape and chunks, as a
     blockwise Dask array: each block is made where it is used, so Dask fuses it into the
@@ -120,6 +124,12 @@ def _dask_broadcast(g, like):
     if not is_lazy(g):
         g = _np.asarray(g)
     dtype = _np.result_type(g)
+    if _np.isnan(like.shape).any():
+        # chunks of unknown length (a read by a Dask mask, x[x > 0]): each block made as
+        # long as like's, which it reads
+        return da.map_blocks(
+            _broadcast_like_block, like, g, dtype=dtype, meta=_np.empty((0,) * like.ndim, dtype)
+        )
     return da.map_blocks(
         _broadcast_block,
         g,
@@ -202,11 +212,12 @@ def compute_pending(values, inputs):
     input, always computed) is not lazy replaced by its computed value, all in one
     dask.compute so a graph they share runs once. Computed 0-d results become the input's
     scalar type (a Python float input gets a float)."""
-    todo = [
-        k
-        for k, (v, x) in enumerate(zip(values, inputs))
-        if is_lazy(v) and not (x is not None and is_lazy(x))
-    ]
+    todo = []
+    for k, (v, x) in enumerate(zip(values, inputs)):
+        if type(v) is _Box:
+            _refuse_recorded_compute(v, x)
+        elif is_lazy(v) and not (x is not None and is_lazy(x)):
+            todo.append(k)
     if not todo:
         return values
     import dask
@@ -217,14 +228,33 @@ def compute_pending(values, inputs):
     out = list(values)
     for k, v in zip(todo, done):
         x = inputs[k]
-        if isinstance(x, float):
-            v = float(v)
-        elif isinstance(x, _np.generic):
+        if isinstance(x, _np.generic):  # (before float: numpy.float64 is a float)
             v = x.dtype.type(v)
+        elif isinstance(x, float):
+            v = float(v)
         elif isinstance(x, _np.ndarray) and not isinstance(v, _np.ndarray):
             v = _np.asarray(v, dtype=x.dtype)  # a computed NumPy scalar of a 0-d array
         out[k] = v
     return out
+
+
+def _refuse_recorded_compute(v, x):
+    """A gradient v traced on a const_graph recording (gradcy.misc.const_graph, gradcy.jit)
+    whose value is lazy while its input x is not: grad would compute it (dask.compute), which a
+    replayed program does not do (it would return the lazy array): refused."""
+    if v._tape.recorder is None:
+        return
+    while type(v) is _Box:
+        v = v._value
+    while type(x) is _Box:
+        x = x._value
+    if is_lazy(v) and not (x is not None and is_lazy(x)):
+        raise NotImplementedError(
+            "const_graph: the gradient of a NumPy argument computed from Dask data is computed "
+            "(dask.compute) when grad returns, which a recorded program cannot replay; pass "
+            "the argument as a Dask array (its gradient is then a lazy Dask array), or call "
+            "the function without const_graph / gradcy.jit"
+        )
 
 
 def graph_size(*collections, data=()):

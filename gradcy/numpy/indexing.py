@@ -212,6 +212,19 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     like g when A is a NumPy array's metadata or None), g written in by the library's own item
     assignment (lazy for Dask); a Dask g read by one integer array along one axis: its rows
     added in per block of whole rows along that axis."""
+    key = idx if type(idx) is tuple else (idx,)
+    if any(is_lazy(e) for e in key) or (
+        (is_lazy(g) or is_lazy(A))
+        and any(type(e) is _ndarray and e.dtype.kind == "b" and e.ndim > 1 for e in key)
+    ):
+        raise NotImplementedError(
+            f"gradcy.numpy.{name}: the VJP of a read of a Dask array by a lazy index or by a "
+            f"boolean mask of several dimensions (x[x > 0]) places the cotangent at positions "
+            f"Dask knows only once computed (the read has chunks of unknown length), which "
+            f"Dask's item assignment cannot do; write the masked computation with where "
+            f"(np.sum(np.where(x > 0, f(x), 0.0)) for np.sum(f(x[x > 0]))), or read along one "
+            f"axis by a computed 1-D mask (x[(x[:, 0] > 0).compute()])"
+        )
     along = None if _no_repeats(idx) or not is_lazy(g) else _along_one_axis(idx, len(shape))
     if along is not None:
         return _untake_rows(cast_like(g, dtype), along[1], along[0], shape, dtype)
@@ -230,8 +243,39 @@ def _untake_like(g, idx, A, shape, dtype, name="getitem"):
     )
     if _onp.iscomplexobj(g) and out.dtype.kind != "c":
         g = g.real
+    idx, g = _without_new_axes(idx, g, len(shape))
     out[idx] = g
     return out
+
+
+def _without_new_axes(idx, g, ndim):
+    """(idx, g) with idx's new axes (None) dropped from both, for a basic index (ints,
+    slices, None, Ellipsis) of an array of `ndim` dimensions: Dask's item assignment takes no
+    None (``out[None, :] = g`` raises where NumPy's assigns)."""
+    key = idx if type(idx) is tuple else (idx,)
+    if not any(e is None for e in key) or not all(
+        e is None
+        or e is Ellipsis
+        or type(e) is slice
+        or (isinstance(e, (int, _onp.integer)) and type(e) is not bool)
+        for e in key
+    ):
+        return idx, g
+    real = sum(1 for e in key if e is not None and e is not Ellipsis)
+    expanded = []
+    for e in key:
+        expanded += [slice(None)] * (ndim - real) if e is Ellipsis else [e]
+    if Ellipsis not in key:
+        expanded += [slice(None)] * (ndim - real)
+    kept, read = [], []  # the entries of idx without None; g's index dropping the new axes
+    for e in expanded:
+        if e is None:
+            read.append(0)
+        else:
+            kept.append(e)
+            if type(e) is slice:
+                read.append(slice(None))
+    return tuple(kept), g[tuple(read)]
 
 
 defvjp_direct(anp.getitem, _getitem_vjp, None, save=(1,))
