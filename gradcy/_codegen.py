@@ -40,7 +40,7 @@ import weakref
 
 import numpy as np
 
-from .misc.tracers import _fill, _slots_in
+from .misc.tracers import _step_args
 
 # ufunc -> scalar expression template ({0}, {1}: the operands, cast to the loop's dtype)
 _UNARY = {
@@ -194,11 +194,7 @@ def _probe(prog, leaves):
     in_place = set()
     with np.errstate(all="ignore"):
         for k, (fun, args, links, kwargs, slot, drops, _guards, nested) in enumerate(prog.steps):
-            a = list(args)
-            for pos, s in links:
-                a[pos] = vals[s]
-            for pos in nested:
-                a[pos] = _fill(a[pos], vals)
+            a = _step_args(args, links, nested, vals)
             for s in drops:
                 vals[s] = None
             if (
@@ -818,14 +814,7 @@ def compile_program(prog, leaves):
         if j - k >= MIN_FUSED_STEPS:
             runs.append((k, j))
         k = j
-    # the last step that reads each slot (the output: read after the end)
-    last_read = {prog.out: len(steps)}
-    for k, step in enumerate(steps):
-        for _, s in step[2]:
-            last_read[s] = k
-        for pos in step[7]:
-            for s in _slots_in(step[1][pos]):
-                last_read[s] = k
+    last_read = plan._last_reads(steps, prog.out)  # (the output: read after the end)
     new_steps, pos = [], 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
@@ -857,16 +846,78 @@ def compile_program(prog, leaves):
     planned = plan._reuse_buffers(plan._writes_in_place(planned, meta, prog), meta, prog)
     planned, n_slots = plan._values_in_buffers(planned, meta, prog, n_slots)
     planned, n_slots = plan._views_at_reads(planned, meta, prog, n_slots)
-    fallback = prog.rebuilt(planned, n_slots)
     native = _segments._native_program(planned, meta, prog, n_slots)
-    if native is None:
-        return fallback
-    fast = prog.rebuilt(*native)
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            # (np.dot on a strided view: Numba's note that a contiguous one would be faster)
-            warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
-            fast.replay(leaves)  # (Numba compiles each segment at its first call)
-    except Exception:
-        return fallback
-    return fast
+    if native is not None:
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                # (np.dot on a strided view: Numba's note that a contiguous one would be faster)
+                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+                _result(native[0], prog, leaves)  # (Numba compiles each segment at its first call)
+            planned, n_slots = native
+        except Exception:
+            pass
+    return prog.rebuilt(_einsums_lowered(planned, meta, prog, leaves), n_slots)
+
+
+# the most runs of the program _einsums_lowered makes to find the einsums it may lower
+_LOWERING_RUNS = 6
+
+
+def _einsums_lowered(steps, meta, prog, leaves):
+    """steps with the einsums that are matrix products as np.matmul calls
+    (_buffer_plan._einsums_as_matmuls): all of them where the program's result at `leaves`
+    stays within rounding of the recording's (the check gradcy.jit makes of a compiled
+    program), else those from the earliest point where it does (found by bisection).
+
+    BLAS sums in its own order, so each product differs from einsum's in the last bits, and a
+    recurrence can amplify that: a memory network of 256 steps, whose gradient a change of W
+    by one unit in the last place moves by 2e-12, moves by 7e-12 where its forward pass's
+    einsums are lowered, beyond the check's 64 units (3e-14) of its inputs' scale; lowered in
+    the backward pass only, by 7e-15."""
+    from . import _buffer_plan
+    from .compiled import _close
+
+    lowered = _buffer_plan._einsums_as_matmuls(steps, meta)
+    if not lowered:
+        return steps
+    at = sorted(lowered)
+
+    def variant(c):
+        return [lowered[k] if k in lowered and k >= at[c] else s for k, s in enumerate(steps)]
+
+    def agrees(c):
+        try:
+            with np.errstate(all="ignore"):
+                return _close(_result(variant(c), prog, leaves), want)
+        except Exception:
+            return False
+
+    with np.errstate(all="ignore"):
+        want = _result(prog.steps, prog, leaves)
+    if agrees(0):
+        return variant(0)
+    lo, hi, runs = 0, len(at), 1  # (cutting at lo disagrees; at hi, agrees: none is lowered)
+    while hi - lo > 1 and runs < _LOWERING_RUNS:
+        mid = (lo + hi) // 2
+        runs += 1
+        if agrees(mid):
+            hi = mid
+        else:
+            lo = mid
+    return steps if hi == len(at) else variant(hi)
+
+
+def _result(steps, prog, leaves):
+    """prog's output after running `steps` on `leaves`, each slot freed after its last read."""
+    from ._buffer_plan import _last_reads
+
+    vals = list(leaves) + [None] * (max(s[4] for s in steps) + 1)
+    drops = {}
+    for s, k in _last_reads(steps, prog.out).items():
+        drops.setdefault(k, []).append(s)
+    for k, (fun, args, links, kwargs, slot, _d, _g, nested) in enumerate(steps):
+        a = _step_args(args, links, nested, vals)
+        for s in drops.get(k, ()):
+            vals[s] = None
+        vals[slot] = fun(*a, **kwargs) if kwargs else fun(*a)
+    return vals[prog.out]

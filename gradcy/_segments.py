@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from . import _codegen
-from ._buffer_plan import _T, _add_at, _take_copy
+from ._buffer_plan import _T, _add_at, _last_reads, _take_copy
 from ._codegen import (
     _BINARY,
     _BOOL,
@@ -25,7 +25,6 @@ from ._codegen import (
     _set_into,
     numba_module,
 )
-from .misc.tracers import _slots_in
 
 
 # (the kernels, products of 2-d arrays, NumPy's SIMD unary loops, in-place updates, basic
@@ -388,13 +387,7 @@ def _native_program(steps, meta, prog, n_slots):
             writer[s_] = k
     for step in steps:
         reads.append(tuple(s_ for _, s_ in step[2] if s_ not in packed))
-    last_read = {prog.out: len(steps)}
-    for k, step in enumerate(steps):
-        for _, s_ in step[2]:
-            last_read[s_] = k
-        for pos in step[7]:
-            for s_ in _slots_in(step[1][pos]):
-                last_read[s_] = k
+    last_read = _last_reads(steps, prog.out)
     templ = [
         None if t is None else _TOKEN.sub(lambda mt: "$" if mt.group(2) else "@", "\n".join(t))
         for t in trans

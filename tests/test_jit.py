@@ -154,7 +154,8 @@ def test_no_segments_where_numpy_calls_would_stay_most_of_the_program():
     _close(fast(*args), grad(f)(*args))
     steps = fast.programs[0][1].steps
     assert not [s for s in steps if getattr(s[0], "step_names", None)]
-    assert sum(getattr(s[0], "__name__", "") == "einsum" for s in steps) >= 60
+    products = ("einsum", "einsum_matmul")  # (an einsum, or the matrix product it is)
+    assert sum(getattr(s[0], "__name__", "") in products for s in steps) >= 60
 
 
 def test_a_branch_on_a_value_records_each_branch_never_stale(recordings):
@@ -503,7 +504,8 @@ def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
 def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
     """add(einsum('bs,bd->bsd', ...), einsum(...)), each product read by the add only (a
     memory network's prefix cotangents), runs as one kernel: one array of the output's size,
-    not three. An einsum that sums over an index, or whose result is read elsewhere, stays."""
+    not three. An einsum that sums over an index (a matrix product: np.matmul), or whose
+    result is read elsewhere, stays."""
 
     def f(a, b, c, d):
         s = gnp.einsum("bs,bd->bsd", a, b) + gnp.einsum("bs,bd->bsd", c, d)
@@ -515,7 +517,7 @@ def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
     args = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
     steps, fast = _planned(monkeypatch, f, *args)
     names = [getattr(step[0], "__name__", "") for step in steps]
-    assert names.count("einsum") == 2, names
+    assert names.count("einsum") == 1 and names.count("einsum_matmul") == 1, names
     expanded = [s for s in steps if s[0] is operator.getitem and None in s[1][1]]
     assert len(expanded) == 4, names  # (a[:, :, None], b[:, None, :] of each product)
     adds = [
@@ -597,3 +599,108 @@ def test_outer_products_stay_einsums_across_a_write_into_their_operands(monkeypa
     for _ in range(3):
         x, y = rs.randn(3), rs.randn(3)
         _close(fast(x, y), g(x, y))
+
+
+def test_einsums_that_are_matrix_products_run_as_matmul(monkeypatch):
+    """An einsum of two float arrays that is a (batched) matrix product, vector product or
+    dot runs as one np.matmul on transposed views; the result has einsum's shape, dtype and
+    C order and its values within rounding. Outer products, traces and a letter summed in
+    one operand only stay einsums."""
+    specs = {
+        "bsd,bd->bs": True,  # a memory network's attention scores (matrix @ vector)
+        "bs,bsd->bd": True,  # and its read (vector @ matrix)
+        "ij,kj->ki": True,  # (a transposed output: into a C-ordered buffer)
+        "bi,bi->b": True,  # (a batched dot)
+        "sbd,bd->sb": True,  # (a batch letter not first)
+        "i,j->ij": False,  # an outer product: nothing summed
+        "ii,ij->j": False,  # a repeated letter
+        "ab,cb->": False,  # no output letter (a scalar)
+        "abc,bc->a": False,  # two letters summed
+    }
+    shapes = {"b": 3, "s": 4, "d": 5, "i": 2, "j": 6, "k": 3, "a": 2, "c": 3}
+    rs = onp.random.RandomState(21)
+    args = []
+    for spec in specs:
+        ins = spec.split("->")[0].split(",")
+        args += [rs.randn(*[shapes[c] for c in t]) for t in ins]
+    args = [a.astype(onp.float32) if k in (8, 9) else a for k, a in enumerate(args)]  # (sbd,bd)
+
+    def f(*xs):
+        total = 0.0
+        for k, spec in enumerate(specs):
+            total = total + gnp.sum(gnp.sin(gnp.einsum(spec, xs[2 * k], xs[2 * k + 1])))
+        return total
+
+    steps, fast = _planned(monkeypatch, f, *args)
+    lowered = {s[0].subscripts for s in steps if getattr(s[0], "__name__", "") == "einsum_matmul"}
+    assert lowered == {spec for spec, yes in specs.items() if yes}, lowered
+    for _ in range(2):
+        xs = [a * rs.uniform(0.5, 1.5, a.shape).astype(a.dtype) for a in args]
+        got, want = fast(*xs), f(*xs)
+        assert type(got) is type(want) and onp.result_type(got) == onp.result_type(want)
+        assert onp.allclose(got, want, rtol=1e-5, atol=1e-5)  # (a float32 product)
+    for spec, yes in specs.items():
+        ins = spec.split("->")[0].split(",")
+        ops = [rs.randn(*[shapes[c] for c in t]) for t in ins]
+        fun = _buffer_plan._einsum_matmul(spec)
+        assert (fun is not None) == yes, spec
+        if yes:
+            got, want = fun(spec, *ops), onp.einsum(spec, *ops)
+            assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+            _close(got, want)
+
+
+def test_einsums_lowered_only_where_the_result_stays_within_rounding(monkeypatch):
+    """Where lowering every einsum moves the program's result beyond the check gradcy.jit makes
+    (a recurrence amplifies BLAS's other rounding), the einsums from the earliest point where
+    it stays within are lowered: here a forward product made wrong on purpose stays an
+    einsum in every step, and every backward one (after them all) is lowered."""
+    real = _buffer_plan._einsum_matmul
+
+    def off(spec):
+        f = real(spec)
+        if spec != "ij,bj->bi" or f is None:
+            return f
+        return lambda *a: f(*a) * (1.0 + 1e-9)  # (the forward product, wrong in the 9th digit)
+
+    monkeypatch.setattr(_buffer_plan, "_einsum_matmul", off)
+
+    def f(W, x):
+        for _ in range(6):
+            x = gnp.tanh(gnp.einsum("ij,bj->bi", W, x))
+        return gnp.sum(x**2)
+
+    rs = onp.random.RandomState(22)
+    W, x = rs.randn(4, 4) * 0.5, rs.randn(3, 4)
+    g = grad(f, (0, 1))
+    steps, fast = _planned(monkeypatch, g, W, x)
+    specs = [
+        (getattr(s[0], "__name__", ""), s[1][0])
+        for s in steps
+        if getattr(s[0], "__name__", "") in ("einsum", "einsum_matmul")
+    ]
+    forward = [name for name, spec in specs if spec == "ij,bj->bi"]
+    backward = [name for name, spec in specs if spec != "ij,bj->bi"]
+    assert forward == ["einsum"] * 6 and backward == ["einsum_matmul"] * 12, specs
+    for _ in range(2):
+        W2, x2 = rs.randn(4, 4) * 0.5, rs.randn(3, 4)
+        _close(fast(W2, x2), g(W2, x2))
+
+
+def test_an_untake_also_read_inside_a_container_is_not_folded_into_the_add(monkeypatch):
+    """add(a, untake(g, idx, ...)) becomes a[idx] += g only where the add is untake's one
+    reader: here np.polyval also reads it (inside its list of coefficients), so it stays."""
+    from gradcy.numpy.indexing import untake
+
+    def f(x):
+        a = gnp.sin(x)  # (a fresh array, read last by the add)
+        u = untake(x[:2] * 2.0, (slice(0, 2),), (4,), x.dtype)
+        s = a + u  # (no kernel: the steps around it are of other shapes)
+        return gnp.sum(gnp.polyval([u, s], gnp.cos(x)))
+
+    rs = onp.random.RandomState(23)
+    steps, fast = _planned(monkeypatch, f, rs.randn(4))
+    assert "untake" in [getattr(s[0], "__name__", "") for s in steps]
+    for _ in range(3):
+        x = rs.randn(4)
+        assert onp.array_equal(fast(x), f(x))
