@@ -19,8 +19,9 @@ gradcy._segments turns the runs of planned steps Numba can run in nopython mode 
 products as BLAS calls, NumPy's own SIMD unary loops called through the ufunc's loop pointer,
 in-place updates, basic indexing, writes, axis sums) that a loop of the user's program repeats
 into native segments: one Numba function per distinct repeat, its int indexes as parameters.
-Kernels are compiled from files named by their source's hash with Numba's cache=True
-(cache_dir()), so a later process loads them from disk.
+Kernels, segments and the ufunc loop calls are compiled from files named by their text's hash
+with Numba's cache=True (cache_dir(), _cached_function), so a later process loads them from disk;
+Numba's cache files are sealed by their hash (a file that no longer matches compiles again).
 
 Kernels compute each step in the dtype NumPy's loop would (the result's dtype for arithmetic,
 the operands' common dtype for comparisons), with Python scalars cast to it as NEP 50 does, and
@@ -34,6 +35,7 @@ import importlib.util
 import math
 import operator
 import os
+import platform
 import sys
 import warnings
 import weakref
@@ -721,17 +723,44 @@ def _read(path):
         return fh.read()
 
 
-def _cached_kernel(source, numba):
-    """numba.njit of the kernel `source` defines, compiled from a file named by the source's
-    hash with Numba's cache=True: a later process loads the compiled code from disk (about
-    40 ms) instead of compiling it again (0.1-1 s). Where the directory cannot be written the
-    kernel is compiled in memory only."""
+# the Numba functions _cached_function made in this process (native_compiles counts their
+# compiles), and of those cached on disk: {module name: (weak reference to the function, the
+# path of its seal, how many compiles it had when sealed)}
+_made = weakref.WeakSet()
+_seals = {}
+
+
+def native_compiles():
+    """How many times Numba compiled (rather than loaded from the disk cache) a kernel, native
+    segment or ufunc loop call of gradcy.jit in this process."""
+    return sum(sum(f.stats.cache_misses.values()) for f in list(_made))
+
+
+def _cached_function(source, name, globals_=None):
+    """numba.njit of the function `name` that `source` defines, its globals NumPy as np and
+    globals_ ({global name: (object, a description of it: what names it across processes, or
+    None where nothing does)}).
+
+    It is compiled from a file of cache_dir() named by the hash of its text (the source, the
+    globals' descriptions, NumPy's and Numba's versions and the machine), with Numba's
+    cache=True: a later process loads the compiled code from disk (about 40 ms) instead of
+    compiling it again (0.1-3 s). Numba reads its cache files unchecked (a corrupted one raises
+    or runs wrong code), so they are sealed by their SHA-256 after the first compile
+    (_seal_caches) and, where they no longer match their seal, deleted before the function is
+    made: it compiles again. Where the directory cannot be written the function is compiled in
+    memory only."""
+    numba = numba_module()
     opts = {"error_model": "numpy", "nogil": True}
+    globals_ = globals_ or {}
     d = cache_dir()
-    if d:
-        name = "gradcy_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:32]
-        path = os.path.join(d, name + ".py")
-        text = "import numpy as np\n\n\n" + source + "\n"
+    if d and all(desc is not None for _, desc in globals_.values()):
+        described = "".join(f"# {g}: {desc}\n" for g, (_, desc) in sorted(globals_.items()))
+        text = (
+            f"# gradcy.jit: numpy {np.__version__}, numba {numba.__version__}, "
+            f"{platform.machine()}\n{described}import numpy as np\n\n\n{source}\n"
+        )
+        modname = f"gradcy_{name}_" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        path = os.path.join(d, modname + ".py")
         try:
             if not os.path.exists(path) or _read(path) != text:
                 os.makedirs(d, exist_ok=True)
@@ -739,19 +768,81 @@ def _cached_kernel(source, numba):
                 with open(tmp, "w") as fh:
                     fh.write(text)
                 os.replace(tmp, path)  # (atomic: another process may write the same file)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = sys.modules.get(name)
+            module = sys.modules.get(modname)
             if module is None:
+                spec = importlib.util.spec_from_file_location(modname, path)
                 module = importlib.util.module_from_spec(spec)
+                module.__dict__.update((g, obj) for g, (obj, _) in globals_.items())
                 spec.loader.exec_module(module)
-                sys.modules[name] = module  # (Numba's cache finds the function by module)
-            if module.kernel.__code__.co_filename == path:
-                return numba.njit(module.kernel, cache=True, **opts)
-        except (OSError, ImportError, SyntaxError):
+                sys.modules[modname] = module  # (Numba's cache finds the function by module)
+            fn = getattr(module, name)
+            if fn.__code__.co_filename == path:
+                jitted = numba.njit(fn, cache=True, **opts)
+                seal = os.path.join(d, modname + ".sealed")
+                _check_seal(jitted.stats.cache_path, modname, seal)
+                _seals[modname] = (weakref.ref(jitted), seal, 0)
+                _made.add(jitted)
+                return jitted
+        except (OSError, ImportError, SyntaxError, AttributeError):
             pass
     ns = {"np": np}
-    exec(compile(source, "<gradcy.jit kernel>", "exec"), ns)
-    return numba.njit(ns["kernel"], **opts)
+    ns.update((g, obj) for g, (obj, _) in globals_.items())
+    exec(compile(source, f"<gradcy.jit {name}>", "exec"), ns)
+    jitted = numba.njit(ns[name], **opts)
+    _made.add(jitted)
+    return jitted
+
+
+def _numba_files(cache_path, modname):
+    """{file name: its SHA-256} of Numba's cache files (index, data) of module modname."""
+    out = {}
+    if not cache_path or not os.path.isdir(cache_path):
+        return out
+    for f in os.listdir(cache_path):
+        if f.startswith(modname + ".") and f.endswith((".nbi", ".nbc")):
+            with open(os.path.join(cache_path, f), "rb") as fh:
+                out[f] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def _check_seal(cache_path, modname, seal):
+    """Delete Numba's cache files of modname unless they are exactly those its seal lists."""
+    files = _numba_files(cache_path, modname)
+    if not files:
+        return
+    try:
+        sealed = dict(line.split(" ", 1)[::-1] for line in _read(seal).splitlines())
+    except (OSError, ValueError):
+        sealed = None
+    if sealed != files:
+        for f in files:
+            try:
+                os.remove(os.path.join(cache_path, f))
+            except OSError:
+                pass
+
+
+def _seal_caches():
+    """Seal the cache files of each function Numba compiled (and saved) since it was last
+    sealed: a file of their SHA-256, written atomically."""
+    for modname, (ref, seal, done) in list(_seals.items()):
+        jitted = ref()
+        if jitted is None:
+            del _seals[modname]
+            continue
+        stats = jitted.stats
+        misses = sum(stats.cache_misses.values())
+        if misses == done:
+            continue  # (not called since, or loaded: its files are those sealed)
+        _seals[modname] = (ref, seal, misses)
+        try:
+            files = _numba_files(stats.cache_path, modname)
+            tmp = f"{seal}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.write("".join(f"{h} {f}\n" for f, h in sorted(files.items())))
+            os.replace(tmp, seal)
+        except OSError:
+            pass
 
 
 def _wrapper(kernel, jitted):
@@ -827,7 +918,7 @@ def compile_program(prog, leaves):
         )
         jitted = _kernels.get(kern.source)
         if jitted is None:
-            jitted = _kernels[kern.source] = _cached_kernel(kern.source, numba)
+            jitted = _kernels[kern.source] = _cached_function(kern.source, "kernel")
             while len(_kernels) > _MAX_KERNELS:
                 del _kernels[next(iter(_kernels))]
         call = _wrapper(kern, jitted)
@@ -856,7 +947,12 @@ def compile_program(prog, leaves):
             planned, n_slots = native
         except Exception:
             pass
-    return prog.rebuilt(_einsums_lowered(planned, meta, prog, leaves), n_slots)
+    steps = _einsums_lowered(planned, meta, prog, leaves)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+        _result(steps, prog, leaves)  # (each kernel compiles, or loads, at its first call)
+    _seal_caches()
+    return prog.rebuilt(steps, n_slots)
 
 
 # the most runs of the program _einsums_lowered makes to find the einsums it may lower

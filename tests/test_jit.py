@@ -402,6 +402,77 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()),
 """
 
 
+_SEGMENTS_RUN = """
+import hashlib
+import numpy as onp
+import gradcy.numpy as gnp
+from gradcy import _codegen, grad, jit
+
+def rnn(Wh, Wx, b, xs):
+    h = gnp.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = gnp.tanh(xs[t] @ Wx + h @ Wh + b)
+    return gnp.sum(h**2)
+
+rs = onp.random.RandomState(2)
+args = (rs.randn(8, 8) * 0.4, rs.randn(3, 8), rs.randn(8), rs.randn(30, 8, 3))
+fast = jit(grad(rnn, (0, 1, 2)))
+got = fast(*args)
+segments = {id(s[0]) for s in fast.programs[0][1].steps if getattr(s[0], "step_names", None)}
+want = grad(rnn, (0, 1, 2))(*args)
+assert all(onp.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want))
+print(_codegen.native_compiles(), len(segments),
+      hashlib.sha256(b"".join(g.tobytes() for g in got)).hexdigest())
+"""
+
+
+def _run_in_a_process(src, cache):
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", src],
+        env=dict(os.environ, GRADCY_JIT_CACHE=cache),
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_native_segments_compile_once_across_processes_through_the_disk_cache(tmp_path):
+    """A native segment (and the kernels and NumPy loop calls it runs) is cached on disk as a
+    kernel is: a second process compiles nothing. Cache files that no longer match their seal
+    (corrupted), and a source file that is not what its name says, are ignored: what they
+    held compiles again, to the same bits."""
+    import glob
+    import os
+
+    cache = str(tmp_path / "jit")
+    compiles, n_segments, bits = _run_in_a_process(_SEGMENTS_RUN, cache)
+    assert int(compiles) > int(n_segments) >= 2
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == ["0", n_segments, bits]
+    data = sorted(glob.glob(os.path.join(cache, "__pycache__", "gradcy_segment_*.nbc")))
+    assert len(data) == int(n_segments)  # (one compiled signature each)
+    for path in data:  # bytes flipped in the compiled code of every segment
+        with open(path, "r+b") as fh:
+            b = bytearray(fh.read())
+            for i in range(64, len(b), 61):
+                b[i] ^= 0x5A
+            fh.seek(0)
+            fh.write(b)
+    (kernel_index,) = glob.glob(os.path.join(cache, "__pycache__", "gradcy_kernel_*.nbi"))[:1]
+    with open(kernel_index, "r+b") as fh:  # a kernel's index cut short
+        fh.truncate(7)
+    (source,) = glob.glob(os.path.join(cache, "gradcy_segment_*.py"))[:1]
+    with open(source, "w") as fh:
+        fh.write("def segment(:\n")
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == [str(int(n_segments) + 1), n_segments, bits]
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == ["0", n_segments, bits]
+
+
 def test_kernels_compile_once_across_processes_through_the_disk_cache(tmp_path):
     # a kernel's compiled code is kept on disk, keyed by its source: a second process loads
     # it (a cache hit) instead of compiling it again; an empty GRADCY_JIT_CACHE turns it off
