@@ -225,8 +225,8 @@ def _einsum_matmul(spec):
     'bsd,bd->bs' and 'bs,bsd->bd' at 4 x 128 x 64: 4.5 against 10 us); None where spec is
     not such a product: the letters of both operands and the output are its batch axes,
     exactly one letter of both operands is summed over, and each operand has at most one
-    letter of its own. The operands are passed as transposed views (no copy); the result is
-    C-ordered, as einsum's is."""
+    letter of its own. The operands are passed as transposed views (no copy); the result is a
+    new C-ordered array, as einsum's is."""
     if spec not in _EINSUM_MATMULS:
         _EINSUM_MATMULS[spec] = _make_einsum_matmul(spec)
     return _EINSUM_MATMULS[spec]
@@ -265,15 +265,17 @@ def _make_einsum_matmul(spec):
     tb = operand(y, b, batch + summed + right, None if right else "..., None")
     made = batch + left + right
     lines = ["def einsum_matmul(spec, x0, x1):"]
-    if made == list(out):
-        idx = ", ".join([":"] * nb + [":" if left else "0", ":" if right else "0"])
-        lines.append(f" return matmul({ta}, {tb})" + ("" if left and right else f"[{idx}]"))
-    else:  # into a C-ordered buffer, through its view in matmul's axis order
+    if made == list(out) and left and right:
+        lines.append(f" return matmul({ta}, {tb})")
+    else:
+        # into a new C-ordered array through its view in matmul's axis order (the result is
+        # that array, not a view: a value the backward pass keeps is one object, as einsum's)
         sizes = [f"{x}.shape[{a.index(c)}]" if c in a else f"{y}.shape[{b.index(c)}]" for c in out]
         perm = tuple(out.index(c) for c in made)
-        view = ", ".join([":"] * nb + [":" if left else "None", ":" if right else "None"])
+        view = "o" if perm == tuple(range(len(out))) else f"o.transpose({perm})"
+        idx = ", ".join([":"] * nb + [":" if left else "None", ":" if right else "None"])
         lines.append(f" o = empty(({', '.join(sizes)},), result_type({x}, {y}))")
-        lines.append(f" matmul({ta}, {tb}, out=o.transpose({perm})[{view}])")
+        lines.append(f" matmul({ta}, {tb}, out={view}[{idx}])")
         lines.append(" return o")
     ns = {"matmul": np.matmul, "empty": np.empty, "result_type": np.result_type}
     exec(compile("\n".join(lines), f"<gradcy.jit einsum {spec!r}>", "exec"), ns)
