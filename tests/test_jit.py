@@ -776,3 +776,24 @@ def test_an_untake_also_read_inside_a_container_is_not_folded_into_the_add(monke
     for _ in range(3):
         x = rs.randn(4)
         assert onp.array_equal(fast(x), f(x))
+
+
+def test_the_output_read_again_inside_its_kernel_is_still_written():
+    """The program's output is read after its last step even where a step of the same fused
+    run reads it too (a branch on a value computed from it): the kernel writes it out."""
+
+    def f(x):
+        y = gnp.sin(x) * 2.0
+        z = gnp.cos(y) + y
+        if gnp.sum(z) > -100.0:  # (the recording keeps z's steps for this guard)
+            return y
+        return x
+
+    fast = jit(f)
+    x = onp.linspace(-1.0, 1.0, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert onp.array_equal(fast(x), f(x))
+    assert _kernels(fast)
+    for scale in (0.5, 2.0):
+        assert onp.array_equal(fast(x * scale), f(x * scale))
