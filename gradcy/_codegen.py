@@ -7,8 +7,9 @@ recording fix them for every replay), then cuts it into groups: a run of consecu
 elementwise steps (ufuncs of _UNARY/_BINARY, numpy.where) whose results are real arrays of one
 shape becomes one kernel, a loop nest over that shape that computes each element of the run as
 scalar statements (no temporaries: only the slots read after the run are written to arrays);
-every other step stays the NumPy call it was (matmul and einsum call BLAS as they do in NumPy,
-reductions, indexing, and any primitive the generator does not know). Each kernel replaces its
+every other step stays the NumPy call it was (matmul calls BLAS as it does in NumPy; an einsum
+that is a matrix product becomes that np.matmul call where the result stays within rounding,
+_einsums_lowered; reductions, indexing, and any primitive the generator does not know). Each kernel replaces its
 run by one step of the program, a Python wrapper that allocates the kernel's outputs and calls
 it, so the glue, its guards and its freeing of slots are const_graph's own
 (tracers._Program.rebuilt).
