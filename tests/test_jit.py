@@ -797,3 +797,13 @@ def test_the_output_read_again_inside_its_kernel_is_still_written():
     assert _kernels(fast)
     for scale in (0.5, 2.0):
         assert onp.array_equal(fast(x * scale), f(x * scale))
+
+
+def test_a_program_of_no_steps_compiles():
+    """jit of a function that returns its argument (a recording of no step) runs without a
+    warning and gives the argument back."""
+    x = onp.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert onp.array_equal(jit(lambda x: x)(x), x)
+        assert jit(grad(lambda x: x * 1.0))(2.0) == 1.0
