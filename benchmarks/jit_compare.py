@@ -24,9 +24,9 @@ Workloads:
             compile took 77 s at S=32)
 --cython: the sin chain's compiled kernel translated to Cython and built at run time (the
 other native code generator the issue names): its build time and its run time beside Numba's.
---compile: the sin chain's first call of gradcy.jit in fresh processes (numba imported
-before the clock starts), cold (an empty kernel cache) then warm (the kernel loaded from
-GRADCY_JIT_CACHE on disk), median of 3 each, beside jax.jit's first call.
+--compile: the first call of gradcy.jit of the sin chain and of the RNN in fresh processes
+(numba imported before the clock starts), cold (an empty GRADCY_JIT_CACHE) then warm (the
+kernels and native segments loaded from it on disk), median of 3 each, beside jax.jit's.
 """
 
 import os
@@ -364,25 +364,32 @@ def cython_prototype():
 _FIRST_CALL = """
 import os, sys, time
 sys.path.insert(0, {here!r})
+import jit_compare as jc  # (one thread, before NumPy loads)
 import numpy, numba
 import reference_gradients as ref
-x = numpy.random.RandomState(ref.SEED).standard_normal(3)
-if sys.argv[1] == "jax":
+kind, workload = sys.argv[1:3]
+if workload == "sinchain":
+    args = (numpy.random.RandomState(ref.SEED).standard_normal(3),)
+    make, argnum = ref.sinchain, 0
+else:
+    args = jc.rnn_inputs()
+    make, argnum = jc.rnn, (0, 1, 2)
+if kind == "jax":
     import jax
     jax.config.update("jax_enable_x64", True)
     t0 = time.perf_counter()
-    jax.block_until_ready(jax.jit(jax.grad(ref.sinchain(jax.numpy)))(x))
+    jax.block_until_ready(jax.jit(jax.grad(make(jax.numpy), argnum))(*args))
 else:
     import gradcy, gradcy.numpy as gnp
     t0 = time.perf_counter()
-    gradcy.jit(gradcy.grad(ref.sinchain(gnp)))(x)
+    gradcy.jit(gradcy.grad(make(gnp), argnum))(*args)
 print(time.perf_counter() - t0)
 """
 
 
-def compile_times(repeats=3):
-    """(cold, warm, jax) first-call seconds of the sin chain, each a median over fresh
-    processes; cold: an empty GRADCY_JIT_CACHE per process, warm: one filled before."""
+def compile_times(workload, repeats=3):
+    """(cold, warm, jax) first-call seconds of a workload (sinchain, rnn), each a median over
+    fresh processes; cold: an empty GRADCY_JIT_CACHE per process, warm: one filled before."""
     import subprocess
     import tempfile
 
@@ -391,7 +398,11 @@ def compile_times(repeats=3):
     def first_call(kind, cache):
         env = dict(os.environ, GRADCY_JIT_CACHE=cache)
         out = subprocess.run(
-            [sys.executable, "-c", src, kind], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", src, kind, workload],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return float(out.stdout.split()[-1])
 
@@ -417,7 +428,7 @@ def main(argv=None):
     p.add_argument(
         "--compile",
         action="store_true",
-        help="also time the sin chain's first call in fresh processes, cold and warm",
+        help="also time the first call (sin chain, RNN) in fresh processes, cold and warm",
     )
     args = p.parse_args(argv)
     import numba
@@ -447,13 +458,14 @@ def main(argv=None):
                 flush=True,
             )
     if args.compile:
-        cold, warm, jx = compile_times()
         print()
-        print(
-            f"sin chain, first call in a fresh process (median of 3): gradcy.jit cold "
-            f"{cold:.2f} s, warm (kernel cache on disk) {warm:.2f} s"
-            + ("" if jx is None else f"; jax.jit {jx:.2f} s")
-        )
+        for workload, label in (("sinchain", "sin chain"), ("rnn", "RNN T=100")):
+            cold, warm, jx = compile_times(workload)
+            print(
+                f"{label}, first call in a fresh process (median of 3): gradcy.jit cold "
+                f"{cold:.2f} s, warm (kernels and segments cached on disk) {warm:.2f} s"
+                + ("" if jx is None else f"; jax.jit {jx:.2f} s")
+            )
     if args.cython:
         build, cy, nb = cython_prototype()
         print()

@@ -7,10 +7,11 @@ recording fix them for every replay), then cuts it into groups: a run of consecu
 elementwise steps (ufuncs of _UNARY/_BINARY, numpy.where) whose results are real arrays of one
 shape becomes one kernel, a loop nest over that shape that computes each element of the run as
 scalar statements (no temporaries: only the slots read after the run are written to arrays);
-every other step stays the NumPy call it was (matmul and einsum call BLAS as they do in NumPy,
-reductions, indexing, and any primitive the generator does not know). Each kernel replaces its
-run by one step of the program, a Python wrapper that allocates the kernel's outputs and calls
-it, so the glue, its guards and its freeing of slots are const_graph's own
+every other step stays the NumPy call it was (matmul calls BLAS as it does in NumPy; an einsum
+that is a matrix product becomes that np.matmul call where the result stays within rounding,
+_einsums_lowered; reductions, indexing, and any primitive the generator does not know). Each
+kernel replaces its run by one step of the program, a Python wrapper that allocates the kernel's
+outputs and calls it, so the glue, its guards and its freeing of slots are const_graph's own
 (tracers._Program.rebuilt).
 
 Then gradcy._buffer_plan's passes decide where each value lives (in-place accumulation and
@@ -19,8 +20,9 @@ gradcy._segments turns the runs of planned steps Numba can run in nopython mode 
 products as BLAS calls, NumPy's own SIMD unary loops called through the ufunc's loop pointer,
 in-place updates, basic indexing, writes, axis sums) that a loop of the user's program repeats
 into native segments: one Numba function per distinct repeat, its int indexes as parameters.
-Kernels are compiled from files named by their source's hash with Numba's cache=True
-(cache_dir()), so a later process loads them from disk.
+Kernels, segments and the ufunc loop calls are compiled from files named by their text's hash
+with Numba's cache=True (cache_dir(), _cached_function), so a later process loads them from disk;
+Numba's cache files are sealed by their hash (a file that no longer matches compiles again).
 
 Kernels compute each step in the dtype NumPy's loop would (the result's dtype for arithmetic,
 the operands' common dtype for comparisons), with Python scalars cast to it as NEP 50 does, and
@@ -34,13 +36,14 @@ import importlib.util
 import math
 import operator
 import os
+import platform
 import sys
 import warnings
 import weakref
 
 import numpy as np
 
-from .misc.tracers import _fill, _slots_in
+from .misc.tracers import _step_args
 
 # ufunc -> scalar expression template ({0}, {1}: the operands, cast to the loop's dtype)
 _UNARY = {
@@ -194,11 +197,7 @@ def _probe(prog, leaves):
     in_place = set()
     with np.errstate(all="ignore"):
         for k, (fun, args, links, kwargs, slot, drops, _guards, nested) in enumerate(prog.steps):
-            a = list(args)
-            for pos, s in links:
-                a[pos] = vals[s]
-            for pos in nested:
-                a[pos] = _fill(a[pos], vals)
+            a = _step_args(args, links, nested, vals)
             for s in drops:
                 vals[s] = None
             if (
@@ -725,17 +724,44 @@ def _read(path):
         return fh.read()
 
 
-def _cached_kernel(source, numba):
-    """numba.njit of the kernel `source` defines, compiled from a file named by the source's
-    hash with Numba's cache=True: a later process loads the compiled code from disk (about
-    40 ms) instead of compiling it again (0.1-1 s). Where the directory cannot be written the
-    kernel is compiled in memory only."""
+# the Numba functions _cached_function made in this process (native_compiles counts their
+# compiles), and of those cached on disk: {module name: (weak reference to the function, the
+# path of its seal, how many compiles it had when sealed)}
+_made = weakref.WeakSet()
+_seals = {}
+
+
+def native_compiles():
+    """How many times Numba compiled (rather than loaded from the disk cache) a kernel, native
+    segment or ufunc loop call of gradcy.jit in this process."""
+    return sum(sum(f.stats.cache_misses.values()) for f in list(_made))
+
+
+def _cached_function(source, name, globals_=None):
+    """numba.njit of the function `name` that `source` defines, its globals NumPy as np and
+    globals_ ({global name: (object, a description of it: what names it across processes, or
+    None where nothing does)}).
+
+    It is compiled from a file of cache_dir() named by the hash of its text (the source, the
+    globals' descriptions, NumPy's and Numba's versions and the machine), with Numba's
+    cache=True: a later process loads the compiled code from disk (about 40 ms) instead of
+    compiling it again (0.1-3 s). Numba reads its cache files unchecked (a corrupted one raises
+    or runs wrong code), so they are sealed by their SHA-256 after the first compile
+    (_seal_caches) and, where they no longer match their seal, deleted before the function is
+    made: it compiles again. Where the directory cannot be written the function is compiled in
+    memory only."""
+    numba = numba_module()
     opts = {"error_model": "numpy", "nogil": True}
+    globals_ = globals_ or {}
     d = cache_dir()
-    if d:
-        name = "gradcy_kernel_" + hashlib.sha256(source.encode()).hexdigest()[:32]
-        path = os.path.join(d, name + ".py")
-        text = "import numpy as np\n\n\n" + source + "\n"
+    if d and all(desc is not None for _, desc in globals_.values()):
+        described = "".join(f"# {g}: {desc}\n" for g, (_, desc) in sorted(globals_.items()))
+        text = (
+            f"# gradcy.jit: numpy {np.__version__}, numba {numba.__version__}, "
+            f"{platform.machine()}\n{described}import numpy as np\n\n\n{source}\n"
+        )
+        modname = f"gradcy_{name}_" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        path = os.path.join(d, modname + ".py")
         try:
             if not os.path.exists(path) or _read(path) != text:
                 os.makedirs(d, exist_ok=True)
@@ -743,19 +769,81 @@ def _cached_kernel(source, numba):
                 with open(tmp, "w") as fh:
                     fh.write(text)
                 os.replace(tmp, path)  # (atomic: another process may write the same file)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = sys.modules.get(name)
+            module = sys.modules.get(modname)
             if module is None:
+                spec = importlib.util.spec_from_file_location(modname, path)
                 module = importlib.util.module_from_spec(spec)
+                module.__dict__.update((g, obj) for g, (obj, _) in globals_.items())
                 spec.loader.exec_module(module)
-                sys.modules[name] = module  # (Numba's cache finds the function by module)
-            if module.kernel.__code__.co_filename == path:
-                return numba.njit(module.kernel, cache=True, **opts)
-        except (OSError, ImportError, SyntaxError):
+                sys.modules[modname] = module  # (Numba's cache finds the function by module)
+            fn = getattr(module, name)
+            if fn.__code__.co_filename == path:
+                jitted = numba.njit(fn, cache=True, **opts)
+                seal = os.path.join(d, modname + ".sealed")
+                _check_seal(jitted.stats.cache_path, modname, seal)
+                _seals[modname] = (weakref.ref(jitted), seal, 0)
+                _made.add(jitted)
+                return jitted
+        except (OSError, ImportError, SyntaxError, AttributeError):
             pass
     ns = {"np": np}
-    exec(compile(source, "<gradcy.jit kernel>", "exec"), ns)
-    return numba.njit(ns["kernel"], **opts)
+    ns.update((g, obj) for g, (obj, _) in globals_.items())
+    exec(compile(source, f"<gradcy.jit {name}>", "exec"), ns)
+    jitted = numba.njit(ns[name], **opts)
+    _made.add(jitted)
+    return jitted
+
+
+def _numba_files(cache_path, modname):
+    """{file name: its SHA-256} of Numba's cache files (index, data) of module modname."""
+    out = {}
+    if not cache_path or not os.path.isdir(cache_path):
+        return out
+    for f in os.listdir(cache_path):
+        if f.startswith(modname + ".") and f.endswith((".nbi", ".nbc")):
+            with open(os.path.join(cache_path, f), "rb") as fh:
+                out[f] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def _check_seal(cache_path, modname, seal):
+    """Delete Numba's cache files of modname unless they are exactly those its seal lists."""
+    files = _numba_files(cache_path, modname)
+    if not files:
+        return
+    try:
+        sealed = dict(line.split(" ", 1)[::-1] for line in _read(seal).splitlines())
+    except (OSError, ValueError):
+        sealed = None
+    if sealed != files:
+        for f in files:
+            try:
+                os.remove(os.path.join(cache_path, f))
+            except OSError:
+                pass
+
+
+def _seal_caches():
+    """Seal the cache files of each function Numba compiled (and saved) since it was last
+    sealed: a file of their SHA-256, written atomically."""
+    for modname, (ref, seal, done) in list(_seals.items()):
+        jitted = ref()
+        if jitted is None:
+            del _seals[modname]
+            continue
+        stats = jitted.stats
+        misses = sum(stats.cache_misses.values())
+        if misses == done:
+            continue  # (not called since, or loaded: its files are those sealed)
+        _seals[modname] = (ref, seal, misses)
+        try:
+            files = _numba_files(stats.cache_path, modname)
+            tmp = f"{seal}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.write("".join(f"{h} {f}\n" for f, h in sorted(files.items())))
+            os.replace(tmp, seal)
+        except OSError:
+            pass
 
 
 def _wrapper(kernel, jitted):
@@ -818,14 +906,7 @@ def compile_program(prog, leaves):
         if j - k >= MIN_FUSED_STEPS:
             runs.append((k, j))
         k = j
-    # the last step that reads each slot (the output: read after the end)
-    last_read = {prog.out: len(steps)}
-    for k, step in enumerate(steps):
-        for _, s in step[2]:
-            last_read[s] = k
-        for pos in step[7]:
-            for s in _slots_in(step[1][pos]):
-                last_read[s] = k
+    last_read = plan._last_reads(steps, prog.out)  # (the output: read after the end)
     new_steps, pos = [], 0
     for k, j in runs:
         new_steps.extend(steps[pos:k])
@@ -838,7 +919,7 @@ def compile_program(prog, leaves):
         )
         jitted = _kernels.get(kern.source)
         if jitted is None:
-            jitted = _kernels[kern.source] = _cached_kernel(kern.source, numba)
+            jitted = _kernels[kern.source] = _cached_function(kern.source, "kernel")
             while len(_kernels) > _MAX_KERNELS:
                 del _kernels[next(iter(_kernels))]
         call = _wrapper(kern, jitted)
@@ -857,16 +938,86 @@ def compile_program(prog, leaves):
     planned = plan._reuse_buffers(plan._writes_in_place(planned, meta, prog), meta, prog)
     planned, n_slots = plan._values_in_buffers(planned, meta, prog, n_slots)
     planned, n_slots = plan._views_at_reads(planned, meta, prog, n_slots)
-    fallback = prog.rebuilt(planned, n_slots)
     native = _segments._native_program(planned, meta, prog, n_slots)
-    if native is None:
-        return fallback
-    fast = prog.rebuilt(*native)
+    if native is not None:
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                # (np.dot on a strided view: Numba's note that a contiguous one would be faster)
+                warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+                _result(native[0], prog, leaves)  # (Numba compiles each segment at its first call)
+            planned, n_slots = native
+        except Exception:
+            pass
+    steps = _einsums_lowered(planned, meta, prog, leaves)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
+        _result(steps, prog, leaves)  # (each kernel compiles, or loads, at its first call)
+    _seal_caches()
+    return prog.rebuilt(steps, n_slots)
+
+
+# the most runs of the program _einsums_lowered makes to find the einsums it may lower
+_LOWERING_RUNS = 6
+
+
+def _einsums_lowered(steps, meta, prog, leaves):
+    """steps with the einsums that are matrix products as np.matmul calls
+    (_buffer_plan._einsums_as_matmuls): all of them where the program's result at `leaves`
+    stays within rounding of the recording's (the check gradcy.jit makes of a compiled
+    program), else those from the earliest point where it does (found by bisection).
+
+    BLAS sums in its own order, so each product differs from einsum's in the last bits, and a
+    recurrence can amplify that: a memory network of 256 steps, whose gradient a change of W
+    by one unit in the last place moves by 2e-12, moves by 7e-12 where its forward pass's
+    einsums are lowered, beyond the check's 64 units (3e-14) of its inputs' scale; lowered in
+    the backward pass only, by 7e-15."""
+    from . import _buffer_plan
+    from .compiled import _close
+
+    lowered = _buffer_plan._einsums_as_matmuls(steps, meta)
+    if not lowered:
+        return steps
+    at = sorted(lowered)
+
+    def variant(c):
+        return [lowered[k] if k in lowered and k >= at[c] else s for k, s in enumerate(steps)]
+
+    def agrees(c):
+        try:
+            with np.errstate(all="ignore"):
+                return _close(_result(variant(c), prog, leaves), want)
+        except Exception:
+            return False
+
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            # (np.dot on a strided view: Numba's note that a contiguous one would be faster)
-            warnings.simplefilter("ignore", numba.NumbaPerformanceWarning)
-            fast.replay(leaves)  # (Numba compiles each segment at its first call)
-    except Exception:
-        return fallback
-    return fast
+        with np.errstate(all="ignore"):
+            want = _result(prog.steps, prog, leaves)
+    except Exception:  # (the recording's own steps: not expected to raise)
+        return steps
+    if agrees(0):
+        return variant(0)
+    lo, hi, runs = 0, len(at), 1  # (cutting at lo disagrees; at hi, agrees: none is lowered)
+    while hi - lo > 1 and runs < _LOWERING_RUNS:
+        mid = (lo + hi) // 2
+        runs += 1
+        if agrees(mid):
+            hi = mid
+        else:
+            lo = mid
+    return steps if hi == len(at) else variant(hi)
+
+
+def _result(steps, prog, leaves):
+    """prog's output after running `steps` on `leaves`, each slot freed after its last read."""
+    from ._buffer_plan import _last_reads
+
+    vals = list(leaves) + [None] * (max((s[4] for s in steps), default=0) + 1)
+    drops = {}
+    for s, k in _last_reads(steps, prog.out).items():
+        drops.setdefault(k, []).append(s)
+    for k, (fun, args, links, kwargs, slot, _d, _g, nested) in enumerate(steps):
+        a = _step_args(args, links, nested, vals)
+        for s in drops.get(k, ()):
+            vals[s] = None
+        vals[slot] = fun(*a, **kwargs) if kwargs else fun(*a)
+    return vals[prog.out]

@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from . import _codegen
-from ._buffer_plan import _T, _add_at, _take_copy
+from ._buffer_plan import _T, _add_at, _last_reads, _take_copy
 from ._codegen import (
     _BINARY,
     _BOOL,
@@ -23,9 +23,7 @@ from ._codegen import (
     _Meta,
     _constant_ok,
     _set_into,
-    numba_module,
 )
-from .misc.tracers import _slots_in
 
 
 # (the kernels, products of 2-d arrays, NumPy's SIMD unary loops, in-place updates, basic
@@ -62,21 +60,20 @@ _UFUNC_LOOPS = {}
 
 
 def _ufunc_loop(ufunc, dtype):
-    """A Numba function f(x) -> ufunc(x) for a C-contiguous array x of `dtype` that calls the
-    ufunc's own inner loop (NumPy's SIMD tanh, exp... with NumPy's bits) through its function
-    pointer; None where the ufunc's table cannot be read and checked (the loop is then Numba's,
-    the C library's function per element)."""
+    """(f, fn): a Numba function f(fn, x) -> ufunc(x) for an array x of `dtype` that calls the
+    ufunc's own inner loop (NumPy's SIMD tanh, exp... with NumPy's bits) at the address fn (an
+    argument: the compiled code holds no address of this process, so it is cached on disk);
+    None where the ufunc's table cannot be read and checked (the loop is then Numba's, the C
+    library's function per element)."""
     key = (ufunc, dtype)
-    if key in _UFUNC_LOOPS:
-        return _UFUNC_LOOPS[key]
-    _UFUNC_LOOPS[key] = f = _make_ufunc_loop(ufunc, dtype)
-    return f
+    if key not in _UFUNC_LOOPS:
+        _UFUNC_LOOPS[key] = _make_ufunc_loop(ufunc, dtype)
+    return _UFUNC_LOOPS[key]
 
 
-def _make_ufunc_loop(ufunc, dtype):
+def _inner_loop_address(ufunc, dtype):
+    """The address of the ufunc's inner loop for dtype -> dtype, read from its table, or None."""
     import ctypes
-
-    numba = numba_module()
 
     class _UFuncHead(ctypes.Structure):  # numpy/ufuncobject.h, PyUFuncObject's first fields
         _fields_ = [
@@ -113,33 +110,67 @@ def _make_ufunc_loop(ufunc, dtype):
         fn, data = head.functions[i], head.data[i]
     except Exception:
         return None
-    if not fn or data:
+    return fn if fn and not data else None
+
+
+_LOOP_CALL = """def call(fn, x):
+    x = np.ascontiguousarray(x)
+    out = np.empty_like(x)
+    b = np.empty(5, np.intp)  # args (2), dimensions (1), steps (2)
+    b[0] = x.ctypes.data
+    b[1] = out.ctypes.data
+    b[2] = x.size
+    b[3] = {item}
+    b[4] = {item}
+    inner_loop(fn, b.ctypes.data, b[2:].ctypes.data, b[3:].ctypes.data)
+    return out"""
+
+
+def _make_ufunc_loop(ufunc, dtype):
+    fn = _inner_loop_address(ufunc, dtype)
+    if fn is None:
         return None
-    proto = ctypes.CFUNCTYPE(
-        None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+    f = _codegen._cached_function(
+        _LOOP_CALL.format(item=dtype.itemsize),
+        "call",
+        {"inner_loop": (_inner_loop(), "gradcy._segments._inner_loop (fn, args, dims, steps)")},
     )
-    loop = proto(fn)
-    item = dtype.itemsize
-
-    def call(x):
-        x = np.ascontiguousarray(x)
-        out = np.empty_like(x)
-        b = np.empty(5, np.intp)  # args (2), dimensions (1), steps (2)
-        b[0] = x.ctypes.data
-        b[1] = out.ctypes.data
-        b[2] = x.size
-        b[3] = item
-        b[4] = item
-        loop(b.ctypes.data, b[2:].ctypes.data, b[3:].ctypes.data, 0)
-        return out
-
-    f = numba.njit(call, nogil=True)
     x = np.linspace(-3.0, 3.0, 37).astype(dtype)
     try:
-        ok = np.array_equal(f(x), ufunc(x))
+        ok = np.array_equal(f(fn, x), ufunc(x))
     except Exception:
         ok = False
-    return f if ok else None
+    return (f, fn) if ok else None
+
+
+_INNER_LOOP = []
+
+
+def _inner_loop():
+    """The Numba intrinsic inner_loop(fn, args, dims, steps): a call of the NumPy inner loop
+    at address fn (void fn(char **args, npy_intp *dims, npy_intp *steps, void *data)) with
+    data NULL, the addresses as ints."""
+    if not _INNER_LOOP:
+        from llvmlite import ir
+        from numba import types
+        from numba.extending import intrinsic
+
+        @intrinsic
+        def inner_loop(typingctx, fn, args, dims, steps):
+            if not all(isinstance(t, types.Integer) for t in (fn, args, dims, steps)):
+                return None
+
+            def codegen(context, builder, signature, llargs):
+                ptr = ir.IntType(8).as_pointer()
+                fnty = ir.FunctionType(ir.VoidType(), [ptr] * 4)
+                callee = builder.inttoptr(llargs[0], fnty.as_pointer())
+                builder.call(callee, [builder.inttoptr(v, ptr) for v in llargs[1:]] + [ptr(None)])
+                return context.get_dummy_value()
+
+            return types.void(fn, args, dims, steps), codegen
+
+        _INNER_LOOP.append(inner_loop)
+    return _INNER_LOOP[0]
 
 
 def _index_text(idx):
@@ -313,7 +344,8 @@ class _Native:
             if ufunc.nin == 1 and ufunc in _SIMD_IN_NUMPY:
                 loop = _ufunc_loop(ufunc, m.dtype)
                 if loop is not None:
-                    return [f"r{slot} = {self._g(loop, 'loop')}({ops[0]})"]
+                    call, fn = loop
+                    return [f"r{slot} = {self._g(call, 'loop')}({self._const(fn)}, {ops[0]})"]
             return [f"r{slot} = np.{ufunc.__name__}({', '.join(ops)})"]
         return None
 
@@ -359,6 +391,18 @@ class _Native:
 _MATMUL = (np.matmul, np.dot)
 
 
+def _described(fun):
+    """What a segment's global (a kernel, a ufunc loop call) is, for the name of its file: the
+    module and name of the Numba function's Python code (a file named by its text's hash), or
+    None where that code is not in such a file (compiled in memory: nor is the segment)."""
+    py = getattr(fun, "py_func", fun)
+    code = getattr(py, "__code__", None)
+    module = getattr(py, "__module__", None) or ""
+    if code is None or code.co_filename.startswith("<") or not module.startswith("gradcy_"):
+        return None
+    return f"{module}.{py.__qualname__}"
+
+
 _TOKEN = re.compile(r"\b(r\d+|o\d+_\d+|k\d+)\b|\$(-?\d+)\$")
 
 
@@ -370,7 +414,6 @@ def _native_program(steps, meta, prog, n_slots):
     loop of the user's program (found as in _roll), and each segment's source is written
     with local names and its constant ints as parameters: every repeat of a loop then runs
     one compiled function (Numba's compile time grows faster than a function's size)."""
-    numba = numba_module()
     nat = _Native(meta, len(meta))
     trans = [nat.translate(step) for step in steps]
     packed = set()  # slots holding a tuple of a kernel's outputs (read by getitem only)
@@ -388,13 +431,7 @@ def _native_program(steps, meta, prog, n_slots):
             writer[s_] = k
     for step in steps:
         reads.append(tuple(s_ for _, s_ in step[2] if s_ not in packed))
-    last_read = {prog.out: len(steps)}
-    for k, step in enumerate(steps):
-        for _, s_ in step[2]:
-            last_read[s_] = k
-        for pos in step[7]:
-            for s_ in _slots_in(step[1][pos]):
-                last_read[s_] = k
+    last_read = _last_reads(steps, prog.out)
     templ = [
         None if t is None else _TOKEN.sub(lambda mt: "$" if mt.group(2) else "@", "\n".join(t))
         for t in trans
@@ -522,10 +559,9 @@ def _native_program(steps, meta, prog, n_slots):
         new_steps.extend(steps[pos:a])
         hit = _codegen._kernels.get(key)
         if hit is None:
-            ns = {"np": np}
-            ns.update((n, nat.globals[n]) for n in used)
-            exec(compile(src, "<gradcy.jit segment>", "exec"), ns)
-            fn = numba.njit(ns["segment"], error_model="numpy", nogil=True)
+            fn = _codegen._cached_function(
+                src, "segment", {n: (nat.globals[n], _described(nat.globals[n])) for n in used}
+            )
             # the names of the steps it runs (for tests and for reading a program)
             fn.step_names = tuple(getattr(steps[i][0], "__name__", "") for i in range(a, e))
             # its source and its kernels' (what the bits of its results depend on)

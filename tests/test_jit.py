@@ -154,7 +154,8 @@ def test_no_segments_where_numpy_calls_would_stay_most_of_the_program():
     _close(fast(*args), grad(f)(*args))
     steps = fast.programs[0][1].steps
     assert not [s for s in steps if getattr(s[0], "step_names", None)]
-    assert sum(getattr(s[0], "__name__", "") == "einsum" for s in steps) >= 60
+    products = ("einsum", "einsum_matmul")  # (an einsum, or the matrix product it is)
+    assert sum(getattr(s[0], "__name__", "") in products for s in steps) >= 60
 
 
 def test_a_branch_on_a_value_records_each_branch_never_stale(recordings):
@@ -401,6 +402,77 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()),
 """
 
 
+_SEGMENTS_RUN = """
+import hashlib
+import numpy as onp
+import gradcy.numpy as gnp
+from gradcy import _codegen, grad, jit
+
+def rnn(Wh, Wx, b, xs):
+    h = gnp.zeros((xs.shape[1], Wh.shape[0]))
+    for t in range(xs.shape[0]):
+        h = gnp.tanh(xs[t] @ Wx + h @ Wh + b)
+    return gnp.sum(h**2)
+
+rs = onp.random.RandomState(2)
+args = (rs.randn(8, 8) * 0.4, rs.randn(3, 8), rs.randn(8), rs.randn(30, 8, 3))
+fast = jit(grad(rnn, (0, 1, 2)))
+got = fast(*args)
+segments = {id(s[0]) for s in fast.programs[0][1].steps if getattr(s[0], "step_names", None)}
+want = grad(rnn, (0, 1, 2))(*args)
+assert all(onp.allclose(g, w, rtol=1e-12, atol=0) for g, w in zip(got, want))
+print(_codegen.native_compiles(), len(segments),
+      hashlib.sha256(b"".join(g.tobytes() for g in got)).hexdigest())
+"""
+
+
+def _run_in_a_process(src, cache):
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", src],
+        env=dict(os.environ, GRADCY_JIT_CACHE=cache),
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_native_segments_compile_once_across_processes_through_the_disk_cache(tmp_path):
+    """A native segment (and the kernels and NumPy loop calls it runs) is cached on disk as a
+    kernel is: a second process compiles nothing. Cache files that no longer match their seal
+    (corrupted), and a source file that is not what its name says, are ignored: what they
+    held compiles again, to the same bits."""
+    import glob
+    import os
+
+    cache = str(tmp_path / "jit")
+    compiles, n_segments, bits = _run_in_a_process(_SEGMENTS_RUN, cache)
+    assert int(compiles) > int(n_segments) >= 2
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == ["0", n_segments, bits]
+    data = sorted(glob.glob(os.path.join(cache, "__pycache__", "gradcy_segment_*.nbc")))
+    assert len(data) == int(n_segments)  # (one compiled signature each)
+    for path in data:  # bytes flipped in the compiled code of every segment
+        with open(path, "r+b") as fh:
+            b = bytearray(fh.read())
+            for i in range(64, len(b), 61):
+                b[i] ^= 0x5A
+            fh.seek(0)
+            fh.write(b)
+    (kernel_index,) = glob.glob(os.path.join(cache, "__pycache__", "gradcy_kernel_*.nbi"))[:1]
+    with open(kernel_index, "r+b") as fh:  # a kernel's index cut short
+        fh.truncate(7)
+    (source,) = glob.glob(os.path.join(cache, "gradcy_segment_*.py"))[:1]
+    with open(source, "w") as fh:
+        fh.write("def segment(:\n")
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == [str(int(n_segments) + 1), n_segments, bits]
+    assert _run_in_a_process(_SEGMENTS_RUN, cache) == ["0", n_segments, bits]
+
+
 def test_kernels_compile_once_across_processes_through_the_disk_cache(tmp_path):
     # a kernel's compiled code is kept on disk, keyed by its source: a second process loads
     # it (a cache hit) instead of compiling it again; an empty GRADCY_JIT_CACHE turns it off
@@ -503,7 +575,8 @@ def test_a_value_whose_region_is_written_again_is_kept(monkeypatch):
 def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
     """add(einsum('bs,bd->bsd', ...), einsum(...)), each product read by the add only (a
     memory network's prefix cotangents), runs as one kernel: one array of the output's size,
-    not three. An einsum that sums over an index, or whose result is read elsewhere, stays."""
+    not three. An einsum that sums over an index (a matrix product: np.matmul), or whose
+    result is read elsewhere, stays."""
 
     def f(a, b, c, d):
         s = gnp.einsum("bs,bd->bsd", a, b) + gnp.einsum("bs,bd->bsd", c, d)
@@ -515,7 +588,7 @@ def test_a_sum_of_outer_product_einsums_is_one_kernel(monkeypatch):
     args = [rs.randn(2, 3), rs.randn(2, 4), rs.randn(2, 3), rs.randn(2, 4)]
     steps, fast = _planned(monkeypatch, f, *args)
     names = [getattr(step[0], "__name__", "") for step in steps]
-    assert names.count("einsum") == 2, names
+    assert names.count("einsum") == 1 and names.count("einsum_matmul") == 1, names
     expanded = [s for s in steps if s[0] is operator.getitem and None in s[1][1]]
     assert len(expanded) == 4, names  # (a[:, :, None], b[:, None, :] of each product)
     adds = [
@@ -597,3 +670,140 @@ def test_outer_products_stay_einsums_across_a_write_into_their_operands(monkeypa
     for _ in range(3):
         x, y = rs.randn(3), rs.randn(3)
         _close(fast(x, y), g(x, y))
+
+
+def test_einsums_that_are_matrix_products_run_as_matmul(monkeypatch):
+    """An einsum of two float arrays that is a (batched) matrix product, vector product or
+    dot runs as one np.matmul on transposed views; the result has einsum's shape, dtype and
+    C order and its values within rounding. Outer products, traces and a letter summed in
+    one operand only stay einsums."""
+    specs = {
+        "bsd,bd->bs": True,  # a memory network's attention scores (matrix @ vector)
+        "bs,bsd->bd": True,  # and its read (vector @ matrix)
+        "ij,kj->ki": True,  # (a transposed output: into a C-ordered buffer)
+        "bi,bi->b": True,  # (a batched dot)
+        "sbd,bd->sb": True,  # (a batch letter not first)
+        "i,j->ij": False,  # an outer product: nothing summed
+        "ii,ij->j": False,  # a repeated letter
+        "ab,cb->": False,  # no output letter (a scalar)
+        "abc,bc->a": False,  # two letters summed
+    }
+    shapes = {"b": 3, "s": 4, "d": 5, "i": 2, "j": 6, "k": 3, "a": 2, "c": 3}
+    rs = onp.random.RandomState(21)
+    args = []
+    for spec in specs:
+        ins = spec.split("->")[0].split(",")
+        args += [rs.randn(*[shapes[c] for c in t]) for t in ins]
+    args = [a.astype(onp.float32) if k in (8, 9) else a for k, a in enumerate(args)]  # (sbd,bd)
+
+    def f(*xs):
+        total = 0.0
+        for k, spec in enumerate(specs):
+            total = total + gnp.sum(gnp.sin(gnp.einsum(spec, xs[2 * k], xs[2 * k + 1])))
+        return total
+
+    steps, fast = _planned(monkeypatch, f, *args)
+    lowered = {s[0].subscripts for s in steps if getattr(s[0], "__name__", "") == "einsum_matmul"}
+    assert lowered == {spec for spec, yes in specs.items() if yes}, lowered
+    for _ in range(2):
+        xs = [a * rs.uniform(0.5, 1.5, a.shape).astype(a.dtype) for a in args]
+        got, want = fast(*xs), f(*xs)
+        assert type(got) is type(want) and onp.result_type(got) == onp.result_type(want)
+        assert onp.allclose(got, want, rtol=1e-5, atol=1e-5)  # (a float32 product)
+    for spec, yes in specs.items():
+        ins = spec.split("->")[0].split(",")
+        ops = [rs.randn(*[shapes[c] for c in t]) for t in ins]
+        fun = _buffer_plan._einsum_matmul(spec)
+        assert (fun is not None) == yes, spec
+        if yes:
+            got, want = fun(spec, *ops), onp.einsum(spec, *ops)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert got.flags.c_contiguous and got.base is None  # (one object, as einsum's)
+            _close(got, want)
+
+
+def test_einsums_lowered_only_where_the_result_stays_within_rounding(monkeypatch):
+    """Where lowering every einsum moves the program's result beyond the check gradcy.jit makes
+    (a recurrence amplifies BLAS's other rounding), the einsums from the earliest point where
+    it stays within are lowered: here a forward product made wrong on purpose stays an
+    einsum in every step, and every backward one (after them all) is lowered."""
+    real = _buffer_plan._einsum_matmul
+
+    def off(spec):
+        f = real(spec)
+        if spec != "ij,bj->bi" or f is None:
+            return f
+        return lambda *a: f(*a) * (1.0 + 1e-9)  # (the forward product, wrong in the 9th digit)
+
+    monkeypatch.setattr(_buffer_plan, "_einsum_matmul", off)
+
+    def f(W, x):
+        for _ in range(6):
+            x = gnp.tanh(gnp.einsum("ij,bj->bi", W, x))
+        return gnp.sum(x**2)
+
+    rs = onp.random.RandomState(22)
+    W, x = rs.randn(4, 4) * 0.5, rs.randn(3, 4)
+    g = grad(f, (0, 1))
+    steps, fast = _planned(monkeypatch, g, W, x)
+    specs = [
+        (getattr(s[0], "__name__", ""), s[1][0])
+        for s in steps
+        if getattr(s[0], "__name__", "") in ("einsum", "einsum_matmul")
+    ]
+    forward = [name for name, spec in specs if spec == "ij,bj->bi"]
+    backward = [name for name, spec in specs if spec != "ij,bj->bi"]
+    assert forward == ["einsum"] * 6 and backward == ["einsum_matmul"] * 12, specs
+    for _ in range(2):
+        W2, x2 = rs.randn(4, 4) * 0.5, rs.randn(3, 4)
+        _close(fast(W2, x2), g(W2, x2))
+
+
+def test_an_untake_also_read_inside_a_container_is_not_folded_into_the_add(monkeypatch):
+    """add(a, untake(g, idx, ...)) becomes a[idx] += g only where the add is untake's one
+    reader: here np.polyval also reads it (inside its list of coefficients), so it stays."""
+    from gradcy.numpy.indexing import untake
+
+    def f(x):
+        a = gnp.sin(x)  # (a fresh array, read last by the add)
+        u = untake(x[:2] * 2.0, (slice(0, 2),), (4,), x.dtype)
+        s = a + u  # (no kernel: the steps around it are of other shapes)
+        return gnp.sum(gnp.polyval([u, s], gnp.cos(x)))
+
+    rs = onp.random.RandomState(23)
+    steps, fast = _planned(monkeypatch, f, rs.randn(4))
+    assert "untake" in [getattr(s[0], "__name__", "") for s in steps]
+    for _ in range(3):
+        x = rs.randn(4)
+        assert onp.array_equal(fast(x), f(x))
+
+
+def test_the_output_read_again_inside_its_kernel_is_still_written():
+    """The program's output is read after its last step even where a step of the same fused
+    run reads it too (a branch on a value computed from it): the kernel writes it out."""
+
+    def f(x):
+        y = gnp.sin(x) * 2.0
+        z = gnp.cos(y) + y
+        if gnp.sum(z) > -100.0:  # (the recording keeps z's steps for this guard)
+            return y
+        return x
+
+    fast = jit(f)
+    x = onp.linspace(-1.0, 1.0, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert onp.array_equal(fast(x), f(x))
+    assert _kernels(fast)
+    for scale in (0.5, 2.0):
+        assert onp.array_equal(fast(x * scale), f(x * scale))
+
+
+def test_a_program_of_no_steps_compiles():
+    """jit of a function that returns its argument (a recording of no step) runs without a
+    warning and gives the argument back."""
+    x = onp.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert onp.array_equal(jit(lambda x: x)(x), x)
+        assert jit(grad(lambda x: x * 1.0))(2.0) == 1.0

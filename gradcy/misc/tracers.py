@@ -298,11 +298,7 @@ class _Program:
                 raise _GuardMiss
         vals = list(leaves) + [None] * (self.n_slots - self.n_inputs)
         for fun, args, links, kwargs, slot, drops, guards, nested in self.steps:
-            a = list(args)
-            for pos, s in links:
-                a[pos] = vals[s]
-            for pos in nested:
-                a[pos] = _fill(a[pos], vals)
+            a = _step_args(args, links, nested, vals)
             for s in drops:
                 vals[s] = None
             vals[slot] = v = fun(*a, **kwargs) if kwargs else fun(*a)
@@ -315,15 +311,10 @@ class _Program:
     def rebuilt(self, steps, n_slots):
         """A program of the same inputs, guards and output that runs `steps` (whose drops are
         recomputed: each slot is freed at the step that reads it last) in n_slots slots."""
-        last_use = {}
-        for k, (_, args, links, _, _, _, _, nested) in enumerate(steps):
-            for _, s in links:
-                last_use[s] = k
-            for pos in nested:
-                for s in _slots_in(args[pos]):
-                    last_use[s] = k
+        from .._buffer_plan import _last_reads  # (gradcy.jit's; it imports this module)
+
         drops = [[] for _ in steps]
-        for s, k in last_use.items():
+        for s, k in _last_reads(steps).items():
             if s != self.out:
                 drops[k].append(s)
         prog = _Program()
@@ -589,6 +580,17 @@ def _slots_in(v):
     if t is slice:
         return [s for e in (v.start, v.stop, v.step) for s in _slots_in(e)]
     return []
+
+
+def _step_args(args, links, nested, vals):
+    """A step's arguments: its template args with the values (in vals) of the slots its links
+    and its nested containers name."""
+    a = list(args)
+    for pos, s in links:
+        a[pos] = vals[s]
+    for pos in nested:
+        a[pos] = _fill(a[pos], vals)
+    return a
 
 
 def _fill(v, vals):
