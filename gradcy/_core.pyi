@@ -6,7 +6,7 @@
 import enum
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, Literal, ParamSpec, TypeAlias, TypeVar, final
+from typing import Any, Generic, Literal, NoReturn, ParamSpec, TypeAlias, TypeVar, final
 
 from typing_extensions import disjoint_base
 
@@ -238,6 +238,7 @@ class Box:
     def __float__(self) -> float: ...
     def __complex__(self) -> complex: ...
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray: ...
+    def __dask_tokenize__(self) -> NoReturn: ...
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any: ...
     def __array_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]

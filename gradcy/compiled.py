@@ -93,11 +93,11 @@ def jit(fun: Callable[..., R], *args: Any, **kwargs: Any) -> Callable[..., R]:
     program's per-step Python dispatch is gone; a sum of two ``einsum`` outer products (the
     cotangents of a product's operand) is one kernel; an ``einsum`` that is a (batched)
     matrix or matrix-vector product is one ``matmul`` (BLAS) where the result stays within the
-    compile check's rounding; anything else stays the NumPy call it was. The buffers follow the recording's lifetimes, as a
-    hand-written gradient's would: a value written into a buffer is read back from it, and a
-    view the backward pass reads again is taken again there rather than kept. Later calls run
-    the compiled program. Kernels and native functions are kept on disk (Numba's
-    ``cache=True``, each file sealed by its SHA-256, under
+    compile check's rounding; anything else stays the NumPy call it was. The buffers follow
+    the recording's lifetimes, as a hand-written gradient's would: a value written into a
+    buffer is read back from it, and a view the backward pass reads again is taken again there
+    rather than kept. Later calls run the compiled program. Kernels and native functions are
+    kept on disk (Numba's ``cache=True``, each file sealed by its SHA-256, under
     ``$GRADCY_JIT_CACHE``, default ``~/.cache/gradcy/jit``; empty: off), so a later process
     loads them instead of compiling them again. The guards are
     const_graph's: the structure, types, shapes and dtypes of the arguments and every value
