@@ -129,7 +129,8 @@ def grad_fast(fun, tuple args not None, dict kwargs not None, argnum, str fname,
             pop_active(tape)
         new_args = None
         if (type(out) is not Box or (<Box>out)._tape is not tape
-                or tape.nodes[(<Box>out)._node].flags & NODE_CONSTANT):
+                or (not tape.released    # (the function may have released it: pin raises)
+                    and tape.nodes[(<Box>out)._node].flags & NODE_CONSTANT)):
             return finish(fname, with_value, tape, out, leaves, leaf_nodes, multi)
         ans = (<Box>out)._value
         seed = _SCALAR_SEEDS.get(type(ans))
