@@ -197,6 +197,8 @@ def dot(a, b):
 
 
 def _block_dot_t(a, v):
+    if type(a) is list:  # (see _block_dot's)
+        (a,) = a
     if type(v) is list:
         (v,) = v
     return _np.dot(a, v.T).T
@@ -226,7 +228,7 @@ def dot_t(a, v):
         "kj",
         dtype=dtype,
         meta=_meta(2, dtype),
-        concatenate=True,  # (see dot's)
+        concatenate=None,  # (see dot's)
     )
 
 
@@ -439,3 +441,92 @@ def multiply(a, b):
         return a * b
     r = elementwise(_np.multiply, a, b)
     return a * b if r is None else r
+
+
+def _contracts(layer):
+    out = set(layer.output_indices)
+    return any(i not in out for _, ind in layer.indices if ind for i in ind)
+
+
+def _fused_graph(graph, keep):
+    """graph (a HighLevelGraph) with each blockwise layer merged with the blockwise layers
+    feeding it that feed nothing else (`fuse_chunks`), the layers named in `keep` (wanted
+    outputs) kept as layers; the same graph when nothing merges."""
+    from dask.blockwise import Blockwise, rewrite_blockwise
+    from dask.highlevelgraph import HighLevelGraph
+
+    layers, deps = dict(graph.layers), {k: set(v) for k, v in graph.dependencies.items()}
+    readers = {}
+    for name, ds in deps.items():
+        for d in ds:
+            readers.setdefault(d, set()).add(name)
+
+    def joins(name, root, fused):
+        layer = layers.get(name)
+        return (
+            type(layer) is Blockwise
+            and name not in keep
+            and layer.concatenate == root.concatenate
+            and readers.get(name, set()) <= fused
+            # (Dask's own rules: a layer reading a value twice, or contracting an axis of it,
+            # does not merge with it; a contraction would name its axes anew, and the value
+            # would be computed twice, once per naming)
+            and all(
+                sum(k == name for k, ind in layers[r].indices if ind) == 1
+                and not _contracts(layers[r])
+                for r in readers[name]
+            )
+        )
+
+    changed_graph = False
+    order = list(graph._toposort_layers())[::-1]  # readers before what they read
+    for name in order:
+        root = layers.get(name)
+        if type(root) is not Blockwise:
+            continue
+        fused = {name}
+        frontier = set() if _contracts(root) else set(deps[name])
+        grew = True
+        while grew:
+            grew = False
+            for d in sorted(frontier - fused):
+                if joins(d, root, fused):
+                    fused.add(d)
+                    if not _contracts(layers[d]):
+                        frontier |= deps[d]
+                    grew = True
+        if len(fused) == 1:
+            continue
+        layers[name] = rewrite_blockwise([layers[n] for n in fused])
+        deps[name] = {d for n in fused for d in deps[n] if d not in fused}
+        for n in fused - {name}:
+            del layers[n], deps[n]
+        for d in deps[name]:
+            readers[d] = (readers[d] - fused) | {name}
+        changed_graph = True
+    return HighLevelGraph(layers, deps) if changed_graph else graph
+
+
+def fuse_chunks(*arrays):
+    """arrays (Dask arrays) over one graph whose blockwise layers are merged with those feeding
+    them where every layer they feed is in the merge, also a value several of them read (the
+    tangent ``X @ v`` of a Hessian-vector product, read by each step of the tangent's chain):
+    one task per chunk computing the whole chain, each shared value once. Dask's own fusion
+    (``dask.optimize``) merges only a chain whose every value has one reader, leaving a
+    shared value a task of its own per chunk, whose result may travel between workers. Other
+    values are returned as they are."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    lazy = [a for a in arrays if is_dask(a)]
+    if not lazy:
+        return arrays
+    graph = HighLevelGraph.merge(*[a.__dask_graph__() for a in lazy])
+    fused = _fused_graph(graph, {a.name for a in lazy})
+    if fused is graph:
+        return arrays
+    # (each array's graph its own layers: Dask's compute of several arrays sharing one graph
+    # object with layers of the others lost a wanted layer)
+    return tuple(
+        type(a)(fused.cull_layers([a.name]), a.name, a.chunks, meta=a._meta) if is_dask(a) else a
+        for a in arrays
+    )

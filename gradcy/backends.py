@@ -202,6 +202,10 @@ def compute_pending(values, inputs):
     input, always computed) is not lazy replaced by its computed value, all in one
     dask.compute so a graph they share runs once. Computed 0-d results become the input's
     scalar type (a Python float input gets a float)."""
+    if any(is_lazy(v) for v in values):
+        from ._dask_ops import fuse_chunks
+
+        values = fuse_chunks(*values)
     todo = [
         k
         for k, (v, x) in enumerate(zip(values, inputs))
