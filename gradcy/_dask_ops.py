@@ -18,6 +18,13 @@ one blockwise layer running the rule on each chunk (NumPy's own operations, so t
 values), where Dask's operators would make a layer per operation (``g / (x + 1.0)``: two), each
 inspecting its function's signature to compute a meta.
 
+Before a gradient is computed (or a lazy one returned), `fuse_chunks` merges the blockwise
+layers feeding one another into one task per chunk, also a value several of them read (which
+Dask's own fusion leaves a task of its own), and in that task a ufunc step whose operand is a
+temporary of the task's own, read by that step alone, writes its result into it (`_Into`):
+fewer tasks, fewer arrays allocated per chunk, the same NumPy loops and values. Nothing from
+outside the task (a persisted chunk of X, shared by other tasks) is written.
+
 Each function returns None where its case does not apply; the caller then calls NumPy's
 function (Dask's, through dispatch) as it would have.
 """
@@ -448,6 +455,82 @@ def _contracts(layer):
     return any(i not in out for _, ind in layer.indices if ind for i in ind)
 
 
+class _Into:
+    """ufunc(*args) written into args[pos] -- a chunk-local temporary that only this call reads
+    (`_in_place`) -- when the result has its shape and dtype: the other operands of its dtype
+    and broadcasting to its shape, or Python numbers (weak in NumPy's promotion), so the call
+    runs NumPy's same loop with the same values, without allocating; else ufunc(*args)."""
+
+    __slots__ = ("ufunc", "pos")
+
+    def __init__(self, ufunc, pos):
+        self.ufunc = ufunc
+        self.pos = pos
+
+    def __call__(self, *args):
+        a = args[self.pos]
+        if type(a) is _np.ndarray and a.dtype.kind in _FLOATS and a.flags.writeable:
+            for o in args:
+                if o is a or type(o) is float or type(o) is int:
+                    continue
+                if type(o) is not _np.ndarray or o.dtype != a.dtype or o.ndim > a.ndim:
+                    break
+                if _np.broadcast_shapes(o.shape, a.shape) != a.shape:
+                    break
+            else:
+                return self.ufunc(*args, out=a)
+        return self.ufunc(*args)
+
+    def __reduce__(self):
+        return (_Into, (self.ufunc, self.pos))
+
+
+def _fresh(task):
+    """task's result is a new array (or number) nothing else holds: a ufunc's, a product's."""
+    f = task.func
+    return (
+        (type(f) is _np.ufunc and f.nout == 1)
+        or type(f) is _Into
+        or f is _block_dot
+        or f is _scale_block
+    )
+
+
+def _in_place(layer):
+    """layer (a merged blockwise layer, one fused task per chunk) with each ufunc step that
+    reads a temporary of the chunk's -- made by a step of the task (`_fresh`), read by that
+    step only, once -- writing its result into it (`_Into`): fewer arrays allocated per chunk.
+    Nothing from outside the task (a chunk of X or y, persisted and shared) is written."""
+    from dask._task_spec import Task, TaskRef
+
+    task = layer.task
+    if getattr(task.func, "__name__", None) != "_execute_subgraph":
+        return layer
+    inner, outkey = task.args[0], task.args[1]
+    readers = {}
+    for t in inner.values():
+        for k in t.dependencies:
+            readers[k] = readers.get(k, 0) + 1
+    owned = {k for k, t in inner.items() if k != outkey and readers.get(k) == 1 and _fresh(t)}
+    steps, changed = [], False
+    for t in inner.values():
+        f = t.func
+        if type(f) is _np.ufunc and f.nout == 1 and not t.kwargs:
+            refs = [type(a) is TaskRef for a in t.args]
+            if all(r or not hasattr(a, "dependencies") for r, a in zip(refs, t.args)):
+                keys = [a.key if r else None for r, a in zip(refs, t.args)]
+                pos = next(
+                    (i for i, k in enumerate(keys) if k in owned and keys.count(k) == 1), None
+                )
+                if pos is not None:
+                    t = Task(t.key, _Into(f, pos), *t.args)
+                    changed = True
+        steps.append(t)
+    if changed:
+        layer.task = Task.fuse(*steps, key=task.key)
+    return layer
+
+
 def _fused_graph(graph, keep):
     """graph (a HighLevelGraph) with each blockwise layer merged with the blockwise layers
     feeding it that feed nothing else (`fuse_chunks`), the layers named in `keep` (wanted
@@ -497,7 +580,7 @@ def _fused_graph(graph, keep):
                     grew = True
         if len(fused) == 1:
             continue
-        layers[name] = rewrite_blockwise([layers[n] for n in fused])
+        layers[name] = _in_place(rewrite_blockwise([layers[n] for n in fused]))
         deps[name] = {d for n in fused for d in deps[n] if d not in fused}
         for n in fused - {name}:
             del layers[n], deps[n]

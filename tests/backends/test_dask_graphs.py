@@ -624,3 +624,43 @@ def test_a_value_several_layers_read_is_merged_into_their_chunks_task_once():
         got = r.compute()
     assert calls == [(10, 2)] * 4
     onp.testing.assert_allclose(got, onp.exp(2.0 * An @ u) @ (2.0 * An), rtol=RTOL)
+
+
+def _into_steps(out):
+    """The steps of out's merged layer that write into a temporary of the chunk's (as
+    (ufunc name, position)), sorted."""
+    from gradcy._dask_ops import _Into
+
+    task = out.__dask_graph__().layers[out.name].task
+    return sorted(
+        (t.func.ufunc.__name__, t.func.pos) for t in task.args[0].values() if type(t.func) is _Into
+    )
+
+
+def test_merged_steps_write_only_into_temporaries_of_their_own():
+    """In a merged layer a ufunc step writes its result into an operand (no new array) only
+    when that operand is a temporary made in the task, which that step alone reads: never a
+    chunk of the task's inputs (x's chunks here are views of x's NumPy array, which stays as it
+    was), nor a temporary another step reads; NumPy's values."""
+    from gradcy._dask_ops import elementwise, fuse_chunks
+
+    xn = onp.linspace(-1.0, 1.0, 40)
+    keep = xn.copy()
+    x = da.from_array(xn, chunks=10)
+    neg = elementwise(onp.negative, x)  # reads x: not written
+    out = elementwise(onp.add, elementwise(onp.exp, neg), elementwise(onp.multiply, x, 2.0))
+    (f,) = fuse_chunks(out)
+    # exp writes into -x (its own temporary), add into exp's result; not into x, 2x kept (one)
+    assert _into_steps(f) == [("add", 0), ("exp", 0)]
+    with dask.config.set(scheduler="sync"):
+        got = f.compute()
+    onp.testing.assert_array_equal(got, onp.exp(-xn) + 2.0 * xn)
+    onp.testing.assert_array_equal(xn, keep)
+
+    s = elementwise(onp.negative, x)
+    (f,) = fuse_chunks(elementwise(onp.add, elementwise(onp.exp, s), s))
+    assert _into_steps(f) == [("add", 0)]  # -x read twice: exp does not write into it
+    with dask.config.set(scheduler="sync"):
+        got = f.compute()
+    onp.testing.assert_array_equal(got, onp.exp(-xn) - xn)
+    onp.testing.assert_array_equal(xn, keep)
