@@ -550,6 +550,7 @@ def _fused_graph(graph, keep):
             type(layer) is Blockwise
             and name not in keep
             and layer.concatenate == root.concatenate
+            and layer.annotations == root.annotations  # (a user's dask.annotate: kept apart)
             and readers.get(name, set()) <= fused
             # (Dask's own rules: a layer reading a value twice, or contracting an axis of it,
             # does not merge with it; a contraction would name its axes anew, and the value
