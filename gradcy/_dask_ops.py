@@ -177,8 +177,9 @@ def dot(a, b):
             # not concatenated (a one-chunk Dask b comes as a list of one block): a layer
             # Dask fuses with the elementwise ones on each chunk, one task per chunk for the
             # whole gradient, also for a Dask w (forward over reverse: the logistic
-            # Hessian-vector product in 4 chunks is 11 tasks, 15 with this layer
-            # concatenated; its tangent, dot_t's, stays concatenated: 27 otherwise)
+            # Hessian-vector product in 4 chunks was 11 tasks, 15 with this layer
+            # concatenated; dot_t's layer is not concatenated either, so fuse_chunks merges
+            # it with the chain reading it: 7 tasks)
             concatenate=None,
             new_axes={} if is_dask(b) or b.ndim == 1 else {"k": b.shape[1]},
         )
