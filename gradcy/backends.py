@@ -201,7 +201,9 @@ def compute_pending(values, inputs):
     """values with every lazy (Dask) entry whose input (same position in `inputs`; None: no
     input, always computed) is not lazy replaced by its computed value, all in one
     dask.compute so a graph they share runs once. Computed 0-d results become the input's
-    scalar type (a Python float input gets a float)."""
+    scalar type (a Python float input gets a float). Lazy values, computed or returned, are
+    over a graph whose blockwise layers are merged into one task per chunk
+    (gradcy._dask_ops.fuse_chunks)."""
     if any(is_lazy(v) for v in values):
         from ._dask_ops import fuse_chunks
 
