@@ -36,12 +36,14 @@ Targets: gradient and value_and_grad <= 1.2x dask-glm's time, the Hessian-vector
 """
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as onp
 
@@ -102,21 +104,20 @@ def main():
     sizes = [args.gb] if args.gb is not None else [float(t) for t in args.sizes.split(",")]
     try:
         import dask
-        import dask.array as da
+        import dask.array
+        import psutil  # noqa: F401 (the workers' memory, sampled by _rss)
         from dask.utils import parse_bytes
-        from distributed import Client, LocalCluster, wait
+        from distributed import Client, LocalCluster
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            from dask_glm.families import Logistic
+            import dask_glm.families  # noqa: F401 (_one_size's Logistic)
     except ImportError as exc:
         sys.exit(
             f"dask_glm_compare.py needs dask, distributed, psutil and dask-glm==0.4.0 "
             f"(pip install -e '.[dask-glm]'): {exc}"
         )
     import gradcy.numpy as np
-    from gradcy import grad, hessian, hessian_vector_product, value_and_grad
-    from gradcy.backends import graph_size, recording_computes
 
     def loss(w, X, y):
         """dask-glm's Logistic.pointwise_loss, written in gradcy.numpy."""
@@ -144,27 +145,8 @@ def main():
         f"2 workers x 1 thread, memory limit {args.memory_limit} each; dask "
         f"{dask.__version__}; loss {args.loss}; medians of {args.repeats} alternating runs"
     )
-    rows_out = []
-    for gb in sizes:
-        rows_out.append(
-            _one_size(
-                gb,
-                args,
-                client,
-                da,
-                dask,
-                wait,
-                Logistic,
-                loss,
-                grad,
-                value_and_grad,
-                hessian,
-                hessian_vector_product,
-                graph_size,
-                recording_computes,
-                limit,
-            )
-        )
+    run = Run(args=args, client=client, loss=loss, limit=limit)
+    rows_out = [_one_size(gb, run) for gb in sizes]
     client.close()
     cluster.close()
     print()
@@ -178,24 +160,30 @@ def main():
         print("| " + " | ".join(r) + " |")
 
 
-def _one_size(
-    gb,
-    args,
-    client,
-    da,
-    dask,
-    wait,
-    Logistic,
-    loss,
-    grad,
-    value_and_grad,
-    hessian,
-    hessian_vector_product,
-    graph_size,
-    recording_computes,
-    limit,
-):
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What every size's measurement shares: the parsed options, the cluster's client, the
+    loss gradcy differentiates and each worker's memory limit in bytes."""
+
+    args: argparse.Namespace
+    client: object
+    loss: Callable
+    limit: int
+
+
+def _one_size(gb, run):
     """Times and graph sizes at one size of X; the table's row."""
+    import dask
+    import dask.array as da
+    from distributed import wait
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from dask_glm.families import Logistic
+    from gradcy import grad, hessian, hessian_vector_product, value_and_grad
+    from gradcy.backends import graph_size, recording_computes
+
+    args, client, loss, limit = run.args, run.client, run.loss, run.limit
     n = int(gb * 1e9 / (8 * args.d))
     rows = max(1000, int(args.chunk_mb * 1e6 / (8 * args.d)))
     rs = da.random.RandomState(0)

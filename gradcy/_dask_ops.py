@@ -18,6 +18,13 @@ one blockwise layer running the rule on each chunk (NumPy's own operations, so t
 values), where Dask's operators would make a layer per operation (``g / (x + 1.0)``: two), each
 inspecting its function's signature to compute a meta.
 
+Before a gradient is computed (or a lazy one returned), `fuse_chunks` merges the blockwise
+layers feeding one another into one task per chunk, also a value several of them read (which
+Dask's own fusion leaves a task of its own), and in that task a ufunc step whose operand is a
+temporary of the task's own, read by that step alone, writes its result into it (`_Into`):
+fewer tasks, fewer arrays allocated per chunk, the same NumPy loops and values. Nothing from
+outside the task (a persisted chunk of X, shared by other tasks) is written.
+
 Each function returns None where its case does not apply; the caller then calls NumPy's
 function (Dask's, through dispatch) as it would have.
 """
@@ -173,8 +180,9 @@ def dot(a, b):
             # not concatenated (a one-chunk Dask b comes as a list of one block): a layer
             # Dask fuses with the elementwise ones on each chunk, one task per chunk for the
             # whole gradient, also for a Dask w (forward over reverse: the logistic
-            # Hessian-vector product in 4 chunks is 11 tasks, 15 with this layer
-            # concatenated; its tangent, dot_t's, stays concatenated: 27 otherwise)
+            # Hessian-vector product in 4 chunks was 11 tasks, 15 with this layer
+            # concatenated; dot_t's layer is not concatenated either, so fuse_chunks merges
+            # it with the chain reading it: 7 tasks)
             concatenate=None,
             new_axes={} if is_dask(b) or b.ndim == 1 else {"k": b.shape[1]},
         )
@@ -200,6 +208,8 @@ def dot(a, b):
 
 
 def _block_dot_t(a, v):
+    if type(a) is list:  # (see _block_dot's)
+        (a,) = a
     if type(v) is list:
         (v,) = v
     return _np.dot(a, v.T).T
@@ -229,7 +239,7 @@ def dot_t(a, v):
         "kj",
         dtype=dtype,
         meta=_meta(2, dtype),
-        concatenate=True,  # (see dot's)
+        concatenate=None,  # (see dot's)
     )
 
 
@@ -442,3 +452,169 @@ def multiply(a, b):
         return a * b
     r = elementwise(_np.multiply, a, b)
     return a * b if r is None else r
+
+
+def _contracts(layer):
+    out = set(layer.output_indices)
+    return any(i not in out for _, ind in layer.indices if ind for i in ind)
+
+
+class _Into:
+    """ufunc(*args) written into args[pos] -- a chunk-local temporary that only this call reads
+    (`_in_place`) -- when the result has its shape and dtype: the other operands of its dtype
+    and broadcasting to its shape, or Python numbers (weak in NumPy's promotion), so the call
+    runs NumPy's same loop with the same values, without allocating; else ufunc(*args)."""
+
+    __slots__ = ("ufunc", "pos")
+
+    def __init__(self, ufunc, pos):
+        self.ufunc = ufunc
+        self.pos = pos
+
+    def __call__(self, *args):
+        a = args[self.pos]
+        if type(a) is _np.ndarray and a.dtype.kind in _FLOATS and a.flags.writeable:
+            for o in args:
+                if o is a or type(o) is float or type(o) is int:
+                    continue
+                if type(o) is not _np.ndarray or o.dtype != a.dtype or o.ndim > a.ndim:
+                    break
+                if _np.broadcast_shapes(o.shape, a.shape) != a.shape:
+                    break
+            else:
+                return self.ufunc(*args, out=a)
+        return self.ufunc(*args)
+
+    def __reduce__(self):
+        return (_Into, (self.ufunc, self.pos))
+
+
+def _fresh(task):
+    """task's result is a new array (or number) nothing else holds: a ufunc's, a product's."""
+    f = task.func
+    return (
+        (type(f) is _np.ufunc and f.nout == 1)
+        or type(f) is _Into
+        or f is _block_dot
+        or f is _scale_block
+    )
+
+
+def _in_place(layer):
+    """layer (a merged blockwise layer, one fused task per chunk) with each ufunc step that
+    reads a temporary of the chunk's -- made by a step of the task (`_fresh`), read by that
+    step only, once -- writing its result into it (`_Into`): fewer arrays allocated per chunk.
+    Nothing from outside the task (a chunk of X or y, persisted and shared) is written."""
+    from dask._task_spec import Task, TaskRef
+
+    task = layer.task
+    if getattr(task.func, "__name__", None) != "_execute_subgraph":
+        return layer
+    inner, outkey = task.args[0], task.args[1]
+    readers = {}
+    for t in inner.values():
+        for k in t.dependencies:
+            readers[k] = readers.get(k, 0) + 1
+    owned = {k for k, t in inner.items() if k != outkey and readers.get(k) == 1 and _fresh(t)}
+    steps, changed = [], False
+    for t in inner.values():
+        f = t.func
+        if type(f) is _np.ufunc and f.nout == 1 and not t.kwargs:
+            refs = [type(a) is TaskRef for a in t.args]
+            if all(r or not hasattr(a, "dependencies") for r, a in zip(refs, t.args)):
+                keys = [a.key if r else None for r, a in zip(refs, t.args)]
+                pos = next(
+                    (i for i, k in enumerate(keys) if k in owned and keys.count(k) == 1), None
+                )
+                if pos is not None:
+                    t = Task(t.key, _Into(f, pos), *t.args)
+                    changed = True
+        steps.append(t)
+    if changed:
+        layer.task = Task.fuse(*steps, key=task.key)
+    return layer
+
+
+def _fused_graph(graph, keep):
+    """graph (a HighLevelGraph) with each blockwise layer merged with the blockwise layers
+    feeding it that feed nothing else (`fuse_chunks`), the layers named in `keep` (wanted
+    outputs) kept as layers; the same graph when nothing merges."""
+    from dask.blockwise import Blockwise, rewrite_blockwise
+    from dask.highlevelgraph import HighLevelGraph
+
+    layers, deps = dict(graph.layers), {k: set(v) for k, v in graph.dependencies.items()}
+    readers = {}
+    for name, ds in deps.items():
+        for d in ds:
+            readers.setdefault(d, set()).add(name)
+
+    def joins(name, root, fused):
+        layer = layers.get(name)
+        return (
+            type(layer) is Blockwise
+            and name not in keep
+            and layer.concatenate == root.concatenate
+            and layer.annotations == root.annotations  # (a user's dask.annotate: kept apart)
+            and readers.get(name, set()) <= fused
+            # (Dask's own rules: a layer reading a value twice, or contracting an axis of it,
+            # does not merge with it; a contraction would name its axes anew, and the value
+            # would be computed twice, once per naming)
+            and all(
+                sum(k == name for k, ind in layers[r].indices if ind) == 1
+                and not _contracts(layers[r])
+                for r in readers[name]
+            )
+        )
+
+    changed_graph = False
+    order = list(graph._toposort_layers())[::-1]  # readers before what they read
+    for name in order:
+        root = layers.get(name)
+        if type(root) is not Blockwise:
+            continue
+        fused = {name}
+        frontier = set() if _contracts(root) else set(deps[name])
+        grew = True
+        while grew:
+            grew = False
+            for d in sorted(frontier - fused):
+                if joins(d, root, fused):
+                    fused.add(d)
+                    if not _contracts(layers[d]):
+                        frontier |= deps[d]
+                    grew = True
+        if len(fused) == 1:
+            continue
+        layers[name] = _in_place(rewrite_blockwise([layers[n] for n in fused]))
+        deps[name] = {d for n in fused for d in deps[n] if d not in fused}
+        for n in fused - {name}:
+            del layers[n], deps[n]
+        for d in deps[name]:
+            readers[d] = (readers[d] - fused) | {name}
+        changed_graph = True
+    return HighLevelGraph(layers, deps) if changed_graph else graph
+
+
+def fuse_chunks(*arrays):
+    """arrays (Dask arrays) over one graph whose blockwise layers are merged with those feeding
+    them where every layer they feed is in the merge, also a value several of them read (the
+    tangent ``X @ v`` of a Hessian-vector product, read by each step of the tangent's chain):
+    one task per chunk computing the whole chain, each shared value once. Dask's own fusion
+    (``dask.optimize``) merges only a chain whose every value has one reader, leaving a
+    shared value a task of its own per chunk, whose result may travel between workers. Other
+    values are returned as they are."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    lazy = [a for a in arrays if is_dask(a)]
+    if not lazy:
+        return arrays
+    graph = HighLevelGraph.merge(*[a.__dask_graph__() for a in lazy])
+    fused = _fused_graph(graph, {a.name for a in lazy})
+    if fused is graph:
+        return arrays
+    # (each array's graph its own layers: Dask's compute of several arrays sharing one graph
+    # object with layers of the others lost a wanted layer)
+    return tuple(
+        type(a)(fused.cull_layers([a.name]), a.name, a.chunks, meta=a._meta) if is_dask(a) else a
+        for a in arrays
+    )

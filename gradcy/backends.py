@@ -211,13 +211,21 @@ def compute_pending(values, inputs):
     """values with every lazy (Dask) entry whose input (same position in `inputs`; None: no
     input, always computed) is not lazy replaced by its computed value, all in one
     dask.compute so a graph they share runs once. Computed 0-d results become the input's
-    scalar type (a Python float input gets a float)."""
-    todo = []
-    for k, (v, x) in enumerate(zip(values, inputs)):
+    scalar type (a Python float input gets a float). Lazy values, computed or returned, are
+    over a graph whose blockwise layers are merged into one task per chunk
+    (gradcy._dask_ops.fuse_chunks)."""
+    for v, x in zip(values, inputs):
         if type(v) is _Box:
             _refuse_recorded_compute(v, x)
-        elif is_lazy(v) and not (x is not None and is_lazy(x)):
-            todo.append(k)
+    if any(is_lazy(v) for v in values):
+        from ._dask_ops import fuse_chunks
+
+        values = fuse_chunks(*values)
+    todo = [
+        k
+        for k, (v, x) in enumerate(zip(values, inputs))
+        if is_lazy(v) and not (x is not None and is_lazy(x))
+    ]
     if not todo:
         return values
     import dask

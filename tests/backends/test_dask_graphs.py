@@ -254,6 +254,16 @@ def _new_layers(out, *inputs):
     return [name for name in out.__dask_graph__().layers if name not in old]
 
 
+def _parts(out, name):
+    """The names (without token) of the blockwise layers merged into out's layer `name`
+    (gradcy._dask_ops.fuse_chunks: one task per chunk running them all), [name's] when it is
+    one layer."""
+    task = out.__dask_graph__().layers[name].task
+    if getattr(task.func, "__name__", "") != "_execute_subgraph":
+        return [name.rsplit("-", 1)[0]]
+    return [k.rsplit("-", 1)[0] for k in task.args[0]]
+
+
 def _dot_cases():
     rng = onp.random.default_rng(1)
     A = rng.standard_normal((60, 4))
@@ -349,8 +359,10 @@ def test_an_elementwise_rule_on_dask_is_one_layer(name):
 
     gd = grad_(loss)(xd, c)
     assert isinstance(gd, da.Array) and gd.chunks == xd.chunks
-    made = sorted(n.rsplit("-", 1)[0] for n in _new_layers(gd, xd, c))
-    # the seed's broadcast (sum's rule), multiply's rule for x (g * c), f's rule
+    # one layer (fuse_chunks) running, on each chunk: the seed's broadcast (sum's rule),
+    # multiply's rule for x (g * c), f's rule
+    assert _new_layers(gd, xd, c) == [gd.name]
+    made = sorted(_parts(gd, gd.name))
     expected = ["_broadcast_block", "vjp-elementwise", "vjp-elementwise"]
     if name in ("exp", "tanh", "sqrt"):
         expected.append(name)  # (f's output, which its rule reads)
@@ -393,7 +405,14 @@ def test_the_logistic_gradient_graph_layers():
     w, X, y, Xn, yn = _data(4)
     with recording_computes() as computes:
         g = grad(loss)(w, X, y)
-    kinds = sorted(n.rsplit("-", 1)[0] for n in _new_layers(computes[0][0], X, y))
+    out = computes[0][0]
+    # two layers: the blockwise one (fuse_chunks: one task per chunk running the rest) and
+    # the sum of its partials
+    assert sorted(n.rsplit("-", 1)[0] for n in _new_layers(out, X, y)) == [
+        "block_partial",
+        "dot-block_partial",
+    ]
+    kinds = sorted(_parts(out, out.name.split("-", 1)[1]) + ["dot-block_partial"])
     assert kinds == sorted(
         ["block_dot", "negative", "exp", "_broadcast_block"]
         + ["vjp-elementwise"] * 3
@@ -460,9 +479,11 @@ def test_hessian_vector_product_builds_no_tangent_of_the_loss_value():
     """Forward over reverse on Dask data: the tangent of the loss value (a sum and a dot
     product of the tangent of X @ w, which the gradient discards) is never built; the
     tangent of X @ w is one layer (a product per chunk, not two transposes around it); 38
-    Dask arrays built in all (49 before both), 73 tasks and 22 layers in the graph (78 and
-    24), 11 tasks after dask.optimize (15; dask-glm's Hessian 10), and the product equals
-    NumPy's."""
+    Dask arrays built by the pass (49 before both) and the product's blockwise layers merged
+    into one (fuse_chunks: X @ w's tangent, read by several steps, is in the task of its
+    chunk, not a task of its own); 9 tasks and 6 layers in the graph (73 and 22 before the
+    merge; dask-glm's Hessian 54 and 15), 7 tasks after dask.optimize (11 before; dask-glm's
+    10), and the product equals NumPy's."""
     from gradcy import hessian_vector_product
     from gradcy.backends import graph_size
 
@@ -475,9 +496,9 @@ def test_hessian_vector_product_builds_no_tangent_of_the_loss_value():
     # dot(y, z) forward and the two products of the backward pass (gradient, its tangent)
     assert made.count("dot-block_partial") == 3, made
     assert made.count("transpose") == 0, made
-    assert len(made) == 38, made
+    assert len(made) == 38 + 1, made  # (+ the merged one)
     size = graph_size(out, data=(X, y))
-    assert (size["tasks"], size["layers"], size["optimized_tasks"]) == (73, 22, 11), size
+    assert (size["tasks"], size["layers"], size["optimized_tasks"]) == (9, 6, 7), size
     ref = hessian_vector_product(loss)(w, Xn, yn, v)
     onp.testing.assert_allclose(out.compute(), ref, rtol=RTOL)
 
@@ -556,3 +577,90 @@ def test_layer_names_follow_what_determines_the_layer():
     assert len(names) == 7, names
     assert _dask_ops.dot(Ad, u).name == _dask_ops.dot(Ad, u.copy()).name
     onp.testing.assert_allclose(_dask_ops.dot(Ad, u2).compute(), A @ u2, rtol=RTOL)
+
+
+def test_a_value_several_layers_read_is_merged_into_their_chunks_task_once():
+    """fuse_chunks merges a blockwise layer that several merged layers read (Dask's fusion
+    leaves it a task per chunk of its own) into their layer, computing it once per chunk; a
+    layer wanted as an output stays a layer of its own; NumPy's values."""
+    from gradcy._dask_ops import elementwise, fuse_chunks
+
+    calls = []
+
+    def twice(x):
+        calls.append(x.shape)
+        return x * 2.0
+
+    xn = onp.linspace(-1.0, 1.0, 40)
+    x = da.from_array(xn, chunks=10)
+    s = elementwise(twice, x)
+    out = elementwise(onp.add, elementwise(onp.exp, s), elementwise(onp.negative, s))
+    (f,) = fuse_chunks(out)
+    assert _new_layers(f, x) == [f.name]
+    assert sorted(_parts(f, f.name)) == ["add", "exp", "negative", "twice"]
+    del calls[:]
+    with dask.config.set(scheduler="sync"):
+        got = f.compute()
+    assert calls == [(10,)] * 4  # once per chunk
+    onp.testing.assert_array_equal(got, onp.exp(2.0 * xn) - 2.0 * xn)
+
+    f, fs = fuse_chunks(out, s)  # s wanted too: its own layer, read by out's
+    assert sorted(_parts(f, f.name)) == ["add", "exp", "negative"]
+    assert _parts(fs, fs.name) == ["twice"]
+    with dask.config.set(scheduler="sync"):
+        got, got_s = dask.compute(f, fs)
+    onp.testing.assert_array_equal(got, onp.exp(2.0 * xn) - 2.0 * xn)
+    onp.testing.assert_array_equal(got_s, 2.0 * xn)
+
+    # a value a contraction reads too (X @ w's blockwise product) is not merged: the merge
+    # would name its axes twice and compute it twice per chunk
+    from gradcy._dask_ops import dot
+
+    An, u = onp.arange(80.0).reshape(40, 2) / 80.0, onp.array([1.0, -1.0])
+    T = elementwise(twice, da.from_array(An, chunks=(10, 2)))
+    (r,) = fuse_chunks(dot(elementwise(onp.exp, dot(T, u)), T))
+    del calls[:]
+    with dask.config.set(scheduler="sync"):
+        got = r.compute()
+    assert calls == [(10, 2)] * 4
+    onp.testing.assert_allclose(got, onp.exp(2.0 * An @ u) @ (2.0 * An), rtol=RTOL)
+
+
+def _into_steps(out):
+    """The steps of out's merged layer that write into a temporary of the chunk's (as
+    (ufunc name, position)), sorted."""
+    from gradcy._dask_ops import _Into
+
+    task = out.__dask_graph__().layers[out.name].task
+    return sorted(
+        (t.func.ufunc.__name__, t.func.pos) for t in task.args[0].values() if type(t.func) is _Into
+    )
+
+
+def test_merged_steps_write_only_into_temporaries_of_their_own():
+    """In a merged layer a ufunc step writes its result into an operand (no new array) only
+    when that operand is a temporary made in the task, which that step alone reads: never a
+    chunk of the task's inputs (x's chunks here are views of x's NumPy array, which stays as it
+    was), nor a temporary another step reads; NumPy's values."""
+    from gradcy._dask_ops import elementwise, fuse_chunks
+
+    xn = onp.linspace(-1.0, 1.0, 40)
+    keep = xn.copy()
+    x = da.from_array(xn, chunks=10)
+    neg = elementwise(onp.negative, x)  # reads x: not written
+    out = elementwise(onp.add, elementwise(onp.exp, neg), elementwise(onp.multiply, x, 2.0))
+    (f,) = fuse_chunks(out)
+    # exp writes into -x (its own temporary), add into exp's result; not into x, 2x kept (one)
+    assert _into_steps(f) == [("add", 0), ("exp", 0)]
+    with dask.config.set(scheduler="sync"):
+        got = f.compute()
+    onp.testing.assert_array_equal(got, onp.exp(-xn) + 2.0 * xn)
+    onp.testing.assert_array_equal(xn, keep)
+
+    s = elementwise(onp.negative, x)
+    (f,) = fuse_chunks(elementwise(onp.add, elementwise(onp.exp, s), s))
+    assert _into_steps(f) == [("add", 0)]  # -x read twice: exp does not write into it
+    with dask.config.set(scheduler="sync"):
+        got = f.compute()
+    onp.testing.assert_array_equal(got, onp.exp(-xn) - xn)
+    onp.testing.assert_array_equal(xn, keep)
