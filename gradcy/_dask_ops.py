@@ -535,6 +535,12 @@ def _in_place(layer):
     return layer
 
 
+# the most layers one merge takes: Dask's rewrite_blockwise costs about the cube of a merge's
+# size (a 100-step elementwise chain's 1,000 layers took 200 s as one merge); a longer chain is
+# merged in runs of this many, each run one task per chunk
+_MAX_MERGED = 32
+
+
 def _fused_graph(graph, keep):
     """graph (a HighLevelGraph) with each blockwise layer merged with the blockwise layers
     feeding it that feed nothing else (`fuse_chunks`), the layers named in `keep` (wanted
@@ -575,10 +581,10 @@ def _fused_graph(graph, keep):
         fused = {name}
         frontier = set() if _contracts(root) else set(deps[name])
         grew = True
-        while grew:
+        while grew and len(fused) < _MAX_MERGED:
             grew = False
             for d in sorted(frontier - fused):
-                if joins(d, root, fused):
+                if len(fused) < _MAX_MERGED and joins(d, root, fused):
                     fused.add(d)
                     if not _contracts(layers[d]):
                         frontier |= deps[d]

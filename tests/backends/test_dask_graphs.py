@@ -664,3 +664,25 @@ def test_merged_steps_write_only_into_temporaries_of_their_own():
         got = f.compute()
     onp.testing.assert_array_equal(got, onp.exp(-xn) - xn)
     onp.testing.assert_array_equal(xn, keep)
+
+
+def test_a_long_elementwise_chain_merges_in_bounded_runs(monkeypatch):
+    # Dask's rewrite_blockwise costs about the cube of a merge's size: a 100-step chain merged
+    # whole took 200 s to build; merges stop at _dask_ops._MAX_MERGED layers each, and the
+    # gradient is the same however the chain is cut
+    from gradcy import _dask_ops
+
+    def chain(x):
+        for _ in range(12):
+            x = np.sin(x) * 1.0001 + 0.01 * x
+        return np.sum(x)
+
+    x = onp.linspace(-1.0, 1.0, 40)
+    want = grad(chain)(x)
+    sizes = {}
+    for cap in (4, 1000):
+        monkeypatch.setattr(_dask_ops, "_MAX_MERGED", cap)
+        g = grad(chain)(da.from_array(x, chunks=10))
+        sizes[cap] = len(g.__dask_graph__().layers)
+        onp.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=RTOL)
+    assert sizes[1000] <= 3 < sizes[4]
