@@ -7,6 +7,7 @@ More seeds: python tests/fuzz_programs.py --programs 5000 --seed 0"""
 import numpy
 import pytest
 
+import fuzz_int_args
 import fuzz_programs as fp
 
 # Feature classes that fail on the current code, left out of the seed set until their fix lands
@@ -43,16 +44,18 @@ def test_random_programs_match_numpy_and_differences(first):
         assert summary.counts[mode]["pass"] >= CHUNK // 2, summary.report(shrink_failures=False)
 
 
-# class int_arg (fuzz_programs.py): integer and boolean arrays as the differentiated argument,
+# class int_arg (fuzz_int_args.py): integer and boolean arrays as the differentiated argument,
 # against central differences of the float version; np.reciprocal of an integer and a Python
 # int as the argument must raise gradcy's errors
 INT_ARG_PROGRAMS = 200
 
 
 def test_integer_arguments_match_differences_of_the_float_program():
-    result = fp.run_int_arg_seeds(range(INT_ARG_PROGRAMS))
+    result = fuzz_int_args.run_seeds(range(INT_ARG_PROGRAMS))
     assert result["failures"] == [], "\n\n".join(result["failures"][:3])
-    assert set(result["pass"]) == set(fp.INT_DTYPES) and min(result["pass"].values()) >= 20
+    assert (
+        set(result["pass"]) == set(fuzz_int_args.INT_DTYPES) and min(result["pass"].values()) >= 20
+    )
     assert result["raised"].get("reciprocal", 0) >= 1
     assert sum(result["pass"].values()) + sum(result["raised"].values()) == INT_ARG_PROGRAMS
 
