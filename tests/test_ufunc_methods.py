@@ -25,7 +25,6 @@ CASES = {
     "subtract.reduce": lambda m, x: m.subtract.reduce(x, axis=1),
     "divide.reduce keepdims": lambda m, x: m.divide.reduce(x, axis=0, keepdims=True),
     "divide.reduce initial": lambda m, x: m.divide.reduce(x, axis=1, initial=1.5),
-    "power.accumulate": lambda m, x: m.power.accumulate(x, axis=1),
     "logaddexp.reduce": lambda m, x: m.logaddexp.reduce(x, axis=-1),
     "add.accumulate": lambda m, x: m.add.accumulate(x),
     "multiply.accumulate axis=1": lambda m, x: m.multiply.accumulate(x, axis=1),
@@ -146,30 +145,39 @@ def test_ufunc_attributes_are_numpys():
             assert getattr(mine, attr) == getattr(theirs, attr), (name, attr)
 
 
-def _numpy_folds(name):
+def _numpy_folds(name, method):
+    """NumPy's float `name`.`method` of three elements is the left fold it documents."""
     x = onp.array([1.25, 0.75, 1.5])
     ufunc = getattr(onp, name)
-    return ufunc.reduce(x) == ufunc(ufunc(x[0], x[1]), x[2])
+    left = [x[0], ufunc(x[0], x[1])]
+    left.append(ufunc(left[1], x[2]))
+    if method == "reduce":
+        return ufunc.reduce(x) == left[2]
+    return onp.array_equal(ufunc.accumulate(x), left)
 
 
+@pytest.mark.parametrize("method", ["reduce", "accumulate"])
 @pytest.mark.parametrize("name", ["power", "arctan2", "subtract", "logaddexp"])
-def test_reduce_is_numpys_fold_or_an_error(name):
+def test_fold_is_numpys_or_an_error(name, method):
     # NumPy 2.4's power.reduce and arctan2.reduce of floats give op(x[0], x[-1]) for three
-    # elements, not the left fold NumPy documents: gradcy refuses them on traced values (its
-    # fold would differ from NumPy's value) and serves the others
+    # elements, and NumPy 1.26's power.accumulate differs from the fold, not the left fold NumPy
+    # documents: gradcy refuses them on traced values (its fold would differ from NumPy's
+    # value) and serves the others
     x = onp.array([1.2, 0.7, 1.9])
-    f = lambda x: getattr(np, name).reduce(x)
-    if _numpy_folds(name):
-        onp.testing.assert_allclose(gradcy.make_vjp(f)(x)[1], getattr(onp, name).reduce(x))
+    f = lambda x: getattr(getattr(np, name), method)(x)
+    if _numpy_folds(name, method):
+        onp.testing.assert_allclose(
+            gradcy.make_vjp(f)(x)[1], getattr(getattr(onp, name), method)(x)
+        )
         check_grads(f, modes=["rev", "fwd"], order=2)(x)
     else:
         with pytest.raises(
             NotImplementedError,
-            match=rf"^gradcy\.numpy\.{name}\.reduce: NumPy [0-9.]+'s {name}\.reduce of floats "
-            r"does not compute the left fold it documents",
+            match=rf"^gradcy\.numpy\.{name}\.{method}: NumPy [0-9.]+'s {name}\.{method} of "
+            r"floats does not compute the left fold it documents",
         ):
-            gradcy.grad(f)(x)
-    onp.testing.assert_array_equal(f(x), getattr(onp, name).reduce(x))  # plain: NumPy's
+            gradcy.grad(lambda x: np.sum(f(x)))(x)
+    onp.testing.assert_array_equal(f(x), getattr(getattr(onp, name), method)(x))  # plain
 
 
 _BINARY = sorted(
@@ -199,7 +207,7 @@ def test_every_binary_ufunc_method_is_numpys(name, method):
     try:
         _, value = gradcy.make_vjp(f)(_Y)
     except NotImplementedError as e:  # (NumPy's own fold is not the documented one)
-        assert method != "outer" and not _numpy_folds(name), e
+        assert method != "outer" and not _numpy_folds(name, method), e
         return
     onp.testing.assert_allclose(value, want, rtol=1e-14, atol=0)
     assert onp.shape(value) == want.shape
