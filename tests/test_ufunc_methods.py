@@ -213,3 +213,18 @@ def test_every_binary_ufunc_method_is_numpys(name, method):
     assert onp.shape(value) == want.shape
     if name not in ("floor_divide", "nextafter", "heaviside", "copysign"):  # (no slope to check)
         check_grads(f, modes=["rev", "fwd"], order=1)(_Y)
+
+
+@pytest.mark.parametrize("name", ["subtract", "divide", "logaddexp", "hypot"])
+def test_reduce_of_a_0d_or_empty_traced_array_keeps_its_gradient(name):
+    # NumPy's reduce of a 0-d array is the array (after initial), of an empty one initial: the
+    # traced result must be the traced value, not NumPy's plain one (a zero gradient)
+    x = onp.array(1.7)
+    for f in (
+        lambda x: getattr(np, name).reduce(x),
+        lambda x: getattr(np, name).reduce(x, initial=1.3),
+        lambda x: np.sum(getattr(np, name).reduce(onp.zeros((0, 3)), initial=x)),
+    ):
+        onp.testing.assert_allclose(gradcy.make_vjp(f)(x)[1], f(x), rtol=1e-15)
+        check_grads(f, modes=["rev", "fwd"], order=2)(x)
+        assert gradcy.grad(f)(x) != 0.0

@@ -136,8 +136,15 @@ def _make_reduce(name, prim, ufunc):
         array = gnp.asarray(array)
         if dtype is not None:
             array = array.astype(dtype)
-        if _np.ndim(array) == 0 or (_np.size(array) == 0 and initial is _NO_VALUE):
-            return ufunc.reduce(_plain(array), **{k: _plain(v) for k, v in given.items()})
+        if _np.ndim(array) == 0 or _np.size(array) == 0:
+            # NumPy's value (or its error) from the plain values; traced: a 0-d array is its
+            # own reduction (after initial), an empty one's is initial (a constant without it)
+            value = ufunc.reduce(_plain(array), **{k: _plain(v) for k, v in given.items()})
+            if _np.ndim(array) == 0:
+                return array if initial is _NO_VALUE else prim(initial, array)
+            if initial is _NO_VALUE:
+                return value
+            return gnp.zeros(_np.shape(value), _np.result_type(value)) + initial
         ax = _one_axis(qual, axis, _np.ndim(array))
         _check_documented_fold(qual, name, ufunc, "reduce")
         result = _fold(prim, gnp, array, ax, initial, False)
